@@ -1,0 +1,1106 @@
+#define G_LOG_DOMAIN "planner-hardware"
+
+#include "config.h"
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-hardware.h"
+
+/* PlannerDType has no count member; i64 is its last value. */
+#define N_DTYPES (PLANNER_DTYPE_I64 + 1)
+
+#define FORMAT_VERSION 1
+#define RESOURCE_PREFIX "/io/github/shardscope/planner"
+#define DEFAULT_NODE_SIZE 8
+
+typedef struct
+{
+  PlannerStepKind kind;
+  PlannerLinkKind link;
+  guint p;
+  GArray *points; /* PlannerMeasuredPoint, sorted by bytes, unique */
+} Curve;
+
+struct _PlannerHardware
+{
+  char *name;
+  char *description;
+  double peak_tflops[N_DTYPES];
+  double memory_bandwidth_GBps;
+  double memory_GB;
+  guint node_size;
+  PlannerLink links[PLANNER_N_LINKS];
+  GPtrArray *curves; /* Curve, sorted by (kind, link, p) so files are written in one order */
+};
+
+static const char *const step_kind_names[PLANNER_N_STEP_KINDS] = {
+  "AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Slice",
+};
+
+static const char *const link_kind_names[PLANNER_N_LINKS] = { "intra", "inter" };
+
+static const char *const builtin_names[] = {
+  "h100-sxm", "h200-sxm", "a100-sxm", "cpu-local", NULL,
+};
+
+const char *
+planner_step_kind_to_string (PlannerStepKind kind)
+{
+  g_return_val_if_fail (kind < PLANNER_N_STEP_KINDS, NULL);
+  return step_kind_names[kind];
+}
+
+gboolean
+planner_step_kind_from_string (const char *text, PlannerStepKind *kind)
+{
+  g_return_val_if_fail (text != NULL, FALSE);
+
+  for (guint i = 0; i < PLANNER_N_STEP_KINDS; i++)
+    if (strcmp (text, step_kind_names[i]) == 0)
+      {
+        if (kind)
+          *kind = i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+const char *
+planner_link_kind_to_string (PlannerLinkKind kind)
+{
+  g_return_val_if_fail (kind < PLANNER_N_LINKS, NULL);
+  return link_kind_names[kind];
+}
+
+gboolean
+planner_link_kind_from_string (const char *text, PlannerLinkKind *kind)
+{
+  g_return_val_if_fail (text != NULL, FALSE);
+
+  for (guint i = 0; i < PLANNER_N_LINKS; i++)
+    if (strcmp (text, link_kind_names[i]) == 0)
+      {
+        if (kind)
+          *kind = i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+/* Curves */
+
+static Curve *
+curve_new (PlannerStepKind kind, PlannerLinkKind link, guint p)
+{
+  Curve *curve = g_new0 (Curve, 1);
+
+  curve->kind = kind;
+  curve->link = link;
+  curve->p = p;
+  curve->points = g_array_new (FALSE, FALSE, sizeof (PlannerMeasuredPoint));
+  return curve;
+}
+
+static void
+curve_free (gpointer data)
+{
+  Curve *curve = data;
+
+  g_array_unref (curve->points);
+  g_free (curve);
+}
+
+static Curve *
+curve_copy (const Curve *curve)
+{
+  Curve *copy = curve_new (curve->kind, curve->link, curve->p);
+
+  g_array_append_vals (copy->points, curve->points->data, curve->points->len);
+  return copy;
+}
+
+static int
+curve_key_compare (const Curve *curve, PlannerStepKind kind, PlannerLinkKind link, guint p)
+{
+  if (curve->kind != kind)
+    return curve->kind < kind ? -1 : 1;
+  if (curve->link != link)
+    return curve->link < link ? -1 : 1;
+  if (curve->p != p)
+    return curve->p < p ? -1 : 1;
+  return 0;
+}
+
+/* Index of the curve with this key, or where it would be inserted (with *found FALSE). */
+static guint
+find_curve (const PlannerHardware *hw, PlannerStepKind kind, PlannerLinkKind link, guint p,
+            gboolean *found)
+{
+  guint i;
+
+  for (i = 0; i < hw->curves->len; i++)
+    {
+      int c = curve_key_compare (g_ptr_array_index (hw->curves, i), kind, link, p);
+
+      if (c >= 0)
+        {
+          *found = c == 0;
+          return i;
+        }
+    }
+  *found = FALSE;
+  return i;
+}
+
+/* Life cycle */
+
+PlannerHardware *
+planner_hardware_new (const char *name)
+{
+  PlannerHardware *hw;
+
+  g_return_val_if_fail (name != NULL && name[0] != '\0', NULL);
+
+  hw = g_new0 (PlannerHardware, 1);
+  hw->name = g_strdup (name);
+  hw->description = g_strdup ("");
+  for (guint i = 0; i < N_DTYPES; i++)
+    hw->peak_tflops[i] = 1.0;
+  hw->memory_bandwidth_GBps = 1.0;
+  hw->memory_GB = 1.0;
+  hw->node_size = DEFAULT_NODE_SIZE;
+  for (guint i = 0; i < PLANNER_N_LINKS; i++)
+    {
+      hw->links[i].bandwidth_GBps = 1.0;
+      hw->links[i].latency_us = 1.0;
+    }
+  hw->curves = g_ptr_array_new_with_free_func (curve_free);
+  return hw;
+}
+
+PlannerHardware *
+planner_hardware_copy (const PlannerHardware *hw)
+{
+  PlannerHardware *copy;
+
+  g_return_val_if_fail (hw != NULL, NULL);
+
+  copy = g_memdup2 (hw, sizeof *hw);
+  copy->name = g_strdup (hw->name);
+  copy->description = g_strdup (hw->description);
+  copy->curves = g_ptr_array_new_with_free_func (curve_free);
+  for (guint i = 0; i < hw->curves->len; i++)
+    g_ptr_array_add (copy->curves, curve_copy (g_ptr_array_index (hw->curves, i)));
+  return copy;
+}
+
+void
+planner_hardware_free (PlannerHardware *hw)
+{
+  if (hw == NULL)
+    return;
+  g_free (hw->name);
+  g_free (hw->description);
+  g_ptr_array_unref (hw->curves);
+  g_free (hw);
+}
+
+static gboolean
+links_equal (const PlannerLink *a, const PlannerLink *b)
+{
+  return strcmp (a->name, b->name) == 0 && a->bandwidth_GBps == b->bandwidth_GBps
+         && a->latency_us == b->latency_us;
+}
+
+static gboolean
+curves_equal (const Curve *a, const Curve *b)
+{
+  if (curve_key_compare (a, b->kind, b->link, b->p) != 0 || a->points->len != b->points->len)
+    return FALSE;
+  for (guint i = 0; i < a->points->len; i++)
+    {
+      const PlannerMeasuredPoint *pa = &g_array_index (a->points, PlannerMeasuredPoint, i);
+      const PlannerMeasuredPoint *pb = &g_array_index (b->points, PlannerMeasuredPoint, i);
+
+      if (pa->bytes != pb->bytes || pa->seconds != pb->seconds)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+planner_hardware_equal (const PlannerHardware *a, const PlannerHardware *b)
+{
+  g_return_val_if_fail (a != NULL && b != NULL, FALSE);
+
+  if (strcmp (a->name, b->name) != 0 || strcmp (a->description, b->description) != 0
+      || a->memory_bandwidth_GBps != b->memory_bandwidth_GBps || a->memory_GB != b->memory_GB
+      || a->node_size != b->node_size || a->curves->len != b->curves->len)
+    return FALSE;
+  for (guint i = 0; i < N_DTYPES; i++)
+    if (a->peak_tflops[i] != b->peak_tflops[i])
+      return FALSE;
+  for (guint i = 0; i < PLANNER_N_LINKS; i++)
+    if (!links_equal (&a->links[i], &b->links[i]))
+      return FALSE;
+  for (guint i = 0; i < a->curves->len; i++)
+    if (!curves_equal (g_ptr_array_index (a->curves, i), g_ptr_array_index (b->curves, i)))
+      return FALSE;
+  return TRUE;
+}
+
+/* Getters and setters. Setters refuse what the formulas cannot use (they divide by
+ * bandwidths and peaks); the UI and the file reader check user input before calling them. */
+
+const char *
+planner_hardware_get_name (const PlannerHardware *hw)
+{
+  g_return_val_if_fail (hw != NULL, NULL);
+  return hw->name;
+}
+
+void
+planner_hardware_set_name (PlannerHardware *hw, const char *name)
+{
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (name != NULL && name[0] != '\0');
+
+  g_free (hw->name);
+  hw->name = g_strdup (name);
+}
+
+const char *
+planner_hardware_get_description (const PlannerHardware *hw)
+{
+  g_return_val_if_fail (hw != NULL, NULL);
+  return hw->description;
+}
+
+void
+planner_hardware_set_description (PlannerHardware *hw, const char *description)
+{
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (description != NULL);
+
+  g_free (hw->description);
+  hw->description = g_strdup (description);
+}
+
+double
+planner_hardware_get_peak_tflops (const PlannerHardware *hw, PlannerDType dtype)
+{
+  g_return_val_if_fail (hw != NULL, 0.0);
+  g_return_val_if_fail (dtype < N_DTYPES, 0.0);
+  return hw->peak_tflops[dtype];
+}
+
+void
+planner_hardware_set_peak_tflops (PlannerHardware *hw, PlannerDType dtype, double tflops)
+{
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (dtype < N_DTYPES);
+  g_return_if_fail (isfinite (tflops) && tflops > 0);
+  hw->peak_tflops[dtype] = tflops;
+}
+
+double
+planner_hardware_get_memory_bandwidth_GBps (const PlannerHardware *hw)
+{
+  g_return_val_if_fail (hw != NULL, 0.0);
+  return hw->memory_bandwidth_GBps;
+}
+
+void
+planner_hardware_set_memory_bandwidth_GBps (PlannerHardware *hw, double GBps)
+{
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (isfinite (GBps) && GBps > 0);
+  hw->memory_bandwidth_GBps = GBps;
+}
+
+double
+planner_hardware_get_memory_GB (const PlannerHardware *hw)
+{
+  g_return_val_if_fail (hw != NULL, 0.0);
+  return hw->memory_GB;
+}
+
+void
+planner_hardware_set_memory_GB (PlannerHardware *hw, double GB)
+{
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (isfinite (GB) && GB > 0);
+  hw->memory_GB = GB;
+}
+
+guint
+planner_hardware_get_node_size (const PlannerHardware *hw)
+{
+  g_return_val_if_fail (hw != NULL, 0);
+  return hw->node_size;
+}
+
+void
+planner_hardware_set_node_size (PlannerHardware *hw, guint node_size)
+{
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (node_size >= 1);
+  hw->node_size = node_size;
+}
+
+const PlannerLink *
+planner_hardware_get_link (const PlannerHardware *hw, PlannerLinkKind kind)
+{
+  g_return_val_if_fail (hw != NULL, NULL);
+  g_return_val_if_fail (kind < PLANNER_N_LINKS, NULL);
+  return &hw->links[kind];
+}
+
+void
+planner_hardware_set_link (PlannerHardware *hw, PlannerLinkKind kind, const PlannerLink *link)
+{
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (kind < PLANNER_N_LINKS);
+  g_return_if_fail (link != NULL);
+  g_return_if_fail (memchr (link->name, '\0', sizeof link->name) != NULL);
+  g_return_if_fail (isfinite (link->bandwidth_GBps) && link->bandwidth_GBps > 0);
+  /* Zero latency is allowed: an ideal link is a legitimate what-if. */
+  g_return_if_fail (isfinite (link->latency_us) && link->latency_us >= 0);
+  hw->links[kind] = *link;
+}
+
+double
+planner_hardware_peak_flops (const PlannerHardware *hw, PlannerDType dtype)
+{
+  return planner_hardware_get_peak_tflops (hw, dtype) * 1e12;
+}
+
+double
+planner_hardware_memory_bandwidth (const PlannerHardware *hw)
+{
+  return planner_hardware_get_memory_bandwidth_GBps (hw) * 1e9;
+}
+
+guint64
+planner_hardware_memory_bytes (const PlannerHardware *hw)
+{
+  return (guint64) llround (planner_hardware_get_memory_GB (hw) * 1e9);
+}
+
+/* Mesh axes and links */
+
+PlannerLinkKind
+planner_hardware_axis_link_kind (const PlannerHardware *hw, const PlannerMesh *mesh, guint axis)
+{
+  guint64 devices = 1;
+
+  g_return_val_if_fail (hw != NULL, PLANNER_LINK_INTRA);
+  g_return_val_if_fail (mesh != NULL, PLANNER_LINK_INTRA);
+  g_return_val_if_fail (axis < mesh->n_axes, PLANNER_LINK_INTRA);
+
+  /* A group of one device talks to no one: whatever its position, it crosses no node. */
+  if (mesh->sizes[axis] <= 1)
+    return PLANNER_LINK_INTRA;
+  /* Device ids are row-major, so the minor axes are the ones whose groups are neighbours. */
+  for (guint i = mesh->n_axes; i-- > axis;)
+    devices *= mesh->sizes[i];
+  return devices <= hw->node_size ? PLANNER_LINK_INTRA : PLANNER_LINK_INTER;
+}
+
+gboolean
+planner_hardware_axis_is_intra (const PlannerHardware *hw, const PlannerMesh *mesh, guint axis)
+{
+  return planner_hardware_axis_link_kind (hw, mesh, axis) == PLANNER_LINK_INTRA;
+}
+
+const PlannerLink *
+planner_hardware_axis_link (const PlannerHardware *hw, const PlannerMesh *mesh, guint axis)
+{
+  g_return_val_if_fail (hw != NULL, NULL);
+  return &hw->links[planner_hardware_axis_link_kind (hw, mesh, axis)];
+}
+
+/* Measurements */
+
+void
+planner_hardware_add_measurement (PlannerHardware *hw, PlannerStepKind kind, PlannerLinkKind link,
+                                  guint p, guint64 bytes, double seconds)
+{
+  PlannerMeasuredPoint point = { bytes, seconds };
+  gboolean found;
+  guint i;
+  Curve *curve;
+
+  g_return_if_fail (hw != NULL);
+  g_return_if_fail (kind < PLANNER_N_STEP_KINDS && kind != PLANNER_STEP_SLICE);
+  g_return_if_fail (link < PLANNER_N_LINKS);
+  g_return_if_fail (p >= 2);
+  /* Bytes are written as JSON integers (gint64). */
+  g_return_if_fail (bytes > 0 && bytes <= G_MAXINT64);
+  g_return_if_fail (isfinite (seconds) && seconds > 0);
+
+  i = find_curve (hw, kind, link, p, &found);
+  if (!found)
+    g_ptr_array_insert (hw->curves, i, curve_new (kind, link, p));
+  curve = g_ptr_array_index (hw->curves, i);
+
+  for (i = 0; i < curve->points->len; i++)
+    {
+      PlannerMeasuredPoint *at = &g_array_index (curve->points, PlannerMeasuredPoint, i);
+
+      if (at->bytes == bytes)
+        {
+          at->seconds = seconds;
+          return;
+        }
+      if (at->bytes > bytes)
+        break;
+    }
+  g_array_insert_val (curve->points, i, point);
+}
+
+static const PlannerMeasuredPoint *
+curve_points (const Curve *curve, guint *n_points)
+{
+  if (n_points)
+    *n_points = curve->points->len;
+  return (const PlannerMeasuredPoint *) curve->points->data;
+}
+
+const PlannerMeasuredPoint *
+planner_hardware_get_measurement (const PlannerHardware *hw, PlannerStepKind kind,
+                                  PlannerLinkKind link, guint p, guint *n_points)
+{
+  gboolean found;
+  guint i;
+
+  if (n_points)
+    *n_points = 0;
+  g_return_val_if_fail (hw != NULL, NULL);
+
+  i = find_curve (hw, kind, link, p, &found);
+  return found ? curve_points (g_ptr_array_index (hw->curves, i), n_points) : NULL;
+}
+
+guint
+planner_hardware_get_n_measurements (const PlannerHardware *hw)
+{
+  g_return_val_if_fail (hw != NULL, 0);
+  return hw->curves->len;
+}
+
+const PlannerMeasuredPoint *
+planner_hardware_get_nth_measurement (const PlannerHardware *hw, guint i, PlannerStepKind *kind,
+                                      PlannerLinkKind *link, guint *p, guint *n_points)
+{
+  const Curve *curve;
+
+  g_return_val_if_fail (hw != NULL, NULL);
+  g_return_val_if_fail (i < hw->curves->len, NULL);
+
+  curve = g_ptr_array_index (hw->curves, i);
+  if (kind)
+    *kind = curve->kind;
+  if (link)
+    *link = curve->link;
+  if (p)
+    *p = curve->p;
+  return curve_points (curve, n_points);
+}
+
+void
+planner_hardware_clear_measurements (PlannerHardware *hw)
+{
+  g_return_if_fail (hw != NULL);
+  g_ptr_array_set_size (hw->curves, 0);
+}
+
+/* Reading profiles. Every refusal names the field as a path ("links.intra.latency_us"). */
+
+static gboolean
+malformed (GError **error, const char *field, const char *problem)
+{
+  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+               "hardware profile: field '%s' %s", field, problem);
+  return FALSE;
+}
+
+/* Unknown members are refused so that a typo ("node-size") is not silently a default. */
+static gboolean
+check_members (JsonObject *object, const char *where, const char *const *known, GError **error)
+{
+  g_autoptr (GList) members = json_object_get_members (object);
+
+  for (GList *l = members; l; l = l->next)
+    if (!g_strv_contains (known, l->data))
+      {
+        g_autofree char *field = *where ? g_strdup_printf ("%s.%s", where, (char *) l->data)
+                                        : g_strdup (l->data);
+        g_autofree char *problem = g_strjoinv (", ", (char **) known);
+        g_autofree char *message = g_strdup_printf ("is not known here (known: %s)", problem);
+
+        return malformed (error, field, message);
+      }
+  return TRUE;
+}
+
+static gboolean
+node_is_number (JsonNode *node)
+{
+  GType type;
+
+  if (!JSON_NODE_HOLDS_VALUE (node))
+    return FALSE;
+  type = json_node_get_value_type (node);
+  return type == G_TYPE_INT64 || type == G_TYPE_DOUBLE;
+}
+
+/* A number that must be > 0 (or >= 0 with @allow_zero). */
+static gboolean
+read_figure (JsonNode *node, const char *field, gboolean allow_zero, double *out, GError **error)
+{
+  double value;
+
+  if (node == NULL)
+    return malformed (error, field, "is missing");
+  if (!node_is_number (node))
+    return malformed (error, field, "must be a number");
+  value = json_node_get_double (node);
+  if (!isfinite (value) || value < 0 || (value == 0 && !allow_zero))
+    {
+      g_autofree char *problem = g_strdup_printf ("must be %s, got %g",
+                                                  allow_zero ? ">= 0" : "> 0", value);
+      return malformed (error, field, problem);
+    }
+  *out = value;
+  return TRUE;
+}
+
+static gboolean
+read_count (JsonNode *node, const char *field, gint64 min, gint64 max, gint64 *out,
+            GError **error)
+{
+  gint64 value;
+
+  if (node == NULL)
+    return malformed (error, field, "is missing");
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    return malformed (error, field, "must be an integer");
+  value = json_node_get_int (node);
+  if (value < min || value > max)
+    {
+      g_autofree char *problem = g_strdup_printf ("must be in [%" G_GINT64_FORMAT ", %"
+                                                  G_GINT64_FORMAT "], got %" G_GINT64_FORMAT,
+                                                  min, max, value);
+      return malformed (error, field, problem);
+    }
+  *out = value;
+  return TRUE;
+}
+
+static const char *
+read_string (JsonNode *node, const char *field, GError **error)
+{
+  if (node == NULL)
+    {
+      malformed (error, field, "is missing");
+      return NULL;
+    }
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    {
+      malformed (error, field, "must be a string");
+      return NULL;
+    }
+  return json_node_get_string (node);
+}
+
+static JsonObject *
+read_object (JsonNode *node, const char *field, GError **error)
+{
+  if (node == NULL)
+    {
+      malformed (error, field, "is missing");
+      return NULL;
+    }
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    {
+      malformed (error, field, "must be an object");
+      return NULL;
+    }
+  return json_node_get_object (node);
+}
+
+static JsonArray *
+read_array (JsonNode *node, const char *field, GError **error)
+{
+  if (node == NULL)
+    {
+      malformed (error, field, "is missing");
+      return NULL;
+    }
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    {
+      malformed (error, field, "must be an array");
+      return NULL;
+    }
+  return json_node_get_array (node);
+}
+
+static gboolean
+read_peaks (PlannerHardware *hw, JsonObject *peaks, GError **error)
+{
+  g_autoptr (GList) members = json_object_get_members (peaks);
+  gboolean seen[N_DTYPES] = { FALSE };
+
+  for (GList *l = members; l; l = l->next)
+    {
+      g_autofree char *field = g_strdup_printf ("peak_tflops.%s", (char *) l->data);
+      PlannerDType dtype;
+
+      if (!planner_dtype_from_string (l->data, &dtype))
+        return malformed (error, field, "is not a dtype (f32, bf16, f16, i64)");
+      if (!read_figure (json_object_get_member (peaks, l->data), field, FALSE,
+                        &hw->peak_tflops[dtype], error))
+        return FALSE;
+      seen[dtype] = TRUE;
+    }
+  for (PlannerDType dtype = PLANNER_DTYPE_F32; dtype <= PLANNER_DTYPE_F16; dtype++)
+    if (!seen[dtype])
+      {
+        g_autofree char *field = g_strdup_printf ("peak_tflops.%s",
+                                                  planner_dtype_to_string (dtype));
+        return malformed (error, field, "is missing");
+      }
+  /* Integer ops (ids, masks) run on the vector units: f32's rate unless the file says. */
+  if (!seen[PLANNER_DTYPE_I64])
+    hw->peak_tflops[PLANNER_DTYPE_I64] = hw->peak_tflops[PLANNER_DTYPE_F32];
+  return TRUE;
+}
+
+static gboolean
+read_link (PlannerLink *link, JsonObject *links, PlannerLinkKind kind, GError **error)
+{
+  static const char *const known[] = { "name", "bandwidth_GBps", "latency_us", NULL };
+  const char *where = link_kind_names[kind];
+  g_autofree char *prefix = g_strdup_printf ("links.%s", where);
+  g_autofree char *f_bw = g_strdup_printf ("%s.bandwidth_GBps", prefix);
+  g_autofree char *f_lat = g_strdup_printf ("%s.latency_us", prefix);
+  g_autofree char *f_name = g_strdup_printf ("%s.name", prefix);
+  JsonObject *object;
+
+  if (!(object = read_object (json_object_get_member (links, where), prefix, error))
+      || !check_members (object, prefix, known, error)
+      || !read_figure (json_object_get_member (object, "bandwidth_GBps"), f_bw, FALSE,
+                       &link->bandwidth_GBps, error)
+      || !read_figure (json_object_get_member (object, "latency_us"), f_lat, TRUE,
+                       &link->latency_us, error))
+    return FALSE;
+
+  memset (link->name, 0, sizeof link->name);
+  if (json_object_has_member (object, "name"))
+    {
+      const char *name = read_string (json_object_get_member (object, "name"), f_name, error);
+
+      if (name == NULL)
+        return FALSE;
+      if (strlen (name) >= sizeof link->name)
+        {
+          g_autofree char *problem = g_strdup_printf ("is longer than %zu characters",
+                                                      sizeof link->name - 1);
+          return malformed (error, f_name, problem);
+        }
+      g_strlcpy (link->name, name, sizeof link->name);
+    }
+  return TRUE;
+}
+
+static gboolean
+read_measurement (PlannerHardware *hw, JsonNode *node, guint index, GError **error)
+{
+  static const char *const known[] = { "step", "link", "p", "points", NULL };
+  g_autofree char *where = g_strdup_printf ("measurements[%u]", index);
+  g_autofree char *f_step = g_strdup_printf ("%s.step", where);
+  g_autofree char *f_link = g_strdup_printf ("%s.link", where);
+  g_autofree char *f_p = g_strdup_printf ("%s.p", where);
+  g_autofree char *f_points = g_strdup_printf ("%s.points", where);
+  JsonObject *object;
+  JsonArray *points;
+  const char *text;
+  PlannerStepKind kind;
+  PlannerLinkKind link;
+  gint64 p, previous_bytes = 0;
+
+  if (!(object = read_object (node, where, error)) || !check_members (object, where, known, error))
+    return FALSE;
+
+  if (!(text = read_string (json_object_get_member (object, "step"), f_step, error)))
+    return FALSE;
+  if (!planner_step_kind_from_string (text, &kind) || kind == PLANNER_STEP_SLICE)
+    return malformed (error, f_step,
+                      "must be a collective: AllReduce, AllGather, ReduceScatter or AllToAll");
+
+  if (!(text = read_string (json_object_get_member (object, "link"), f_link, error)))
+    return FALSE;
+  if (!planner_link_kind_from_string (text, &link))
+    return malformed (error, f_link, "must be \"intra\" or \"inter\"");
+
+  if (!read_count (json_object_get_member (object, "p"), f_p, 2, G_MAXUINT, &p, error)
+      || !(points = read_array (json_object_get_member (object, "points"), f_points, error)))
+    return FALSE;
+  if (json_array_get_length (points) == 0)
+    return malformed (error, f_points, "must hold at least one [bytes, seconds] point");
+  if (planner_hardware_get_measurement (hw, kind, link, p, NULL) != NULL)
+    return malformed (error, where, "repeats the step, link and p of an earlier curve");
+
+  for (guint i = 0; i < json_array_get_length (points); i++)
+    {
+      g_autofree char *f_point = g_strdup_printf ("%s[%u]", f_points, i);
+      JsonNode *point = json_array_get_element (points, i);
+      JsonArray *pair;
+      gint64 bytes;
+      double seconds;
+
+      if (!(pair = read_array (point, f_point, error)))
+        return FALSE;
+      if (json_array_get_length (pair) != 2)
+        return malformed (error, f_point, "must be a [bytes, seconds] pair");
+      if (!read_count (json_array_get_element (pair, 0), f_point, 1, G_MAXINT64, &bytes, error)
+          || !read_figure (json_array_get_element (pair, 1), f_point, FALSE, &seconds, error))
+        return FALSE;
+      /* Sorted and unique on disk, as written, so that reading never reorders or merges. */
+      if (bytes <= previous_bytes)
+        return malformed (error, f_point, "must have more bytes than the point before it");
+      previous_bytes = bytes;
+      planner_hardware_add_measurement (hw, kind, link, p, bytes, seconds);
+    }
+  return TRUE;
+}
+
+PlannerHardware *
+planner_hardware_from_json (const char *text, GError **error)
+{
+  static const char *const known[] = {
+    "shardscope_hardware", "name", "description", "peak_tflops", "memory_bandwidth_GBps",
+    "memory_GB", "node_size", "links", "measurements", NULL,
+  };
+  static const char *const known_links[] = { "intra", "inter", NULL };
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (PlannerHardware) hw = NULL;
+  g_autoptr (GError) local_error = NULL;
+  JsonNode *root;
+  JsonObject *object, *peaks, *links;
+  JsonArray *measurements;
+  const char *name;
+  gint64 version, node_size = DEFAULT_NODE_SIZE;
+
+  g_return_val_if_fail (text != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!json_parser_load_from_data (parser, text, -1, &local_error))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "hardware profile: not JSON: %s", local_error->message);
+      return NULL;
+    }
+  root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "hardware profile: the top level must be an object with "
+                   "\"shardscope_hardware\": %d",
+                   FORMAT_VERSION);
+      return NULL;
+    }
+  object = json_node_get_object (root);
+
+  if (!read_count (json_object_get_member (object, "shardscope_hardware"), "shardscope_hardware",
+                   1, G_MAXINT64, &version, error))
+    return NULL;
+  if (version > FORMAT_VERSION)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "hardware profile: field 'shardscope_hardware' is %" G_GINT64_FORMAT
+                   ", newer than this Shardscope reads (%d)",
+                   version, FORMAT_VERSION);
+      return NULL;
+    }
+  if (!check_members (object, "", known, error))
+    return NULL;
+
+  if (!(name = read_string (json_object_get_member (object, "name"), "name", error)))
+    return NULL;
+  if (name[0] == '\0')
+    {
+      malformed (error, "name", "must not be empty");
+      return NULL;
+    }
+  hw = planner_hardware_new (name);
+
+  if (json_object_has_member (object, "description"))
+    {
+      const char *description = read_string (json_object_get_member (object, "description"),
+                                             "description", error);
+      if (description == NULL)
+        return NULL;
+      planner_hardware_set_description (hw, description);
+    }
+
+  if (!(peaks = read_object (json_object_get_member (object, "peak_tflops"), "peak_tflops",
+                             error))
+      || !read_peaks (hw, peaks, error)
+      || !read_figure (json_object_get_member (object, "memory_bandwidth_GBps"),
+                       "memory_bandwidth_GBps", FALSE, &hw->memory_bandwidth_GBps, error)
+      || !read_figure (json_object_get_member (object, "memory_GB"), "memory_GB", FALSE,
+                       &hw->memory_GB, error))
+    return NULL;
+
+  if (json_object_has_member (object, "node_size")
+      && !read_count (json_object_get_member (object, "node_size"), "node_size", 1, G_MAXUINT,
+                      &node_size, error))
+    return NULL;
+  hw->node_size = node_size;
+
+  if (!(links = read_object (json_object_get_member (object, "links"), "links", error))
+      || !check_members (links, "links", known_links, error))
+    return NULL;
+  for (guint i = 0; i < PLANNER_N_LINKS; i++)
+    if (!read_link (&hw->links[i], links, i, error))
+      return NULL;
+
+  if (json_object_has_member (object, "measurements"))
+    {
+      if (!(measurements = read_array (json_object_get_member (object, "measurements"),
+                                       "measurements", error)))
+        return NULL;
+      for (guint i = 0; i < json_array_get_length (measurements); i++)
+        if (!read_measurement (hw, json_array_get_element (measurements, i), i, error))
+          return NULL;
+    }
+
+  return g_steal_pointer (&hw);
+}
+
+/* Writing profiles: members in the order of the format's documentation; doubles are written
+ * with 17 significant digits by json-glib, so reading a written profile gives it back exactly. */
+
+char *
+planner_hardware_to_json (const PlannerHardware *hw)
+{
+  g_autoptr (JsonBuilder) builder = json_builder_new ();
+  g_autoptr (JsonGenerator) generator = json_generator_new ();
+  g_autoptr (JsonNode) root = NULL;
+
+  g_return_val_if_fail (hw != NULL, NULL);
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "shardscope_hardware");
+  json_builder_add_int_value (builder, FORMAT_VERSION);
+  json_builder_set_member_name (builder, "name");
+  json_builder_add_string_value (builder, hw->name);
+  json_builder_set_member_name (builder, "description");
+  json_builder_add_string_value (builder, hw->description);
+
+  json_builder_set_member_name (builder, "peak_tflops");
+  json_builder_begin_object (builder);
+  for (PlannerDType dtype = 0; dtype < N_DTYPES; dtype++)
+    {
+      json_builder_set_member_name (builder, planner_dtype_to_string (dtype));
+      json_builder_add_double_value (builder, hw->peak_tflops[dtype]);
+    }
+  json_builder_end_object (builder);
+
+  json_builder_set_member_name (builder, "memory_bandwidth_GBps");
+  json_builder_add_double_value (builder, hw->memory_bandwidth_GBps);
+  json_builder_set_member_name (builder, "memory_GB");
+  json_builder_add_double_value (builder, hw->memory_GB);
+  json_builder_set_member_name (builder, "node_size");
+  json_builder_add_int_value (builder, hw->node_size);
+
+  json_builder_set_member_name (builder, "links");
+  json_builder_begin_object (builder);
+  for (guint i = 0; i < PLANNER_N_LINKS; i++)
+    {
+      json_builder_set_member_name (builder, link_kind_names[i]);
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "name");
+      json_builder_add_string_value (builder, hw->links[i].name);
+      json_builder_set_member_name (builder, "bandwidth_GBps");
+      json_builder_add_double_value (builder, hw->links[i].bandwidth_GBps);
+      json_builder_set_member_name (builder, "latency_us");
+      json_builder_add_double_value (builder, hw->links[i].latency_us);
+      json_builder_end_object (builder);
+    }
+  json_builder_end_object (builder);
+
+  if (hw->curves->len > 0)
+    {
+      json_builder_set_member_name (builder, "measurements");
+      json_builder_begin_array (builder);
+      for (guint i = 0; i < hw->curves->len; i++)
+        {
+          const Curve *curve = g_ptr_array_index (hw->curves, i);
+
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "step");
+          json_builder_add_string_value (builder, step_kind_names[curve->kind]);
+          json_builder_set_member_name (builder, "link");
+          json_builder_add_string_value (builder, link_kind_names[curve->link]);
+          json_builder_set_member_name (builder, "p");
+          json_builder_add_int_value (builder, curve->p);
+          json_builder_set_member_name (builder, "points");
+          json_builder_begin_array (builder);
+          for (guint j = 0; j < curve->points->len; j++)
+            {
+              const PlannerMeasuredPoint *point = &g_array_index (curve->points,
+                                                                  PlannerMeasuredPoint, j);
+
+              json_builder_begin_array (builder);
+              json_builder_add_int_value (builder, (gint64) point->bytes);
+              json_builder_add_double_value (builder, point->seconds);
+              json_builder_end_array (builder);
+            }
+          json_builder_end_array (builder);
+          json_builder_end_object (builder);
+        }
+      json_builder_end_array (builder);
+    }
+  json_builder_end_object (builder);
+
+  root = json_builder_get_root (builder);
+  json_generator_set_root (generator, root);
+  json_generator_set_pretty (generator, TRUE);
+  json_generator_set_indent (generator, 2);
+  return json_generator_to_data (generator, NULL);
+}
+
+gboolean
+planner_hardware_save_file (const PlannerHardware *hw, const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  g_autoptr (GError) local_error = NULL;
+
+  g_return_val_if_fail (hw != NULL, FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  text = planner_hardware_to_json (hw);
+  /* g_file_set_contents writes a temporary file and renames it: never a half-written profile. */
+  if (!g_file_set_contents (path, text, -1, &local_error))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot write hardware profile %s: %s",
+                   path, local_error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Built-ins and files */
+
+GResource *planner_data_get_resource (void);
+
+/* The resource is compiled into a static library, whose registering constructor the linker may
+ * drop: register it ourselves, once, when our prefix is not there. */
+static void
+ensure_resources (void)
+{
+  static gsize done = 0;
+
+  if (g_once_init_enter (&done))
+    {
+      if (!g_resources_get_info (RESOURCE_PREFIX "/hardware/h100-sxm.json",
+                                 G_RESOURCE_LOOKUP_FLAGS_NONE, NULL, NULL, NULL))
+        g_resources_register (planner_data_get_resource ());
+      g_once_init_leave (&done, 1);
+    }
+}
+
+const char *const *
+planner_hardware_builtin_names (void)
+{
+  return builtin_names;
+}
+
+static PlannerHardware *
+unknown_hardware (const char *name, GError **error)
+{
+  g_autofree char *names = g_strjoinv (", ", (char **) builtin_names);
+
+  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_HARDWARE,
+               "unknown hardware '%s': use a built-in profile (%s) or the path of a profile "
+               "JSON file",
+               name, names);
+  return NULL;
+}
+
+PlannerHardware *
+planner_hardware_new_builtin (const char *name, GError **error)
+{
+  g_autofree char *path = NULL;
+  g_autoptr (GBytes) bytes = NULL;
+  g_autofree char *text = NULL;
+  g_autoptr (GError) local_error = NULL;
+  PlannerHardware *hw;
+
+  g_return_val_if_fail (name != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!g_strv_contains (builtin_names, name))
+    return unknown_hardware (name, error);
+
+  ensure_resources ();
+  path = g_strdup_printf (RESOURCE_PREFIX "/hardware/%s.json", name);
+  bytes = g_resources_lookup_data (path, G_RESOURCE_LOOKUP_FLAGS_NONE, &local_error);
+  if (bytes == NULL)
+    {
+      /* A build without the file is a packaging bug, but still a refusal, not a crash. */
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_HARDWARE,
+                   "built-in hardware profile %s is missing from this build: %s", name,
+                   local_error->message);
+      return NULL;
+    }
+  /* Resource data is not NUL-terminated as far as the API promises. */
+  text = g_strndup (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));
+  hw = planner_hardware_from_json (text, error);
+  if (hw == NULL)
+    g_prefix_error (error, "built-in %s: ", name);
+  return hw;
+}
+
+PlannerHardware *
+planner_hardware_load_file (const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  g_autoptr (GError) local_error = NULL;
+  PlannerHardware *hw;
+
+  g_return_val_if_fail (path != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!g_file_get_contents (path, &text, NULL, &local_error))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot read hardware profile %s: %s",
+                   path, local_error->message);
+      return NULL;
+    }
+  hw = planner_hardware_from_json (text, error);
+  if (hw == NULL)
+    g_prefix_error (error, "%s: ", path);
+  return hw;
+}
+
+PlannerHardware *
+planner_hardware_lookup (const char *name_or_path, GError **error)
+{
+  g_return_val_if_fail (name_or_path != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (g_strv_contains (builtin_names, name_or_path))
+    return planner_hardware_new_builtin (name_or_path, error);
+  if (g_file_test (name_or_path, G_FILE_TEST_IS_REGULAR))
+    return planner_hardware_load_file (name_or_path, error);
+  return unknown_hardware (name_or_path, error);
+}

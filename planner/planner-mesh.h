@@ -1,0 +1,38 @@
+/* planner-mesh.h: a device mesh, named axes with sizes, major first (semantics.md 2). */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Axes are few: meshes of real clusters have 2-4. Bitmasks over axes are guint32. */
+#define PLANNER_MAX_AXES 8
+#define PLANNER_MAX_AXIS_NAME 32
+
+typedef struct
+{
+  guint n_axes;
+  char names[PLANNER_MAX_AXES][PLANNER_MAX_AXIS_NAME];
+  guint sizes[PLANNER_MAX_AXES];
+} PlannerMesh;
+
+PlannerMesh *planner_mesh_new (void);
+PlannerMesh *planner_mesh_copy (const PlannerMesh *mesh);
+void planner_mesh_free (PlannerMesh *mesh);
+/* "dp=4,mp=2"; names are C identifiers, sizes >= 1, names unique. */
+PlannerMesh *planner_mesh_parse (const char *text, GError **error);
+gboolean planner_mesh_add_axis (PlannerMesh *mesh, const char *name, guint size, GError **error);
+char *planner_mesh_to_string (const PlannerMesh *mesh);
+gboolean planner_mesh_equal (const PlannerMesh *a, const PlannerMesh *b);
+/* Index of the named axis, or -1. */
+int planner_mesh_axis_index (const PlannerMesh *mesh, const char *name);
+guint64 planner_mesh_n_devices (const PlannerMesh *mesh);
+/* Product of the sizes of the axes in @mask. */
+guint64 planner_mesh_mask_size (const PlannerMesh *mesh, guint32 mask);
+/* Row-major device id <-> per-axis coordinates (the last axis varies fastest). */
+void planner_mesh_device_coords (const PlannerMesh *mesh, guint64 device, guint coords[PLANNER_MAX_AXES]);
+guint64 planner_mesh_device_id (const PlannerMesh *mesh, const guint coords[PLANNER_MAX_AXES]);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlannerMesh, planner_mesh_free)
+
+G_END_DECLS

@@ -1,0 +1,36 @@
+/* planner-model-private.h: what the importer, the zoo and the graph JSON reader share. */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "planner-model.h"
+
+G_BEGIN_DECLS
+
+/* The planner's GResource (data/planner.gresource.xml), compiled by glib-compile-resources.
+ * Referencing it also links its object file out of the static library, so its constructor
+ * registers it for g_resources_lookup_data() as well. */
+GResource *planner_data_get_resource (void);
+
+#define PLANNER_RESOURCE_PREFIX "/io/github/shardscope/planner/"
+
+/* Parses JSON text; a syntax error is PLANNER_ERROR_MALFORMED_FILE "WHAT:LINE:COL: ...". */
+JsonNode *planner_json_parse (const char *text, gssize length, const char *what, GError **error);
+
+/* Builds a graph from a parsed config.json. @what names the config in messages; the graph's
+ * source is "SOURCE_BASE?batch=..&seq=..&layers=..&dtype=.." and its name @name, or the
+ * config's architecture when NULL. */
+PlannerGraph *planner_hf_build (JsonObject *config, const PlannerModelOptions *options,
+                                const char *what, const char *source_base, const char *name,
+                                GError **error);
+/* Family, architecture, layers and hidden size of a config, for one-line descriptions. */
+gboolean planner_hf_summary (JsonObject *config, const char *what, const char **model_type,
+                             const char **architecture, gint64 *layers, gint64 *hidden,
+                             GError **error);
+/* Refuses negative overrides (zero means default). */
+gboolean planner_model_options_check (const PlannerModelOptions *options, GError **error);
+gboolean planner_model_options_is_default (const PlannerModelOptions *options);
+
+PlannerGraph *planner_graph_from_json_node (JsonNode *root, GError **error);
+
+G_END_DECLS

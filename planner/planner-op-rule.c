@@ -1,0 +1,1682 @@
+#define G_LOG_DOMAIN "planner-op-rule"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-op-rule.h"
+
+/* ---- names ---- */
+
+static const char *const dtype_names[] = { "f32", "bf16", "f16", "i64" };
+static const guint dtype_sizes[] = { 4, 2, 2, 8 };
+
+const char *
+planner_dtype_to_string (PlannerDType dtype)
+{
+  g_return_val_if_fail (dtype <= PLANNER_DTYPE_I64, "?");
+  return dtype_names[dtype];
+}
+
+gboolean
+planner_dtype_from_string (const char *text, PlannerDType *dtype)
+{
+  static const struct { const char *alias; PlannerDType dtype; } aliases[] = {
+    { "float32", PLANNER_DTYPE_F32 },  { "float", PLANNER_DTYPE_F32 },
+    { "bfloat16", PLANNER_DTYPE_BF16 }, { "float16", PLANNER_DTYPE_F16 },
+    { "half", PLANNER_DTYPE_F16 },     { "int64", PLANNER_DTYPE_I64 },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (dtype_names); i++)
+    if (g_ascii_strcasecmp (text, dtype_names[i]) == 0)
+      {
+        *dtype = (PlannerDType) i;
+        return TRUE;
+      }
+  for (guint i = 0; i < G_N_ELEMENTS (aliases); i++)
+    if (g_ascii_strcasecmp (text, aliases[i].alias) == 0)
+      {
+        *dtype = aliases[i].dtype;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+guint
+planner_dtype_size (PlannerDType dtype)
+{
+  g_return_val_if_fail (dtype <= PLANNER_DTYPE_I64, 4);
+  return dtype_sizes[dtype];
+}
+
+typedef struct
+{
+  const char *name;
+  guint min_inputs, max_inputs;
+} OpTypeInfo;
+
+static const OpTypeInfo op_types[PLANNER_N_OP_TYPES] = {
+  [PLANNER_OP_MATMUL] = { "MatMul", 2, 3 },
+  [PLANNER_OP_BATCH_MATMUL] = { "BatchMatMul", 2, 2 },
+  [PLANNER_OP_EINSUM] = { "Einsum", 1, PLANNER_MAX_OPERANDS },
+  [PLANNER_OP_ADD] = { "Add", 2, 2 },
+  [PLANNER_OP_SUB] = { "Sub", 2, 2 },
+  [PLANNER_OP_MUL] = { "Mul", 2, 2 },
+  [PLANNER_OP_DIV] = { "Div", 2, 2 },
+  [PLANNER_OP_RELU] = { "ReLU", 1, 1 },
+  [PLANNER_OP_GELU] = { "GeLU", 1, 1 },
+  [PLANNER_OP_SILU] = { "SiLU", 1, 1 },
+  [PLANNER_OP_TANH] = { "Tanh", 1, 1 },
+  [PLANNER_OP_EXP] = { "Exp", 1, 1 },
+  [PLANNER_OP_NEG] = { "Neg", 1, 1 },
+  [PLANNER_OP_CAST] = { "Cast", 1, 1 },
+  [PLANNER_OP_DROPOUT] = { "Dropout", 1, 1 },
+  [PLANNER_OP_SOFTMAX] = { "Softmax", 1, 1 },
+  [PLANNER_OP_LAYER_NORM] = { "LayerNorm", 1, 3 },
+  [PLANNER_OP_RMS_NORM] = { "RMSNorm", 1, 2 },
+  [PLANNER_OP_EMBEDDING] = { "Embedding", 2, 2 },
+  [PLANNER_OP_RESHAPE] = { "Reshape", 1, 1 },
+  [PLANNER_OP_TRANSPOSE] = { "Transpose", 1, 1 },
+  [PLANNER_OP_REDUCE_SUM] = { "ReduceSum", 1, 1 },
+  [PLANNER_OP_REDUCE_MEAN] = { "ReduceMean", 1, 1 },
+  [PLANNER_OP_CONCAT] = { "Concat", 1, PLANNER_MAX_OPERANDS },
+  [PLANNER_OP_SPLIT] = { "Split", 1, 1 },
+  [PLANNER_OP_SLICE] = { "Slice", 1, 1 },
+  [PLANNER_OP_ROTARY_EMBEDDING] = { "RotaryEmbedding", 1, 1 },
+  [PLANNER_OP_SDPA] = { "ScaledDotProductAttention", 3, 3 },
+  [PLANNER_OP_CROSS_ENTROPY] = { "CrossEntropyLoss", 2, 2 },
+  [PLANNER_OP_CONV2D] = { "Conv2D", 2, 3 },
+};
+
+const char *
+planner_op_type_to_string (PlannerOpType type)
+{
+  g_return_val_if_fail (type < PLANNER_N_OP_TYPES, "?");
+  return op_types[type].name;
+}
+
+gboolean
+planner_op_type_from_string (const char *text, PlannerOpType *type)
+{
+  for (guint i = 0; i < PLANNER_N_OP_TYPES; i++)
+    if (g_ascii_strcasecmp (text, op_types[i].name) == 0)
+      {
+        *type = (PlannerOpType) i;
+        return TRUE;
+      }
+  /* Common aliases from other frameworks. */
+  if (g_ascii_strcasecmp (text, "Linear") == 0)
+    *type = PLANNER_OP_MATMUL;
+  else if (g_ascii_strcasecmp (text, "SDPA") == 0)
+    *type = PLANNER_OP_SDPA;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+void
+planner_op_type_arity (PlannerOpType type, guint *min_inputs, guint *max_inputs)
+{
+  g_return_if_fail (type < PLANNER_N_OP_TYPES);
+  *min_inputs = op_types[type].min_inputs;
+  *max_inputs = op_types[type].max_inputs;
+}
+
+void
+planner_op_attrs_init (PlannerOpAttrs *attrs)
+{
+  memset (attrs, 0, sizeof *attrs);
+  attrs->axis = -1;
+  attrs->eps = 1e-5;
+  attrs->theta = 10000.0;
+}
+
+/* ---- building rules ---- */
+
+typedef struct
+{
+  PlannerOpRule *rule;
+  const char *op_name;
+  guint n_inputs;
+  const guint *ranks;
+  const gint64 *const *shapes;
+  GError **error;
+} Builder;
+
+static int
+add_factor (Builder *b, const char *name, gint64 size, PlannerFactorKind kind)
+{
+  PlannerOpRule *r = b->rule;
+  g_assert (r->n_factors < PLANNER_MAX_FACTORS);
+  PlannerFactor *f = &r->factors[r->n_factors];
+  g_strlcpy (f->name, name, sizeof f->name);
+  f->size = size;
+  f->kind = kind;
+  return (int) r->n_factors++;
+}
+
+static void
+map_dim (PlannerOperandMap *m, guint dim, int factor)
+{
+  g_assert (dim < PLANNER_MAX_RANK && m->n[dim] < PLANNER_MAX_COMPOUND);
+  if (dim >= m->rank)
+    m->rank = dim + 1;
+  m->f[dim][m->n[dim]++] = (guint8) factor;
+}
+
+static PlannerOperandMap *
+input_map (Builder *b, guint i, guint rank)
+{
+  PlannerOperandMap *m = &b->rule->inputs[i];
+  m->rank = rank;
+  return m;
+}
+
+static PlannerOperandMap *
+output_map (Builder *b, guint i, guint rank)
+{
+  PlannerOperandMap *m = &b->rule->outputs[i];
+  m->rank = rank;
+  return m;
+}
+
+static const char *
+operand_label (guint i)
+{
+  static const char *const labels[] = { "input 0", "input 1", "input 2", "input 3" };
+  return i < G_N_ELEMENTS (labels) ? labels[i] : "input";
+}
+
+static gboolean
+fail (Builder *b, PlannerError code, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static gboolean
+fail (Builder *b, PlannerError code, const char *format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  g_autofree char *msg = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (b->error, PLANNER_ERROR, code, "%s (%s): %s", b->op_name,
+               planner_op_type_to_string (b->rule->type), msg);
+  return FALSE;
+}
+
+static gboolean
+need_rank (Builder *b, guint input, guint min_rank, guint max_rank)
+{
+  guint r = b->ranks[input];
+  if (r < min_rank || r > max_rank)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "%s has rank %u; this op needs rank %u%s%u",
+                 operand_label (input), r, min_rank, max_rank > min_rank ? "-" : "",
+                 max_rank > min_rank ? max_rank : min_rank);
+  return TRUE;
+}
+
+static gboolean
+same_size (Builder *b, guint in_a, guint dim_a, guint in_b, guint dim_b, const char *why)
+{
+  gint64 x = b->shapes[in_a][dim_a], y = b->shapes[in_b][dim_b];
+  if (x != y)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "dim %u of %s (size %" G_GINT64_FORMAT ") does not match dim %u of %s (size %"
+                 G_GINT64_FORMAT "): %s must be equal",
+                 dim_a, operand_label (in_a), x, dim_b, operand_label (in_b), y, why);
+  return TRUE;
+}
+
+static int
+normalize_axis (int axis, guint rank)
+{
+  return axis < 0 ? axis + (int) rank : axis;
+}
+
+static gboolean
+valid_axis (Builder *b, int axis, guint rank, int *out)
+{
+  int a = normalize_axis (axis, rank);
+  if (a < 0 || a >= (int) rank)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "axis %d is out of range for rank %u", axis,
+                 rank);
+  *out = a;
+  return TRUE;
+}
+
+static guint64
+numel (const gint64 *shape, guint rank)
+{
+  guint64 n = 1;
+  for (guint i = 0; i < rank; i++)
+    n *= (guint64) shape[i];
+  return n;
+}
+
+/* Names of per-dim factors: d<i> is the loop over dim i. */
+static const char *const batch_names[] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7" };
+
+/* One pass-through factor per leading dim of input @in (the first @n dims), mapped on the
+ * input and on output 0 at the same positions. */
+static void
+leading_pass_factors (Builder *b, guint in, guint n, PlannerOperandMap *im,
+                      PlannerOperandMap *om)
+{
+  for (guint d = 0; d < n; d++)
+    {
+      gint64 size = b->shapes[in][d];
+      if (size == 1)
+        continue;
+      int f = add_factor (b, n == 1 ? "b" : batch_names[d], size, PLANNER_FACTOR_PASS);
+      map_dim (im, d, f);
+      map_dim (om, d, f);
+    }
+}
+
+/* Elementwise ops with numpy broadcasting over trailing-aligned dims. */
+static gboolean
+build_elementwise (Builder *b)
+{
+  guint out_rank = 0;
+  for (guint i = 0; i < b->n_inputs; i++)
+    out_rank = MAX (out_rank, b->ranks[i]);
+  PlannerOperandMap *om = output_map (b, 0, out_rank);
+  for (guint i = 0; i < b->n_inputs; i++)
+    input_map (b, i, b->ranks[i]);
+
+  for (guint d = 0; d < out_rank; d++)
+    {
+      gint64 size = 1;
+      for (guint i = 0; i < b->n_inputs; i++)
+        {
+          int id = (int) d - (int) (out_rank - b->ranks[i]);
+          if (id < 0)
+            continue;
+          gint64 s = b->shapes[i][id];
+          if (s != 1 && size != 1 && s != size)
+            return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                         "dim %d of %s (size %" G_GINT64_FORMAT
+                         ") does not broadcast against size %" G_GINT64_FORMAT
+                         "; sizes must be equal or 1",
+                         id, operand_label (i), s, size);
+          if (s != 1)
+            size = s;
+        }
+      if (size == 1)
+        continue;
+      int f = add_factor (b, batch_names[d], size, PLANNER_FACTOR_PASS);
+      map_dim (om, d, f);
+      for (guint i = 0; i < b->n_inputs; i++)
+        {
+          int id = (int) d - (int) (out_rank - b->ranks[i]);
+          if (id >= 0 && b->shapes[i][id] != 1)
+            map_dim (&b->rule->inputs[i], id, f);
+        }
+    }
+  return TRUE;
+}
+
+/* Same shape in and out, one factor per dim; @special_dim (or -1) gets @special_kind. */
+static gboolean
+build_per_dim (Builder *b, int special_dim, PlannerFactorKind special_kind)
+{
+  guint rank = b->ranks[0];
+  PlannerOperandMap *im = input_map (b, 0, rank);
+  PlannerOperandMap *om = output_map (b, 0, rank);
+  for (guint d = 0; d < rank; d++)
+    {
+      gint64 size = b->shapes[0][d];
+      gboolean special = (int) d == special_dim;
+      if (size == 1 && !special)
+        continue;
+      int f = add_factor (b, special ? "r" : batch_names[d], size,
+                          special ? special_kind : PLANNER_FACTOR_PASS);
+      map_dim (im, d, f);
+      map_dim (om, d, f);
+    }
+  return TRUE;
+}
+
+static gboolean
+build_norm (Builder *b)
+{
+  guint rank = b->ranks[0];
+  if (!need_rank (b, 0, 1, PLANNER_MAX_RANK))
+    return FALSE;
+  build_per_dim (b, (int) rank - 1, PLANNER_FACTOR_NEED_REPLICATION);
+  int hidden = b->rule->inputs[0].f[rank - 1][0];
+  for (guint i = 1; i < b->n_inputs; i++)
+    {
+      if (b->ranks[i] != 1 || b->shapes[i][0] != b->shapes[0][rank - 1])
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "%s must have shape [%" G_GINT64_FORMAT
+                     "] (the normalized dim of input 0)",
+                     operand_label (i), b->shapes[0][rank - 1]);
+      map_dim (input_map (b, i, 1), 0, hidden);
+    }
+  return TRUE;
+}
+
+static gboolean
+build_matmul (Builder *b, const PlannerOpAttrs *attrs)
+{
+  if (!need_rank (b, 0, 1, PLANNER_MAX_RANK) || !need_rank (b, 1, 2, 2))
+    return FALSE;
+  guint rank = b->ranks[0];
+  guint kdim_w = attrs->transpose_b ? 1 : 0, ndim_w = attrs->transpose_b ? 0 : 1;
+  if (!same_size (b, 0, rank - 1, 1, kdim_w, "the contracting dims"))
+    return FALSE;
+  gint64 k = b->shapes[1][kdim_w], n = b->shapes[1][ndim_w];
+
+  PlannerOperandMap *xm = input_map (b, 0, rank);
+  PlannerOperandMap *wm = input_map (b, 1, 2);
+  PlannerOperandMap *om = output_map (b, 0, rank);
+  leading_pass_factors (b, 0, rank - 1, xm, om);
+  int fk = add_factor (b, "k", k, PLANNER_FACTOR_REDUCTION);
+  map_dim (xm, rank - 1, fk);
+  map_dim (wm, kdim_w, fk);
+  int fn[2];
+  guint n_fn = 0;
+  if (attrs->heads > 0)
+    {
+      if (n % attrs->heads != 0)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "%" G_GINT64_FORMAT " output features are not a whole number of %"
+                     G_GINT64_FORMAT " heads",
+                     n, attrs->heads);
+      fn[n_fn++] = add_factor (b, "heads", attrs->heads, PLANNER_FACTOR_PASS);
+      fn[n_fn++] = add_factor (b, "head_dim", n / attrs->heads, PLANNER_FACTOR_PASS);
+    }
+  else
+    fn[n_fn++] = add_factor (b, "n", n, PLANNER_FACTOR_PASS);
+  for (guint i = 0; i < n_fn; i++)
+    {
+      map_dim (wm, ndim_w, fn[i]);
+      map_dim (om, rank - 1, fn[i]);
+    }
+  if (b->n_inputs == 3)
+    {
+      if (b->ranks[2] != 1 || b->shapes[2][0] != n)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "the bias (input 2) must have shape [%" G_GINT64_FORMAT "]", n);
+      PlannerOperandMap *bm = input_map (b, 2, 1);
+      for (guint i = 0; i < n_fn; i++)
+        map_dim (bm, 0, fn[i]);
+      b->rule->bias_inputs = 1u << 2;
+    }
+  b->rule->linear_inputs = 0x3;
+  b->rule->flops = 2.0 * (double) numel (b->shapes[0], rank) * (double) n;
+  return TRUE;
+}
+
+static gboolean
+build_batch_matmul (Builder *b)
+{
+  if (!need_rank (b, 0, 2, PLANNER_MAX_RANK) || !need_rank (b, 1, 2, PLANNER_MAX_RANK))
+    return FALSE;
+  guint ra = b->ranks[0], rb = b->ranks[1], ro = MAX (ra, rb);
+  if (!same_size (b, 0, ra - 1, 1, rb - 2, "the contracting dims"))
+    return FALSE;
+  PlannerOperandMap *am = input_map (b, 0, ra);
+  PlannerOperandMap *bm = input_map (b, 1, rb);
+  PlannerOperandMap *om = output_map (b, 0, ro);
+  double batch = 1;
+  for (guint d = 0; d + 2 < ro; d++)
+    {
+      int da = (int) d - (int) (ro - ra), db = (int) d - (int) (ro - rb);
+      gint64 sa = da >= 0 ? b->shapes[0][da] : 1, sb = db >= 0 ? b->shapes[1][db] : 1;
+      if (sa != sb && sa != 1 && sb != 1)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "batch dim %u: sizes %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
+                     " do not broadcast",
+                     d, sa, sb);
+      gint64 size = MAX (sa, sb);
+      batch *= (double) size;
+      if (size == 1)
+        continue;
+      int f = add_factor (b, batch_names[d], size, PLANNER_FACTOR_PASS);
+      map_dim (om, d, f);
+      if (sa != 1)
+        map_dim (am, da, f);
+      if (sb != 1)
+        map_dim (bm, db, f);
+    }
+  gint64 m = b->shapes[0][ra - 2], k = b->shapes[0][ra - 1], n = b->shapes[1][rb - 1];
+  int fm = add_factor (b, "m", m, PLANNER_FACTOR_PASS);
+  int fk = add_factor (b, "k", k, PLANNER_FACTOR_REDUCTION);
+  int fn = add_factor (b, "n", n, PLANNER_FACTOR_PASS);
+  map_dim (am, ra - 2, fm);
+  map_dim (am, ra - 1, fk);
+  map_dim (bm, rb - 2, fk);
+  map_dim (bm, rb - 1, fn);
+  map_dim (om, ro - 2, fm);
+  map_dim (om, ro - 1, fn);
+  b->rule->linear_inputs = 0x3;
+  b->rule->flops = 2.0 * batch * (double) m * (double) k * (double) n;
+  return TRUE;
+}
+
+/* "bsh,hqnd->bsqnd": a letter is a factor; letters missing from the output are reductions.
+ * An input beyond the equation's operands is a bias on the output's trailing dims. */
+static gboolean
+build_einsum (Builder *b, const PlannerOpAttrs *attrs)
+{
+  const char *eq = attrs->equation;
+  const char *arrow = strstr (eq, "->");
+  if (arrow == NULL)
+    return fail (b, PLANNER_ERROR_PARSE, "equation '%s' has no '->'; write e.g. bsh,hn->bsn",
+                 eq);
+  g_autofree char *lhs = g_strndup (eq, arrow - eq);
+  const char *rhs = arrow + 2;
+  g_auto (GStrv) operands = g_strsplit (lhs, ",", -1);
+  guint n_ops = g_strv_length (operands);
+  int letter_factor[128];
+  gint64 letter_size[128];
+  double flops = 2.0;
+
+  if (n_ops > b->n_inputs || b->n_inputs > n_ops + 1)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "equation '%s' has %u operands but the op has %u inputs (one extra input is "
+                 "allowed, as a bias on the output)",
+                 eq, n_ops, b->n_inputs);
+  for (guint c = 0; c < 128; c++)
+    letter_factor[c] = -1, letter_size[c] = 0;
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const char *spec = operands[i];
+      if (strlen (spec) != b->ranks[i])
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "operand %u of '%s' has %zu letters but input %u has rank %u", i, eq,
+                     strlen (spec), i, b->ranks[i]);
+      for (guint d = 0; spec[d]; d++)
+        {
+          guchar c = (guchar) spec[d];
+          if (c >= 128 || !g_ascii_isalpha (c))
+            return fail (b, PLANNER_ERROR_PARSE, "equation '%s': '%c' is not a letter", eq, c);
+          if (letter_size[c] && letter_size[c] != b->shapes[i][d])
+            return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                         "letter '%c' of '%s' is %" G_GINT64_FORMAT " in one operand and %"
+                         G_GINT64_FORMAT " in input %u",
+                         c, eq, letter_size[c], b->shapes[i][d], i);
+          letter_size[c] = b->shapes[i][d];
+        }
+    }
+  for (guint d = 0; rhs[d]; d++)
+    if ((guchar) rhs[d] >= 128 || letter_size[(guchar) rhs[d]] == 0)
+      return fail (b, PLANNER_ERROR_PARSE, "output letter '%c' of '%s' is in no operand",
+                   rhs[d], eq);
+  for (guint c = 0; c < 128; c++)
+    if (letter_size[c])
+      {
+        char name[2] = { (char) c, 0 };
+        letter_factor[c] = add_factor (b, name, letter_size[c],
+                                       strchr (rhs, (int) c) ? PLANNER_FACTOR_PASS
+                                                             : PLANNER_FACTOR_REDUCTION);
+        flops *= (double) letter_size[c];
+      }
+  for (guint i = 0; i < n_ops; i++)
+    {
+      PlannerOperandMap *m = input_map (b, i, b->ranks[i]);
+      for (guint d = 0; operands[i][d]; d++)
+        if (b->shapes[i][d] != 1)
+          map_dim (m, d, letter_factor[(guchar) operands[i][d]]);
+    }
+  guint ro = strlen (rhs);
+  PlannerOperandMap *om = output_map (b, 0, ro);
+  for (guint d = 0; d < ro; d++)
+    if (letter_size[(guchar) rhs[d]] != 1)
+      map_dim (om, d, letter_factor[(guchar) rhs[d]]);
+  if (b->n_inputs == n_ops + 1)
+    {
+      guint bi = n_ops, rb = b->ranks[bi];
+      PlannerOperandMap *bm = input_map (b, bi, rb);
+      if (rb > ro)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "the bias has more dims than the output");
+      for (guint d = 0; d < rb; d++)
+        {
+          guchar c = (guchar) rhs[ro - rb + d];
+          if (b->shapes[bi][d] != letter_size[c])
+            return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                         "dim %u of the bias (size %" G_GINT64_FORMAT
+                         ") must match output letter '%c' (size %" G_GINT64_FORMAT ")",
+                         d, b->shapes[bi][d], c, letter_size[c]);
+          if (letter_size[c] != 1)
+            map_dim (bm, d, letter_factor[c]);
+        }
+      b->rule->bias_inputs = 1u << bi;
+    }
+  b->rule->linear_inputs = (1u << n_ops) - 1;
+  b->rule->flops = n_ops > 1 ? flops * (double) (n_ops - 1) : flops / 2.0;
+  return TRUE;
+}
+
+static gboolean
+build_embedding (Builder *b)
+{
+  if (!need_rank (b, 1, 2, 2))
+    return FALSE;
+  guint rank = b->ranks[0];
+  PlannerOperandMap *im = input_map (b, 0, rank);
+  PlannerOperandMap *tm = input_map (b, 1, 2);
+  PlannerOperandMap *om = output_map (b, 0, rank + 1);
+  leading_pass_factors (b, 0, rank, im, om);
+  /* Vocab-parallel lookup: each shard answers the ids in its range, zeros elsewhere, and the
+   * outputs are partial sums over the vocab axes. */
+  int fv = add_factor (b, "vocab", b->shapes[1][0], PLANNER_FACTOR_REDUCTION);
+  int fh = add_factor (b, "h", b->shapes[1][1], PLANNER_FACTOR_PASS);
+  map_dim (tm, 0, fv);
+  map_dim (tm, 1, fh);
+  map_dim (om, rank, fh);
+  b->rule->flops = 0;
+  return TRUE;
+}
+
+/* Reshape: dims are grouped where prefix products meet; inside a group the factors are the
+ * common refinement of the input and output dims, so a merged dim is a compound of factors
+ * whose major-most one alone may be split. */
+static gboolean
+build_reshape (Builder *b, const PlannerOpAttrs *attrs)
+{
+  guint ri = b->ranks[0], ro = attrs->n_ints;
+  const gint64 *in = b->shapes[0];
+  gint64 out[PLANNER_MAX_RANK];
+  guint64 total = numel (in, ri), known = 1;
+  int infer = -1;
+
+  if (ro > PLANNER_MAX_RANK)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "target rank %u is over %d", ro,
+                 PLANNER_MAX_RANK);
+  for (guint d = 0; d < ro; d++)
+    {
+      out[d] = attrs->ints[d];
+      if (out[d] == -1 && infer < 0)
+        infer = (int) d;
+      else if (out[d] <= 0)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "target dim %u is %" G_GINT64_FORMAT "; dims are > 0 (one may be -1)", d,
+                     out[d]);
+      else
+        known *= (guint64) out[d];
+    }
+  if (infer >= 0)
+    {
+      if (known == 0 || total % known != 0)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "cannot infer the -1 dim");
+      out[infer] = (gint64) (total / known);
+      known = total;
+    }
+  if (known != total)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "%" G_GUINT64_FORMAT " elements cannot be viewed as %" G_GUINT64_FORMAT, total,
+                 known);
+
+  PlannerOperandMap *im = input_map (b, 0, ri);
+  PlannerOperandMap *om = output_map (b, 0, ro);
+  guint i = 0, o = 0;
+  while (i < ri || o < ro)
+    {
+      /* Skip unit dims: they map to no factor. */
+      if (i < ri && in[i] == 1)
+        {
+          i++;
+          continue;
+        }
+      if (o < ro && out[o] == 1)
+        {
+          o++;
+          continue;
+        }
+      /* Grow one group until both sides' products meet. */
+      guint i0 = i, o0 = o;
+      guint64 pi = (guint64) in[i++], po = (guint64) out[o++];
+      while (pi != po)
+        {
+          if (pi < po)
+            pi *= (guint64) in[i++];
+          else
+            po *= (guint64) out[o++];
+        }
+      /* Boundaries of both sides; a refinement exists if they form a divisor chain. */
+      guint64 bounds[2 * PLANNER_MAX_RANK];
+      guint nb = 0;
+      guint64 acc = 1;
+      for (guint d = i0; d < i; d++)
+        bounds[nb++] = acc *= (guint64) in[d];
+      acc = 1;
+      for (guint d = o0; d < o; d++)
+        {
+          acc *= (guint64) out[d];
+          gboolean dup = FALSE;
+          for (guint q = 0; q < nb; q++)
+            dup |= bounds[q] == acc;
+          if (!dup)
+            bounds[nb++] = acc;
+        }
+      for (guint x = 1; x < nb; x++)
+        for (guint y = x; y > 0 && bounds[y - 1] > bounds[y]; y--)
+          {
+            guint64 t = bounds[y];
+            bounds[y] = bounds[y - 1];
+            bounds[y - 1] = t;
+          }
+      gboolean chain = TRUE;
+      for (guint q = 1; q < nb; q++)
+        chain &= bounds[q] % bounds[q - 1] == 0;
+      if (!chain)
+        {
+          for (guint d = i0; d < i; d++)
+            map_dim (im, d, add_factor (b, "ri", in[d], PLANNER_FACTOR_NEED_REPLICATION));
+          for (guint d = o0; d < o; d++)
+            map_dim (om, d, add_factor (b, "ro", out[d], PLANNER_FACTOR_NEED_REPLICATION));
+          continue;
+        }
+      int factors[2 * PLANNER_MAX_RANK];
+      guint64 prev = 1;
+      for (guint q = 0; q < nb; q++)
+        {
+          factors[q] = add_factor (b, batch_names[MIN (b->rule->n_factors, 7)],
+                                   (gint64) (bounds[q] / prev), PLANNER_FACTOR_PASS);
+          prev = bounds[q];
+        }
+      /* Map each dim to the factors between its boundaries. */
+      acc = 1;
+      guint q = 0;
+      for (guint d = i0; d < i; d++)
+        {
+          acc *= (guint64) in[d];
+          while (q < nb && bounds[q] <= acc)
+            map_dim (im, d, factors[q++]);
+        }
+      acc = 1;
+      q = 0;
+      for (guint d = o0; d < o; d++)
+        {
+          acc *= (guint64) out[d];
+          while (q < nb && bounds[q] <= acc)
+            map_dim (om, d, factors[q++]);
+        }
+    }
+  im->rank = ri;
+  om->rank = ro;
+  b->rule->linear_inputs = 0x1;
+  return TRUE;
+}
+
+static gboolean
+build_transpose (Builder *b, const PlannerOpAttrs *attrs)
+{
+  guint rank = b->ranks[0];
+  guint32 seen = 0;
+  if (attrs->n_ints != rank)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "the permutation has %u entries for a rank-%u input", attrs->n_ints, rank);
+  for (guint d = 0; d < rank; d++)
+    {
+      gint64 p = attrs->ints[d];
+      if (p < 0 || p >= rank || (seen & (1u << p)))
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "the permutation must hold 0..%u once each", rank - 1);
+      seen |= 1u << p;
+    }
+  PlannerOperandMap *im = input_map (b, 0, rank);
+  PlannerOperandMap *om = output_map (b, 0, rank);
+  int factor_of[PLANNER_MAX_RANK];
+  for (guint d = 0; d < rank; d++)
+    {
+      factor_of[d] = -1;
+      if (b->shapes[0][d] != 1)
+        {
+          factor_of[d] = add_factor (b, batch_names[d], b->shapes[0][d], PLANNER_FACTOR_PASS);
+          map_dim (im, d, factor_of[d]);
+        }
+    }
+  for (guint d = 0; d < rank; d++)
+    if (factor_of[attrs->ints[d]] >= 0)
+      map_dim (om, d, factor_of[attrs->ints[d]]);
+  b->rule->linear_inputs = 0x1;
+  return TRUE;
+}
+
+static gboolean
+build_reduce (Builder *b, const PlannerOpAttrs *attrs)
+{
+  guint rank = b->ranks[0];
+  guint32 reduced = 0;
+  for (guint i = 0; i < attrs->n_ints; i++)
+    {
+      int a = 0;
+      if (!valid_axis (b, (int) attrs->ints[i], rank, &a))
+        return FALSE;
+      reduced |= 1u << a;
+    }
+  if (attrs->n_ints == 0)
+    reduced = (1u << rank) - 1;
+  PlannerOperandMap *im = input_map (b, 0, rank);
+  guint ro = 0;
+  for (guint d = 0; d < rank; d++)
+    if (!(reduced & (1u << d)) || attrs->keepdims)
+      ro++;
+  PlannerOperandMap *om = output_map (b, 0, ro);
+  guint od = 0;
+  for (guint d = 0; d < rank; d++)
+    {
+      gboolean r = (reduced & (1u << d)) != 0;
+      int f = -1;
+      if (b->shapes[0][d] != 1)
+        {
+          f = add_factor (b, batch_names[d], b->shapes[0][d],
+                          r ? PLANNER_FACTOR_REDUCTION : PLANNER_FACTOR_PASS);
+          map_dim (im, d, f);
+        }
+      if (!r && f >= 0)
+        map_dim (om, od, f);
+      if (!r || attrs->keepdims)
+        od++;
+    }
+  om->rank = ro;
+  b->rule->linear_inputs = 0x1;
+  b->rule->flops = (double) numel (b->shapes[0], rank);
+  return TRUE;
+}
+
+static gboolean
+build_concat (Builder *b, const PlannerOpAttrs *attrs)
+{
+  guint rank = b->ranks[0];
+  int axis = 0;
+  if (!valid_axis (b, attrs->axis, rank, &axis))
+    return FALSE;
+  PlannerOperandMap *om = output_map (b, 0, rank);
+  gint64 total = 0;
+  for (guint i = 0; i < b->n_inputs; i++)
+    {
+      if (b->ranks[i] != rank)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "%s has rank %u, input 0 has rank %u",
+                     operand_label (i), b->ranks[i], rank);
+      for (guint d = 0; d < rank; d++)
+        if ((int) d != axis && !same_size (b, i, d, 0, d, "dims off the concat axis"))
+          return FALSE;
+      total += b->shapes[i][axis];
+      input_map (b, i, rank);
+    }
+  for (guint d = 0; d < rank; d++)
+    {
+      if ((int) d == axis)
+        {
+          for (guint i = 0; i < b->n_inputs; i++)
+            map_dim (&b->rule->inputs[i], d,
+                     add_factor (b, "ci", b->shapes[i][d], PLANNER_FACTOR_NEED_REPLICATION));
+          map_dim (om, d, add_factor (b, "c", total, PLANNER_FACTOR_NEED_REPLICATION));
+          continue;
+        }
+      if (b->shapes[0][d] == 1)
+        continue;
+      int f = add_factor (b, batch_names[d], b->shapes[0][d], PLANNER_FACTOR_PASS);
+      for (guint i = 0; i < b->n_inputs; i++)
+        map_dim (&b->rule->inputs[i], d, f);
+      map_dim (om, d, f);
+    }
+  b->rule->linear_inputs = (1u << b->n_inputs) - 1;
+  b->rule->linear_all = TRUE;
+  return TRUE;
+}
+
+/* Split and Slice: the cut axis is whole; other dims pass through to every output. */
+static gboolean
+build_split (Builder *b, const PlannerOpAttrs *attrs, guint n_outputs)
+{
+  guint rank = b->ranks[0];
+  int axis = 0;
+  gint64 sizes[PLANNER_MAX_OPERANDS];
+  if (!valid_axis (b, attrs->axis, rank, &axis))
+    return FALSE;
+  gint64 whole = b->shapes[0][axis];
+  if (b->rule->type == PLANNER_OP_SLICE)
+    {
+      gint64 start = attrs->start, end = attrs->end;
+      if (start < 0 || end > whole || start >= end)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "slice [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                     ") is not inside dim %d of size %" G_GINT64_FORMAT,
+                     start, end, axis, whole);
+      sizes[0] = end - start;
+      n_outputs = 1;
+    }
+  else
+    {
+      gint64 sum = 0;
+      if (attrs->n_ints != n_outputs || n_outputs == 0)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "%u split sizes for %u outputs; give one size per output", attrs->n_ints,
+                     n_outputs);
+      for (guint i = 0; i < n_outputs; i++)
+        {
+          sizes[i] = attrs->ints[i];
+          if (sizes[i] <= 0)
+            return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "split size %u is not positive", i);
+          sum += sizes[i];
+        }
+      if (sum != whole)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "split sizes add up to %" G_GINT64_FORMAT ", dim %d has %" G_GINT64_FORMAT,
+                     sum, axis, whole);
+    }
+  PlannerOperandMap *im = input_map (b, 0, rank);
+  for (guint o = 0; o < n_outputs; o++)
+    output_map (b, o, rank);
+  b->rule->n_outputs = n_outputs;
+  for (guint d = 0; d < rank; d++)
+    {
+      if ((int) d == axis)
+        {
+          if (whole != 1)
+            map_dim (im, d, add_factor (b, "c", whole, PLANNER_FACTOR_NEED_REPLICATION));
+          for (guint o = 0; o < n_outputs; o++)
+            if (sizes[o] != 1)
+              map_dim (&b->rule->outputs[o], d,
+                       add_factor (b, "co", sizes[o], PLANNER_FACTOR_NEED_REPLICATION));
+          continue;
+        }
+      if (b->shapes[0][d] == 1)
+        continue;
+      int f = add_factor (b, batch_names[d], b->shapes[0][d], PLANNER_FACTOR_PASS);
+      map_dim (im, d, f);
+      for (guint o = 0; o < n_outputs; o++)
+        map_dim (&b->rule->outputs[o], d, f);
+    }
+  b->rule->linear_inputs = 0x1;
+  return TRUE;
+}
+
+static gboolean
+build_rotary (Builder *b)
+{
+  if (!need_rank (b, 0, 4, 4))
+    return FALSE;
+  if (b->shapes[0][3] % 2 != 0)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "head dim %" G_GINT64_FORMAT " is odd; rotary embedding rotates pairs",
+                 b->shapes[0][3]);
+  build_per_dim (b, 3, PLANNER_FACTOR_NEED_REPLICATION);
+  g_strlcpy (b->rule->factors[b->rule->inputs[0].f[3][0]].name, "d",
+             sizeof b->rule->factors[0].name);
+  b->rule->linear_inputs = 0x1;
+  b->rule->flops = 6.0 * (double) numel (b->shapes[0], 4);
+  return TRUE;
+}
+
+static gboolean
+build_sdpa (Builder *b)
+{
+  for (guint i = 0; i < 3; i++)
+    if (!need_rank (b, i, 4, 4))
+      return FALSE;
+  const gint64 *q = b->shapes[0], *k = b->shapes[1], *v = b->shapes[2];
+  if (!same_size (b, 0, 0, 1, 0, "batch sizes") || !same_size (b, 0, 0, 2, 0, "batch sizes")
+      || !same_size (b, 1, 1, 2, 1, "kv heads of k and v")
+      || !same_size (b, 1, 2, 2, 2, "key sequence lengths")
+      || !same_size (b, 0, 3, 1, 3, "head dims of q and k"))
+    return FALSE;
+  if (q[1] % k[1] != 0)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "%" G_GINT64_FORMAT " query heads are not a multiple of %" G_GINT64_FORMAT
+                 " kv heads",
+                 q[1], k[1]);
+  PlannerOperandMap *qm = input_map (b, 0, 4), *km = input_map (b, 1, 4),
+                    *vm = input_map (b, 2, 4), *om = output_map (b, 0, 4);
+  int fb = add_factor (b, "b", q[0], PLANNER_FACTOR_PASS);
+  /* Query heads are (kv heads x group), kv-head major as HF's repeat_kv orders them, so a
+   * split of the kv heads splits the query heads consistently. */
+  int fkv = add_factor (b, "kv_heads", k[1], PLANNER_FACTOR_PASS);
+  int fg = add_factor (b, "group", q[1] / k[1], PLANNER_FACTOR_PASS);
+  int fsq = add_factor (b, "sq", q[2], PLANNER_FACTOR_PASS);
+  int fsk = add_factor (b, "sk", k[2], PLANNER_FACTOR_NEED_REPLICATION);
+  int fd = add_factor (b, "d", q[3], PLANNER_FACTOR_NEED_REPLICATION);
+  int fdv = add_factor (b, "dv", v[3], PLANNER_FACTOR_PASS);
+  PlannerOperandMap *all[] = { qm, km, vm, om };
+  for (guint i = 0; i < 4; i++)
+    {
+      map_dim (all[i], 0, fb);
+      map_dim (all[i], 1, fkv);
+    }
+  map_dim (qm, 1, fg);
+  map_dim (om, 1, fg);
+  map_dim (qm, 2, fsq);
+  map_dim (qm, 3, fd);
+  map_dim (km, 2, fsk);
+  map_dim (km, 3, fd);
+  map_dim (vm, 2, fsk);
+  map_dim (vm, 3, fdv);
+  map_dim (om, 2, fsq);
+  map_dim (om, 3, fdv);
+  b->rule->flops = 2.0 * (double) (q[0] * q[1] * q[2] * k[2]) * (double) (q[3] + v[3]);
+  return TRUE;
+}
+
+static gboolean
+build_cross_entropy (Builder *b)
+{
+  guint rank = b->ranks[0];
+  if (!need_rank (b, 0, 2, PLANNER_MAX_RANK) || b->ranks[1] != rank - 1)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "labels must have the logits' shape without the class dim");
+  PlannerOperandMap *lm = input_map (b, 0, rank);
+  PlannerOperandMap *ym = input_map (b, 1, rank - 1);
+  output_map (b, 0, 0);
+  for (guint d = 0; d + 1 < rank; d++)
+    {
+      if (!same_size (b, 0, d, 1, d, "leading dims of logits and labels"))
+        return FALSE;
+      if (b->shapes[0][d] == 1)
+        continue;
+      /* The loss is a mean over these dims: split them and the loss is partial. */
+      int f = add_factor (b, batch_names[d], b->shapes[0][d], PLANNER_FACTOR_REDUCTION);
+      map_dim (lm, d, f);
+      map_dim (ym, d, f);
+    }
+  map_dim (lm, rank - 1,
+           add_factor (b, "classes", b->shapes[0][rank - 1], PLANNER_FACTOR_NEED_REPLICATION));
+  b->rule->flops = 5.0 * (double) numel (b->shapes[0], rank);
+  return TRUE;
+}
+
+static gboolean
+build_conv2d (Builder *b, const PlannerOpAttrs *attrs)
+{
+  if (!need_rank (b, 0, 4, 4) || !need_rank (b, 1, 4, 4))
+    return FALSE;
+  if (!same_size (b, 0, 1, 1, 1, "input channels"))
+    return FALSE;
+  const gint64 *x = b->shapes[0], *w = b->shapes[1];
+  gint64 stride[2] = { 1, 1 }, pad[2] = { 0, 0 }, out[2];
+  if (attrs->n_ints >= 2)
+    stride[0] = attrs->ints[0], stride[1] = attrs->ints[1];
+  if (attrs->n_ints >= 4)
+    pad[0] = attrs->ints[2], pad[1] = attrs->ints[3];
+  for (guint i = 0; i < 2; i++)
+    {
+      if (stride[i] < 1 || pad[i] < 0)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH, "strides must be >= 1 and pads >= 0");
+      out[i] = (x[2 + i] + 2 * pad[i] - w[2 + i]) / stride[i] + 1;
+      if (out[i] < 1)
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "kernel %" G_GINT64_FORMAT " is larger than the padded input %" G_GINT64_FORMAT,
+                     w[2 + i], x[2 + i] + 2 * pad[i]);
+    }
+  PlannerOperandMap *xm = input_map (b, 0, 4), *wm = input_map (b, 1, 4),
+                    *om = output_map (b, 0, 4);
+  int fn = add_factor (b, "n", x[0], PLANNER_FACTOR_PASS);
+  int fo = add_factor (b, "o", w[0], PLANNER_FACTOR_PASS);
+  int fc = add_factor (b, "c", x[1], PLANNER_FACTOR_REDUCTION);
+  map_dim (xm, 0, fn);
+  map_dim (xm, 1, fc);
+  map_dim (wm, 0, fo);
+  map_dim (wm, 1, fc);
+  map_dim (om, 0, fn);
+  map_dim (om, 1, fo);
+  static const char *const in_names[] = { "h", "w" }, *const k_names[] = { "kh", "kw" },
+                           *const out_names[] = { "oh", "ow" };
+  for (guint i = 0; i < 2; i++)
+    {
+      /* v1: spatial dims whole (no halo exchange). */
+      map_dim (xm, 2 + i, add_factor (b, in_names[i], x[2 + i], PLANNER_FACTOR_NEED_REPLICATION));
+      map_dim (wm, 2 + i, add_factor (b, k_names[i], w[2 + i], PLANNER_FACTOR_NEED_REPLICATION));
+      map_dim (om, 2 + i, add_factor (b, out_names[i], out[i], PLANNER_FACTOR_NEED_REPLICATION));
+    }
+  if (b->n_inputs == 3)
+    {
+      if (b->ranks[2] != 1 || b->shapes[2][0] != w[0])
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "the bias must have shape [%" G_GINT64_FORMAT "]", w[0]);
+      map_dim (input_map (b, 2, 1), 0, fo);
+      b->rule->bias_inputs = 1u << 2;
+    }
+  b->rule->linear_inputs = 0x3;
+  b->rule->flops = 2.0 * (double) (x[0] * w[0] * out[0] * out[1]) * (double) (x[1] * w[2] * w[3]);
+  return TRUE;
+}
+
+/* Elementwise FLOPs per output element, roughly what the kernels execute. */
+static double
+elementwise_cost (PlannerOpType type)
+{
+  switch (type)
+    {
+    case PLANNER_OP_GELU: return 8;
+    case PLANNER_OP_SILU: return 4;
+    case PLANNER_OP_TANH: case PLANNER_OP_EXP: return 4;
+    case PLANNER_OP_SOFTMAX: return 5;
+    case PLANNER_OP_LAYER_NORM: return 8;
+    case PLANNER_OP_RMS_NORM: return 5;
+    case PLANNER_OP_CAST: case PLANNER_OP_DROPOUT: return 0;
+    default: return 1;
+    }
+}
+
+static void
+derive_splittable (PlannerOpRule *rule)
+{
+  for (guint f = 0; f < rule->n_factors; f++)
+    rule->factors[f].splittable = rule->factors[f].kind != PLANNER_FACTOR_NEED_REPLICATION
+                                  && rule->factors[f].size > 1;
+  const PlannerOperandMap *maps[2] = { rule->inputs, rule->outputs };
+  guint counts[2] = { rule->n_inputs, rule->n_outputs };
+  for (guint side = 0; side < 2; side++)
+    for (guint i = 0; i < counts[side]; i++)
+      for (guint d = 0; d < maps[side][i].rank; d++)
+        for (guint k = 1; k < maps[side][i].n[d]; k++)
+          rule->factors[maps[side][i].f[d][k]].splittable = FALSE;
+}
+
+gboolean
+planner_op_rule_build (PlannerOpRule *rule, PlannerOpType type, const PlannerOpAttrs *attrs,
+                       guint n_inputs, const guint *input_ranks,
+                       const gint64 *const *input_shapes, guint n_outputs, const char *op_name,
+                       GError **error)
+{
+  g_return_val_if_fail (rule != NULL, FALSE);
+  g_return_val_if_fail (type < PLANNER_N_OP_TYPES, FALSE);
+  g_return_val_if_fail (attrs != NULL, FALSE);
+
+  Builder b = { rule, op_name ? op_name : "op", n_inputs, input_ranks, input_shapes, error };
+  gboolean ok;
+
+  memset (rule, 0, sizeof *rule);
+  rule->type = type;
+  rule->n_inputs = n_inputs;
+  rule->n_outputs = 1;
+
+  if (n_inputs < op_types[type].min_inputs || n_inputs > op_types[type].max_inputs)
+    {
+      if (op_types[type].min_inputs == op_types[type].max_inputs)
+        return fail (&b, PLANNER_ERROR_SHAPE_MISMATCH, "takes %u inputs, got %u",
+                     op_types[type].min_inputs, n_inputs);
+      return fail (&b, PLANNER_ERROR_SHAPE_MISMATCH, "takes %u to %u inputs, got %u",
+                   op_types[type].min_inputs, op_types[type].max_inputs, n_inputs);
+    }
+  if (type != PLANNER_OP_SPLIT && n_outputs != 1)
+    return fail (&b, PLANNER_ERROR_SHAPE_MISMATCH, "has one output, %u were asked", n_outputs);
+  for (guint i = 0; i < n_inputs; i++)
+    {
+      if (input_ranks[i] > PLANNER_MAX_RANK)
+        return fail (&b, PLANNER_ERROR_SHAPE_MISMATCH, "%s has rank %u, over %d",
+                     operand_label (i), input_ranks[i], PLANNER_MAX_RANK);
+      for (guint d = 0; d < input_ranks[i]; d++)
+        if (input_shapes[i][d] <= 0)
+          return fail (&b, PLANNER_ERROR_SHAPE_MISMATCH,
+                       "dim %u of %s is %" G_GINT64_FORMAT "; dims must be > 0", d,
+                       operand_label (i), input_shapes[i][d]);
+    }
+
+  switch (type)
+    {
+    case PLANNER_OP_MATMUL: ok = build_matmul (&b, attrs); break;
+    case PLANNER_OP_BATCH_MATMUL: ok = build_batch_matmul (&b); break;
+    case PLANNER_OP_EINSUM: ok = build_einsum (&b, attrs); break;
+    case PLANNER_OP_ADD:
+    case PLANNER_OP_SUB:
+      ok = build_elementwise (&b);
+      rule->linear_inputs = 0x3;
+      rule->linear_all = TRUE;
+      break;
+    case PLANNER_OP_MUL:
+      ok = build_elementwise (&b);
+      rule->linear_inputs = 0x3;
+      break;
+    case PLANNER_OP_DIV:
+      ok = build_elementwise (&b);
+      rule->linear_inputs = 0x1;
+      break;
+    case PLANNER_OP_NEG:
+    case PLANNER_OP_CAST:
+    case PLANNER_OP_DROPOUT:
+      ok = build_per_dim (&b, -1, PLANNER_FACTOR_PASS);
+      rule->linear_inputs = 0x1;
+      break;
+    case PLANNER_OP_RELU:
+    case PLANNER_OP_GELU:
+    case PLANNER_OP_SILU:
+    case PLANNER_OP_TANH:
+    case PLANNER_OP_EXP:
+      ok = build_per_dim (&b, -1, PLANNER_FACTOR_PASS);
+      break;
+    case PLANNER_OP_SOFTMAX:
+      {
+        int axis = 0;
+        ok = valid_axis (&b, attrs->axis, input_ranks[0], &axis)
+             && build_per_dim (&b, axis, PLANNER_FACTOR_NEED_REPLICATION);
+      }
+      break;
+    case PLANNER_OP_LAYER_NORM:
+    case PLANNER_OP_RMS_NORM: ok = build_norm (&b); break;
+    case PLANNER_OP_EMBEDDING: ok = build_embedding (&b); break;
+    case PLANNER_OP_RESHAPE: ok = build_reshape (&b, attrs); break;
+    case PLANNER_OP_TRANSPOSE: ok = build_transpose (&b, attrs); break;
+    case PLANNER_OP_REDUCE_SUM:
+    case PLANNER_OP_REDUCE_MEAN: ok = build_reduce (&b, attrs); break;
+    case PLANNER_OP_CONCAT: ok = build_concat (&b, attrs); break;
+    case PLANNER_OP_SPLIT:
+    case PLANNER_OP_SLICE: ok = build_split (&b, attrs, n_outputs); break;
+    case PLANNER_OP_ROTARY_EMBEDDING: ok = build_rotary (&b); break;
+    case PLANNER_OP_SDPA: ok = build_sdpa (&b); break;
+    case PLANNER_OP_CROSS_ENTROPY: ok = build_cross_entropy (&b); break;
+    case PLANNER_OP_CONV2D: ok = build_conv2d (&b, attrs); break;
+    default: g_assert_not_reached ();
+    }
+  if (!ok)
+    return FALSE;
+  if (rule->flops == 0 && type != PLANNER_OP_EMBEDDING)
+    {
+      gint64 shape[PLANNER_MAX_RANK];
+      guint rank = planner_op_rule_output_shape (rule, 0, shape);
+      rule->flops = elementwise_cost (type) * (double) numel (shape, rank);
+    }
+  derive_splittable (rule);
+  return TRUE;
+}
+
+guint
+planner_op_rule_output_shape (const PlannerOpRule *rule, guint i, gint64 *shape)
+{
+  g_return_val_if_fail (i < rule->n_outputs, 0);
+  const PlannerOperandMap *m = &rule->outputs[i];
+  for (guint d = 0; d < m->rank; d++)
+    {
+      shape[d] = 1;
+      for (guint k = 0; k < m->n[d]; k++)
+        shape[d] *= rule->factors[m->f[d][k]].size;
+    }
+  return m->rank;
+}
+
+int
+planner_op_rule_factor_index (const PlannerOpRule *rule, const char *name)
+{
+  for (guint f = 0; f < rule->n_factors; f++)
+    if (strcmp (rule->factors[f].name, name) == 0)
+      return (int) f;
+  return -1;
+}
+
+/* ---- strategies ---- */
+
+void
+planner_strategy_init (PlannerStrategy *strategy)
+{
+  memset (strategy, 0, sizeof *strategy);
+}
+
+gboolean
+planner_strategy_equal (const PlannerStrategy *a, const PlannerStrategy *b)
+{
+  if (a->partial != b->partial || (a->partial && a->partial_input != b->partial_input))
+    return FALSE;
+  for (guint f = 0; f < PLANNER_MAX_FACTORS; f++)
+    if (a->n_axes[f] != b->n_axes[f] || memcmp (a->axes[f], b->axes[f], a->n_axes[f]) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+guint32
+planner_strategy_axis_mask (const PlannerStrategy *strategy)
+{
+  guint32 mask = 0;
+  for (guint f = 0; f < PLANNER_MAX_FACTORS; f++)
+    for (guint i = 0; i < strategy->n_axes[f]; i++)
+      mask |= 1u << strategy->axes[f][i];
+  return mask;
+}
+
+guint64
+planner_strategy_parts (const PlannerStrategy *strategy, const PlannerMesh *mesh)
+{
+  return planner_mesh_mask_size (mesh, planner_strategy_axis_mask (strategy));
+}
+
+static guint64
+factor_parts (const PlannerStrategy *s, guint f, const PlannerMesh *mesh)
+{
+  guint64 n = 1;
+  for (guint i = 0; i < s->n_axes[f]; i++)
+    n *= mesh->sizes[s->axes[f][i]];
+  return n;
+}
+
+GArray *
+planner_op_rule_enumerate (const PlannerOpRule *rule, const PlannerMesh *mesh)
+{
+  g_return_val_if_fail (rule != NULL && mesh != NULL, NULL);
+
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (PlannerStrategy));
+  int candidates[PLANNER_MAX_FACTORS + 1];
+  guint n_candidates = 0;
+  candidates[n_candidates++] = -1;
+  for (guint f = 0; f < rule->n_factors; f++)
+    if (rule->factors[f].splittable)
+      candidates[n_candidates++] = (int) f;
+
+  /* Axes of size 1 split nothing: they stay unassigned, so no duplicates. */
+  guint active[PLANNER_MAX_AXES], n_active = 0;
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (mesh->sizes[a] > 1)
+      active[n_active++] = a;
+
+  guint choice[PLANNER_MAX_AXES] = { 0 };
+  for (;;)
+    {
+      PlannerStrategy s;
+      gboolean ok = TRUE;
+      planner_strategy_init (&s);
+      for (guint i = 0; i < n_active; i++)
+        {
+          int f = candidates[choice[i]];
+          if (f >= 0)
+            s.axes[f][s.n_axes[f]++] = (guint8) active[i];
+        }
+      for (guint f = 0; f < rule->n_factors && ok; f++)
+        if (s.n_axes[f] && rule->factors[f].size % (gint64) factor_parts (&s, f, mesh) != 0)
+          ok = FALSE;
+      if (ok)
+        g_array_append_val (out, s);
+
+      /* Next combination, the last axis varying fastest. */
+      int i = (int) n_active - 1;
+      while (i >= 0 && ++choice[i] == n_candidates)
+        choice[i--] = 0;
+      if (i < 0)
+        break;
+    }
+  return out;
+}
+
+static char *
+describe_dim (const PlannerOpRule *rule, const PlannerOperandMap *m, guint d, gint64 size)
+{
+  if (m->n[d] <= 1)
+    return g_strdup_printf ("size %" G_GINT64_FORMAT, size);
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "size %" G_GINT64_FORMAT " = ", size);
+  for (guint k = 0; k < m->n[d]; k++)
+    {
+      const PlannerFactor *f = &rule->factors[m->f[d][k]];
+      if (k == 0)
+        g_string_append_printf (s, "%" G_GINT64_FORMAT " %s", f->size, f->name);
+      else
+        g_string_append_printf (s, " x %" G_GINT64_FORMAT, f->size);
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* Where factor @f first appears on an input, for messages. */
+static gboolean
+find_factor_dim (const PlannerOpRule *rule, guint f, guint *input, guint *dim)
+{
+  for (guint i = 0; i < rule->n_inputs; i++)
+    for (guint d = 0; d < rule->inputs[i].rank; d++)
+      for (guint k = 0; k < rule->inputs[i].n[d]; k++)
+        if (rule->inputs[i].f[d][k] == f)
+          {
+            *input = i;
+            *dim = d;
+            return TRUE;
+          }
+  return FALSE;
+}
+
+static const char *
+input_name (const char *const *names, guint i)
+{
+  return names && names[i] ? names[i] : operand_label (i);
+}
+
+static void
+append_axes (GString *s, const PlannerStrategy *st, guint f, const PlannerMesh *mesh)
+{
+  for (guint i = 0; i < st->n_axes[f]; i++)
+    g_string_append_printf (s, "%s%s=%u", i ? "+" : "", mesh->names[st->axes[f][i]],
+                            mesh->sizes[st->axes[f][i]]);
+}
+
+gboolean
+planner_strategy_validate (const PlannerStrategy *strategy, const PlannerOpRule *rule,
+                           const PlannerMesh *mesh, const char *op_name,
+                           const char *const *input_names, GError **error)
+{
+  g_return_val_if_fail (strategy != NULL && rule != NULL && mesh != NULL, FALSE);
+  guint32 seen = 0;
+
+  for (guint f = 0; f < PLANNER_MAX_FACTORS; f++)
+    {
+      if (strategy->n_axes[f] == 0)
+        continue;
+      if (f >= rule->n_factors)
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                       "%s: the strategy splits factor #%u, the op has %u factors", op_name, f,
+                       rule->n_factors);
+          return FALSE;
+        }
+      const PlannerFactor *factor = &rule->factors[f];
+      guint input = 0, dim = 0;
+      gboolean located = find_factor_dim (rule, f, &input, &dim);
+      for (guint i = 0; i < strategy->n_axes[f]; i++)
+        {
+          guint a = strategy->axes[f][i];
+          if (a >= mesh->n_axes)
+            {
+              g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_AXIS,
+                           "%s: the strategy names axis #%u; the mesh has %u axes", op_name, a,
+                           mesh->n_axes);
+              return FALSE;
+            }
+          if ((seen | strategy->partial) & (1u << a))
+            {
+              g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_AXIS_REUSED,
+                           "%s: mesh axis %s is used twice; a strategy assigns each axis to "
+                           "one factor at most",
+                           op_name, mesh->names[a]);
+              return FALSE;
+            }
+          seen |= 1u << a;
+        }
+      if (!factor->splittable)
+        {
+          const char *why = factor->kind == PLANNER_FACTOR_NEED_REPLICATION
+                                ? "it must stay whole for this op (need-replication)"
+                                : "only the major-most factor of a merged dim may be split";
+          if (located)
+            g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                         "%s: dim %u of %s (factor %s, size %" G_GINT64_FORMAT
+                         ") cannot be split: %s; leave it whole",
+                         op_name, dim, input_name (input_names, input), factor->name,
+                         factor->size, why);
+          else
+            g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                         "%s: factor %s cannot be split: %s", op_name, factor->name, why);
+          return FALSE;
+        }
+      guint64 parts = factor_parts (strategy, f, mesh);
+      if (factor->size % (gint64) parts != 0)
+        {
+          g_autoptr (GString) axes = g_string_new (NULL);
+          append_axes (axes, strategy, f, mesh);
+          const PlannerOperandMap *m = located ? &rule->inputs[input] : NULL;
+          gint64 dim_size = 1;
+          if (m)
+            for (guint k = 0; k < m->n[dim]; k++)
+              dim_size *= rule->factors[m->f[dim][k]].size;
+          g_autofree char *dim_desc = m ? describe_dim (rule, m, dim, dim_size) : NULL;
+          g_autofree char *also = NULL;
+          if (m && m->n[dim] > 1 && dim_size % (gint64) parts == 0)
+            also = g_strdup_printf ("%" G_GINT64_FORMAT " %% %" G_GUINT64_FORMAT " == 0 but ",
+                                    dim_size, parts);
+          /* The largest product of mesh axes that would divide the factor. */
+          guint64 best = 1;
+          for (guint64 p = parts; p > 1; p--)
+            if (factor->size % (gint64) p == 0 && parts % p == 0)
+              {
+                best = p;
+                break;
+              }
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
+                       "%s: dim %u of %s (%s) cannot be split over %s: %s%" G_GINT64_FORMAT
+                       " %s %% %" G_GUINT64_FORMAT " != 0; use %s <= %" G_GUINT64_FORMAT
+                       " or replicate %s",
+                       op_name, dim, input_name (input_names, input),
+                       dim_desc ? dim_desc : "?", axes->str, also ? also : "", factor->size,
+                       factor->name, parts, strategy->n_axes[f] == 1
+                                               ? mesh->names[strategy->axes[f][0]]
+                                               : "axes whose product is",
+                       best, op_name);
+          return FALSE;
+        }
+    }
+  if (strategy->partial & seen)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_AXIS_REUSED,
+                   "%s: an axis is both partial and split", op_name);
+      return FALSE;
+    }
+  if (strategy->partial)
+    {
+      gboolean ok = rule->linear_all ? rule->linear_inputs != 0
+                                     : (rule->linear_inputs >> strategy->partial_input) & 1;
+      if (!ok)
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                       "%s: %s cannot take a partial input %s; it is not linear in it, so the "
+                       "input needs an AllReduce or ReduceScatter first",
+                       op_name, planner_op_type_to_string (rule->type),
+                       input_name (input_names, strategy->partial_input));
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+static void
+operand_layout (const PlannerStrategy *s, const PlannerOperandMap *m, PlannerLayout *layout)
+{
+  planner_layout_init_replicated (layout, m->rank);
+  for (guint d = 0; d < m->rank; d++)
+    for (guint k = 0; k < m->n[d]; k++)
+      {
+        guint f = m->f[d][k];
+        for (guint i = 0; i < s->n_axes[f]; i++)
+          layout->axes[d][layout->n_axes[d]++] = s->axes[f][i];
+      }
+}
+
+static gboolean
+operand_has_factor (const PlannerOperandMap *m, guint f)
+{
+  for (guint d = 0; d < m->rank; d++)
+    for (guint k = 0; k < m->n[d]; k++)
+      if (m->f[d][k] == f)
+        return TRUE;
+  return FALSE;
+}
+
+static gboolean
+input_carries_partial (const PlannerStrategy *s, const PlannerOpRule *rule, guint i)
+{
+  if (!s->partial || !((rule->linear_inputs >> i) & 1))
+    return FALSE;
+  return rule->linear_all || s->partial_input == i;
+}
+
+void
+planner_strategy_layouts (const PlannerStrategy *strategy, const PlannerOpRule *rule,
+                          const PlannerMesh *mesh, PlannerLayout *inputs, PlannerLayout *outputs)
+{
+  g_return_if_fail (strategy != NULL && rule != NULL);
+
+  if (inputs)
+    for (guint i = 0; i < rule->n_inputs; i++)
+      {
+        operand_layout (strategy, &rule->inputs[i], &inputs[i]);
+        if (input_carries_partial (strategy, rule, i))
+          inputs[i].partial = strategy->partial;
+      }
+  if (outputs)
+    for (guint o = 0; o < rule->n_outputs; o++)
+      {
+        operand_layout (strategy, &rule->outputs[o], &outputs[o]);
+        outputs[o].partial = strategy->partial;
+        for (guint f = 0; f < rule->n_factors; f++)
+          if (strategy->n_axes[f] && rule->factors[f].kind == PLANNER_FACTOR_REDUCTION
+              && !operand_has_factor (&rule->outputs[o], f))
+            for (guint i = 0; i < strategy->n_axes[f]; i++)
+              outputs[o].partial |= 1u << strategy->axes[f][i];
+      }
+}
+
+gboolean
+planner_strategy_from_layouts (const PlannerOpRule *rule, const PlannerMesh *mesh,
+                               const PlannerLayout *inputs, guint n_given, const char *op_name,
+                               const char *const *input_names, PlannerStrategy *strategy,
+                               GError **error)
+{
+  g_return_val_if_fail (rule != NULL && mesh != NULL && strategy != NULL, FALSE);
+  int from_input[PLANNER_MAX_FACTORS];
+  guint from_dim[PLANNER_MAX_FACTORS];
+
+  planner_strategy_init (strategy);
+  if (n_given > rule->n_inputs)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                   "%s: %u input layouts given, the op has %u inputs", op_name, n_given,
+                   rule->n_inputs);
+      return FALSE;
+    }
+  for (guint f = 0; f < PLANNER_MAX_FACTORS; f++)
+    from_input[f] = -1;
+
+  for (guint i = 0; i < n_given; i++)
+    {
+      const PlannerLayout *l = &inputs[i];
+      const PlannerOperandMap *m = &rule->inputs[i];
+      const char *name = input_name (input_names, i);
+      if (l->rank != m->rank)
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_LAYOUT,
+                       "%s: %s has rank %u but its layout has %u dims", op_name, name, m->rank,
+                       l->rank);
+          return FALSE;
+        }
+      for (guint d = 0; d < l->rank; d++)
+        {
+          if (l->n_axes[d] == 0)
+            continue;
+          if (m->n[d] == 0)
+            {
+              g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
+                           "%s: dim %u of %s has size 1 and cannot be split", op_name, d, name);
+              return FALSE;
+            }
+          guint f = m->f[d][0];
+          if (from_input[f] >= 0)
+            {
+              gboolean same = strategy->n_axes[f] == l->n_axes[d]
+                              && memcmp (strategy->axes[f], l->axes[d], l->n_axes[d]) == 0;
+              if (!same)
+                {
+                  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                               "%s: dim %u of %s and dim %u of %s are the same loop dim (%s) "
+                               "but are split differently; split them on the same axes",
+                               op_name, from_dim[f], input_name (input_names, from_input[f]), d,
+                               name, rule->factors[f].name);
+                  return FALSE;
+                }
+              continue;
+            }
+          from_input[f] = (int) i;
+          from_dim[f] = d;
+          strategy->n_axes[f] = l->n_axes[d];
+          memcpy (strategy->axes[f], l->axes[d], l->n_axes[d]);
+        }
+      if (l->partial)
+        {
+          if (strategy->partial && strategy->partial != l->partial)
+            {
+              g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                           "%s: inputs are partial over different axes", op_name);
+              return FALSE;
+            }
+          if (strategy->partial && !rule->linear_all)
+            {
+              g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                           "%s: %s is linear in one input at a time; only one input may be "
+                           "partial",
+                           op_name, planner_op_type_to_string (rule->type));
+              return FALSE;
+            }
+          strategy->partial = l->partial;
+          strategy->partial_input = (guint8) i;
+        }
+    }
+  if (strategy->partial && rule->linear_all)
+    {
+      strategy->partial_input = 0;
+      for (guint i = 0; i < n_given; i++)
+        if (((rule->linear_inputs >> i) & 1) && inputs[i].partial != strategy->partial)
+          {
+            g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                         "%s: %s takes partial inputs only when all of them are partial alike",
+                         op_name, planner_op_type_to_string (rule->type));
+            return FALSE;
+          }
+    }
+  return planner_strategy_validate (strategy, rule, mesh, op_name, input_names, error);
+}
+
+char *
+planner_strategy_to_string (const PlannerStrategy *strategy, const PlannerOpRule *rule,
+                            const PlannerMesh *mesh)
+{
+  PlannerLayout inputs[PLANNER_MAX_OPERANDS];
+  GString *s = g_string_new (NULL);
+  planner_strategy_layouts (strategy, rule, mesh, inputs, NULL);
+  for (guint i = 0; i < rule->n_inputs; i++)
+    {
+      g_autofree char *l = planner_layout_to_string (&inputs[i], mesh);
+      g_string_append_printf (s, "%s%s", i ? "," : "", l);
+    }
+  return g_string_free (s, FALSE);
+}
+
+char *
+planner_strategy_describe (const PlannerStrategy *strategy, const PlannerOpRule *rule,
+                           const PlannerMesh *mesh)
+{
+  GString *s = g_string_new (NULL);
+  for (guint f = 0; f < rule->n_factors; f++)
+    {
+      if (strategy->n_axes[f] == 0)
+        continue;
+      g_string_append_printf (s, "%s%s=", s->len ? " " : "", rule->factors[f].name);
+      for (guint i = 0; i < strategy->n_axes[f]; i++)
+        g_string_append_printf (s, "%s%s", i ? "+" : "", mesh->names[strategy->axes[f][i]]);
+    }
+  if (strategy->partial)
+    {
+      g_string_append_printf (s, "%spartial(", s->len ? " " : "");
+      gboolean first = TRUE;
+      for (guint a = 0; a < mesh->n_axes; a++)
+        if (strategy->partial & (1u << a))
+          {
+            g_string_append_printf (s, "%s%s", first ? "" : ",", mesh->names[a]);
+            first = FALSE;
+          }
+      g_string_append_c (s, ')');
+    }
+  if (s->len == 0)
+    g_string_append (s, "replicated");
+  return g_string_free (s, FALSE);
+}
+
+double
+planner_strategy_local_flops (const PlannerStrategy *strategy, const PlannerOpRule *rule,
+                              const PlannerMesh *mesh)
+{
+  /* Every factor enters the work as a product, so splitting any of them over p devices
+   * divides each device's work by p. */
+  return rule->flops / (double) planner_strategy_parts (strategy, mesh);
+}
+
+void
+planner_strategy_factor_offsets (const PlannerStrategy *strategy, const PlannerOpRule *rule,
+                                 const PlannerMesh *mesh, const guint coords[PLANNER_MAX_AXES],
+                                 gint64 offsets[PLANNER_MAX_FACTORS])
+{
+  for (guint f = 0; f < rule->n_factors; f++)
+    {
+      guint64 index = 0, parts = 1;
+      for (guint i = 0; i < strategy->n_axes[f]; i++)
+        {
+          guint a = strategy->axes[f][i];
+          index = index * mesh->sizes[a] + coords[a];
+          parts *= mesh->sizes[a];
+        }
+      offsets[f] = (gint64) index * (rule->factors[f].size / (gint64) parts);
+    }
+}
