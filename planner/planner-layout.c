@@ -509,18 +509,21 @@ planner_layout_parse_placements (const char *text, const PlannerMesh *mesh, guin
           }
       layout->n_axes[d] = n;
       guint next = 0;
+      /* A repeated position would overwrite a slot and leave another holding a stale 0. */
+      guint32 filled = 0;
       for (guint ax = 0; ax < mesh->n_axes; ax++)
         {
           if (dim_of[ax] != (int) d)
             continue;
           int pos = explicit ? position[ax] : (int) next++;
-          if (pos < 0 || pos >= (int) n)
+          if (pos < 0 || pos >= (int) n || (filled & (1u << pos)))
             {
               g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_LAYOUT,
                            "placements '%s': positions on dim %u must be 0..%u, each once", text,
                            d, n - 1);
               return FALSE;
             }
+          filled |= 1u << pos;
           layout->axes[d][pos] = ax;
         }
       /* Explicit positions must be a permutation: check no axis was dropped. */
