@@ -388,7 +388,7 @@ planner_hardware_memory_bandwidth (const PlannerHardware *hw)
 guint64
 planner_hardware_memory_bytes (const PlannerHardware *hw)
 {
-  return (guint64) llround (planner_hardware_get_memory_GB (hw) * 1e9);
+  return (guint64)llround (planner_hardware_get_memory_GB (hw) * 1e9);
 }
 
 /* Mesh axes and links */
@@ -468,7 +468,7 @@ curve_points (const Curve *curve, guint *n_points)
 {
   if (n_points)
     *n_points = curve->points->len;
-  return (const PlannerMeasuredPoint *) curve->points->data;
+  return (const PlannerMeasuredPoint *)curve->points->data;
 }
 
 const PlannerMeasuredPoint *
@@ -538,9 +538,9 @@ check_members (JsonObject *object, const char *where, const char *const *known, 
   for (GList *l = members; l; l = l->next)
     if (!g_strv_contains (known, l->data))
       {
-        g_autofree char *field = *where ? g_strdup_printf ("%s.%s", where, (char *) l->data)
-                                        : g_strdup (l->data);
-        g_autofree char *problem = g_strjoinv (", ", (char **) known);
+        g_autofree char *field
+            = *where ? g_strdup_printf ("%s.%s", where, (char *)l->data) : g_strdup (l->data);
+        g_autofree char *problem = g_strjoinv (", ", (char **)known);
         g_autofree char *message = g_strdup_printf ("is not known here (known: %s)", problem);
 
         return malformed (error, field, message);
@@ -572,8 +572,8 @@ read_figure (JsonNode *node, const char *field, gboolean allow_zero, double *out
   value = json_node_get_double (node);
   if (!isfinite (value) || value < 0 || (value == 0 && !allow_zero))
     {
-      g_autofree char *problem = g_strdup_printf ("must be %s, got %g",
-                                                  allow_zero ? ">= 0" : "> 0", value);
+      g_autofree char *problem
+          = g_strdup_printf ("must be %s, got %g", allow_zero ? ">= 0" : "> 0", value);
       return malformed (error, field, problem);
     }
   *out = value;
@@ -581,8 +581,7 @@ read_figure (JsonNode *node, const char *field, gboolean allow_zero, double *out
 }
 
 static gboolean
-read_count (JsonNode *node, const char *field, gint64 min, gint64 max, gint64 *out,
-            GError **error)
+read_count (JsonNode *node, const char *field, gint64 min, gint64 max, gint64 *out, GError **error)
 {
   gint64 value;
 
@@ -593,8 +592,8 @@ read_count (JsonNode *node, const char *field, gint64 min, gint64 max, gint64 *o
   value = json_node_get_int (node);
   if (value < min || value > max)
     {
-      g_autofree char *problem = g_strdup_printf ("must be in [%" G_GINT64_FORMAT ", %"
-                                                  G_GINT64_FORMAT "], got %" G_GINT64_FORMAT,
+      g_autofree char *problem = g_strdup_printf ("must be in [%" G_GINT64_FORMAT
+                                                  ", %" G_GINT64_FORMAT "], got %" G_GINT64_FORMAT,
                                                   min, max, value);
       return malformed (error, field, problem);
     }
@@ -658,7 +657,7 @@ read_peaks (PlannerHardware *hw, JsonObject *peaks, GError **error)
 
   for (GList *l = members; l; l = l->next)
     {
-      g_autofree char *field = g_strdup_printf ("peak_tflops.%s", (char *) l->data);
+      g_autofree char *field = g_strdup_printf ("peak_tflops.%s", (char *)l->data);
       PlannerDType dtype;
 
       if (!planner_dtype_from_string (l->data, &dtype))
@@ -671,8 +670,8 @@ read_peaks (PlannerHardware *hw, JsonObject *peaks, GError **error)
   for (PlannerDType dtype = PLANNER_DTYPE_F32; dtype <= PLANNER_DTYPE_F16; dtype++)
     if (!seen[dtype])
       {
-        g_autofree char *field = g_strdup_printf ("peak_tflops.%s",
-                                                  planner_dtype_to_string (dtype));
+        g_autofree char *field
+            = g_strdup_printf ("peak_tflops.%s", planner_dtype_to_string (dtype));
         return malformed (error, field, "is missing");
       }
   /* Integer ops (ids, masks) run on the vector units: f32's rate unless the file says. */
@@ -709,8 +708,8 @@ read_link (PlannerLink *link, JsonObject *links, PlannerLinkKind kind, GError **
         return FALSE;
       if (strlen (name) >= sizeof link->name)
         {
-          g_autofree char *problem = g_strdup_printf ("is longer than %zu characters",
-                                                      sizeof link->name - 1);
+          g_autofree char *problem
+              = g_strdup_printf ("is longer than %zu characters", sizeof link->name - 1);
           return malformed (error, f_name, problem);
         }
       g_strlcpy (link->name, name, sizeof link->name);
@@ -784,8 +783,8 @@ PlannerHardware *
 planner_hardware_from_json (const char *text, GError **error)
 {
   static const char *const known[] = {
-    "shardscope_hardware", "name", "description", "peak_tflops", "memory_bandwidth_GBps",
-    "memory_GB", "node_size", "links", "measurements", NULL,
+    "shardscope_hardware", "name",      "description", "peak_tflops",  "memory_bandwidth_GBps",
+    "memory_GB",           "node_size", "links",       "measurements", NULL,
   };
   static const char *const known_links[] = { "intra", "inter", NULL };
   g_autoptr (JsonParser) parser = json_parser_new ();
@@ -817,8 +816,8 @@ planner_hardware_from_json (const char *text, GError **error)
     }
   object = json_node_get_object (root);
 
-  if (!read_count (json_object_get_member (object, "shardscope_hardware"), "shardscope_hardware",
-                   1, G_MAXINT64, &version, error))
+  if (!read_count (json_object_get_member (object, "shardscope_hardware"), "shardscope_hardware", 1,
+                   G_MAXINT64, &version, error))
     return NULL;
   if (version > FORMAT_VERSION)
     {
@@ -842,15 +841,14 @@ planner_hardware_from_json (const char *text, GError **error)
 
   if (json_object_has_member (object, "description"))
     {
-      const char *description = read_string (json_object_get_member (object, "description"),
-                                             "description", error);
+      const char *description
+          = read_string (json_object_get_member (object, "description"), "description", error);
       if (description == NULL)
         return NULL;
       planner_hardware_set_description (hw, description);
     }
 
-  if (!(peaks = read_object (json_object_get_member (object, "peak_tflops"), "peak_tflops",
-                             error))
+  if (!(peaks = read_object (json_object_get_member (object, "peak_tflops"), "peak_tflops", error))
       || !read_peaks (hw, peaks, error)
       || !read_figure (json_object_get_member (object, "memory_bandwidth_GBps"),
                        "memory_bandwidth_GBps", FALSE, &hw->memory_bandwidth_GBps, error)
@@ -873,8 +871,8 @@ planner_hardware_from_json (const char *text, GError **error)
 
   if (json_object_has_member (object, "measurements"))
     {
-      if (!(measurements = read_array (json_object_get_member (object, "measurements"),
-                                       "measurements", error)))
+      if (!(measurements
+            = read_array (json_object_get_member (object, "measurements"), "measurements", error)))
         return NULL;
       for (guint i = 0; i < json_array_get_length (measurements); i++)
         if (!read_measurement (hw, json_array_get_element (measurements, i), i, error))
@@ -884,97 +882,142 @@ planner_hardware_from_json (const char *text, GError **error)
   return g_steal_pointer (&hw);
 }
 
-/* Writing profiles: members in the order of the format's documentation; doubles are written
- * with 17 significant digits by json-glib, so reading a written profile gives it back exactly. */
+/* Writing profiles.
+ *
+ * json-glib 1.6's generator appends ".0" to every double printed without a '.', which turns
+ * 1e-05 into the invalid "1e-05.0", and calibrated times are exactly such numbers. So the
+ * profile, whose shape is fixed, is written here: strings still go through json-glib for their
+ * escaping, numbers are written as the shortest text that reads back to the same double, and
+ * each measured point is one line. */
+
+static void
+append_string (GString *out, const char *text)
+{
+  g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (), text);
+  g_autoptr (JsonGenerator) generator = json_generator_new ();
+  g_autofree char *quoted = NULL;
+
+  json_generator_set_root (generator, node);
+  quoted = json_generator_to_data (generator, NULL);
+  g_string_append (out, quoted);
+}
+
+static void
+append_double (GString *out, double value)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_assert (isfinite (value));
+  for (int precision = 1; precision <= 17; precision++)
+    {
+      char format[8];
+
+      g_snprintf (format, sizeof format, "%%.%dg", precision);
+      g_ascii_formatd (buf, sizeof buf, format, value);
+      /* Exponent form only where plain digits would be long: 370, not 3.7e+02. */
+      if (g_ascii_strtod (buf, NULL) == value
+          && (strchr (buf, 'e') == NULL || fabs (value) < 1e-4 || fabs (value) >= 1e17))
+        break;
+    }
+  g_string_append (out, buf);
+}
+
+static void
+append_member (GString *out, int indent, const char *name)
+{
+  g_string_append_printf (out, "%*s", indent, "");
+  append_string (out, name);
+  g_string_append (out, ": ");
+}
 
 char *
 planner_hardware_to_json (const PlannerHardware *hw)
 {
-  g_autoptr (JsonBuilder) builder = json_builder_new ();
-  g_autoptr (JsonGenerator) generator = json_generator_new ();
-  g_autoptr (JsonNode) root = NULL;
+  GString *out;
 
   g_return_val_if_fail (hw != NULL, NULL);
 
-  json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "shardscope_hardware");
-  json_builder_add_int_value (builder, FORMAT_VERSION);
-  json_builder_set_member_name (builder, "name");
-  json_builder_add_string_value (builder, hw->name);
-  json_builder_set_member_name (builder, "description");
-  json_builder_add_string_value (builder, hw->description);
+  out = g_string_new ("{\n");
+  append_member (out, 2, "shardscope_hardware");
+  g_string_append_printf (out, "%d,\n", FORMAT_VERSION);
+  append_member (out, 2, "name");
+  append_string (out, hw->name);
+  g_string_append (out, ",\n");
+  append_member (out, 2, "description");
+  append_string (out, hw->description);
+  g_string_append (out, ",\n");
 
-  json_builder_set_member_name (builder, "peak_tflops");
-  json_builder_begin_object (builder);
+  append_member (out, 2, "peak_tflops");
+  g_string_append (out, "{\n");
   for (PlannerDType dtype = 0; dtype < N_DTYPES; dtype++)
     {
-      json_builder_set_member_name (builder, planner_dtype_to_string (dtype));
-      json_builder_add_double_value (builder, hw->peak_tflops[dtype]);
+      append_member (out, 4, planner_dtype_to_string (dtype));
+      append_double (out, hw->peak_tflops[dtype]);
+      g_string_append (out, dtype + 1 < N_DTYPES ? ",\n" : "\n");
     }
-  json_builder_end_object (builder);
+  g_string_append (out, "  },\n");
 
-  json_builder_set_member_name (builder, "memory_bandwidth_GBps");
-  json_builder_add_double_value (builder, hw->memory_bandwidth_GBps);
-  json_builder_set_member_name (builder, "memory_GB");
-  json_builder_add_double_value (builder, hw->memory_GB);
-  json_builder_set_member_name (builder, "node_size");
-  json_builder_add_int_value (builder, hw->node_size);
+  append_member (out, 2, "memory_bandwidth_GBps");
+  append_double (out, hw->memory_bandwidth_GBps);
+  g_string_append (out, ",\n");
+  append_member (out, 2, "memory_GB");
+  append_double (out, hw->memory_GB);
+  g_string_append (out, ",\n");
+  append_member (out, 2, "node_size");
+  g_string_append_printf (out, "%u,\n", hw->node_size);
 
-  json_builder_set_member_name (builder, "links");
-  json_builder_begin_object (builder);
+  append_member (out, 2, "links");
+  g_string_append (out, "{\n");
   for (guint i = 0; i < PLANNER_N_LINKS; i++)
     {
-      json_builder_set_member_name (builder, link_kind_names[i]);
-      json_builder_begin_object (builder);
-      json_builder_set_member_name (builder, "name");
-      json_builder_add_string_value (builder, hw->links[i].name);
-      json_builder_set_member_name (builder, "bandwidth_GBps");
-      json_builder_add_double_value (builder, hw->links[i].bandwidth_GBps);
-      json_builder_set_member_name (builder, "latency_us");
-      json_builder_add_double_value (builder, hw->links[i].latency_us);
-      json_builder_end_object (builder);
+      append_member (out, 4, link_kind_names[i]);
+      g_string_append (out, "{\n");
+      append_member (out, 6, "name");
+      append_string (out, hw->links[i].name);
+      g_string_append (out, ",\n");
+      append_member (out, 6, "bandwidth_GBps");
+      append_double (out, hw->links[i].bandwidth_GBps);
+      g_string_append (out, ",\n");
+      append_member (out, 6, "latency_us");
+      append_double (out, hw->links[i].latency_us);
+      g_string_append (out, i + 1 < PLANNER_N_LINKS ? "\n    },\n" : "\n    }\n");
     }
-  json_builder_end_object (builder);
+  g_string_append (out, hw->curves->len > 0 ? "  },\n" : "  }\n");
 
   if (hw->curves->len > 0)
     {
-      json_builder_set_member_name (builder, "measurements");
-      json_builder_begin_array (builder);
+      append_member (out, 2, "measurements");
+      g_string_append (out, "[\n");
       for (guint i = 0; i < hw->curves->len; i++)
         {
           const Curve *curve = g_ptr_array_index (hw->curves, i);
 
-          json_builder_begin_object (builder);
-          json_builder_set_member_name (builder, "step");
-          json_builder_add_string_value (builder, step_kind_names[curve->kind]);
-          json_builder_set_member_name (builder, "link");
-          json_builder_add_string_value (builder, link_kind_names[curve->link]);
-          json_builder_set_member_name (builder, "p");
-          json_builder_add_int_value (builder, curve->p);
-          json_builder_set_member_name (builder, "points");
-          json_builder_begin_array (builder);
+          g_string_append (out, "    {\n");
+          append_member (out, 6, "step");
+          append_string (out, step_kind_names[curve->kind]);
+          g_string_append (out, ",\n");
+          append_member (out, 6, "link");
+          append_string (out, link_kind_names[curve->link]);
+          g_string_append (out, ",\n");
+          append_member (out, 6, "p");
+          g_string_append_printf (out, "%u,\n", curve->p);
+          append_member (out, 6, "points");
+          g_string_append (out, "[\n");
           for (guint j = 0; j < curve->points->len; j++)
             {
-              const PlannerMeasuredPoint *point = &g_array_index (curve->points,
-                                                                  PlannerMeasuredPoint, j);
+              const PlannerMeasuredPoint *point
+                  = &g_array_index (curve->points, PlannerMeasuredPoint, j);
 
-              json_builder_begin_array (builder);
-              json_builder_add_int_value (builder, (gint64) point->bytes);
-              json_builder_add_double_value (builder, point->seconds);
-              json_builder_end_array (builder);
+              g_string_append_printf (out, "        [%" G_GUINT64_FORMAT ", ", point->bytes);
+              append_double (out, point->seconds);
+              g_string_append (out, j + 1 < curve->points->len ? "],\n" : "]\n");
             }
-          json_builder_end_array (builder);
-          json_builder_end_object (builder);
+          g_string_append (out, i + 1 < hw->curves->len ? "      ]\n    },\n" : "      ]\n    }\n");
         }
-      json_builder_end_array (builder);
+      g_string_append (out, "  ]\n");
     }
-  json_builder_end_object (builder);
-
-  root = json_builder_get_root (builder);
-  json_generator_set_root (generator, root);
-  json_generator_set_pretty (generator, TRUE);
-  json_generator_set_indent (generator, 2);
-  return json_generator_to_data (generator, NULL);
+  g_string_append (out, "}\n");
+  return g_string_free (out, FALSE);
 }
 
 gboolean
@@ -1027,7 +1070,7 @@ planner_hardware_builtin_names (void)
 static PlannerHardware *
 unknown_hardware (const char *name, GError **error)
 {
-  g_autofree char *names = g_strjoinv (", ", (char **) builtin_names);
+  g_autofree char *names = g_strjoinv (", ", (char **)builtin_names);
 
   g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_HARDWARE,
                "unknown hardware '%s': use a built-in profile (%s) or the path of a profile "

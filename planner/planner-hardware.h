@@ -53,7 +53,7 @@ typedef struct
 
 typedef struct
 {
-  guint64 bytes;  /* the buffer the formula of the step names (planner-cost.h) */
+  guint64 bytes; /* the buffer the formula of the step names (planner-cost.h) */
   double seconds;
 } PlannerMeasuredPoint;
 
@@ -105,8 +105,8 @@ guint64 planner_hardware_memory_bytes (const PlannerHardware *hw);
 /* Which link mesh axis @axis rides: walking from the minor end, axes whose running product of
  * sizes stays <= node_size are intra-node; the first axis past it, and every axis more major,
  * cross nodes. */
-PlannerLinkKind planner_hardware_axis_link_kind (const PlannerHardware *hw,
-                                                 const PlannerMesh *mesh, guint axis);
+PlannerLinkKind planner_hardware_axis_link_kind (const PlannerHardware *hw, const PlannerMesh *mesh,
+                                                 guint axis);
 gboolean planner_hardware_axis_is_intra (const PlannerHardware *hw, const PlannerMesh *mesh,
                                          guint axis);
 const PlannerLink *planner_hardware_axis_link (const PlannerHardware *hw, const PlannerMesh *mesh,
