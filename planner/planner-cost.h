@@ -48,8 +48,7 @@ guint64 planner_cost_step_bytes (PlannerStepKind kind, guint p, guint64 n_in, gu
 /* The alpha-beta fit of a measured curve, for display ("calibrated: 21 us + n / 362 GB/s"):
  * alpha in seconds, beta in seconds per byte. FALSE when the profile has no such curve. */
 gboolean planner_cost_measurement_fit (const PlannerHardware *hw, PlannerStepKind kind,
-                                       PlannerLinkKind link, guint p, double *alpha,
-                                       double *beta);
+                                       PlannerLinkKind link, guint p, double *alpha, double *beta);
 
 /* The step that a forward step turns into in the backward pass (semantics.md 7): AllGather
  * <-> ReduceScatter, AllToAll reversed (an AllToAll of the same size), Slice -> AllGather (the

@@ -1,0 +1,300 @@
+#define G_LOG_DOMAIN "planner-cost"
+
+#include "config.h"
+
+#include <math.h>
+
+#include "planner-cost.h"
+
+guint64
+planner_cost_step_buffer (PlannerStepKind kind, guint64 n_in, guint64 n_out)
+{
+  g_return_val_if_fail (kind < PLANNER_N_STEP_KINDS, 0);
+  return kind == PLANNER_STEP_ALL_GATHER || kind == PLANNER_STEP_SLICE ? n_out : n_in;
+}
+
+/* (p-1)/p of @n, exact in integers and without overflowing n * (p-1). */
+static guint64
+ring_share (guint p, guint64 n)
+{
+  return n / p * (p - 1) + n % p * (p - 1) / p;
+}
+
+guint64
+planner_cost_step_bytes (PlannerStepKind kind, guint p, guint64 n_in, guint64 n_out)
+{
+  guint64 share;
+
+  g_return_val_if_fail (kind < PLANNER_N_STEP_KINDS, 0);
+
+  if (p <= 1 || kind == PLANNER_STEP_SLICE)
+    return 0;
+  share = ring_share (p, planner_cost_step_buffer (kind, n_in, n_out));
+  return kind == PLANNER_STEP_ALL_REDUCE ? 2 * share : share;
+}
+
+/* Measured curves.
+ *
+ * Calibration stores raw medians; the shaping below happens at evaluation so that the file
+ * keeps what was measured. */
+
+typedef struct
+{
+  guint n;
+  double *bytes;
+  double *seconds;
+} Shaped;
+
+static void
+shaped_clear (Shaped *shaped)
+{
+  g_free (shaped->bytes);
+  g_free (shaped->seconds);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Shaped, shaped_clear)
+
+/* Bandwidth is made non-decreasing with size by pool-adjacent-violators (the least-squares
+ * monotone fit: a dip between protocol switches is averaged with its neighbours rather than
+ * trusted or ignored), then time is made non-decreasing too. Raising a time to the one before
+ * it keeps bandwidth monotone, since the bytes grew. A monotone bandwidth at the points also
+ * makes it monotone along each linear segment between them. */
+static void
+shape_curve (const PlannerMeasuredPoint *points, guint n, Shaped *shaped)
+{
+  g_autofree double *level = g_new (double, n);
+  g_autofree guint *count = g_new (guint, n);
+  guint blocks = 0, k = 0;
+
+  g_assert (n > 0);
+  shaped->n = n;
+  shaped->bytes = g_new (double, n);
+  shaped->seconds = g_new (double, n);
+
+  for (guint i = 0; i < n; i++)
+    {
+      level[blocks] = points[i].bytes / points[i].seconds;
+      count[blocks] = 1;
+      blocks++;
+      while (blocks > 1 && level[blocks - 2] > level[blocks - 1])
+        {
+          guint c = count[blocks - 2] + count[blocks - 1];
+
+          level[blocks - 2]
+              = (level[blocks - 2] * count[blocks - 2] + level[blocks - 1] * count[blocks - 1]) / c;
+          count[blocks - 2] = c;
+          blocks--;
+        }
+    }
+
+  for (guint b = 0; b < blocks; b++)
+    for (guint j = 0; j < count[b]; j++, k++)
+      {
+        shaped->bytes[k] = points[k].bytes;
+        shaped->seconds[k] = shaped->bytes[k] / level[b];
+        if (k > 0 && shaped->seconds[k] < shaped->seconds[k - 1])
+          shaped->seconds[k] = shaped->seconds[k - 1];
+      }
+}
+
+/* t = alpha + beta n, least squares on relative error (weights 1/t^2), so latency-bound and
+ * bandwidth-bound points count alike, as in the accuracy targets of costs.md. Both are kept
+ * >= 0: a negative fitted latency is refitted through the origin. */
+static void
+fit_alpha_beta (const Shaped *shaped, double *alpha, double *beta)
+{
+  double s = 0, sx = 0, sxx = 0, st = 0, sxt = 0, det;
+
+  if (shaped->n == 1)
+    {
+      /* One point cannot separate latency from bandwidth: call it all bandwidth. */
+      *alpha = 0;
+      *beta = shaped->seconds[0] / shaped->bytes[0];
+      return;
+    }
+
+  for (guint i = 0; i < shaped->n; i++)
+    {
+      double x = shaped->bytes[i], t = shaped->seconds[i], w = 1 / (t * t);
+
+      s += w;
+      sx += w * x;
+      sxx += w * x * x;
+      st += w * t;
+      sxt += w * x * t;
+    }
+  det = s * sxx - sx * sx;
+  *alpha = (sxx * st - sx * sxt) / det;
+  *beta = (s * sxt - sx * st) / det;
+  if (*alpha < 0)
+    {
+      *alpha = 0;
+      *beta = sxt / sxx;
+    }
+  else if (*beta < 0)
+    {
+      *alpha = st / s;
+      *beta = 0;
+    }
+}
+
+static double
+curve_time (const PlannerMeasuredPoint *points, guint n_points, guint64 n)
+{
+  g_auto (Shaped) shaped = { 0 };
+  double x = n, alpha, beta;
+  guint lo, hi;
+
+  shape_curve (points, n_points, &shaped);
+
+  if (x <= shaped.bytes[0] || x >= shaped.bytes[n_points - 1])
+    {
+      /* Continue from the nearest end with the fitted per-byte cost: the fit's own intercept
+       * would jump away from the measured end point. */
+      guint end = x <= shaped.bytes[0] ? 0 : n_points - 1;
+      guint last = n_points - 1;
+
+      fit_alpha_beta (&shaped, &alpha, &beta);
+      /* No steeper than the largest point's seconds per byte, so that bandwidth stays
+       * non-decreasing past both ends as well. */
+      beta = MIN (beta, shaped.seconds[last] / shaped.bytes[last]);
+      return MAX (0.0, shaped.seconds[end] + beta * (x - shaped.bytes[end]));
+    }
+
+  lo = 0;
+  hi = n_points - 1;
+  while (hi - lo > 1)
+    {
+      guint mid = (lo + hi) / 2;
+
+      if (shaped.bytes[mid] <= x)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  return shaped.seconds[lo]
+         + (shaped.seconds[hi] - shaped.seconds[lo]) * (x - shaped.bytes[lo])
+               / (shaped.bytes[hi] - shaped.bytes[lo]);
+}
+
+gboolean
+planner_cost_measurement_fit (const PlannerHardware *hw, PlannerStepKind kind, PlannerLinkKind link,
+                              guint p, double *alpha, double *beta)
+{
+  g_auto (Shaped) shaped = { 0 };
+  const PlannerMeasuredPoint *points;
+  guint n_points;
+  double a, b;
+
+  g_return_val_if_fail (hw != NULL, FALSE);
+
+  points = planner_hardware_get_measurement (hw, kind, link, p, &n_points);
+  if (points == NULL)
+    return FALSE;
+  shape_curve (points, n_points, &shaped);
+  fit_alpha_beta (&shaped, &a, &b);
+  if (alpha)
+    *alpha = a;
+  if (beta)
+    *beta = b;
+  return TRUE;
+}
+
+/* The formula of semantics.md 7: AllReduce is a ReduceScatter then an AllGather, hence the 2. */
+static double
+formula_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n)
+{
+  double steps = kind == PLANNER_STEP_ALL_REDUCE ? 2.0 * (p - 1) : p - 1;
+
+  return steps * link->latency_us * 1e-6 + steps / p * n / (link->bandwidth_GBps * 1e9);
+}
+
+double
+planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, PlannerLinkKind link,
+                              guint p, guint64 n)
+{
+  const PlannerMeasuredPoint *points;
+  guint n_points;
+
+  g_return_val_if_fail (hw != NULL, 0.0);
+  g_return_val_if_fail (kind < PLANNER_N_STEP_KINDS, 0.0);
+  g_return_val_if_fail (link < PLANNER_N_LINKS, 0.0);
+
+  if (p <= 1)
+    return 0.0;
+  if (kind == PLANNER_STEP_SLICE)
+    return n / planner_hardware_memory_bandwidth (hw);
+
+  points = planner_hardware_get_measurement (hw, kind, link, p, &n_points);
+  if (points != NULL)
+    return curve_time (points, n_points, n);
+  return formula_time (planner_hardware_get_link (hw, link), kind, p, n);
+}
+
+double
+planner_cost_step_time (const PlannerHardware *hw, const PlannerMesh *mesh, PlannerStepKind kind,
+                        guint axis, guint64 n_in, guint64 n_out)
+{
+  g_return_val_if_fail (hw != NULL, 0.0);
+  g_return_val_if_fail (mesh != NULL, 0.0);
+  g_return_val_if_fail (axis < mesh->n_axes, 0.0);
+  g_return_val_if_fail (kind < PLANNER_N_STEP_KINDS, 0.0);
+
+  return planner_cost_collective_time (hw, kind, planner_hardware_axis_link_kind (hw, mesh, axis),
+                                       mesh->sizes[axis],
+                                       planner_cost_step_buffer (kind, n_in, n_out));
+}
+
+gboolean
+planner_step_kind_backward (PlannerStepKind kind, PlannerStepKind *backward)
+{
+  static const int transpose[PLANNER_N_STEP_KINDS] = {
+    [PLANNER_STEP_ALL_REDUCE] = -1,
+    [PLANNER_STEP_ALL_GATHER] = PLANNER_STEP_REDUCE_SCATTER,
+    [PLANNER_STEP_REDUCE_SCATTER] = PLANNER_STEP_ALL_GATHER,
+    [PLANNER_STEP_ALL_TO_ALL] = PLANNER_STEP_ALL_TO_ALL,
+    [PLANNER_STEP_SLICE] = PLANNER_STEP_ALL_GATHER,
+  };
+
+  g_return_val_if_fail (kind < PLANNER_N_STEP_KINDS, FALSE);
+
+  if (transpose[kind] < 0)
+    return FALSE;
+  if (backward)
+    *backward = transpose[kind];
+  return TRUE;
+}
+
+double
+planner_cost_compute_time (const PlannerHardware *hw, PlannerDType dtype, double flops,
+                           double bytes)
+{
+  g_return_val_if_fail (hw != NULL, 0.0);
+  g_return_val_if_fail (flops >= 0 && bytes >= 0, 0.0);
+
+  return MAX (flops / planner_hardware_peak_flops (hw, dtype),
+              bytes / planner_hardware_memory_bandwidth (hw));
+}
+
+void
+planner_cost_constants_init (PlannerCostConstants *constants)
+{
+  g_return_if_fail (constants != NULL);
+
+  constants->weight_copies = 1;
+  constants->grad_copies = 1;
+  constants->optimizer_states = 2;
+  constants->backward_factor = 2;
+}
+
+guint64
+planner_cost_memory_per_device (const PlannerCostConstants *constants, guint64 local_param_bytes,
+                                guint64 activation_bytes)
+{
+  double per_param;
+
+  g_return_val_if_fail (constants != NULL, 0);
+
+  per_param = constants->weight_copies + constants->grad_copies + constants->optimizer_states;
+  return (guint64)llround (local_param_bytes * per_param) + activation_bytes;
+}

@@ -1,0 +1,419 @@
+#define G_LOG_DOMAIN "test-cost"
+
+#include "config.h"
+
+#include <math.h>
+
+#include "planner-cost.h"
+
+#define MiB (G_GUINT64_CONSTANT (1) << 20)
+
+static PlannerHardware *
+builtin (const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  PlannerHardware *hw = planner_hardware_new_builtin (name, &error);
+
+  g_assert_no_error (error);
+  return hw;
+}
+
+static PlannerMesh *
+mesh (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  PlannerMesh *m = planner_mesh_parse (text, &error);
+
+  g_assert_no_error (error);
+  return m;
+}
+
+/* Relative comparison: the hand arithmetic below is rounded to 7 digits. */
+static void
+assert_close (double got, double want, double rel)
+{
+  if (fabs (got - want) > rel * fabs (want))
+    g_error ("got %.12g, want %.12g (relative tolerance %g)", got, want, rel);
+}
+
+/* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node (NVLink 4: 370 GB/s, 2.5 us/step):
+ *   latency   2 (p-1) alpha = 2 * 7 * 2.5 us = 35 us
+ *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 370e9 = 117440512 / 370e9 = 317.4068 us
+ *   total     352.4068 us */
+static void
+test_all_reduce (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerMesh) m = mesh ("mp=8");
+
+  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB),
+                352.4068e-6, 1e-6);
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_REDUCE, 8, 64 * MiB, 64 * MiB), ==,
+                    117440512);
+}
+
+/* AllGather on dp of dp=4,mp=8 on h100-sxm: dp crosses nodes (NDR IB: 47 GB/s, 8 us/step),
+ * n_in 4 MiB -> n_out 16 MiB:
+ *   latency   (p-1) alpha = 3 * 8 us = 24 us
+ *   bandwidth (p-1)/p n_out / B = 0.75 * 16777216 / 47e9 = 12582912 / 47e9 = 267.7215 us
+ *   total     291.7215 us */
+static void
+test_all_gather (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=8");
+
+  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_GATHER, 0, 4 * MiB, 16 * MiB),
+                291.7215e-6, 1e-6);
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_GATHER, 4, 4 * MiB, 16 * MiB), ==,
+                    12582912);
+}
+
+/* ReduceScatter on mp of dp=4,mp=8 on h100-sxm, intra, n_in 8 MiB -> n_out 1 MiB:
+ *   latency   7 * 2.5 us = 17.5 us
+ *   bandwidth 0.875 * 8388608 / 370e9 = 7340032 / 370e9 = 19.83792 us
+ *   total     37.33792 us */
+static void
+test_reduce_scatter (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=8");
+
+  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_REDUCE_SCATTER, 1, 8 * MiB, MiB),
+                37.33792e-6, 1e-6);
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_REDUCE_SCATTER, 8, 8 * MiB, MiB), ==,
+                    7340032);
+}
+
+/* AllToAll on mp=4 on a100-sxm, intra (NVLink 3: 225 GB/s, 2.5 us/step), 4 MiB local:
+ *   latency   3 * 2.5 us = 7.5 us
+ *   bandwidth 0.75 * 4194304 / 225e9 = 3145728 / 225e9 = 13.98101 us
+ *   total     21.48101 us */
+static void
+test_all_to_all (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("a100-sxm");
+  g_autoptr (PlannerMesh) m = mesh ("mp=4");
+
+  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_TO_ALL, 0, 4 * MiB, 4 * MiB),
+                21.48101e-6, 1e-6);
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_TO_ALL, 4, 4 * MiB, 4 * MiB), ==,
+                    3145728);
+}
+
+/* Slice on mp=8 on h100-sxm, 8 MiB -> 1 MiB: a local copy of n_out at HBM speed,
+ * 1048576 / 3350e9 = 313.0078 ns, whatever the link; nothing crosses a link. */
+static void
+test_slice (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=8");
+
+  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_SLICE, 1, 8 * MiB, MiB), 313.0078e-9,
+                1e-6);
+  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_SLICE, 0, 4 * MiB, MiB), 313.0078e-9,
+                1e-6);
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_SLICE, 8, 8 * MiB, MiB), ==, 0);
+}
+
+static void
+test_p1_is_free (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerMesh) m = mesh ("dp=1,mp=8");
+
+  for (PlannerStepKind kind = 0; kind < PLANNER_N_STEP_KINDS; kind++)
+    {
+      g_assert_cmpfloat (planner_cost_step_time (hw, m, kind, 0, 64 * MiB, 64 * MiB), ==, 0.0);
+      g_assert_cmpuint (planner_cost_step_bytes (kind, 1, 64 * MiB, 64 * MiB), ==, 0);
+      /* Not even a measured curve makes a group of one cost something. */
+      g_assert_cmpfloat (planner_cost_collective_time (hw, kind, PLANNER_LINK_INTRA, 1, MiB), ==,
+                         0.0);
+    }
+  g_assert_cmpfloat (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, MiB, MiB), >, 0.0);
+}
+
+static void
+test_step_bytes (void)
+{
+  guint64 big = G_GUINT64_CONSTANT (1) << 62;
+
+  /* Integer (p-1)/p, rounded down: 10 * 2/3 = 6.67. */
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_TO_ALL, 3, 10, 10), ==, 6);
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_REDUCE, 3, 10, 10), ==, 12);
+  /* No overflow of n * (p-1) for huge buffers. */
+  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_REDUCE_SCATTER, 8, big, big / 8), ==,
+                    big / 8 * 7);
+  /* The buffer a step names: n_out for AllGather and Slice, n_in for the rest. */
+  g_assert_cmpuint (planner_cost_step_buffer (PLANNER_STEP_ALL_GATHER, 1, 2), ==, 2);
+  g_assert_cmpuint (planner_cost_step_buffer (PLANNER_STEP_SLICE, 2, 1), ==, 1);
+  g_assert_cmpuint (planner_cost_step_buffer (PLANNER_STEP_REDUCE_SCATTER, 2, 1), ==, 2);
+  g_assert_cmpuint (planner_cost_step_buffer (PLANNER_STEP_ALL_REDUCE, 2, 2), ==, 2);
+  g_assert_cmpuint (planner_cost_step_buffer (PLANNER_STEP_ALL_TO_ALL, 2, 2), ==, 2);
+}
+
+/* The mesh picks the link: the same AllReduce is slower across nodes. */
+static void
+test_link_choice (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerMesh) m = mesh ("dp=8,mp=8");
+  double dp = planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 0, MiB, MiB);
+  double mp = planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, MiB, MiB);
+
+  g_assert_cmpfloat (
+      dp, ==,
+      planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTER, 8, MiB));
+  g_assert_cmpfloat (
+      mp, ==,
+      planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, MiB));
+  /* 14 * 8 us + 1.75 * 1048576 / 47e9 = 112 + 39.04272 us */
+  assert_close (dp, 151.04272e-6, 1e-6);
+  g_assert_cmpfloat (dp, >, mp);
+
+  /* Edited constants are used at once. */
+  {
+    PlannerLink link = *planner_hardware_get_link (hw, PLANNER_LINK_INTRA);
+
+    link.bandwidth_GBps = 185;
+    link.latency_us = 0;
+    planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
+    /* 1.75 * 67108864 / 185e9 = 634.8135 us */
+    assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, 64 * MiB, 64 * MiB),
+                  634.8135e-6, 1e-6);
+  }
+}
+
+static void
+test_compute (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+
+  /* Compute-bound: 989e12 FLOPs in bf16 is one second; in f32 (67 TFLOP/s) 14.76 s. */
+  assert_close (planner_cost_compute_time (hw, PLANNER_DTYPE_BF16, 989e12, 1e6), 1.0, 1e-12);
+  assert_close (planner_cost_compute_time (hw, PLANNER_DTYPE_F32, 989e12, 1e6), 989.0 / 67, 1e-12);
+  /* Memory-bound: 3.35 GB at 3.35 TB/s is 1 ms, more than 1e6 FLOPs take. */
+  assert_close (planner_cost_compute_time (hw, PLANNER_DTYPE_BF16, 1e6, 3.35e9), 1e-3, 1e-12);
+  g_assert_cmpfloat (planner_cost_compute_time (hw, PLANNER_DTYPE_BF16, 0, 0), ==, 0);
+}
+
+static PlannerHardware *
+with_points (const guint64 *bytes, const double *seconds, guint n)
+{
+  PlannerHardware *hw = builtin ("h100-sxm");
+
+  for (guint i = 0; i < n; i++)
+    planner_hardware_add_measurement (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, bytes[i],
+                                      seconds[i]);
+  return hw;
+}
+
+static double
+measured (const PlannerHardware *hw, guint64 n)
+{
+  return planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, n);
+}
+
+static void
+test_interpolation (void)
+{
+  static const guint64 bytes[] = { MiB, 2 * MiB, 4 * MiB };
+  static const double seconds[] = { 20e-6, 30e-6, 40e-6 };
+  g_autoptr (PlannerHardware) hw = with_points (bytes, seconds, G_N_ELEMENTS (bytes));
+  g_autoptr (PlannerMesh) m8 = mesh ("mp=8");
+  g_autoptr (PlannerMesh) m4 = mesh ("mp=4");
+  g_autoptr (PlannerMesh) dp = mesh ("dp=2,mp=8");
+
+  /* At the points, and linearly between them. */
+  assert_close (measured (hw, MiB), 20e-6, 1e-12);
+  assert_close (measured (hw, 2 * MiB), 30e-6, 1e-12);
+  assert_close (measured (hw, 3 * MiB / 2), 25e-6, 1e-12);
+  assert_close (measured (hw, 3 * MiB), 35e-6, 1e-12);
+  assert_close (measured (hw, 4 * MiB), 40e-6, 1e-12);
+  /* Through the mesh: AllReduce names n_in. */
+  assert_close (planner_cost_step_time (hw, m8, PLANNER_STEP_ALL_REDUCE, 0, 3 * MiB, 3 * MiB),
+                35e-6, 1e-12);
+  assert_close (planner_cost_step_time (hw, dp, PLANNER_STEP_ALL_REDUCE, 1, 3 * MiB, 3 * MiB),
+                35e-6, 1e-12);
+  /* Another p, another link or another step has no curve: the formula
+   * (6 * 2.5 us + 1.5 * 3145728 / 370e9 = 15 + 12.75295 us). */
+  assert_close (planner_cost_step_time (hw, m4, PLANNER_STEP_ALL_REDUCE, 0, 3 * MiB, 3 * MiB),
+                27.75295e-6, 1e-6);
+  g_assert_cmpfloat (
+      planner_cost_step_time (hw, dp, PLANNER_STEP_ALL_REDUCE, 0, 3 * MiB, 3 * MiB), ==,
+      planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTER, 2, 3 * MiB));
+  g_assert_cmpfloat (
+      planner_cost_collective_time (hw, PLANNER_STEP_ALL_GATHER, PLANNER_LINK_INTRA, 8, 3 * MiB),
+      !=, 35e-6);
+}
+
+/* Points exactly on t = 10 us + n / 100 GB/s, 1 KiB to 1 MiB: the fit finds the line, and
+ * beyond the range the curve continues along it. */
+static void
+test_extrapolation (void)
+{
+  guint64 bytes[11];
+  double seconds[11], alpha, beta;
+  g_autoptr (PlannerHardware) hw = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (bytes); i++)
+    {
+      bytes[i] = G_GUINT64_CONSTANT (1024) << i;
+      seconds[i] = 10e-6 + bytes[i] / 100e9;
+    }
+  hw = with_points (bytes, seconds, G_N_ELEMENTS (bytes));
+
+  g_assert_true (planner_cost_measurement_fit (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8,
+                                               &alpha, &beta));
+  assert_close (alpha, 10e-6, 1e-9);
+  assert_close (beta, 1 / 100e9, 1e-9);
+  g_assert_false (planner_cost_measurement_fit (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 4,
+                                                &alpha, &beta));
+
+  /* Above: 4 MiB -> 10 us + 4194304 / 100e9 = 51.94304 us; 1 GiB -> 10 us + 10.73742 ms. */
+  assert_close (measured (hw, 4 * MiB), 51.94304e-6, 1e-6);
+  assert_close (measured (hw, 1024 * MiB), 10e-6 + 1073741824 / 100e9, 1e-9);
+  /* Below: 256 B -> 10.00256 us; 0 B -> the latency. */
+  assert_close (measured (hw, 256), 10.00256e-6, 1e-9);
+  assert_close (measured (hw, 0), 10e-6, 1e-9);
+}
+
+/* One point cannot separate latency and bandwidth: beyond it, constant bandwidth. */
+static void
+test_extrapolation_one_point (void)
+{
+  static const guint64 bytes[] = { MiB };
+  static const double seconds[] = { 10e-6 };
+  g_autoptr (PlannerHardware) hw = with_points (bytes, seconds, 1);
+
+  assert_close (measured (hw, MiB), 10e-6, 1e-12);
+  assert_close (measured (hw, 2 * MiB), 20e-6, 1e-12);
+  assert_close (measured (hw, MiB / 2), 5e-6, 1e-12);
+}
+
+static void
+assert_monotone (const PlannerHardware *hw, guint64 from, guint64 to)
+{
+  double last_time = 0, last_bandwidth = 0;
+
+  for (guint64 n = from; n <= to; n += (to - from) / 997)
+    {
+      double t = measured (hw, n);
+
+      g_assert_cmpfloat (t, >=, last_time);
+      g_assert_cmpfloat (n / t, >=, last_bandwidth * (1 - 1e-12));
+      last_time = t;
+      last_bandwidth = n / t;
+    }
+}
+
+/* A bandwidth dip (100, 50, 100 GB/s at 1, 2, 4 MB) is pooled with its neighbour by the
+ * monotone fit: 1 and 2 MB both run at (100 + 50) / 2 = 75 GB/s, i.e. 13.333 and 26.667 us. */
+static void
+test_monotone_bandwidth (void)
+{
+  static const guint64 bytes[] = { 1000000, 2000000, 4000000 };
+  static const double seconds[] = { 10e-6, 40e-6, 40e-6 };
+  g_autoptr (PlannerHardware) hw = with_points (bytes, seconds, G_N_ELEMENTS (bytes));
+
+  assert_close (measured (hw, 1000000), 1e6 / 75e9, 1e-12);
+  assert_close (measured (hw, 2000000), 2e6 / 75e9, 1e-12);
+  assert_close (measured (hw, 4000000), 40e-6, 1e-12);
+  assert_close (measured (hw, 1500000), 1.5e6 / 75e9, 1e-12);
+  assert_monotone (hw, 500000, 8000000);
+}
+
+/* A faster larger message (noise at latency-bound sizes) does not make it cheaper: 2 KB takes
+ * the 10 us that 1 KB took. */
+static void
+test_monotone_time (void)
+{
+  static const guint64 bytes[] = { 1000, 2000, 1000000 };
+  static const double seconds[] = { 10e-6, 8e-6, 30e-6 };
+  g_autoptr (PlannerHardware) hw = with_points (bytes, seconds, G_N_ELEMENTS (bytes));
+
+  assert_close (measured (hw, 2000), 10e-6, 1e-12);
+  assert_close (measured (hw, 1500), 10e-6, 1e-12);
+  assert_monotone (hw, 100, 2000000);
+}
+
+/* A realistic sweep, 8 B to 256 MiB in x2 steps, made from the formula with noise: the
+ * calibrated curve stays monotone everywhere and near the points. */
+static void
+test_sweep (void)
+{
+  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (GRand) rand = g_rand_new_with_seed (42);
+
+  /* The formula of h100-sxm intra at p = 8: 2 * 7 * 2.5 us + 1.75 n / 370 GB/s. */
+  for (guint64 n = 8; n <= 256 * MiB; n *= 2)
+    planner_hardware_add_measurement (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, n,
+                                      (35e-6 + 1.75 * n / 370e9)
+                                          * g_rand_double_range (rand, 0.9, 1.1));
+  assert_monotone (hw, 8, 1024 * MiB);
+  assert_monotone (hw, 8, 64 * 1024);
+  for (guint64 n = 8; n <= 256 * MiB; n *= 2)
+    assert_close (measured (hw, n), 35e-6 + 1.75 * n / 370e9, 0.1);
+  /* Beyond: the slope is the fitted one, near 1.75 / 370 GB/s. */
+  assert_close (measured (hw, 512 * MiB) - measured (hw, 256 * MiB), 1.75 * 256 * MiB / 370e9,
+                0.15);
+}
+
+static void
+test_backward (void)
+{
+  PlannerStepKind back;
+
+  g_assert_true (planner_step_kind_backward (PLANNER_STEP_ALL_GATHER, &back));
+  g_assert_cmpint (back, ==, PLANNER_STEP_REDUCE_SCATTER);
+  g_assert_true (planner_step_kind_backward (PLANNER_STEP_REDUCE_SCATTER, &back));
+  g_assert_cmpint (back, ==, PLANNER_STEP_ALL_GATHER);
+  g_assert_true (planner_step_kind_backward (PLANNER_STEP_ALL_TO_ALL, &back));
+  g_assert_cmpint (back, ==, PLANNER_STEP_ALL_TO_ALL);
+  g_assert_true (planner_step_kind_backward (PLANNER_STEP_SLICE, &back));
+  g_assert_cmpint (back, ==, PLANNER_STEP_ALL_GATHER);
+  g_assert_false (planner_step_kind_backward (PLANNER_STEP_ALL_REDUCE, &back));
+}
+
+static void
+test_memory (void)
+{
+  PlannerCostConstants c;
+
+  planner_cost_constants_init (&c);
+  g_assert_cmpfloat (c.weight_copies, ==, 1);
+  g_assert_cmpfloat (c.grad_copies, ==, 1);
+  g_assert_cmpfloat (c.optimizer_states, ==, 2);
+  g_assert_cmpfloat (c.backward_factor, ==, 2);
+  /* 1 GB of local parameters x (1 + 1 + 2) + 0.5 GB of activations. */
+  g_assert_cmpuint (planner_cost_memory_per_device (&c, 1000000000, 500000000), ==, 4500000000);
+  /* SGD without momentum keeps no optimizer state. */
+  c.optimizer_states = 0;
+  g_assert_cmpuint (planner_cost_memory_per_device (&c, 1000000000, 500000000), ==, 2500000000);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/planner/cost/all-reduce", test_all_reduce);
+  g_test_add_func ("/planner/cost/all-gather", test_all_gather);
+  g_test_add_func ("/planner/cost/reduce-scatter", test_reduce_scatter);
+  g_test_add_func ("/planner/cost/all-to-all", test_all_to_all);
+  g_test_add_func ("/planner/cost/slice", test_slice);
+  g_test_add_func ("/planner/cost/p1-is-free", test_p1_is_free);
+  g_test_add_func ("/planner/cost/step-bytes", test_step_bytes);
+  g_test_add_func ("/planner/cost/link-choice", test_link_choice);
+  g_test_add_func ("/planner/cost/compute", test_compute);
+  g_test_add_func ("/planner/cost/interpolation", test_interpolation);
+  g_test_add_func ("/planner/cost/extrapolation", test_extrapolation);
+  g_test_add_func ("/planner/cost/extrapolation-one-point", test_extrapolation_one_point);
+  g_test_add_func ("/planner/cost/monotone-bandwidth", test_monotone_bandwidth);
+  g_test_add_func ("/planner/cost/monotone-time", test_monotone_time);
+  g_test_add_func ("/planner/cost/sweep", test_sweep);
+  g_test_add_func ("/planner/cost/backward", test_backward);
+  g_test_add_func ("/planner/cost/memory", test_memory);
+
+  return g_test_run ();
+}
