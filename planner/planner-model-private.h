@@ -23,6 +23,10 @@ JsonNode *planner_json_parse (const char *text, gssize length, const char *what,
 PlannerGraph *planner_hf_build (JsonObject *config, const PlannerModelOptions *options,
                                 const char *what, const char *source_base, const char *name,
                                 GError **error);
+/* Sources of graphs imported from text (planner_hf_import_json()) carry the text. */
+#define PLANNER_HF_TEXT_SOURCE_SCHEME "hf-config:"
+PlannerGraph *planner_hf_import_text_source (const char *base, const PlannerModelOptions *options,
+                                             GError **error);
 /* Family, architecture, layers and hidden size of a config, for one-line descriptions. */
 gboolean planner_hf_summary (JsonObject *config, const char *what, const char **model_type,
                              const char **architecture, gint64 *layers, gint64 *hidden,

@@ -1,0 +1,1147 @@
+#define G_LOG_DOMAIN "planner-hf-import"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-model-private.h"
+
+/* Hugging Face config.json -> PlannerGraph.
+ *
+ * Op names are the HF module paths and parameter names are "<module>.weight"/".bias", so
+ * pins, policies and exports can address ops the way PyTorch code does. Ops are added in
+ * forward order, which is the graph's topological order. */
+
+typedef enum
+{
+  FAMILY_GPT2,
+  FAMILY_LLAMA,
+  FAMILY_BERT,
+} Family;
+
+typedef struct
+{
+  const char *model_type;
+  Family family;
+  /* The first one is assumed when the config has no "architectures". */
+  const char *architectures[3];
+} ModelType;
+
+static const ModelType model_types[] = {
+  { "gpt2", FAMILY_GPT2, { "GPT2LMHeadModel" } },
+  { "llama", FAMILY_LLAMA, { "LlamaForCausalLM" } },
+  { "mistral", FAMILY_LLAMA, { "MistralForCausalLM" } },
+  { "qwen2", FAMILY_LLAMA, { "Qwen2ForCausalLM" } },
+  { "bert", FAMILY_BERT, { "BertForMaskedLM", "BertModel" } },
+};
+
+static const struct
+{
+  const char *name;
+  PlannerOpType type;
+  int variant;
+} activations[] = {
+  { "gelu", PLANNER_OP_GELU, 0 },
+  { "gelu_new", PLANNER_OP_GELU, 1 },
+  { "gelu_pytorch_tanh", PLANNER_OP_GELU, 1 },
+  { "silu", PLANNER_OP_SILU, 0 },
+  { "swish", PLANNER_OP_SILU, 0 },
+  { "relu", PLANNER_OP_RELU, 0 },
+};
+
+static const struct
+{
+  const char *name;
+  PlannerDType dtype;
+} torch_dtypes[] = {
+  { "float32", PLANNER_DTYPE_F32 },
+  { "float16", PLANNER_DTYPE_F16 },
+  { "bfloat16", PLANNER_DTYPE_BF16 },
+};
+
+#define DEFAULT_BATCH 8
+#define DEFAULT_SEQ 1024
+
+typedef struct
+{
+  const ModelType *type;
+  const char *architecture; /* from model_types, not from the config */
+  gint64 vocab;
+  gint64 hidden;
+  gint64 layers;
+  gint64 heads;
+  gint64 kv_heads;
+  gint64 head_dim;
+  gint64 intermediate;
+  gint64 max_positions;
+  gint64 type_vocab;
+  double eps;
+  double rope_theta;
+  gboolean has_dtype;
+  PlannerDType dtype;
+  gboolean tie;
+  gboolean qkv_bias;
+  gboolean o_bias;
+  gboolean mlp_bias;
+  PlannerOpType act;
+  int act_variant;
+  /* Field names as this family spells them, for messages. */
+  const char *max_positions_field;
+} HfConfig;
+
+void
+planner_model_options_init (PlannerModelOptions *options)
+{
+  g_return_if_fail (options != NULL);
+
+  memset (options, 0, sizeof *options);
+  options->dtype = PLANNER_DTYPE_F32;
+}
+
+gboolean
+planner_model_options_check (const PlannerModelOptions *options, GError **error)
+{
+  const struct
+  {
+    const char *name;
+    gint64 value;
+  } fields[] = {
+    { "batch", options->batch },
+    { "seq", options->seq },
+    { "layers", options->layers },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
+    if (fields[i].value < 0)
+      {
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
+                     "%s must be >= 1 (or 0 for the model's default), got %" G_GINT64_FORMAT,
+                     fields[i].name, fields[i].value);
+        return FALSE;
+      }
+  if (options->dtype_set && options->dtype == PLANNER_DTYPE_I64)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
+                   "dtype i64 cannot hold weights; use f32, bf16 or f16");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+planner_model_options_is_default (const PlannerModelOptions *options)
+{
+  return options->batch == 0 && options->seq == 0 && options->layers == 0 && !options->dtype_set;
+}
+
+const char *const *
+planner_hf_model_types (void)
+{
+  static const char *names[G_N_ELEMENTS (model_types) + 1];
+  static gsize initialized = 0;
+
+  if (g_once_init_enter (&initialized))
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (model_types); i++)
+        names[i] = model_types[i].model_type;
+      g_once_init_leave (&initialized, 1);
+    }
+  return names;
+}
+
+JsonNode *
+planner_json_parse (const char *text, gssize length, const char *what, GError **error)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) local_error = NULL;
+
+  if (!json_parser_load_from_data (parser, text, length, &local_error))
+    {
+      /* json-glib says "<data>:LINE:COL: ..."; put the file's name there instead. */
+      if (g_str_has_prefix (local_error->message, "<data>:"))
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s%s", what,
+                     local_error->message + strlen ("<data>"));
+      else
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: %s", what,
+                     local_error->message);
+      return NULL;
+    }
+  if (json_parser_get_root (parser) == NULL)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: empty file", what);
+      return NULL;
+    }
+  return json_parser_steal_root (parser);
+}
+
+/* ---- Reading config fields: the first error sticks, later reads return their fallback. */
+
+#define REQUIRED G_MININT64
+
+typedef struct
+{
+  JsonObject *object;
+  const char *what;
+  GError *error;
+} Reader;
+
+/* The member @field, else @alias (HF configs accept both spellings); NULL when absent or null. */
+static JsonNode *
+reader_lookup (Reader *r, const char *field, const char *alias)
+{
+  JsonNode *node = json_object_get_member (r->object, field);
+
+  if ((node == NULL || JSON_NODE_HOLDS_NULL (node)) && alias != NULL)
+    node = json_object_get_member (r->object, alias);
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return NULL;
+  return node;
+}
+
+static gboolean
+reader_missing (Reader *r, const char *field)
+{
+  g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: missing field \"%s\"",
+               r->what, field);
+  return FALSE;
+}
+
+static void
+reader_wrong_type (Reader *r, const char *field, const char *expected)
+{
+  g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+               "%s: field \"%s\" must be %s", r->what, field, expected);
+}
+
+static GType
+node_value_type (JsonNode *node)
+{
+  return JSON_NODE_HOLDS_VALUE (node) ? json_node_get_value_type (node) : G_TYPE_INVALID;
+}
+
+/* A size: every integer field of a config is one, so it must be >= 1. */
+static gint64
+reader_size (Reader *r, const char *field, const char *alias, gint64 fallback)
+{
+  JsonNode *node;
+  gint64 value;
+
+  if (r->error != NULL)
+    return 1;
+  node = reader_lookup (r, field, alias);
+  if (node == NULL)
+    {
+      if (fallback == REQUIRED)
+        return reader_missing (r, field), 1;
+      return fallback;
+    }
+  if (node_value_type (node) == G_TYPE_INT64)
+    value = json_node_get_int (node);
+  else if (node_value_type (node) == G_TYPE_DOUBLE
+           && json_node_get_double (node) == floor (json_node_get_double (node))
+           && fabs (json_node_get_double (node)) < 1e15)
+    value = (gint64)json_node_get_double (node);
+  else
+    return reader_wrong_type (r, field, "an integer"), 1;
+  if (value < 1)
+    {
+      g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "%s: field \"%s\" must be >= 1, got %" G_GINT64_FORMAT, r->what, field, value);
+      return 1;
+    }
+  return value;
+}
+
+/* A positive real (epsilons, rope theta). */
+static double
+reader_positive (Reader *r, const char *field, double fallback)
+{
+  JsonNode *node;
+  double value;
+
+  if (r->error != NULL)
+    return fallback;
+  node = reader_lookup (r, field, NULL);
+  if (node == NULL)
+    return fallback;
+  if (node_value_type (node) == G_TYPE_INT64)
+    value = json_node_get_int (node);
+  else if (node_value_type (node) == G_TYPE_DOUBLE)
+    value = json_node_get_double (node);
+  else
+    return reader_wrong_type (r, field, "a number"), fallback;
+  if (!(value > 0 && isfinite (value)))
+    {
+      g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "%s: field \"%s\" must be a positive number, got %g", r->what, field, value);
+      return fallback;
+    }
+  return value;
+}
+
+static gboolean
+reader_bool (Reader *r, const char *field, gboolean fallback)
+{
+  JsonNode *node;
+
+  if (r->error != NULL)
+    return fallback;
+  node = reader_lookup (r, field, NULL);
+  if (node == NULL)
+    return fallback;
+  if (node_value_type (node) != G_TYPE_BOOLEAN)
+    return reader_wrong_type (r, field, "true or false"), fallback;
+  return json_node_get_boolean (node);
+}
+
+/* @fallback NULL: the field is required. */
+static const char *
+reader_string (Reader *r, const char *field, const char *fallback)
+{
+  JsonNode *node;
+
+  if (r->error != NULL)
+    return fallback != NULL ? fallback : "";
+  node = reader_lookup (r, field, NULL);
+  if (node == NULL)
+    {
+      if (fallback == NULL)
+        return reader_missing (r, field), "";
+      return fallback;
+    }
+  if (node_value_type (node) != G_TYPE_STRING)
+    return reader_wrong_type (r, field, "a string"), "";
+  return json_node_get_string (node);
+}
+
+static char *
+join_strings (const char *const *strings, guint n)
+{
+  g_autoptr (GString) out = g_string_new (NULL);
+
+  for (guint i = 0; i < n && strings[i] != NULL; i++)
+    g_string_append_printf (out, "%s%s", i > 0 ? ", " : "", strings[i]);
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+static const ModelType *
+lookup_model_type (Reader *r)
+{
+  const char *model_type = reader_string (r, "model_type", NULL);
+  g_autofree char *supported = NULL;
+
+  if (r->error != NULL)
+    return NULL;
+  for (guint i = 0; i < G_N_ELEMENTS (model_types); i++)
+    if (g_strcmp0 (model_types[i].model_type, model_type) == 0)
+      return &model_types[i];
+  supported = join_strings (planner_hf_model_types (), G_MAXUINT);
+  g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_MODEL,
+               "%s: unknown model_type \"%s\"; supported model types: %s", r->what, model_type,
+               supported);
+  return NULL;
+}
+
+static const char *
+lookup_architecture (Reader *r, const ModelType *type)
+{
+  JsonNode *node = reader_lookup (r, "architectures", NULL);
+  const char *name;
+  g_autofree char *supported = NULL;
+
+  if (node == NULL)
+    return type->architectures[0];
+  if (!JSON_NODE_HOLDS_ARRAY (node) || json_array_get_length (json_node_get_array (node)) == 0
+      || node_value_type (json_array_get_element (json_node_get_array (node), 0)) != G_TYPE_STRING)
+    return reader_wrong_type (r, "architectures", "a list of class names"), NULL;
+
+  name = json_array_get_string_element (json_node_get_array (node), 0);
+  for (guint i = 0; i < G_N_ELEMENTS (type->architectures) && type->architectures[i]; i++)
+    if (g_str_equal (type->architectures[i], name))
+      return type->architectures[i];
+  supported = join_strings (type->architectures, G_N_ELEMENTS (type->architectures));
+  g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_MODEL,
+               "%s: unsupported architecture \"%s\" for model_type \"%s\"; supported: %s", r->what,
+               name, type->model_type, supported);
+  return NULL;
+}
+
+static void
+read_activation (Reader *r, HfConfig *c, const char *field, const char *fallback)
+{
+  const char *name = reader_string (r, field, fallback);
+  g_autoptr (GString) supported = g_string_new (NULL);
+
+  if (r->error != NULL)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (activations); i++)
+    {
+      if (g_str_equal (activations[i].name, name))
+        {
+          c->act = activations[i].type;
+          c->act_variant = activations[i].variant;
+          return;
+        }
+      g_string_append_printf (supported, "%s%s", i > 0 ? ", " : "", activations[i].name);
+    }
+  g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_OP_TYPE,
+               "%s: %s \"%s\" is not supported; supported: %s", r->what, field, name,
+               supported->str);
+}
+
+static void
+read_dtype (Reader *r, HfConfig *c)
+{
+  const char *name = reader_string (r, "torch_dtype", "");
+
+  if (r->error != NULL || *name == '\0')
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (torch_dtypes); i++)
+    if (g_str_equal (torch_dtypes[i].name, name))
+      {
+        c->has_dtype = TRUE;
+        c->dtype = torch_dtypes[i].dtype;
+        return;
+      }
+  g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+               "%s: torch_dtype \"%s\" is not supported; use float32, float16 or bfloat16", r->what,
+               name);
+}
+
+static gboolean
+hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
+{
+  Reader r = { object, what, NULL };
+  const char *hidden_field = "hidden_size", *heads_field = "num_attention_heads";
+
+  memset (c, 0, sizeof *c);
+  c->type = lookup_model_type (&r);
+  if (c->type != NULL)
+    c->architecture = lookup_architecture (&r, c->type);
+  if (r.error != NULL)
+    {
+      g_propagate_error (error, r.error);
+      return FALSE;
+    }
+
+  switch (c->type->family)
+    {
+    case FAMILY_GPT2:
+      /* GPT-2 configs spell the sizes n_*; GPT2Config maps the usual names onto them. */
+      hidden_field = "n_embd";
+      heads_field = "n_head";
+      c->vocab = reader_size (&r, "vocab_size", NULL, REQUIRED);
+      c->max_positions = reader_size (&r, "n_positions", "max_position_embeddings", REQUIRED);
+      c->max_positions_field = "n_positions";
+      c->hidden = reader_size (&r, "n_embd", "hidden_size", REQUIRED);
+      c->layers = reader_size (&r, "n_layer", "num_hidden_layers", REQUIRED);
+      c->heads = reader_size (&r, "n_head", "num_attention_heads", REQUIRED);
+      c->kv_heads = c->heads;
+      c->intermediate = reader_size (&r, "n_inner", NULL, 4 * c->hidden);
+      c->eps = reader_positive (&r, "layer_norm_epsilon", 1e-5);
+      c->tie = reader_bool (&r, "tie_word_embeddings", TRUE);
+      c->qkv_bias = c->o_bias = c->mlp_bias = TRUE;
+      read_activation (&r, c, "activation_function", "gelu_new");
+      break;
+
+    case FAMILY_LLAMA:
+      {
+        gboolean attention_bias;
+
+        c->vocab = reader_size (&r, "vocab_size", NULL, REQUIRED);
+        c->hidden = reader_size (&r, "hidden_size", NULL, REQUIRED);
+        c->intermediate = reader_size (&r, "intermediate_size", NULL, REQUIRED);
+        c->layers = reader_size (&r, "num_hidden_layers", NULL, REQUIRED);
+        c->heads = reader_size (&r, "num_attention_heads", NULL, REQUIRED);
+        c->kv_heads = reader_size (&r, "num_key_value_heads", NULL, c->heads);
+        /* 0: hidden_size / num_attention_heads, checked below. */
+        c->head_dim = reader_size (&r, "head_dim", NULL, 0);
+        c->max_positions = reader_size (&r, "max_position_embeddings", NULL, REQUIRED);
+        c->max_positions_field = "max_position_embeddings";
+        c->eps = reader_positive (&r, "rms_norm_eps", 1e-6);
+        c->rope_theta = reader_positive (&r, "rope_theta", 10000.0);
+        c->tie = reader_bool (&r, "tie_word_embeddings", FALSE);
+        attention_bias = reader_bool (&r, "attention_bias", FALSE);
+        /* Qwen2 always has q/k/v biases and never an o_proj bias; LLaMA's attention_bias
+         * covers all four projections. */
+        c->qkv_bias = attention_bias || g_str_equal (c->type->model_type, "qwen2");
+        c->o_bias = attention_bias;
+        c->mlp_bias = reader_bool (&r, "mlp_bias", FALSE);
+        read_activation (&r, c, "hidden_act", "silu");
+      }
+      break;
+
+    case FAMILY_BERT:
+      c->vocab = reader_size (&r, "vocab_size", NULL, REQUIRED);
+      c->hidden = reader_size (&r, "hidden_size", NULL, REQUIRED);
+      c->layers = reader_size (&r, "num_hidden_layers", NULL, REQUIRED);
+      c->heads = reader_size (&r, "num_attention_heads", NULL, REQUIRED);
+      c->kv_heads = c->heads;
+      c->intermediate = reader_size (&r, "intermediate_size", NULL, REQUIRED);
+      c->max_positions = reader_size (&r, "max_position_embeddings", NULL, 512);
+      c->max_positions_field = "max_position_embeddings";
+      c->type_vocab = reader_size (&r, "type_vocab_size", NULL, 2);
+      c->eps = reader_positive (&r, "layer_norm_eps", 1e-12);
+      c->tie = reader_bool (&r, "tie_word_embeddings", TRUE);
+      c->qkv_bias = c->o_bias = c->mlp_bias = TRUE;
+      read_activation (&r, c, "hidden_act", "gelu");
+      break;
+
+    default:
+      g_assert_not_reached ();
+    }
+  read_dtype (&r, c);
+  if (r.error != NULL)
+    {
+      g_propagate_error (error, r.error);
+      return FALSE;
+    }
+
+  if (c->head_dim == 0)
+    {
+      if (c->hidden % c->heads != 0)
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                       "%s: %s %" G_GINT64_FORMAT " is not divisible by %s %" G_GINT64_FORMAT
+                       ", so the heads cannot have one head size",
+                       what, hidden_field, c->hidden, heads_field, c->heads);
+          return FALSE;
+        }
+      c->head_dim = c->hidden / c->heads;
+    }
+  if (c->heads % c->kv_heads != 0)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "%s: num_attention_heads %" G_GINT64_FORMAT
+                   " is not divisible by num_key_value_heads %" G_GINT64_FORMAT
+                   " (each key/value head serves a whole group of query heads)",
+                   what, c->heads, c->kv_heads);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+planner_hf_summary (JsonObject *config, const char *what, const char **model_type,
+                    const char **architecture, gint64 *layers, gint64 *hidden, GError **error)
+{
+  HfConfig c;
+
+  if (!hf_config_parse (config, what, &c, error))
+    return FALSE;
+  *model_type = c.type->model_type;
+  *architecture = c.architecture;
+  *layers = c.layers;
+  *hidden = c.hidden;
+  return TRUE;
+}
+
+/* ---- Building: helpers that name ops "<prefix><rest>" and keep the first error. */
+
+typedef struct
+{
+  PlannerGraph *graph;
+  PlannerDType dtype;
+  gint64 batch;
+  gint64 seq;
+  char prefix[128];
+  PlannerOpAttrs attrs;
+  GError *error;
+} Builder;
+
+#define DIMS(...)                                                                                  \
+  G_N_ELEMENTS (((const gint64[]){ __VA_ARGS__ })), ((const gint64[]){ __VA_ARGS__ })
+#define IDS(...) ((const int[]){ __VA_ARGS__ }), G_N_ELEMENTS (((const int[]){ __VA_ARGS__ }))
+
+G_GNUC_PRINTF (2, 3)
+static void
+b_prefix (Builder *b, const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  g_vsnprintf (b->prefix, sizeof b->prefix, format, args);
+  va_end (args);
+}
+
+static const char *
+b_name (Builder *b, char *buffer, gsize size, const char *rest, const char *suffix)
+{
+  gsize n = g_snprintf (buffer, size, "%s%s%s", b->prefix, rest, suffix);
+
+  g_assert (n < size);
+  return buffer;
+}
+
+/* Default attributes, for the caller to adjust before the next op. */
+static PlannerOpAttrs *
+b_attrs (Builder *b)
+{
+  planner_op_attrs_init (&b->attrs);
+  return &b->attrs;
+}
+
+static int
+b_input (Builder *b, const char *name, guint rank, const gint64 *shape)
+{
+  if (b->error != NULL)
+    return -1;
+  return planner_graph_add_input (b->graph, name, PLANNER_DTYPE_I64, rank, shape, &b->error);
+}
+
+static int
+b_param (Builder *b, const char *rest, const char *suffix, guint rank, const gint64 *shape)
+{
+  char name[256];
+
+  if (b->error != NULL)
+    return -1;
+  b_name (b, name, sizeof name, rest, suffix);
+  return planner_graph_add_parameter (b->graph, name, b->dtype, rank, shape, &b->error);
+}
+
+/* Returns the op index. @output_name NULL: the graph's default tensor names. */
+static int
+b_op_n (Builder *b, const char *rest, PlannerOpType type, const PlannerOpAttrs *attrs,
+        const int *inputs, guint n_inputs, guint n_outputs, const char *output_name)
+{
+  char name[256];
+  guint ids[PLANNER_MAX_OPERANDS];
+  const char *output_names[] = { output_name, NULL };
+
+  if (b->error != NULL)
+    return -1;
+  g_assert (n_inputs <= G_N_ELEMENTS (ids));
+  for (guint i = 0; i < n_inputs; i++)
+    {
+      g_assert (inputs[i] >= 0);
+      ids[i] = inputs[i];
+    }
+  g_assert (output_name == NULL || n_outputs == 1);
+  b_name (b, name, sizeof name, rest, "");
+  return planner_graph_add_op (b->graph, name, type, attrs != NULL ? attrs : b_attrs (b), ids,
+                               n_inputs, n_outputs, output_name != NULL ? output_names : NULL,
+                               &b->error);
+}
+
+/* A single-output op; returns its output tensor. */
+static int
+b_op (Builder *b, const char *rest, PlannerOpType type, const PlannerOpAttrs *attrs,
+      const int *inputs, guint n_inputs, const char *output_name)
+{
+  int op = b_op_n (b, rest, type, attrs, inputs, n_inputs, 1, output_name);
+
+  return op < 0 ? -1 : (int)planner_graph_op_output (b->graph, op, 0);
+}
+
+static int
+b_unary (Builder *b, const char *rest, PlannerOpType type, int x)
+{
+  return b_op (b, rest, type, NULL, IDS (x), NULL);
+}
+
+static int
+b_binary (Builder *b, const char *rest, PlannerOpType type, int x, int y)
+{
+  return b_op (b, rest, type, NULL, IDS (x, y), NULL);
+}
+
+static int
+b_activation (Builder *b, const char *rest, const HfConfig *c, int x)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+
+  attrs->variant = c->act_variant;
+  return b_op (b, rest, c->act, attrs, IDS (x), NULL);
+}
+
+/* x @ w (+ bias); w is [N, K] with @transpose_b (nn.Linear), else [K, N] (GPT-2's Conv1D). */
+static int
+b_matmul (Builder *b, const char *rest, int x, int w, int bias, gboolean transpose_b, gint64 heads,
+          const char *output_name)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+
+  attrs->transpose_b = transpose_b;
+  attrs->heads = heads;
+  if (bias < 0)
+    return b_op (b, rest, PLANNER_OP_MATMUL, attrs, IDS (x, w), output_name);
+  return b_op (b, rest, PLANNER_OP_MATMUL, attrs, IDS (x, w, bias), output_name);
+}
+
+/* A Linear module "<rest>" with its "<rest>.weight" (and "<rest>.bias"). */
+static int
+b_linear (Builder *b, const char *rest, int x, gint64 in, gint64 out, gboolean transpose_b,
+          gboolean bias, gint64 heads)
+{
+  int w = transpose_b ? b_param (b, rest, ".weight", DIMS (out, in))
+                      : b_param (b, rest, ".weight", DIMS (in, out));
+  int bias_id = bias ? b_param (b, rest, ".bias", DIMS (out)) : -1;
+
+  if (b->error != NULL)
+    return -1;
+  return b_matmul (b, rest, x, w, bias_id, transpose_b, heads, NULL);
+}
+
+static int
+b_layer_norm (Builder *b, const char *rest, int x, gint64 hidden, double eps,
+              const char *output_name)
+{
+  PlannerOpAttrs *attrs;
+  int w = b_param (b, rest, ".weight", DIMS (hidden));
+  int bias = b_param (b, rest, ".bias", DIMS (hidden));
+
+  if (b->error != NULL)
+    return -1;
+  attrs = b_attrs (b);
+  attrs->eps = eps;
+  return b_op (b, rest, PLANNER_OP_LAYER_NORM, attrs, IDS (x, w, bias), output_name);
+}
+
+static int
+b_rms_norm (Builder *b, const char *rest, int x, gint64 hidden, double eps)
+{
+  PlannerOpAttrs *attrs;
+  int w = b_param (b, rest, ".weight", DIMS (hidden));
+
+  if (b->error != NULL)
+    return -1;
+  attrs = b_attrs (b);
+  attrs->eps = eps;
+  return b_op (b, rest, PLANNER_OP_RMS_NORM, attrs, IDS (x, w), NULL);
+}
+
+static int
+b_embedding (Builder *b, const char *rest, int ids, int table)
+{
+  return b_op (b, rest, PLANNER_OP_EMBEDDING, NULL, IDS (ids, table), NULL);
+}
+
+static int
+b_reshape (Builder *b, const char *rest, int x, guint rank, const gint64 *shape)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+
+  g_assert (rank <= G_N_ELEMENTS (attrs->ints));
+  attrs->n_ints = rank;
+  memcpy (attrs->ints, shape, rank * sizeof *shape);
+  return b_op (b, rest, PLANNER_OP_RESHAPE, attrs, IDS (x), NULL);
+}
+
+/* [B, S, H, D] <-> [B, H, S, D] */
+static int
+b_swap_seq_heads (Builder *b, const char *rest, int x)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+  const gint64 perm[] = { 0, 2, 1, 3 };
+
+  attrs->n_ints = G_N_ELEMENTS (perm);
+  memcpy (attrs->ints, perm, sizeof perm);
+  return b_op (b, rest, PLANNER_OP_TRANSPOSE, attrs, IDS (x), NULL);
+}
+
+/* "<attn>.<which>_view" [B, S, heads, hd] and "<attn>.<which>_heads" [B, heads, S, hd]. */
+static int
+b_split_heads (Builder *b, const char *attn, const char *which, int x, gint64 heads,
+               gint64 head_dim)
+{
+  char rest[128];
+
+  g_snprintf (rest, sizeof rest, "%s.%s_view", attn, which);
+  x = b_reshape (b, rest, x, DIMS (b->batch, b->seq, heads, head_dim));
+  g_snprintf (rest, sizeof rest, "%s.%s_heads", attn, which);
+  return b_swap_seq_heads (b, rest, x);
+}
+
+/* "<attn>.merge_heads" [B, S, heads, hd] and "<attn>.merge_view" [B, S, heads * hd]. */
+static int
+b_merge_heads (Builder *b, const char *attn, int x, gint64 heads, gint64 head_dim)
+{
+  char rest[128];
+
+  g_snprintf (rest, sizeof rest, "%s.merge_heads", attn);
+  x = b_swap_seq_heads (b, rest, x);
+  g_snprintf (rest, sizeof rest, "%s.merge_view", attn);
+  return b_reshape (b, rest, x, DIMS (b->batch, b->seq, heads * head_dim));
+}
+
+static int
+b_sdpa (Builder *b, const char *rest, int q, int k, int v, gboolean causal)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+
+  attrs->causal = causal;
+  return b_op (b, rest, PLANNER_OP_SDPA, attrs, IDS (q, k, v), NULL);
+}
+
+static int
+b_rotary (Builder *b, const char *rest, int x, double theta)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+
+  attrs->theta = theta;
+  return b_op (b, rest, PLANNER_OP_ROTARY_EMBEDDING, attrs, IDS (x), NULL);
+}
+
+/* ---- The families. */
+
+static void
+build_gpt2 (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim;
+  int ids, positions, wte, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  positions = b_input (b, "position_ids", DIMS (1, b->seq));
+
+  b_prefix (b, "transformer.");
+  wte = b_param (b, "wte", ".weight", DIMS (c->vocab, H));
+  x = b_embedding (b, "wte", ids, wte);
+  x = b_binary (
+      b, "embed_add", PLANNER_OP_ADD, x,
+      b_embedding (b, "wpe", positions, b_param (b, "wpe", ".weight", DIMS (c->max_positions, H))));
+  x = b_unary (b, "drop", PLANNER_OP_DROPOUT, x);
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      PlannerOpAttrs *attrs;
+      int h, w, bias, split, q, k, v, a;
+
+      b_prefix (b, "transformer.h.%" G_GINT64_FORMAT ".", i);
+      h = b_layer_norm (b, "ln_1", x, H, c->eps, NULL);
+      /* HF stores c_attn as [H, 3H]; viewing it as [H, 3, heads, hd] keeps q, k and v
+       * splittable by heads (semantics.md 4, "Fused projections"). Same numel. */
+      w = b_param (b, "attn.c_attn", ".weight", DIMS (H, 3, n, hd));
+      bias = b_param (b, "attn.c_attn", ".bias", DIMS (3, n, hd));
+      if (b->error != NULL)
+        break;
+      attrs = b_attrs (b);
+      g_strlcpy (attrs->equation, "bsh,hqnd->bsqnd", sizeof attrs->equation);
+      h = b_op (b, "attn.c_attn", PLANNER_OP_EINSUM, attrs, IDS (h, w, bias), NULL);
+      if (b->error != NULL)
+        break;
+
+      attrs = b_attrs (b);
+      attrs->axis = 2;
+      attrs->n_ints = 3;
+      attrs->ints[0] = attrs->ints[1] = attrs->ints[2] = 1;
+      split = b_op_n (b, "attn.split_qkv", PLANNER_OP_SPLIT, attrs, IDS (h), 3, NULL);
+      if (split < 0)
+        break;
+      q = b_split_heads (b, "attn", "q", planner_graph_op_output (b->graph, split, 0), n, hd);
+      k = b_split_heads (b, "attn", "k", planner_graph_op_output (b->graph, split, 1), n, hd);
+      v = b_split_heads (b, "attn", "v", planner_graph_op_output (b->graph, split, 2), n, hd);
+      a = b_sdpa (b, "attn.sdpa", q, k, v, TRUE);
+      a = b_merge_heads (b, "attn", a, n, hd);
+      a = b_linear (b, "attn.c_proj", a, n * hd, H, FALSE, TRUE, 0);
+      a = b_unary (b, "attn.resid_dropout", PLANNER_OP_DROPOUT, a);
+      x = b_binary (b, "add_attn", PLANNER_OP_ADD, x, a);
+
+      h = b_layer_norm (b, "ln_2", x, H, c->eps, NULL);
+      h = b_linear (b, "mlp.c_fc", h, H, c->intermediate, FALSE, TRUE, 0);
+      h = b_activation (b, "mlp.act", c, h);
+      h = b_linear (b, "mlp.c_proj", h, c->intermediate, H, FALSE, TRUE, 0);
+      h = b_unary (b, "mlp.dropout", PLANNER_OP_DROPOUT, h);
+      x = b_binary (b, "add_mlp", PLANNER_OP_ADD, x, h);
+    }
+
+  b_prefix (b, "transformer.");
+  x = b_layer_norm (b, "ln_f", x, H, c->eps, NULL);
+  b_prefix (b, "%s", "");
+  if (!c->tie)
+    wte = b_param (b, "lm_head", ".weight", DIMS (c->vocab, H));
+  if (b->error == NULL)
+    x = b_matmul (b, "lm_head", x, wte, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
+static void
+build_llama (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, kv = c->kv_heads, hd = c->head_dim;
+  int ids, embed, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+
+  b_prefix (b, "model.");
+  embed = b_param (b, "embed_tokens", ".weight", DIMS (c->vocab, H));
+  x = b_embedding (b, "embed_tokens", ids, embed);
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      int h, q, k, v, a, gate, up;
+
+      b_prefix (b, "model.layers.%" G_GINT64_FORMAT ".", i);
+      h = b_rms_norm (b, "input_layernorm", x, H, c->eps);
+      q = b_linear (b, "self_attn.q_proj", h, H, n * hd, TRUE, c->qkv_bias, n);
+      k = b_linear (b, "self_attn.k_proj", h, H, kv * hd, TRUE, c->qkv_bias, kv);
+      v = b_linear (b, "self_attn.v_proj", h, H, kv * hd, TRUE, c->qkv_bias, kv);
+      q = b_rotary (b, "self_attn.rotary_q", b_split_heads (b, "self_attn", "q", q, n, hd),
+                    c->rope_theta);
+      k = b_rotary (b, "self_attn.rotary_k", b_split_heads (b, "self_attn", "k", k, kv, hd),
+                    c->rope_theta);
+      v = b_split_heads (b, "self_attn", "v", v, kv, hd);
+      /* k and v keep their kv heads: the SDPA rule maps each group of query heads onto
+       * one of them (GQA). */
+      a = b_sdpa (b, "self_attn.sdpa", q, k, v, TRUE);
+      a = b_merge_heads (b, "self_attn", a, n, hd);
+      a = b_linear (b, "self_attn.o_proj", a, n * hd, H, TRUE, c->o_bias, 0);
+      x = b_binary (b, "add_attn", PLANNER_OP_ADD, x, a);
+
+      h = b_rms_norm (b, "post_attention_layernorm", x, H, c->eps);
+      gate = b_linear (b, "mlp.gate_proj", h, H, c->intermediate, TRUE, c->mlp_bias, 0);
+      up = b_linear (b, "mlp.up_proj", h, H, c->intermediate, TRUE, c->mlp_bias, 0);
+      gate = b_activation (b, "mlp.act_fn", c, gate);
+      h = b_binary (b, "mlp.mul", PLANNER_OP_MUL, gate, up);
+      h = b_linear (b, "mlp.down_proj", h, c->intermediate, H, TRUE, c->mlp_bias, 0);
+      x = b_binary (b, "add_mlp", PLANNER_OP_ADD, x, h);
+    }
+
+  b_prefix (b, "model.");
+  x = b_rms_norm (b, "norm", x, H, c->eps);
+  b_prefix (b, "%s", "");
+  if (!c->tie)
+    embed = b_param (b, "lm_head", ".weight", DIMS (c->vocab, H));
+  if (b->error == NULL)
+    x = b_matmul (b, "lm_head", x, embed, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
+static void
+build_bert (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim;
+  const gboolean masked_lm = g_str_equal (c->architecture, "BertForMaskedLM");
+  const char *root = masked_lm ? "bert." : "";
+  int ids, positions, token_types, words, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  positions = b_input (b, "position_ids", DIMS (1, b->seq));
+  token_types = b_input (b, "token_type_ids", DIMS (b->batch, b->seq));
+
+  b_prefix (b, "%sembeddings.", root);
+  words = b_param (b, "word_embeddings", ".weight", DIMS (c->vocab, H));
+  x = b_embedding (b, "word_embeddings", ids, words);
+  {
+    int pe
+        = b_embedding (b, "position_embeddings", positions,
+                       b_param (b, "position_embeddings", ".weight", DIMS (c->max_positions, H)));
+    int te = b_embedding (b, "token_type_embeddings", token_types,
+                          b_param (b, "token_type_embeddings", ".weight", DIMS (c->type_vocab, H)));
+
+    x = b_binary (b, "add_position", PLANNER_OP_ADD, x, pe);
+    x = b_binary (b, "add_token_type", PLANNER_OP_ADD, x, te);
+  }
+  x = b_layer_norm (b, "LayerNorm", x, H, c->eps, NULL);
+  x = b_unary (b, "dropout", PLANNER_OP_DROPOUT, x);
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      int q, k, v, a, h;
+
+      b_prefix (b, "%sencoder.layer.%" G_GINT64_FORMAT ".", root, i);
+      q = b_linear (b, "attention.self.query", x, H, H, TRUE, TRUE, n);
+      k = b_linear (b, "attention.self.key", x, H, H, TRUE, TRUE, n);
+      v = b_linear (b, "attention.self.value", x, H, H, TRUE, TRUE, n);
+      q = b_split_heads (b, "attention.self", "q", q, n, hd);
+      k = b_split_heads (b, "attention.self", "k", k, n, hd);
+      v = b_split_heads (b, "attention.self", "v", v, n, hd);
+      a = b_sdpa (b, "attention.self.sdpa", q, k, v, FALSE);
+      a = b_merge_heads (b, "attention.self", a, n, hd);
+      a = b_linear (b, "attention.output.dense", a, H, H, TRUE, TRUE, 0);
+      a = b_unary (b, "attention.output.dropout", PLANNER_OP_DROPOUT, a);
+      a = b_binary (b, "attention.add", PLANNER_OP_ADD, x, a);
+      x = b_layer_norm (b, "attention.output.LayerNorm", a, H, c->eps, NULL);
+
+      h = b_linear (b, "intermediate.dense", x, H, c->intermediate, TRUE, TRUE, 0);
+      h = b_activation (b, "intermediate.intermediate_act_fn", c, h);
+      h = b_linear (b, "output.dense", h, c->intermediate, H, TRUE, TRUE, 0);
+      h = b_unary (b, "output.dropout", PLANNER_OP_DROPOUT, h);
+      h = b_binary (b, "add", PLANNER_OP_ADD, x, h);
+      x = b_layer_norm (b, "output.LayerNorm", h, H, c->eps,
+                        !masked_lm && i == layers - 1 ? "last_hidden_state" : NULL);
+    }
+
+  if (masked_lm)
+    {
+      int bias, logits;
+
+      b_prefix (b, "cls.predictions.");
+      x = b_linear (b, "transform.dense", x, H, H, TRUE, TRUE, 0);
+      x = b_activation (b, "transform.transform_act_fn", c, x);
+      x = b_layer_norm (b, "transform.LayerNorm", x, H, c->eps, NULL);
+      /* The decoder's weight is the word embedding table (tied); its bias lives in
+       * cls.predictions. */
+      bias = b_param (b, "bias", "", DIMS (c->vocab));
+      if (!c->tie)
+        words = b_param (b, "decoder", ".weight", DIMS (c->vocab, H));
+      if (b->error != NULL)
+        return;
+      logits = b_matmul (b, "decoder", x, words, bias, TRUE, 0, "logits");
+      if (b->error == NULL)
+        planner_graph_mark_output (b->graph, logits);
+    }
+  else
+    {
+      PlannerOpAttrs *attrs;
+      int first, pooled;
+
+      /* BertPooler: the hidden state of token 0 through dense + tanh. */
+      b_prefix (b, "pooler.");
+      attrs = b_attrs (b);
+      attrs->axis = 1;
+      attrs->start = 0;
+      attrs->end = 1;
+      first = b_op (b, "first_token", PLANNER_OP_SLICE, attrs, IDS (x), NULL);
+      first = b_reshape (b, "first_token_view", first, DIMS (b->batch, H));
+      pooled = b_linear (b, "dense", first, H, H, TRUE, TRUE, 0);
+      pooled = b_op (b, "activation", PLANNER_OP_TANH, NULL, IDS (pooled), "pooler_output");
+      if (b->error != NULL)
+        return;
+      planner_graph_mark_output (b->graph, x);
+      planner_graph_mark_output (b->graph, pooled);
+    }
+}
+
+PlannerGraph *
+planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const char *what,
+                  const char *source_base, const char *name, GError **error)
+{
+  PlannerModelOptions defaults;
+  HfConfig c;
+  Builder b = { 0 };
+  gint64 layers;
+  g_autoptr (PlannerGraph) graph = NULL;
+  g_autofree char *source = NULL;
+
+  g_assert (config != NULL && what != NULL && source_base != NULL);
+
+  if (options == NULL)
+    {
+      planner_model_options_init (&defaults);
+      options = &defaults;
+    }
+  if (!planner_model_options_check (options, error) || !hf_config_parse (config, what, &c, error))
+    return NULL;
+
+  b.batch = options->batch > 0 ? options->batch : DEFAULT_BATCH;
+  b.seq = options->seq > 0 ? options->seq : MIN (DEFAULT_SEQ, c.max_positions);
+  b.dtype = options->dtype_set ? options->dtype : c.has_dtype ? c.dtype : PLANNER_DTYPE_F32;
+  layers = options->layers > 0 ? options->layers : c.layers;
+  if (c.type->family != FAMILY_LLAMA && b.seq > c.max_positions)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "%s: sequence length %" G_GINT64_FORMAT " exceeds %s %" G_GINT64_FORMAT
+                   " (learned position embeddings); use a sequence of at most %" G_GINT64_FORMAT,
+                   what, b.seq, c.max_positions_field, c.max_positions, c.max_positions);
+      return NULL;
+    }
+
+  graph = planner_graph_new ();
+  b.graph = graph;
+  switch (c.type->family)
+    {
+    case FAMILY_GPT2:
+      build_gpt2 (&b, &c, layers);
+      break;
+    case FAMILY_LLAMA:
+      build_llama (&b, &c, layers);
+      break;
+    case FAMILY_BERT:
+      build_bert (&b, &c, layers);
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+  if (b.error != NULL)
+    {
+      g_propagate_prefixed_error (error, b.error, "%s: ", what);
+      return NULL;
+    }
+
+  source = g_strdup_printf ("%s?batch=%" G_GINT64_FORMAT "&seq=%" G_GINT64_FORMAT
+                            "&layers=%" G_GINT64_FORMAT "&dtype=%s",
+                            source_base, b.batch, b.seq, layers, planner_dtype_to_string (b.dtype));
+  planner_graph_set_source (graph, source);
+  planner_graph_set_name (graph, name != NULL ? name : c.architecture);
+  return g_steal_pointer (&graph);
+}
+
+/* A config given as text has no path to come back to, so its source carries the text. */
+#define PLANNER_HF_TEXT_SOURCE_SCHEME "hf-config:"
+
+PlannerGraph *
+planner_hf_import_json (const char *config_json_text, const PlannerModelOptions *options,
+                        GError **error)
+{
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *encoded = NULL;
+  g_autofree char *source_base = NULL;
+
+  g_return_val_if_fail (config_json_text != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  root = planner_json_parse (config_json_text, -1, "config", error);
+  if (root == NULL)
+    return NULL;
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "config: expected a JSON object");
+      return NULL;
+    }
+  encoded = g_base64_encode ((const guchar *)config_json_text, strlen (config_json_text));
+  source_base = g_strconcat (PLANNER_HF_TEXT_SOURCE_SCHEME, encoded, NULL);
+  return planner_hf_build (json_node_get_object (root), options, "config", source_base, NULL,
+                           error);
+}
+
+PlannerGraph *
+planner_hf_import_file (const char *path, const PlannerModelOptions *options, GError **error)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *absolute = NULL;
+  g_autoptr (JsonNode) root = NULL;
+  gsize length;
+  g_autoptr (GError) local_error = NULL;
+
+  g_return_val_if_fail (path != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!g_file_get_contents (path, &text, &length, &local_error))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "%s", local_error->message);
+      return NULL;
+    }
+  root = planner_json_parse (text, length, path, error);
+  if (root == NULL)
+    return NULL;
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: expected a JSON object",
+                   path);
+      return NULL;
+    }
+  absolute = g_canonicalize_filename (path, NULL);
+  return planner_hf_build (json_node_get_object (root), options, path, absolute, NULL, error);
+}
+
+PlannerGraph *
+planner_hf_import_text_source (const char *base, const PlannerModelOptions *options, GError **error)
+{
+  g_autofree guchar *text = NULL;
+  g_autofree char *terminated = NULL;
+  gsize length = 0;
+
+  g_assert (g_str_has_prefix (base, PLANNER_HF_TEXT_SOURCE_SCHEME));
+  text = g_base64_decode (base + strlen (PLANNER_HF_TEXT_SOURCE_SCHEME), &length);
+  terminated = g_strndup ((const char *)text, length);
+  return planner_hf_import_json (terminated, options, error);
+}
