@@ -1,0 +1,692 @@
+#define G_LOG_DOMAIN "planner-plan"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-plan.h"
+
+struct _PlannerPlan
+{
+  GObject parent_instance;
+
+  PlannerGraph *graph;
+  PlannerMesh mesh;
+  PlannerHardware *hw;
+  PlannerRedistributor *redistributor;
+  PlannerCostConstants constants;
+
+  char *name;
+  char *policy;
+  GPtrArray *pins;          /* char* */
+  double propagate_ms;
+
+  GArray *ops;              /* PlannerOpPlan, one per graph op */
+  GArray *tensor_layouts;   /* PlannerLayout, one per tensor */
+  GArray *redistributions;  /* PlannerRedistribution */
+  GArray *trace;            /* PlannerTraceStep */
+  GArray *conflicts;        /* PlannerConflict */
+  PlannerPlanTotals totals;
+};
+
+G_DEFINE_FINAL_TYPE (PlannerPlan, planner_plan, G_TYPE_OBJECT)
+
+static const char *const decision_names[] = { "pinned", "propagated", "defaulted" };
+
+const char *
+planner_decision_to_string (PlannerDecision decision)
+{
+  g_return_val_if_fail (decision <= PLANNER_DECIDED_DEFAULTED, "?");
+  return decision_names[decision];
+}
+
+gboolean
+planner_decision_from_string (const char *text, PlannerDecision *decision)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (decision_names); i++)
+    if (g_strcmp0 (text, decision_names[i]) == 0)
+      {
+        *decision = (PlannerDecision) i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+static void
+clear_redistribution (gpointer data)
+{
+  PlannerRedistribution *r = data;
+  g_free (r->steps);
+}
+
+static void
+clear_conflict (gpointer data)
+{
+  PlannerConflict *c = data;
+  g_free (c->message);
+}
+
+static void
+planner_plan_finalize (GObject *object)
+{
+  PlannerPlan *self = PLANNER_PLAN (object);
+
+  g_clear_object (&self->graph);
+  planner_hardware_free (self->hw);
+  planner_redistributor_free (self->redistributor);
+  g_free (self->name);
+  g_free (self->policy);
+  g_ptr_array_unref (self->pins);
+  g_array_unref (self->ops);
+  g_array_unref (self->tensor_layouts);
+  g_array_unref (self->redistributions);
+  g_array_unref (self->trace);
+  g_array_unref (self->conflicts);
+
+  G_OBJECT_CLASS (planner_plan_parent_class)->finalize (object);
+}
+
+static void
+planner_plan_class_init (PlannerPlanClass *klass)
+{
+  G_OBJECT_CLASS (klass)->finalize = planner_plan_finalize;
+}
+
+static void
+planner_plan_init (PlannerPlan *self)
+{
+  self->pins = g_ptr_array_new_with_free_func (g_free);
+  self->ops = g_array_new (FALSE, TRUE, sizeof (PlannerOpPlan));
+  self->tensor_layouts = g_array_new (FALSE, TRUE, sizeof (PlannerLayout));
+  self->redistributions = g_array_new (FALSE, TRUE, sizeof (PlannerRedistribution));
+  g_array_set_clear_func (self->redistributions, clear_redistribution);
+  self->trace = g_array_new (FALSE, TRUE, sizeof (PlannerTraceStep));
+  self->conflicts = g_array_new (FALSE, TRUE, sizeof (PlannerConflict));
+  g_array_set_clear_func (self->conflicts, clear_conflict);
+  planner_cost_constants_init (&self->constants);
+}
+
+PlannerPlan *
+planner_plan_new (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHardware *hw)
+{
+  g_return_val_if_fail (PLANNER_IS_GRAPH (graph), NULL);
+  g_return_val_if_fail (mesh != NULL && hw != NULL, NULL);
+
+  PlannerPlan *self = g_object_new (PLANNER_TYPE_PLAN, NULL);
+  self->graph = g_object_ref (graph);
+  self->mesh = *mesh;
+  self->hw = planner_hardware_copy (hw);
+  self->redistributor = planner_redistributor_new (mesh, hw);
+
+  guint n_ops = planner_graph_get_n_ops (graph);
+  g_array_set_size (self->ops, n_ops);
+  for (guint i = 0; i < n_ops; i++)
+    {
+      PlannerOpPlan *op = &g_array_index (self->ops, PlannerOpPlan, i);
+      op->decision = PLANNER_DECIDED_DEFAULTED;
+      op->trace_step = -1;
+      op->pin = -1;
+    }
+  g_array_set_size (self->tensor_layouts, planner_graph_get_n_tensors (graph));
+  for (guint t = 0; t < self->tensor_layouts->len; t++)
+    planner_layout_init_replicated (&g_array_index (self->tensor_layouts, PlannerLayout, t),
+                                    planner_graph_get_tensor (graph, t)->rank);
+  return self;
+}
+
+PlannerGraph *
+planner_plan_get_graph (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return self->graph;
+}
+
+const PlannerMesh *
+planner_plan_get_mesh (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return &self->mesh;
+}
+
+const PlannerHardware *
+planner_plan_get_hardware (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return self->hw;
+}
+
+PlannerRedistributor *
+planner_plan_get_redistributor (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return self->redistributor;
+}
+
+const PlannerCostConstants *
+planner_plan_get_constants (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return &self->constants;
+}
+
+void
+planner_plan_set_constants (PlannerPlan *self, const PlannerCostConstants *constants)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  self->constants = *constants;
+}
+
+const char *
+planner_plan_get_name (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return self->name;
+}
+
+void
+planner_plan_set_name (PlannerPlan *self, const char *name)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_free (self->name);
+  self->name = g_strdup (name);
+}
+
+const GPtrArray *
+planner_plan_get_pins (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return self->pins;
+}
+
+void
+planner_plan_add_pin_text (PlannerPlan *self, const char *pin)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_ptr_array_add (self->pins, g_strdup (pin));
+}
+
+const char *
+planner_plan_get_policy (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return self->policy;
+}
+
+void
+planner_plan_set_policy (PlannerPlan *self, const char *policy)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_free (self->policy);
+  self->policy = g_strdup (policy);
+}
+
+double
+planner_plan_get_propagate_ms (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), 0);
+  return self->propagate_ms;
+}
+
+void
+planner_plan_set_propagate_ms (PlannerPlan *self, double ms)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  self->propagate_ms = ms;
+}
+
+PlannerOpPlan *
+planner_plan_get_op (PlannerPlan *self, guint op)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  g_return_val_if_fail (op < self->ops->len, NULL);
+  return &g_array_index (self->ops, PlannerOpPlan, op);
+}
+
+void
+planner_plan_op_layouts (PlannerPlan *self, guint op, PlannerLayout *inputs,
+                         PlannerLayout *outputs)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_return_if_fail (op < self->ops->len);
+  const PlannerOp *gop = planner_graph_get_op (self->graph, op);
+  planner_strategy_layouts (&g_array_index (self->ops, PlannerOpPlan, op).strategy, &gop->rule,
+                            &self->mesh, inputs, outputs);
+}
+
+const PlannerLayout *
+planner_plan_get_tensor_layout (PlannerPlan *self, guint tensor)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  g_return_val_if_fail (tensor < self->tensor_layouts->len, NULL);
+  return &g_array_index (self->tensor_layouts, PlannerLayout, tensor);
+}
+
+guint
+planner_plan_get_n_redistributions (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), 0);
+  return self->redistributions->len;
+}
+
+const PlannerRedistribution *
+planner_plan_get_redistribution (PlannerPlan *self, guint i)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  g_return_val_if_fail (i < self->redistributions->len, NULL);
+  return &g_array_index (self->redistributions, PlannerRedistribution, i);
+}
+
+guint
+planner_plan_get_n_trace_steps (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), 0);
+  return self->trace->len;
+}
+
+const PlannerTraceStep *
+planner_plan_get_trace_step (PlannerPlan *self, guint i)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  g_return_val_if_fail (i < self->trace->len, NULL);
+  return &g_array_index (self->trace, PlannerTraceStep, i);
+}
+
+void
+planner_plan_append_trace_step (PlannerPlan *self, const PlannerTraceStep *step)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_array_append_val (self->trace, *step);
+}
+
+guint
+planner_plan_get_n_conflicts (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), 0);
+  return self->conflicts->len;
+}
+
+const PlannerConflict *
+planner_plan_get_conflict (PlannerPlan *self, guint i)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  g_return_val_if_fail (i < self->conflicts->len, NULL);
+  return &g_array_index (self->conflicts, PlannerConflict, i);
+}
+
+const PlannerPlanTotals *
+planner_plan_get_totals (PlannerPlan *self)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), NULL);
+  return &self->totals;
+}
+
+/* ---- finishing: layouts, redistributions, conflicts, totals ---- */
+
+static guint64
+local_bytes (PlannerPlan *self, const PlannerTensor *t, const PlannerLayout *layout)
+{
+  gint64 local[PLANNER_MAX_RANK];
+  guint64 n = planner_dtype_size (t->dtype);
+  planner_layout_local_shape (layout, &self->mesh, t->shape, local);
+  for (guint d = 0; d < t->rank; d++)
+    n *= (guint64) local[d];
+  return n;
+}
+
+static void
+add_redistribution (PlannerPlan *self, guint tensor, int consumer, guint slot,
+                    gboolean producer_side, const PlannerLayout *from, const PlannerLayout *to,
+                    const PlannerRedistPath *path)
+{
+  PlannerRedistribution r = { 0 };
+  r.tensor = tensor;
+  r.consumer = consumer;
+  r.slot = slot;
+  r.producer_side = producer_side;
+  r.from = *from;
+  r.to = *to;
+  r.n_steps = path->n_steps;
+  r.steps = g_memdup2 (path->steps, path->n_steps * sizeof (PlannerRedistStep));
+  r.bytes = path->bytes;
+  r.time_s = path->time_s;
+  g_array_append_val (self->redistributions, r);
+}
+
+static gboolean
+unreachable_error (PlannerPlan *self, const PlannerTensor *t, const char *consumer,
+                   const PlannerLayout *from, const PlannerLayout *to, GError **error)
+{
+  g_autofree char *f = planner_layout_to_string (from, &self->mesh);
+  g_autofree char *d = planner_layout_to_string (to, &self->mesh);
+  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT,
+               "%s: tensor %s arrives as %s but %s is required; no redistribution creates "
+               "partial sums, so pin the consumer without partial() or make the producer "
+               "partial",
+               consumer, t->name, f, d);
+  return FALSE;
+}
+
+/* The pin whose region an op belongs to: follow the trace back to a pinned op. */
+static int
+origin_pin (PlannerPlan *self, int op)
+{
+  for (guint guard = 0; op >= 0 && guard < self->ops->len; guard++)
+    {
+      const PlannerOpPlan *p = &g_array_index (self->ops, PlannerOpPlan, op);
+      if (p->decision == PLANNER_DECIDED_PINNED)
+        return op;
+      if (p->decision != PLANNER_DECIDED_PROPAGATED || p->trace_step < 0)
+        return -1;
+      op = g_array_index (self->trace, PlannerTraceStep, p->trace_step).from_op;
+    }
+  return -1;
+}
+
+static const char *
+pin_text (PlannerPlan *self, int op)
+{
+  int pin = g_array_index (self->ops, PlannerOpPlan, op).pin;
+  if (pin >= 0 && (guint) pin < self->pins->len)
+    return g_ptr_array_index (self->pins, pin);
+  return "?";
+}
+
+static void
+record_conflict (PlannerPlan *self, guint redistribution)
+{
+  const PlannerRedistribution *r
+    = &g_array_index (self->redistributions, PlannerRedistribution, redistribution);
+  if (r->consumer < 0 || r->n_steps == 0 || r->producer_side)
+    return;
+  const PlannerTensor *t = planner_graph_get_tensor (self->graph, r->tensor);
+  int a = t->producer >= 0 ? origin_pin (self, t->producer) : -1;
+  int b = origin_pin (self, r->consumer);
+  if (a < 0 || b < 0 || a == b)
+    return;
+
+  PlannerRedistPath path = { TRUE, r->n_steps, r->steps, r->bytes, r->time_s };
+  g_autofree char *steps = planner_redist_path_describe (&path, &self->mesh);
+  g_autofree char *cost = planner_format_time (r->time_s);
+  PlannerConflict c;
+  c.message = g_strdup_printf (
+    "pins on %s (%s) and %s (%s) meet at %s -> %s (tensor %s): %s, %s",
+    planner_graph_get_op (self->graph, a)->name, pin_text (self, a),
+    planner_graph_get_op (self->graph, b)->name, pin_text (self, b),
+    t->producer >= 0 ? planner_graph_get_op (self->graph, t->producer)->name : t->name,
+    planner_graph_get_op (self->graph, r->consumer)->name, t->name, steps, cost);
+  c.redistribution = redistribution;
+  g_array_append_val (self->conflicts, c);
+}
+
+static void
+compute_totals (PlannerPlan *self)
+{
+  PlannerPlanTotals *tot = &self->totals;
+  PlannerGraph *g = self->graph;
+  guint n_ops = planner_graph_get_n_ops (g);
+  double backward_comm = 0;
+
+  memset (tot, 0, sizeof *tot);
+  tot->n_ops = n_ops;
+  for (guint i = 0; i < n_ops; i++)
+    {
+      PlannerOpPlan *p = &g_array_index (self->ops, PlannerOpPlan, i);
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+      double bytes = 0;
+
+      switch (p->decision)
+        {
+        case PLANNER_DECIDED_PINNED: tot->n_pinned++; break;
+        case PLANNER_DECIDED_PROPAGATED: tot->n_propagated++; break;
+        case PLANNER_DECIDED_DEFAULTED: tot->n_defaulted++; break;
+        }
+      planner_strategy_layouts (&p->strategy, &op->rule, &self->mesh, in, out);
+      for (guint k = 0; k < op->n_inputs; k++)
+        bytes += (double) local_bytes (self, planner_graph_get_tensor (g, op->inputs[k]), &in[k]);
+      for (guint k = 0; k < op->n_outputs; k++)
+        bytes
+          += (double) local_bytes (self, planner_graph_get_tensor (g, op->outputs[k]), &out[k]);
+      p->flops = planner_strategy_local_flops (&p->strategy, &op->rule, &self->mesh);
+      PlannerDType dtype = planner_graph_get_tensor (g, op->outputs[0])->dtype;
+      p->compute_time_s = planner_cost_compute_time (self->hw, dtype, p->flops, bytes);
+      tot->compute_time_s += p->compute_time_s;
+    }
+
+  tot->n_redistributions = self->redistributions->len;
+  for (guint r = 0; r < self->redistributions->len; r++)
+    {
+      const PlannerRedistribution *red
+        = &g_array_index (self->redistributions, PlannerRedistribution, r);
+      for (guint s = 0; s < red->n_steps; s++)
+        {
+          const PlannerRedistStep *st = &red->steps[s];
+          PlannerStepKind back;
+          tot->coll_count[st->kind]++;
+          tot->coll_bytes[st->kind] += st->bytes;
+          tot->coll_time_s[st->kind] += st->time_s;
+          tot->axis_bytes[st->axis] += st->bytes;
+          tot->axis_time_s[st->axis] += st->time_s;
+          tot->comm_bytes += st->bytes;
+          tot->comm_time_s += st->time_s;
+          /* Backward: the transpose of each step, with the buffers swapped. */
+          if (planner_step_kind_backward (st->kind, &back))
+            backward_comm += planner_cost_step_time (self->hw, &self->mesh, back, st->axis,
+                                                     st->n_out, st->n_in);
+        }
+    }
+  tot->backward_comm_time_s = backward_comm;
+
+  /* Parameters: memory, and a gradient AllReduce over every axis on which the parameter is
+   * replicated while its users split their work. */
+  guint n_tensors = planner_graph_get_n_tensors (g);
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      const PlannerTensor *tensor = planner_graph_get_tensor (g, t);
+      const PlannerLayout *layout = &g_array_index (self->tensor_layouts, PlannerLayout, t);
+      guint64 bytes = local_bytes (self, tensor, layout);
+      if (tensor->kind == PLANNER_TENSOR_ACTIVATION)
+        {
+          tot->activation_bytes_per_device += bytes;
+          continue;
+        }
+      if (tensor->kind != PLANNER_TENSOR_PARAMETER)
+        continue;
+      tot->param_bytes_per_device += bytes;
+      guint32 users = 0;
+      for (guint c = 0; c < tensor->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (tensor->consumers, PlannerUse, c);
+          users |= planner_strategy_axis_mask (
+            &g_array_index (self->ops, PlannerOpPlan, use->op).strategy);
+        }
+      guint32 sync = users & ~planner_layout_split_mask (layout) & ~layout->partial;
+      for (guint a = 0; a < self->mesh.n_axes; a++)
+        if (sync & (1u << a))
+          tot->grad_sync_time_s += planner_cost_step_time (
+            self->hw, &self->mesh, PLANNER_STEP_ALL_REDUCE, a, bytes, bytes);
+    }
+  tot->step_time_s = tot->compute_time_s * (1.0 + self->constants.backward_factor)
+                     + tot->comm_time_s + tot->backward_comm_time_s + tot->grad_sync_time_s;
+  tot->memory_per_device_bytes = planner_cost_memory_per_device (
+    &self->constants, tot->param_bytes_per_device, tot->activation_bytes_per_device);
+}
+
+gboolean
+planner_plan_finish (PlannerPlan *self, gboolean allow_tied_redistribution, GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), FALSE);
+
+  PlannerGraph *g = self->graph;
+  guint n_ops = planner_graph_get_n_ops (g);
+  guint n_tensors = planner_graph_get_n_tensors (g);
+  g_autofree gboolean *stored = g_new0 (gboolean, n_tensors);
+
+  g_array_set_size (self->redistributions, 0);
+  g_array_set_size (self->conflicts, 0);
+
+  /* Tensor layouts: activations as their producer leaves them (after an out_strategy
+   * conversion); parameters and graph inputs as their first user needs them. */
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      PlannerOpPlan *p = &g_array_index (self->ops, PlannerOpPlan, i);
+      PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+      planner_strategy_layouts (&p->strategy, &op->rule, &self->mesh, in, out);
+      for (guint k = 0; k < op->n_inputs; k++)
+        if (planner_graph_get_tensor (g, op->inputs[k])->kind != PLANNER_TENSOR_ACTIVATION
+            && !stored[op->inputs[k]])
+          {
+            g_array_index (self->tensor_layouts, PlannerLayout, op->inputs[k]) = in[k];
+            stored[op->inputs[k]] = TRUE;
+          }
+      for (guint k = 0; k < op->n_outputs; k++)
+        {
+          const PlannerTensor *t = planner_graph_get_tensor (g, op->outputs[k]);
+          PlannerLayout *final = &g_array_index (self->tensor_layouts, PlannerLayout,
+                                                 op->outputs[k]);
+          *final = p->has_out_layouts ? p->out_layouts[k] : out[k];
+          if (p->has_out_layouts && !planner_layout_equal (&out[k], final))
+            {
+              const PlannerRedistPath *path = planner_redistributor_find (
+                self->redistributor, &out[k], final, t->shape, t->rank, t->dtype);
+              if (!path->reachable)
+                return unreachable_error (self, t, op->name, &out[k], final, error);
+              add_redistribution (self, op->outputs[k], (int) i, k, TRUE, &out[k], final, path);
+            }
+        }
+    }
+
+  /* Every edge whose layouts differ gets its redistribution. */
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      PlannerLayout in[PLANNER_MAX_OPERANDS];
+      planner_plan_op_layouts (self, i, in, NULL);
+      for (guint k = 0; k < op->n_inputs; k++)
+        {
+          const PlannerTensor *t = planner_graph_get_tensor (g, op->inputs[k]);
+          const PlannerLayout *have = &g_array_index (self->tensor_layouts, PlannerLayout,
+                                                      op->inputs[k]);
+          if (planner_layout_equal (have, &in[k]))
+            continue;
+          if (t->kind == PLANNER_TENSOR_PARAMETER && !allow_tied_redistribution)
+            {
+              const PlannerUse *first = &g_array_index (t->consumers, PlannerUse, 0);
+              g_autofree char *a = planner_layout_to_string (have, &self->mesh);
+              g_autofree char *b = planner_layout_to_string (&in[k], &self->mesh);
+              g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT,
+                           "tied parameter %s: %s uses it as %s but %s as %s; give both users "
+                           "the same layout, or allow a redistribution on one use",
+                           t->name, planner_graph_get_op (g, first->op)->name, a, op->name, b);
+              return FALSE;
+            }
+          const PlannerRedistPath *path = planner_redistributor_find (
+            self->redistributor, have, &in[k], t->shape, t->rank, t->dtype);
+          if (!path->reachable)
+            return unreachable_error (self, t, op->name, have, &in[k], error);
+          add_redistribution (self, op->inputs[k], (int) i, k, FALSE, have, &in[k], path);
+          record_conflict (self, self->redistributions->len - 1);
+        }
+    }
+
+  /* Graph outputs leave fully reduced. */
+  const GArray *outputs = planner_graph_get_outputs (g);
+  for (guint o = 0; o < outputs->len; o++)
+    {
+      guint tensor = g_array_index (outputs, guint, o);
+      const PlannerTensor *t = planner_graph_get_tensor (g, tensor);
+      const PlannerLayout *have = &g_array_index (self->tensor_layouts, PlannerLayout, tensor);
+      if (!have->partial)
+        continue;
+      PlannerLayout reduced = *have;
+      reduced.partial = 0;
+      const PlannerRedistPath *path = planner_redistributor_find (
+        self->redistributor, have, &reduced, t->shape, t->rank, t->dtype);
+      add_redistribution (self, tensor, -1, o, FALSE, have, &reduced, path);
+    }
+
+  compute_totals (self);
+  return TRUE;
+}
+
+/* ---- equality ---- */
+
+static gboolean
+steps_equal (const PlannerRedistStep *a, const PlannerRedistStep *b)
+{
+  return a->kind == b->kind && a->axis == b->axis && a->dim == b->dim && a->dim_to == b->dim_to
+         && planner_layout_equal (&a->before, &b->before)
+         && planner_layout_equal (&a->after, &b->after) && a->n_in == b->n_in
+         && a->n_out == b->n_out && a->bytes == b->bytes && a->time_s == b->time_s;
+}
+
+gboolean
+planner_plan_equal (PlannerPlan *a, PlannerPlan *b)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (a) && PLANNER_IS_PLAN (b), FALSE);
+
+  if (!planner_graph_equal (a->graph, b->graph) || !planner_mesh_equal (&a->mesh, &b->mesh)
+      || !planner_hardware_equal (a->hw, b->hw) || g_strcmp0 (a->name, b->name) != 0
+      || g_strcmp0 (a->policy, b->policy) != 0 || a->pins->len != b->pins->len
+      || a->ops->len != b->ops->len || a->redistributions->len != b->redistributions->len
+      || a->trace->len != b->trace->len || a->conflicts->len != b->conflicts->len)
+    return FALSE;
+  if (memcmp (&a->constants, &b->constants, sizeof a->constants) != 0)
+    return FALSE;
+  for (guint i = 0; i < a->pins->len; i++)
+    if (g_strcmp0 (g_ptr_array_index (a->pins, i), g_ptr_array_index (b->pins, i)) != 0)
+      return FALSE;
+  for (guint i = 0; i < a->ops->len; i++)
+    {
+      const PlannerOpPlan *x = &g_array_index (a->ops, PlannerOpPlan, i);
+      const PlannerOpPlan *y = &g_array_index (b->ops, PlannerOpPlan, i);
+      if (!planner_strategy_equal (&x->strategy, &y->strategy) || x->decision != y->decision
+          || x->trace_step != y->trace_step || x->pin != y->pin
+          || x->has_out_layouts != y->has_out_layouts || x->compute_time_s != y->compute_time_s
+          || x->flops != y->flops)
+        return FALSE;
+      if (x->has_out_layouts)
+        for (guint k = 0; k < planner_graph_get_op (a->graph, i)->n_outputs; k++)
+          if (!planner_layout_equal (&x->out_layouts[k], &y->out_layouts[k]))
+            return FALSE;
+    }
+  for (guint t = 0; t < a->tensor_layouts->len; t++)
+    if (!planner_layout_equal (&g_array_index (a->tensor_layouts, PlannerLayout, t),
+                               &g_array_index (b->tensor_layouts, PlannerLayout, t)))
+      return FALSE;
+  for (guint r = 0; r < a->redistributions->len; r++)
+    {
+      const PlannerRedistribution *x
+        = &g_array_index (a->redistributions, PlannerRedistribution, r);
+      const PlannerRedistribution *y
+        = &g_array_index (b->redistributions, PlannerRedistribution, r);
+      if (x->tensor != y->tensor || x->consumer != y->consumer || x->slot != y->slot
+          || x->producer_side != y->producer_side || !planner_layout_equal (&x->from, &y->from)
+          || !planner_layout_equal (&x->to, &y->to) || x->n_steps != y->n_steps
+          || x->bytes != y->bytes || x->time_s != y->time_s)
+        return FALSE;
+      for (guint s = 0; s < x->n_steps; s++)
+        if (!steps_equal (&x->steps[s], &y->steps[s]))
+          return FALSE;
+    }
+  for (guint i = 0; i < a->trace->len; i++)
+    {
+      const PlannerTraceStep *x = &g_array_index (a->trace, PlannerTraceStep, i);
+      const PlannerTraceStep *y = &g_array_index (b->trace, PlannerTraceStep, i);
+      if (x->index != y->index || x->op != y->op
+          || !planner_strategy_equal (&x->strategy, &y->strategy) || x->from_op != y->from_op
+          || x->forward != y->forward || x->edge_cost_s != y->edge_cost_s
+          || x->n_candidates != y->n_candidates || x->has_runner_up != y->has_runner_up
+          || (x->has_runner_up && (!planner_strategy_equal (&x->runner_up, &y->runner_up)
+                                   || x->runner_up_cost_s != y->runner_up_cost_s)))
+        return FALSE;
+    }
+  for (guint i = 0; i < a->conflicts->len; i++)
+    if (g_strcmp0 (g_array_index (a->conflicts, PlannerConflict, i).message,
+                   g_array_index (b->conflicts, PlannerConflict, i).message)
+        != 0)
+      return FALSE;
+  return memcmp (&a->totals, &b->totals, sizeof a->totals) == 0;
+}

@@ -1,0 +1,492 @@
+#define G_LOG_DOMAIN "planner-propagate"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-propagate.h"
+
+/* A tied parameter used in two layouts is an error by default, so propagation treats such a
+ * choice as far worse than any real redistribution. */
+#define TIED_PENALTY_S 1e3
+
+typedef struct
+{
+  PlannerGraph *graph;
+  PlannerPlan *plan;
+  const PlannerMesh *mesh;
+  const PlannerHardware *hw;
+  PlannerRedistributor *redist;
+  guint n_ops;
+  gboolean *decided;
+  gboolean *pinned;
+  /* Layout of each tensor as the decided ops see it; valid where known[t]. */
+  PlannerLayout *layouts;
+  gboolean *known;
+  GHashTable *enumerations; /* PlannerOpRule bytes -> GArray of PlannerStrategy */
+} Propagation;
+
+void
+planner_propagate_options_init (PlannerPropagateOptions *options)
+{
+  memset (options, 0, sizeof *options);
+}
+
+static guint
+rule_hash (gconstpointer p)
+{
+  const guint8 *b = p;
+  guint h = 2166136261u;
+  for (gsize i = 0; i < sizeof (PlannerOpRule); i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
+static gboolean
+rule_equal (gconstpointer a, gconstpointer b)
+{
+  return memcmp (a, b, sizeof (PlannerOpRule)) == 0;
+}
+
+/* Identical layers have identical rules: enumerate each distinct rule once. */
+static GArray *
+candidates_of (Propagation *p, const PlannerOp *op)
+{
+  GArray *list = g_hash_table_lookup (p->enumerations, &op->rule);
+  if (list == NULL)
+    {
+      list = planner_op_rule_enumerate (&op->rule, p->mesh);
+      g_hash_table_insert (p->enumerations, (gpointer) &op->rule, list);
+    }
+  return list;
+}
+
+void
+planner_default_strategy (const PlannerOpRule *rule, const PlannerMesh *mesh,
+                          PlannerStrategy *strategy)
+{
+  planner_strategy_init (strategy);
+  if (rule->n_outputs == 0 || rule->outputs[0].rank == 0 || rule->outputs[0].n[0] == 0)
+    return;
+  guint f = rule->outputs[0].f[0][0];
+  if (!rule->factors[f].splittable)
+    return;
+  gint64 parts = 1;
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (mesh->sizes[a] > 1 && rule->factors[f].size % (parts * mesh->sizes[a]) == 0)
+      {
+        strategy->axes[f][strategy->n_axes[f]++] = (guint8) a;
+        parts *= mesh->sizes[a];
+      }
+}
+
+/* Sum of the redistribution costs between a candidate and every decided neighbour. */
+static double
+edge_cost (Propagation *p, guint op_index, const PlannerOp *op, const PlannerStrategy *s)
+{
+  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+  double total = 0;
+
+  planner_strategy_layouts (s, &op->rule, p->mesh, in, out);
+  for (guint k = 0; k < op->n_inputs; k++)
+    {
+      guint t = op->inputs[k];
+      if (!p->known[t])
+        continue;
+      const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, t);
+      if (planner_layout_equal (&p->layouts[t], &in[k]))
+        continue;
+      double c = planner_redistributor_cost (p->redist, &p->layouts[t], &in[k], tensor->shape,
+                                             tensor->rank, tensor->dtype);
+      if (c >= G_MAXDOUBLE)
+        return G_MAXDOUBLE;
+      total += c + (tensor->kind == PLANNER_TENSOR_PARAMETER ? TIED_PENALTY_S : 0);
+    }
+  for (guint k = 0; k < op->n_outputs; k++)
+    {
+      const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, op->outputs[k]);
+      for (guint c = 0; c < tensor->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (tensor->consumers, PlannerUse, c);
+          if (!p->decided[use->op] || use->op == op_index)
+            continue;
+          PlannerLayout need[PLANNER_MAX_OPERANDS];
+          planner_plan_op_layouts (p->plan, use->op, need, NULL);
+          if (planner_layout_equal (&out[k], &need[use->slot]))
+            continue;
+          double cost = planner_redistributor_cost (p->redist, &out[k], &need[use->slot],
+                                                    tensor->shape, tensor->rank, tensor->dtype);
+          if (cost >= G_MAXDOUBLE)
+            return G_MAXDOUBLE;
+          total += cost;
+        }
+    }
+  return total;
+}
+
+typedef struct
+{
+  PlannerStrategy strategy;
+  double cost;
+  double compute;
+  guint64 parts;
+  guint index;
+} Scored;
+
+/* semantics.md 9.3: zero communication first, then lower edge cost, lower compute, more
+ * devices used, then the first strategy in enumeration order. */
+static gboolean
+better (const Scored *a, const Scored *b)
+{
+  gboolean za = a->cost == 0, zb = b->cost == 0;
+  if (za != zb)
+    return za;
+  if (a->cost != b->cost)
+    return a->cost < b->cost;
+  if (a->compute != b->compute)
+    return a->compute < b->compute;
+  if (a->parts != b->parts)
+    return a->parts > b->parts;
+  return a->index < b->index;
+}
+
+static double
+compute_cost (Propagation *p, const PlannerOp *op, const PlannerStrategy *s)
+{
+  double flops = planner_strategy_local_flops (s, &op->rule, p->mesh);
+  const PlannerTensor *out = planner_graph_get_tensor (p->graph, op->outputs[0]);
+  double bytes = (double) planner_tensor_bytes (out) / (double) planner_strategy_parts (s, p->mesh);
+  return planner_cost_compute_time (p->hw, out->dtype, flops, bytes);
+}
+
+static void
+consider (Propagation *p, guint op_index, const PlannerOp *op, const PlannerStrategy *s,
+          guint index, Scored *best, Scored *second, guint *n_considered)
+{
+  Scored c = { *s, edge_cost (p, op_index, op, s), 0, 0, index };
+  if (c.cost >= G_MAXDOUBLE)
+    return;
+  c.compute = compute_cost (p, op, s);
+  c.parts = planner_strategy_parts (s, p->mesh);
+  (*n_considered)++;
+  if (*n_considered == 1 || better (&c, best))
+    {
+      *second = *best;
+      *best = c;
+    }
+  else if (*n_considered == 2 || better (&c, second))
+    *second = c;
+}
+
+/* Layouts of the op's outputs (and of parameters it is the first to use) become known. */
+static void
+publish (Propagation *p, guint op_index)
+{
+  const PlannerOp *op = planner_graph_get_op (p->graph, op_index);
+  const PlannerOpPlan *plan = planner_plan_get_op (p->plan, op_index);
+  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+  planner_strategy_layouts (&plan->strategy, &op->rule, p->mesh, in, out);
+  for (guint k = 0; k < op->n_outputs; k++)
+    {
+      p->layouts[op->outputs[k]] = plan->has_out_layouts ? plan->out_layouts[k] : out[k];
+      p->known[op->outputs[k]] = TRUE;
+    }
+  for (guint k = 0; k < op->n_inputs; k++)
+    {
+      guint t = op->inputs[k];
+      if (!p->known[t] && planner_graph_get_tensor (p->graph, t)->kind != PLANNER_TENSOR_ACTIVATION)
+        {
+          p->layouts[t] = in[k];
+          p->known[t] = TRUE;
+        }
+    }
+}
+
+static void
+decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
+{
+  const PlannerOp *op = planner_graph_get_op (p->graph, op_index);
+  GArray *list = candidates_of (p, op);
+  Scored best = { 0 }, second = { 0 };
+  guint n = 0;
+
+  /* Partial inputs that may pass through a linear op: one variant per such input. */
+  guint32 partial_in[PLANNER_MAX_OPERANDS] = { 0 };
+  gboolean any_partial = FALSE;
+  for (guint k = 0; k < op->n_inputs; k++)
+    if (((op->rule.linear_inputs >> k) & 1) && p->known[op->inputs[k]]
+        && p->layouts[op->inputs[k]].partial)
+      {
+        partial_in[k] = p->layouts[op->inputs[k]].partial;
+        any_partial = TRUE;
+      }
+
+  for (guint i = 0; i < list->len; i++)
+    {
+      const PlannerStrategy *s = &g_array_index (list, PlannerStrategy, i);
+      consider (p, op_index, op, s, i * (PLANNER_MAX_OPERANDS + 1), &best, &second, &n);
+      if (!any_partial)
+        continue;
+      guint32 used = planner_strategy_axis_mask (s);
+      for (guint k = 0; k < op->n_inputs; k++)
+        {
+          if (!partial_in[k] || (partial_in[k] & used))
+            continue;
+          PlannerStrategy v = *s;
+          v.partial = partial_in[k];
+          v.partial_input = op->rule.linear_all ? 0 : (guint8) k;
+          consider (p, op_index, op, &v, i * (PLANNER_MAX_OPERANDS + 1) + k + 1, &best, &second,
+                    &n);
+          if (op->rule.linear_all)
+            break;
+        }
+    }
+
+  PlannerOpPlan *plan = planner_plan_get_op (p->plan, op_index);
+  if (n == 0)
+    {
+      /* Nothing reachable (every candidate needs partial sums that nobody makes): keep the
+       * default, which the plan's redistributions will then resolve or refuse. */
+      planner_default_strategy (&op->rule, p->mesh, &best.strategy);
+    }
+  plan->strategy = best.strategy;
+  plan->decision = PLANNER_DECIDED_PROPAGATED;
+  plan->trace_step = (int) planner_plan_get_n_trace_steps (p->plan);
+
+  PlannerTraceStep step = { 0 };
+  step.index = (guint) plan->trace_step;
+  step.op = op_index;
+  step.strategy = best.strategy;
+  step.from_op = (int) from_op;
+  step.forward = forward;
+  step.edge_cost_s = n ? best.cost : 0;
+  step.n_candidates = n;
+  step.has_runner_up = n > 1;
+  if (n > 1)
+    {
+      step.runner_up = second.strategy;
+      step.runner_up_cost_s = second.cost;
+    }
+  planner_plan_append_trace_step (p->plan, &step);
+  p->decided[op_index] = TRUE;
+  publish (p, op_index);
+}
+
+static void
+bfs (Propagation *p, guint seed, gboolean *visited)
+{
+  g_autoptr (GQueue) queue = g_queue_new ();
+  g_queue_push_tail (queue, GUINT_TO_POINTER (seed));
+
+  while (!g_queue_is_empty (queue))
+    {
+      guint o = GPOINTER_TO_UINT (g_queue_pop_head (queue));
+      const PlannerOp *op = planner_graph_get_op (p->graph, o);
+
+      for (guint k = 0; k < op->n_outputs; k++)
+        {
+          const PlannerTensor *t = planner_graph_get_tensor (p->graph, op->outputs[k]);
+          for (guint c = 0; c < t->consumers->len; c++)
+            {
+              guint next = g_array_index (t->consumers, PlannerUse, c).op;
+              if (visited[next])
+                continue;
+              visited[next] = TRUE;
+              decide (p, next, o, TRUE);
+              g_queue_push_tail (queue, GUINT_TO_POINTER (next));
+            }
+        }
+      for (guint k = 0; k < op->n_inputs; k++)
+        {
+          const PlannerTensor *t = planner_graph_get_tensor (p->graph, op->inputs[k]);
+          if (t->producer < 0 || visited[t->producer])
+            continue;
+          guint next = (guint) t->producer;
+          visited[next] = TRUE;
+          decide (p, next, o, FALSE);
+          g_queue_push_tail (queue, GUINT_TO_POINTER (next));
+        }
+    }
+}
+
+static const char *const *
+input_names_of (PlannerGraph *graph, const PlannerOp *op, const char **names)
+{
+  for (guint k = 0; k < op->n_inputs; k++)
+    names[k] = planner_graph_get_tensor (graph, op->inputs[k])->name;
+  names[op->n_inputs] = NULL;
+  return names;
+}
+
+/* Applies one pin to one op. */
+static gboolean
+pin_op (Propagation *p, guint op_index, const PlannerPin *pin, guint pin_index, GError **error)
+{
+  const PlannerOp *op = planner_graph_get_op (p->graph, op_index);
+  const char *names[PLANNER_MAX_OPERANDS + 1];
+  PlannerOpPlan *plan = planner_plan_get_op (p->plan, op_index);
+  PlannerStrategy s;
+  g_autoptr (GError) local = NULL;
+
+  /* Trailing inputs left out must be parameters: their layouts follow from the factors. */
+  for (guint k = pin->n_inputs; k < op->n_inputs; k++)
+    if (planner_graph_get_tensor (p->graph, op->inputs[k])->kind != PLANNER_TENSOR_PARAMETER)
+      {
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                     "pin '%s' on %s gives %u input layouts; input %u (%s) is not a parameter, "
+                     "so give layouts for the first %u inputs",
+                     pin->text, op->name, pin->n_inputs, k,
+                     planner_graph_get_tensor (p->graph, op->inputs[k])->name, k + 1);
+        return FALSE;
+      }
+  if (!planner_strategy_from_layouts (&op->rule, p->mesh, pin->inputs, pin->n_inputs, op->name,
+                                      input_names_of (p->graph, op, names), &s, &local))
+    {
+      g_set_error (error, PLANNER_ERROR, local->code, "pin '%s': %s", pin->text, local->message);
+      return FALSE;
+    }
+  if (pin->n_outputs)
+    {
+      if (pin->n_outputs != op->n_outputs)
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                       "pin '%s': %s has %u outputs, the pin gives %u output layouts", pin->text,
+                       op->name, op->n_outputs, pin->n_outputs);
+          return FALSE;
+        }
+      for (guint k = 0; k < op->n_outputs; k++)
+        {
+          const PlannerTensor *t = planner_graph_get_tensor (p->graph, op->outputs[k]);
+          g_autofree char *what = g_strdup_printf ("pin '%s': output %s of %s", pin->text,
+                                                   t->name, op->name);
+          if (!planner_layout_validate (&pin->outputs[k], p->mesh, t->shape, t->rank, what,
+                                        error))
+            return FALSE;
+        }
+      plan->has_out_layouts = TRUE;
+      memcpy (plan->out_layouts, pin->outputs, op->n_outputs * sizeof (PlannerLayout));
+    }
+  plan->strategy = s;
+  plan->decision = PLANNER_DECIDED_PINNED;
+  plan->pin = (int) pin_index;
+  return TRUE;
+}
+
+PlannerPlan *
+planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHardware *hw,
+                   GPtrArray *pins, const PlannerPropagateOptions *options, GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_GRAPH (graph), NULL);
+  g_return_val_if_fail (mesh != NULL && hw != NULL, NULL);
+
+  gint64 start = g_get_monotonic_time ();
+  PlannerPropagateOptions defaults;
+  if (options == NULL)
+    {
+      planner_propagate_options_init (&defaults);
+      options = &defaults;
+    }
+
+  g_autoptr (PlannerPlan) plan = planner_plan_new (graph, mesh, hw);
+  Propagation p = { graph, plan, planner_plan_get_mesh (plan), planner_plan_get_hardware (plan),
+                    planner_plan_get_redistributor (plan), planner_graph_get_n_ops (graph) };
+  guint n_tensors = planner_graph_get_n_tensors (graph);
+  g_autofree gboolean *decided = g_new0 (gboolean, p.n_ops);
+  g_autofree gboolean *pinned = g_new0 (gboolean, p.n_ops);
+  g_autofree gboolean *visited = g_new0 (gboolean, p.n_ops);
+  g_autofree int *pinned_by = g_new (int, p.n_ops);
+  g_autofree PlannerLayout *layouts = g_new0 (PlannerLayout, n_tensors);
+  g_autofree gboolean *known = g_new0 (gboolean, n_tensors);
+  p.decided = decided;
+  p.pinned = pinned;
+  p.layouts = layouts;
+  p.known = known;
+  p.enumerations = g_hash_table_new_full (rule_hash, rule_equal, NULL,
+                                          (GDestroyNotify) g_array_unref);
+
+  /* Pins: sorted by text so the plan does not depend on the order they were given in; a
+   * user's pin overrides a policy's, two different pins of one tier on one op conflict. */
+  g_autoptr (GPtrArray) sorted = g_ptr_array_new ();
+  for (guint i = 0; pins && i < pins->len; i++)
+    g_ptr_array_add (sorted, g_ptr_array_index (pins, i));
+  for (guint i = 1; i < sorted->len; i++)
+    for (guint j = i; j > 0; j--)
+      {
+        PlannerPin *a = g_ptr_array_index (sorted, j - 1), *b = g_ptr_array_index (sorted, j);
+        int c = a->priority != b->priority ? (int) a->priority - (int) b->priority
+                                           : strcmp (a->text, b->text);
+        if (c <= 0)
+          break;
+        sorted->pdata[j - 1] = b;
+        sorted->pdata[j] = a;
+      }
+  for (guint i = 0; i < p.n_ops; i++)
+    pinned_by[i] = -1;
+  for (guint i = 0; i < sorted->len; i++)
+    {
+      const PlannerPin *pin = g_ptr_array_index (sorted, i);
+      gboolean matched = FALSE;
+      planner_plan_add_pin_text (plan, pin->text);
+      for (guint o = 0; o < p.n_ops; o++)
+        {
+          const PlannerOp *op = planner_graph_get_op (graph, o);
+          if (!planner_pin_matches (pin, op->name))
+            continue;
+          matched = TRUE;
+          if (pinned_by[o] >= 0)
+            {
+              const PlannerPin *prev = g_ptr_array_index (sorted, pinned_by[o]);
+              if (prev->priority == pin->priority && strcmp (prev->text, pin->text) != 0)
+                {
+                  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT,
+                               "%s is matched by two pins, '%s' and '%s'; make the globs "
+                               "disjoint",
+                               op->name, prev->text, pin->text);
+                  g_hash_table_unref (p.enumerations);
+                  return NULL;
+                }
+            }
+          if (!pin_op (&p, o, pin, i, error))
+            {
+              g_hash_table_unref (p.enumerations);
+              return NULL;
+            }
+          pinned_by[o] = (int) i;
+          pinned[o] = decided[o] = visited[o] = TRUE;
+        }
+      if (!matched)
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_OP,
+                       "pin '%s': no op matches '%s'; op names look like %s (globs such as "
+                       "'*.q_proj' work)",
+                       pin->text, pin->glob,
+                       p.n_ops > 1 ? planner_graph_get_op (graph, p.n_ops / 2)->name : "?");
+          g_hash_table_unref (p.enumerations);
+          return NULL;
+        }
+    }
+
+  /* Seeds publish their layouts first, so every BFS sees every pin. */
+  for (guint o = 0; o < p.n_ops; o++)
+    if (pinned[o])
+      publish (&p, o);
+  for (guint o = 0; o < p.n_ops; o++)
+    if (pinned[o])
+      bfs (&p, o, visited);
+
+  for (guint o = 0; o < p.n_ops; o++)
+    if (!decided[o])
+      {
+        PlannerOpPlan *op_plan = planner_plan_get_op (plan, o);
+        planner_default_strategy (&planner_graph_get_op (graph, o)->rule, p.mesh,
+                                  &op_plan->strategy);
+        op_plan->decision = PLANNER_DECIDED_DEFAULTED;
+      }
+  g_hash_table_unref (p.enumerations);
+
+  if (!planner_plan_finish (plan, options->allow_tied_redistribution, error))
+    return NULL;
+  planner_plan_set_propagate_ms (plan, (double) (g_get_monotonic_time () - start) / 1000.0);
+  return g_steal_pointer (&plan);
+}
