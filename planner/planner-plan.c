@@ -321,6 +321,21 @@ planner_plan_get_totals (PlannerPlan *self)
   return &self->totals;
 }
 
+int
+planner_plan_find_redistribution (PlannerPlan *self, guint tensor, const PlannerLayout *to)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), -1);
+  for (guint i = 0; i < self->redistributions->len; i++)
+    {
+      const PlannerRedistribution *r
+        = &g_array_index (self->redistributions, PlannerRedistribution, i);
+      if (r->tensor == tensor && !r->producer_side && r->consumer >= 0
+          && planner_layout_equal (&r->to, to))
+        return (int) i;
+    }
+  return -1;
+}
+
 /* ---- finishing: layouts, redistributions, conflicts, totals ---- */
 
 static guint64
@@ -582,6 +597,8 @@ planner_plan_finish (PlannerPlan *self, gboolean allow_tied_redistribution, GErr
                            t->name, planner_graph_get_op (g, first->op)->name, a, op->name, b);
               return FALSE;
             }
+          if (planner_plan_find_redistribution (self, op->inputs[k], &in[k]) >= 0)
+            continue;
           const PlannerRedistPath *path = planner_redistributor_find (
             self->redistributor, have, &in[k], t->shape, t->rank, t->dtype);
           if (!path->reachable)

@@ -39,7 +39,8 @@ typedef struct
 } PlannerOpPlan;
 
 /* One redistribution: tensor @tensor from @from (its layout as produced or stored) to @to
- * (what the consumer needs). consumer -1: a graph output's final reduction; producer_side:
+ * (what the consumer needs); it also serves later consumers that need the same @to
+ * (planner_plan_find_redistribution). consumer -1: a graph output's final reduction; producer_side:
  * an out_strategy conversion at the producer (consumer is then the producer op). */
 typedef struct
 {
@@ -131,6 +132,9 @@ const PlannerLayout *planner_plan_get_tensor_layout (PlannerPlan *self, guint te
 
 guint planner_plan_get_n_redistributions (PlannerPlan *self);
 const PlannerRedistribution *planner_plan_get_redistribution (PlannerPlan *self, guint i);
+/* One redistribution serves every consumer of @tensor that needs layout @to: the index of the
+ * one consumers of that layout share, or -1. */
+int planner_plan_find_redistribution (PlannerPlan *self, guint tensor, const PlannerLayout *to);
 guint planner_plan_get_n_trace_steps (PlannerPlan *self);
 const PlannerTraceStep *planner_plan_get_trace_step (PlannerPlan *self, guint i);
 void planner_plan_append_trace_step (PlannerPlan *self, const PlannerTraceStep *step);

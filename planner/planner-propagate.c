@@ -2,6 +2,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "planner-error.h"
@@ -81,13 +82,65 @@ planner_default_strategy (const PlannerOpRule *rule, const PlannerMesh *mesh,
       }
 }
 
+/* The layouts an op's decided neighbours have or need, gathered once per decision. */
+typedef struct
+{
+  guint n_needs;
+  guint need_output[64];
+  PlannerLayout need[64];
+} Neighbours;
+
+static void
+gather_neighbours (Propagation *p, guint op_index, const PlannerOp *op, Neighbours *nb)
+{
+  nb->n_needs = 0;
+  for (guint k = 0; k < op->n_outputs; k++)
+    {
+      const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, op->outputs[k]);
+      for (guint c = 0; c < tensor->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (tensor->consumers, PlannerUse, c);
+          if (!p->decided[use->op] || use->op == op_index || nb->n_needs >= G_N_ELEMENTS (nb->need))
+            continue;
+          PlannerLayout need[PLANNER_MAX_OPERANDS];
+          gboolean seen = FALSE;
+          planner_plan_op_layouts (p->plan, use->op, need, NULL);
+          /* One redistribution serves every consumer that needs the same layout. */
+          for (guint i = 0; i < nb->n_needs && !seen; i++)
+            seen = nb->need_output[i] == k && planner_layout_equal (&nb->need[i], &need[use->slot]);
+          if (seen)
+            continue;
+          nb->need_output[nb->n_needs] = k;
+          nb->need[nb->n_needs++] = need[use->slot];
+        }
+    }
+}
+
+/* Adds one edge's redistribution to the running cost; FALSE when it cannot be done. */
+static gboolean
+add_edge (Propagation *p, const PlannerTensor *tensor, const PlannerLayout *from,
+          const PlannerLayout *to, double *cost, guint *steps)
+{
+  if (planner_layout_equal (from, to))
+    return TRUE;
+  const PlannerRedistPath *path = planner_redistributor_find (p->redist, from, to, tensor->shape,
+                                                              tensor->rank, tensor->dtype);
+  if (!path->reachable)
+    return FALSE;
+  *cost += path->time_s;
+  *steps += path->n_steps;
+  return TRUE;
+}
+
 /* Sum of the redistribution costs between a candidate and every decided neighbour. */
 static double
-edge_cost (Propagation *p, guint op_index, const PlannerOp *op, const PlannerStrategy *s)
+edge_cost (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerStrategy *s,
+           guint *steps)
 {
   PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
   double total = 0;
 
+  *steps = 0;
   planner_strategy_layouts (s, &op->rule, p->mesh, in, out);
   for (guint k = 0; k < op->n_inputs; k++)
     {
@@ -97,30 +150,17 @@ edge_cost (Propagation *p, guint op_index, const PlannerOp *op, const PlannerStr
       const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, t);
       if (planner_layout_equal (&p->layouts[t], &in[k]))
         continue;
-      double c = planner_redistributor_cost (p->redist, &p->layouts[t], &in[k], tensor->shape,
-                                             tensor->rank, tensor->dtype);
-      if (c >= G_MAXDOUBLE)
+      if (!add_edge (p, tensor, &p->layouts[t], &in[k], &total, steps))
         return G_MAXDOUBLE;
-      total += c + (tensor->kind == PLANNER_TENSOR_PARAMETER ? TIED_PENALTY_S : 0);
+      if (tensor->kind == PLANNER_TENSOR_PARAMETER)
+        total += TIED_PENALTY_S;
     }
-  for (guint k = 0; k < op->n_outputs; k++)
+  for (guint i = 0; i < nb->n_needs; i++)
     {
+      guint k = nb->need_output[i];
       const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, op->outputs[k]);
-      for (guint c = 0; c < tensor->consumers->len; c++)
-        {
-          const PlannerUse *use = &g_array_index (tensor->consumers, PlannerUse, c);
-          if (!p->decided[use->op] || use->op == op_index)
-            continue;
-          PlannerLayout need[PLANNER_MAX_OPERANDS];
-          planner_plan_op_layouts (p->plan, use->op, need, NULL);
-          if (planner_layout_equal (&out[k], &need[use->slot]))
-            continue;
-          double cost = planner_redistributor_cost (p->redist, &out[k], &need[use->slot],
-                                                    tensor->shape, tensor->rank, tensor->dtype);
-          if (cost >= G_MAXDOUBLE)
-            return G_MAXDOUBLE;
-          total += cost;
-        }
+      if (!add_edge (p, tensor, &out[k], &nb->need[i], &total, steps))
+        return G_MAXDOUBLE;
     }
   return total;
 }
@@ -129,22 +169,35 @@ typedef struct
 {
   PlannerStrategy strategy;
   double cost;
+  guint steps;
   double compute;
   guint64 parts;
   guint index;
 } Scored;
 
+/* Costs summed in a different order differ in the last bits; closer than this they tie. */
+static gboolean
+same_cost (double a, double b)
+{
+  return fabs (a - b) <= 1e-9 * MAX (fabs (a), fabs (b));
+}
+
 /* semantics.md 9.3: zero communication first, then lower edge cost, lower compute, more
- * devices used, then the first strategy in enumeration order. */
+ * devices used, then the first strategy in enumeration order. Between equal edge costs, fewer
+ * collective steps win first: an AllReduce and a ReduceScatter + AllGather pair cost the same
+ * in the alpha-beta model, but each step is one more launch and synchronisation that the
+ * model does not charge. */
 static gboolean
 better (const Scored *a, const Scored *b)
 {
   gboolean za = a->cost == 0, zb = b->cost == 0;
   if (za != zb)
     return za;
-  if (a->cost != b->cost)
+  if (!same_cost (a->cost, b->cost))
     return a->cost < b->cost;
-  if (a->compute != b->compute)
+  if (a->steps != b->steps)
+    return a->steps < b->steps;
+  if (!same_cost (a->compute, b->compute))
     return a->compute < b->compute;
   if (a->parts != b->parts)
     return a->parts > b->parts;
@@ -161,10 +214,11 @@ compute_cost (Propagation *p, const PlannerOp *op, const PlannerStrategy *s)
 }
 
 static void
-consider (Propagation *p, guint op_index, const PlannerOp *op, const PlannerStrategy *s,
+consider (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerStrategy *s,
           guint index, Scored *best, Scored *second, guint *n_considered)
 {
-  Scored c = { *s, edge_cost (p, op_index, op, s), 0, 0, index };
+  Scored c = { *s, 0, 0, 0, 0, index };
+  c.cost = edge_cost (p, op, nb, s, &c.steps);
   if (c.cost >= G_MAXDOUBLE)
     return;
   c.compute = compute_cost (p, op, s);
@@ -210,6 +264,8 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
   GArray *list = candidates_of (p, op);
   Scored best = { 0 }, second = { 0 };
   guint n = 0;
+  Neighbours nb;
+  gather_neighbours (p, op_index, op, &nb);
 
   /* Partial inputs that may pass through a linear op: one variant per such input. */
   guint32 partial_in[PLANNER_MAX_OPERANDS] = { 0 };
@@ -225,7 +281,7 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
   for (guint i = 0; i < list->len; i++)
     {
       const PlannerStrategy *s = &g_array_index (list, PlannerStrategy, i);
-      consider (p, op_index, op, s, i * (PLANNER_MAX_OPERANDS + 1), &best, &second, &n);
+      consider (p, op, &nb, s, i * (PLANNER_MAX_OPERANDS + 1), &best, &second, &n);
       if (!any_partial)
         continue;
       guint32 used = planner_strategy_axis_mask (s);
@@ -236,7 +292,7 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
           PlannerStrategy v = *s;
           v.partial = partial_in[k];
           v.partial_input = op->rule.linear_all ? 0 : (guint8) k;
-          consider (p, op_index, op, &v, i * (PLANNER_MAX_OPERANDS + 1) + k + 1, &best, &second,
+          consider (p, op, &nb, &v, i * (PLANNER_MAX_OPERANDS + 1) + k + 1, &best, &second,
                     &n);
           if (op->rule.linear_all)
             break;
@@ -437,7 +493,25 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
           if (pinned_by[o] >= 0)
             {
               const PlannerPin *prev = g_ptr_array_index (sorted, pinned_by[o]);
-              if (prev->priority == pin->priority && strcmp (prev->text, pin->text) != 0)
+              PlannerOpPlan before = *planner_plan_get_op (plan, o);
+              if (!pin_op (&p, o, pin, i, error))
+                {
+                  g_hash_table_unref (p.enumerations);
+                  return NULL;
+                }
+              PlannerOpPlan *after = planner_plan_get_op (plan, o);
+              gboolean same = planner_strategy_equal (&before.strategy, &after->strategy)
+                              && before.has_out_layouts == after->has_out_layouts
+                              && (!before.has_out_layouts
+                                  || memcmp (before.out_layouts, after->out_layouts,
+                                             sizeof before.out_layouts) == 0);
+              /* Overlapping globs that ask for the same strategy agree; the first stays. */
+              if (same && prev->priority == pin->priority)
+                {
+                  *after = before;
+                  continue;
+                }
+              if (prev->priority == pin->priority)
                 {
                   g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT,
                                "%s is matched by two pins, '%s' and '%s'; make the globs "
