@@ -430,6 +430,7 @@ parse_tensor (JsonNode *node, guint index, TensorDecl *decl, GError **error)
   JsonObject *object;
   JsonNode *shape;
   const char *kind;
+  double numel;
   guint i;
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
@@ -461,11 +462,14 @@ parse_tensor (JsonNode *node, guint index, TensorDecl *decl, GError **error)
     return malformed (error, "%s: missing field \"shape\"", where);
   if (!get_ints (shape, where, "shape", PLANNER_MAX_RANK, decl->shape, &decl->rank, error))
     return FALSE;
-  for (i = 0; i < decl->rank; i++)
-    if (decl->shape[i] < 1 || decl->shape[i] > (G_GINT64_CONSTANT (1) << 48))
+  for (i = 0, numel = 1; i < decl->rank; i++)
+    if (decl->shape[i] < 1 || decl->shape[i] > (G_GINT64_CONSTANT (1) << 48)
+        || (numel *= decl->shape[i]) > (double)(G_GINT64_CONSTANT (1) << 62))
       {
         g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
-                     "%s: dim %u has size %" G_GINT64_FORMAT "; sizes must be >= 1 and < 2^48",
+                     "%s: dim %u has size %" G_GINT64_FORMAT
+                     "; sizes must be >= 1 and < 2^48, and tensors hold at most 2^62 "
+                     "elements",
                      where, i, decl->shape[i]);
         return FALSE;
       }

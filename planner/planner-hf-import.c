@@ -63,6 +63,11 @@ static const struct
 
 #define DEFAULT_BATCH 8
 #define DEFAULT_SEQ 1024
+/* Bounds that keep element counts inside 64 bits and a graph inside memory; real models
+ * are far below them. */
+#define MAX_SIZE G_MAXINT32
+#define MAX_LAYERS 4096
+#define MAX_NUMEL (G_GINT64_CONSTANT (1) << 62)
 
 typedef struct
 {
@@ -114,11 +119,12 @@ planner_model_options_check (const PlannerModelOptions *options, GError **error)
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
-    if (fields[i].value < 0)
+    if (fields[i].value < 0 || fields[i].value > MAX_SIZE)
       {
-        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
-                     "%s must be >= 1 (or 0 for the model's default), got %" G_GINT64_FORMAT,
-                     fields[i].name, fields[i].value);
+        g_set_error (
+            error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
+            "%s must be >= 1 and < 2^31 (or 0 for the model's default), got %" G_GINT64_FORMAT,
+            fields[i].name, fields[i].value);
         return FALSE;
       }
   if (options->dtype_set && options->dtype == PLANNER_DTYPE_I64)
@@ -245,10 +251,11 @@ reader_size (Reader *r, const char *field, const char *alias, gint64 fallback)
     value = (gint64)json_node_get_double (node);
   else
     return reader_wrong_type (r, field, "an integer"), 1;
-  if (value < 1)
+  if (value < 1 || value > MAX_SIZE)
     {
       g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-                   "%s: field \"%s\" must be >= 1, got %" G_GINT64_FORMAT, r->what, field, value);
+                   "%s: field \"%s\" must be >= 1 and < 2^31, got %" G_GINT64_FORMAT, r->what,
+                   field, value);
       return 1;
     }
   return value;
@@ -1035,6 +1042,29 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
   b.seq = options->seq > 0 ? options->seq : MIN (DEFAULT_SEQ, c.max_positions);
   b.dtype = options->dtype_set ? options->dtype : c.has_dtype ? c.dtype : PLANNER_DTYPE_F32;
   layers = options->layers > 0 ? options->layers : c.layers;
+  if (layers > MAX_LAYERS)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "%s: %" G_GINT64_FORMAT " layers; at most %d are supported", what, layers,
+                   MAX_LAYERS);
+      return NULL;
+    }
+  {
+    /* The widest activation is [B, S, one of these]. */
+    const gint64 widths[] = { c.vocab, c.intermediate, c.heads * c.head_dim * 3, c.hidden };
+    double widest = 0;
+
+    for (guint i = 0; i < G_N_ELEMENTS (widths); i++)
+      widest = MAX (widest, (double)b.batch * (double)b.seq * (double)widths[i]);
+    if (widest > (double)MAX_NUMEL)
+      {
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "%s: batch %" G_GINT64_FORMAT " x sequence %" G_GINT64_FORMAT
+                     " makes tensors of more than 2^62 elements",
+                     what, b.batch, b.seq);
+        return NULL;
+      }
+  }
   if (c.type->family != FAMILY_LLAMA && b.seq > c.max_positions)
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,

@@ -285,6 +285,11 @@ static const BadGraph bad_graphs[] = {
     GRAPH ("{\"name\": \"x\", \"dtype\": \"f32\", \"kind\": \"input\", \"shape\": [0, 16]}", "",
            "\"x\""),
     PLANNER_ERROR_SHAPE_MISMATCH, "tensor \"x\": dim 0 has size 0" },
+  { "too-many-elements",
+    GRAPH ("{\"name\": \"x\", \"dtype\": \"f32\", \"kind\": \"input\", \"shape\": [1048576, "
+           "1048576, 1048576, 1048576]}",
+           "", "\"x\""),
+    PLANNER_ERROR_SHAPE_MISMATCH, "tensor \"x\": dim 3 has size 1048576" },
   { "rank-too-high",
     GRAPH ("{\"name\": \"x\", \"dtype\": \"f32\", \"kind\": \"input\", \"shape\": [1, 1, 1, 1, 1, "
            "1, 1, 1, 1]}",

@@ -480,6 +480,15 @@ test_overrides (void)
   g_assert_no_error (error);
   ASSERT_SHAPE (tensor (graph, "input_ids"), 8, 256);
 
+  /* Shapes too big for 64-bit element counts. */
+  options.seq = G_MAXINT32;
+  options.batch = G_MAXINT32;
+  graph = planner_zoo_build ("llama", &options, &error);
+  g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH);
+  g_assert_nonnull (strstr (error->message, "2^62"));
+  g_assert_null (graph);
+  g_clear_error (&error);
+
   g_clear_object (&graph);
   planner_model_options_init (&options);
   options.batch = -4;
@@ -661,11 +670,21 @@ static const BadConfig bad_configs[] = {
     "{\"model_type\": \"llama\", \"vocab_size\": 512, \"hidden_size\": 64, "
     "\"intermediate_size\": 128, \"num_hidden_layers\": 0, \"num_attention_heads\": 4, "
     "\"max_position_embeddings\": 64}",
-    PLANNER_ERROR_MALFORMED_FILE, "\"num_hidden_layers\" must be >= 1, got 0" },
+    PLANNER_ERROR_MALFORMED_FILE, "\"num_hidden_layers\" must be >= 1 and < 2^31, got 0" },
+  { "huge-layers",
+    "{\"model_type\": \"llama\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 1000000, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64}",
+    PLANNER_ERROR_SHAPE_MISMATCH, "1000000 layers; at most 4096" },
+  { "huge-vocab",
+    "{\"model_type\": \"llama\", \"vocab_size\": 4294967296, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64}",
+    PLANNER_ERROR_MALFORMED_FILE, "\"vocab_size\" must be >= 1 and < 2^31, got 4294967296" },
   { "negative-hidden",
     "{\"model_type\": \"gpt2\", \"vocab_size\": 512, \"n_positions\": 64, \"n_embd\": -64, "
     "\"n_layer\": 2, \"n_head\": 4}",
-    PLANNER_ERROR_MALFORMED_FILE, "\"n_embd\" must be >= 1, got -64" },
+    PLANNER_ERROR_MALFORMED_FILE, "\"n_embd\" must be >= 1 and < 2^31, got -64" },
   { "wrong-type",
     "{\"model_type\": \"bert\", \"vocab_size\": \"many\", \"hidden_size\": 64, "
     "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 128}",
