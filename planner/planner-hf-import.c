@@ -305,13 +305,13 @@ reader_bool (Reader *r, const char *field, gboolean fallback)
 
 /* @fallback NULL: the field is required. */
 static const char *
-reader_string (Reader *r, const char *field, const char *fallback)
+reader_string (Reader *r, const char *field, const char *alias, const char *fallback)
 {
   JsonNode *node;
 
   if (r->error != NULL)
     return fallback != NULL ? fallback : "";
-  node = reader_lookup (r, field, NULL);
+  node = reader_lookup (r, field, alias);
   if (node == NULL)
     {
       if (fallback == NULL)
@@ -336,7 +336,7 @@ join_strings (const char *const *strings, guint n)
 static const ModelType *
 lookup_model_type (Reader *r)
 {
-  const char *model_type = reader_string (r, "model_type", NULL);
+  const char *model_type = reader_string (r, "model_type", NULL, NULL);
   g_autofree char *supported = NULL;
 
   if (r->error != NULL)
@@ -378,7 +378,7 @@ lookup_architecture (Reader *r, const ModelType *type)
 static void
 read_activation (Reader *r, HfConfig *c, const char *field, const char *fallback)
 {
-  const char *name = reader_string (r, field, fallback);
+  const char *name = reader_string (r, field, NULL, fallback);
   g_autoptr (GString) supported = g_string_new (NULL);
 
   if (r->error != NULL)
@@ -401,7 +401,8 @@ read_activation (Reader *r, HfConfig *c, const char *field, const char *fallback
 static void
 read_dtype (Reader *r, HfConfig *c)
 {
-  const char *name = reader_string (r, "torch_dtype", "");
+  /* Newer transformers write "dtype". */
+  const char *name = reader_string (r, "torch_dtype", "dtype", "");
 
   if (r->error != NULL || *name == '\0')
     return;

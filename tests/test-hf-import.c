@@ -449,6 +449,21 @@ test_overrides (void)
   g_assert_cmpstr (planner_graph_get_source (graph), ==,
                    "llama?batch=2&seq=64&layers=2&dtype=bf16");
 
+  /* transformers >= 4.56 writes "dtype" instead of "torch_dtype". */
+  {
+    g_autoptr (PlannerGraph) bert = planner_hf_import_json (
+        "{\"model_type\": \"bert\", \"vocab_size\": 100, \"hidden_size\": 16, "
+        "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 32, "
+        "\"dtype\": \"bfloat16\"}",
+        NULL, &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpint (tensor (bert, "bert.embeddings.word_embeddings.weight")->dtype, ==,
+                     PLANNER_DTYPE_BF16);
+    /* max_position_embeddings defaults to 512 for BERT */
+    ASSERT_SHAPE (tensor (bert, "input_ids"), 8, 512);
+  }
+
   /* Defaults: batch 8, the model's 128 positions, f32 when the config names no dtype. */
   ASSERT_SHAPE (tensor (tiny, "input_ids"), 8, 128);
   g_assert_cmpint (tensor (tiny, "transformer.wte.weight")->dtype, ==, PLANNER_DTYPE_F32);
