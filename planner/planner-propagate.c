@@ -37,11 +37,7 @@ planner_propagate_options_init (PlannerPropagateOptions *options)
 static guint
 rule_hash (gconstpointer p)
 {
-  const guint8 *b = p;
-  guint h = 2166136261u;
-  for (gsize i = 0; i < sizeof (PlannerOpRule); i++)
-    h = (h ^ b[i]) * 16777619u;
-  return h;
+  return planner_hash_bytes (p, sizeof (PlannerOpRule));
 }
 
 static gboolean
@@ -204,25 +200,24 @@ better (const Scored *a, const Scored *b)
   return a->index < b->index;
 }
 
+/* Every factor enters an op's work as a product, so @parts devices each do 1/parts of it. */
 static double
-compute_cost (Propagation *p, const PlannerOp *op, const PlannerStrategy *s)
+compute_cost (Propagation *p, const PlannerOp *op, guint64 parts)
 {
-  double flops = planner_strategy_local_flops (s, &op->rule, p->mesh);
   const PlannerTensor *out = planner_graph_get_tensor (p->graph, op->outputs[0]);
-  double bytes = (double) planner_tensor_bytes (out) / (double) planner_strategy_parts (s, p->mesh);
-  return planner_cost_compute_time (p->hw, out->dtype, flops, bytes);
+  return planner_cost_compute_time (p->hw, out->dtype, op->rule.flops / (double) parts,
+                                    (double) planner_tensor_bytes (out) / (double) parts);
 }
 
 static void
 consider (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerStrategy *s,
-          guint index, Scored *best, Scored *second, guint *n_considered)
+          guint64 parts, guint index, Scored *best, Scored *second, guint *n_considered)
 {
-  Scored c = { *s, 0, 0, 0, 0, index };
+  Scored c = { *s, 0, 0, 0, parts, index };
   c.cost = edge_cost (p, op, nb, s, &c.steps);
   if (c.cost >= G_MAXDOUBLE)
     return;
-  c.compute = compute_cost (p, op, s);
-  c.parts = planner_strategy_parts (s, p->mesh);
+  c.compute = compute_cost (p, op, parts);
   (*n_considered)++;
   if (*n_considered == 1 || better (&c, best))
     {
@@ -281,10 +276,11 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
   for (guint i = 0; i < list->len; i++)
     {
       const PlannerStrategy *s = &g_array_index (list, PlannerStrategy, i);
-      consider (p, op, &nb, s, i * (PLANNER_MAX_OPERANDS + 1), &best, &second, &n);
+      guint32 used = planner_strategy_axis_mask (s);
+      guint64 parts = planner_mesh_mask_size (p->mesh, used);
+      consider (p, op, &nb, s, parts, i * (PLANNER_MAX_OPERANDS + 1), &best, &second, &n);
       if (!any_partial)
         continue;
-      guint32 used = planner_strategy_axis_mask (s);
       for (guint k = 0; k < op->n_inputs; k++)
         {
           if (!partial_in[k] || (partial_in[k] & used))
@@ -292,8 +288,8 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
           PlannerStrategy v = *s;
           v.partial = partial_in[k];
           v.partial_input = op->rule.linear_all ? 0 : (guint8) k;
-          consider (p, op, &nb, &v, i * (PLANNER_MAX_OPERANDS + 1) + k + 1, &best, &second,
-                    &n);
+          consider (p, op, &nb, &v, parts, i * (PLANNER_MAX_OPERANDS + 1) + k + 1, &best,
+                    &second, &n);
           if (op->rule.linear_all)
             break;
         }
@@ -477,8 +473,14 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
         sorted->pdata[j - 1] = b;
         sorted->pdata[j] = a;
       }
+  /* Reversed names once: GPatternSpec wants them for leading-'*' globs. */
+  g_autoptr (GPtrArray) reversed_names = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; i < p.n_ops; i++)
-    pinned_by[i] = -1;
+    {
+      pinned_by[i] = -1;
+      g_ptr_array_add (reversed_names, g_utf8_strreverse (planner_graph_get_op (graph, i)->name, -1));
+    }
+  char **reversed = (char **) reversed_names->pdata;
   for (guint i = 0; i < sorted->len; i++)
     {
       const PlannerPin *pin = g_ptr_array_index (sorted, i);
@@ -487,7 +489,8 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
       for (guint o = 0; o < p.n_ops; o++)
         {
           const PlannerOp *op = planner_graph_get_op (graph, o);
-          if (!planner_pin_matches (pin, op->name))
+          if (!g_pattern_spec_match (pin->pattern, strlen (op->name), op->name,
+                                     reversed[o]))
             continue;
           matched = TRUE;
           if (pinned_by[o] >= 0)

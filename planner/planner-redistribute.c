@@ -13,15 +13,29 @@ struct _PlannerRedistributor
   GHashTable *cache;   /* CacheKey* -> PlannerRedistPath* */
 };
 
-/* Zeroed before filling, so memcmp and hashing over the whole struct are exact. */
+/* Zeroed before filling, so memcmp and hashing over the whole struct are exact. Layouts are
+ * packed into one byte per mesh axis: keys stay small on the propagation's hot path. */
 typedef struct
 {
-  PlannerLayout from;
-  PlannerLayout to;
+  guint64 from;
+  guint64 to;
   gint64 shape[PLANNER_MAX_RANK];
-  guint rank;
-  PlannerDType dtype;
+  guint32 rank;
+  guint32 dtype;
 } CacheKey;
+
+/* Per axis: 0 replicated, 0xff partial, else 1 + dim + 16 * position in the dim's list. */
+static guint64
+layout_code (const PlannerLayout *l)
+{
+  guint64 code = 0;
+  for (guint d = 0; d < l->rank; d++)
+    for (guint i = 0; i < l->n_axes[d]; i++)
+      code |= (guint64) (1 + d + 16 * i) << (8 * l->axes[d][i]);
+  for (guint32 m = l->partial; m != 0; m &= m - 1)
+    code |= (guint64) 0xff << (8 * (guint) __builtin_ctz (m));
+  return code;
+}
 
 static void
 canonical_layout (PlannerLayout *out, const PlannerLayout *in)
@@ -39,17 +53,32 @@ canonical_layout (PlannerLayout *out, const PlannerLayout *in)
 static guint
 cache_key_hash (gconstpointer data)
 {
-  const guint8 *p = data;
-  guint h = 2166136261u;
-  for (gsize i = 0; i < sizeof (CacheKey); i++)
-    h = (h ^ p[i]) * 16777619u;
-  return h;
+  return planner_hash_bytes (data, sizeof (CacheKey));
 }
 
 static gboolean
 cache_key_equal (gconstpointer a, gconstpointer b)
 {
   return memcmp (a, b, sizeof (CacheKey)) == 0;
+}
+
+guint
+planner_hash_bytes (gconstpointer data, gsize size)
+{
+  /* Word at a time: this hash sits on the propagation's hot path. */
+  const guint8 *p = data;
+  guint64 h = 0x9e3779b97f4a7c15ull ^ size;
+  gsize i = 0;
+  for (; i + 8 <= size; i += 8)
+    {
+      guint64 w;
+      memcpy (&w, p + i, 8);
+      h = (h ^ w) * 0xff51afd7ed558ccdull;
+      h ^= h >> 32;
+    }
+  for (; i < size; i++)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return (guint) (h ^ (h >> 29));
 }
 
 static void
@@ -413,8 +442,8 @@ planner_redistributor_find (PlannerRedistributor *self, const PlannerLayout *fro
 
   CacheKey key;
   memset (&key, 0, sizeof key);
-  canonical_layout (&key.from, from);
-  canonical_layout (&key.to, to);
+  key.from = layout_code (from);
+  key.to = layout_code (to);
   memcpy (key.shape, shape, rank * sizeof (gint64));
   key.rank = rank;
   key.dtype = dtype;
@@ -422,7 +451,10 @@ planner_redistributor_find (PlannerRedistributor *self, const PlannerLayout *fro
   PlannerRedistPath *path = g_hash_table_lookup (self->cache, &key);
   if (path == NULL)
     {
-      path = search (self, &key.from, &key.to, shape, rank, dtype);
+      PlannerLayout a, b;
+      canonical_layout (&a, from);
+      canonical_layout (&b, to);
+      path = search (self, &a, &b, shape, rank, dtype);
       g_hash_table_insert (self->cache, g_memdup2 (&key, sizeof key), path);
     }
   return path;

@@ -64,6 +64,9 @@ char *planner_redist_step_describe (const PlannerRedistStep *step, const Planner
 gboolean planner_redist_step_apply (PlannerStepKind kind, guint axis, int dim, int dim_to,
                                     const PlannerLayout *before, PlannerLayout *after);
 
+/* A fast hash of plain bytes (cache keys that are zeroed structs). */
+guint planner_hash_bytes (gconstpointer data, gsize size);
+
 /* "12.0 MiB", "840 B"; "0.80 ms", "35 us": shared by every front end. */
 char *planner_format_bytes (guint64 bytes);
 char *planner_format_time (double seconds);
