@@ -1052,11 +1052,11 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
     }
   {
     /* The widest activation is [B, S, one of these]. */
-    const gint64 widths[] = { c.vocab, c.intermediate, c.heads * c.head_dim * 3, c.hidden };
+    const double widths[] = { c.vocab, c.intermediate, 3.0 * c.heads * c.head_dim, c.hidden };
     double widest = 0;
 
     for (guint i = 0; i < G_N_ELEMENTS (widths); i++)
-      widest = MAX (widest, (double)b.batch * (double)b.seq * (double)widths[i]);
+      widest = MAX (widest, (double)b.batch * (double)b.seq * widths[i]);
     if (widest > (double)MAX_NUMEL)
       {
         g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
@@ -1105,8 +1105,8 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
   return g_steal_pointer (&graph);
 }
 
-/* A config given as text has no path to come back to, so its source carries the text. */
-#define PLANNER_HF_TEXT_SOURCE_SCHEME "hf-config:"
+/* A config given as text has no path to come back to, so its source carries the text
+ * (PLANNER_HF_TEXT_SOURCE_SCHEME + base64). */
 
 PlannerGraph *
 planner_hf_import_json (const char *config_json_text, const PlannerModelOptions *options,
