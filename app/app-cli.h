@@ -1,0 +1,94 @@
+/* app-cli.h: what the subcommands of shardscope-cli share (architecture.md, "CLI contract").
+ *
+ * A subcommand is one entry of the table in shardscope-cli.c: a name, its arguments, a
+ * one-line summary and a handler. The handler parses its own options with a GOptionContext
+ * made by app_cli_context_new(), adds the common groups it needs, and returns an exit status:
+ * 0 done, 1 refused input (the GError on stderr), 2 bad usage (a usage line on stderr).
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "planner-graph.h"
+#include "planner-model.h"
+
+G_BEGIN_DECLS
+
+enum
+{
+  APP_CLI_EXIT_OK = 0,
+  APP_CLI_EXIT_REFUSED = 1,
+  APP_CLI_EXIT_USAGE = 2,
+};
+
+/* The hardware profile that estimates use unless --hardware says otherwise. */
+#define APP_CLI_DEFAULT_HARDWARE "h100-sxm"
+
+typedef struct _AppCliCommand AppCliCommand;
+
+struct _AppCliCommand
+{
+  const char *name;
+  const char *args;    /* "MODEL --mesh M --op NAME", for usage lines */
+  const char *summary; /* one line, for --help */
+  int (*run) (const AppCliCommand *command, int argc, char **argv);
+};
+
+/* Options every command that loads a model takes: --batch, --seq, --layers, --dtype. */
+typedef struct
+{
+  gint64 batch;
+  gint64 seq;
+  gint64 layers;
+  char *dtype;
+} AppCliModelArgs;
+
+void app_cli_model_args_clear (AppCliModelArgs *args);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (AppCliModelArgs, app_cli_model_args_clear)
+
+/* A context named after @command, with --help listing its arguments and summary. */
+GOptionContext *app_cli_context_new (const AppCliCommand *command);
+void app_cli_add_model_options (GOptionContext *context, AppCliModelArgs *args);
+void app_cli_add_json_option (GOptionContext *context, gboolean *json);
+
+/* Parses the options and checks that between @min_args and @max_args positional arguments
+ * remain (argv[0] is the command). Returns -1 to go on, else the exit status to return. */
+int app_cli_parse (const AppCliCommand *command, GOptionContext *context, int *argc,
+                   char ***argv, int min_args, int max_args);
+
+/* Prints "shardscope-cli COMMAND: MESSAGE" and the usage line on stderr; returns 2. */
+int app_cli_usage_error (const AppCliCommand *command, const char *format, ...)
+  G_GNUC_PRINTF (2, 3);
+/* Prints "shardscope-cli: MESSAGE" on stderr; returns 1. */
+int app_cli_refuse (const GError *error);
+
+/* Loads MODEL (zoo name, config.json or graph JSON) with the common options. An unknown
+ * --dtype is bad usage: *@status is then 2 (else 1 on a refusal). */
+PlannerGraph *app_cli_load_model (const AppCliCommand *command, const char *model,
+                                  const AppCliModelArgs *args, int *status);
+
+/* ---- output ---- */
+
+/* "[8,1024,768]" */
+char *app_cli_format_shape (const gint64 *shape, guint rank);
+/* "124,439,808" */
+char *app_cli_format_count (guint64 count);
+/* "2.34 TFLOP", "474.7 MiB": human scale next to the exact figure. */
+char *app_cli_format_flops (double flops);
+char *app_cli_format_bytes (guint64 bytes);
+char *app_cli_format_seconds (double seconds);
+
+/* JSON helpers: numbers that are whole are written as integers. */
+void app_cli_json_add_number (JsonBuilder *builder, const char *member, double value);
+void app_cli_json_add_shape (JsonBuilder *builder, const char *member, const gint64 *shape,
+                             guint rank);
+/* Writes @root to stdout, two-space indented, "key": value, one trailing newline. */
+void app_cli_json_print (JsonNode *root);
+
+/* ---- commands (app-cli-graph.c) ---- */
+
+int app_cli_models (const AppCliCommand *command, int argc, char **argv);
+int app_cli_graph (const AppCliCommand *command, int argc, char **argv);
+int app_cli_strategies (const AppCliCommand *command, int argc, char **argv);
+
+G_END_DECLS
