@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "planner-error.h"
-#include "planner-plan.h"
+#include "planner-plan-private.h"
 
 struct _PlannerPlan
 {
@@ -382,18 +382,53 @@ unreachable_error (PlannerPlan *self, const PlannerTensor *t, const char *consum
   return FALSE;
 }
 
-/* The pin whose region an op belongs to: follow the trace back to a pinned op. */
-static int
-origin_pin (PlannerPlan *self, int op)
+/* Inputs that receive a redistribution, as (op << 8 | slot); built before conflicts are
+ * looked for. */
+static gboolean
+edge_redistributed (GHashTable *edges, guint op, guint slot)
 {
-  for (guint guard = 0; op >= 0 && guard < self->ops->len; guard++)
+  return g_hash_table_contains (edges, GUINT_TO_POINTER ((op << 8) | slot));
+}
+
+/* The nearest pinned op whose layouts reach @start unchanged: walking producers (upstream)
+ * or consumers (downstream) along edges without a redistribution, breadth first. */
+static int
+nearest_pin (PlannerPlan *self, GHashTable *edges, guint start, gboolean upstream)
+{
+  PlannerGraph *g = self->graph;
+  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
+  g_autoptr (GQueue) queue = g_queue_new ();
+  g_queue_push_tail (queue, GUINT_TO_POINTER (start));
+  g_hash_table_add (seen, GUINT_TO_POINTER (start + 1));
+
+  while (!g_queue_is_empty (queue))
     {
-      const PlannerOpPlan *p = &g_array_index (self->ops, PlannerOpPlan, op);
-      if (p->decision == PLANNER_DECIDED_PINNED)
-        return op;
-      if (p->decision != PLANNER_DECIDED_PROPAGATED || p->trace_step < 0)
-        return -1;
-      op = g_array_index (self->trace, PlannerTraceStep, p->trace_step).from_op;
+      guint o = GPOINTER_TO_UINT (g_queue_pop_head (queue));
+      if (g_array_index (self->ops, PlannerOpPlan, o).decision == PLANNER_DECIDED_PINNED)
+        return (int) o;
+      const PlannerOp *op = planner_graph_get_op (g, o);
+      if (upstream)
+        for (guint k = 0; k < op->n_inputs; k++)
+          {
+            const PlannerTensor *t = planner_graph_get_tensor (g, op->inputs[k]);
+            if (t->producer < 0 || edge_redistributed (edges, o, k)
+                || !g_hash_table_add (seen, GUINT_TO_POINTER (t->producer + 1)))
+              continue;
+            g_queue_push_tail (queue, GUINT_TO_POINTER (t->producer));
+          }
+      else
+        for (guint k = 0; k < op->n_outputs; k++)
+          {
+            const PlannerTensor *t = planner_graph_get_tensor (g, op->outputs[k]);
+            for (guint c = 0; c < t->consumers->len; c++)
+              {
+                const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, c);
+                if (edge_redistributed (edges, use->op, use->slot)
+                    || !g_hash_table_add (seen, GUINT_TO_POINTER (use->op + 1)))
+                  continue;
+                g_queue_push_tail (queue, GUINT_TO_POINTER (use->op));
+              }
+          }
     }
   return -1;
 }
@@ -407,31 +442,49 @@ pin_text (PlannerPlan *self, int op)
   return "?";
 }
 
+/* A redistribution is a conflict between pins when it does more than reduce partial sums
+ * (a row-parallel output meeting a norm is the pin's own doing) and the layouts on its two
+ * sides come, unchanged, from two different pins. */
 static void
-record_conflict (PlannerPlan *self, guint redistribution)
+find_conflicts (PlannerPlan *self)
 {
-  const PlannerRedistribution *r
-    = &g_array_index (self->redistributions, PlannerRedistribution, redistribution);
-  if (r->consumer < 0 || r->n_steps == 0 || r->producer_side)
-    return;
-  const PlannerTensor *t = planner_graph_get_tensor (self->graph, r->tensor);
-  int a = t->producer >= 0 ? origin_pin (self, t->producer) : -1;
-  int b = origin_pin (self, r->consumer);
-  if (a < 0 || b < 0 || a == b)
-    return;
+  g_autoptr (GHashTable) edges = g_hash_table_new (NULL, NULL);
+  for (guint i = 0; i < self->redistributions->len; i++)
+    {
+      const PlannerRedistribution *r
+        = &g_array_index (self->redistributions, PlannerRedistribution, i);
+      if (r->consumer >= 0 && !r->producer_side)
+        g_hash_table_add (edges, GUINT_TO_POINTER (((guint) r->consumer << 8) | r->slot));
+    }
+  for (guint i = 0; i < self->redistributions->len; i++)
+    {
+      const PlannerRedistribution *r
+        = &g_array_index (self->redistributions, PlannerRedistribution, i);
+      if (r->consumer < 0 || r->n_steps == 0 || r->producer_side)
+        continue;
+      PlannerLayout reduced = r->from;
+      reduced.partial = 0;
+      if (planner_layout_equal (&reduced, &r->to))
+        continue;
+      const PlannerTensor *t = planner_graph_get_tensor (self->graph, r->tensor);
+      int a = t->producer >= 0 ? nearest_pin (self, edges, (guint) t->producer, TRUE) : -1;
+      int b = nearest_pin (self, edges, (guint) r->consumer, FALSE);
+      if (a < 0 || b < 0 || a == b)
+        continue;
 
-  PlannerRedistPath path = { TRUE, r->n_steps, r->steps, r->bytes, r->time_s };
-  g_autofree char *steps = planner_redist_path_describe (&path, &self->mesh);
-  g_autofree char *cost = planner_format_time (r->time_s);
-  PlannerConflict c;
-  c.message = g_strdup_printf (
-    "pins on %s (%s) and %s (%s) meet at %s -> %s (tensor %s): %s, %s",
-    planner_graph_get_op (self->graph, a)->name, pin_text (self, a),
-    planner_graph_get_op (self->graph, b)->name, pin_text (self, b),
-    t->producer >= 0 ? planner_graph_get_op (self->graph, t->producer)->name : t->name,
-    planner_graph_get_op (self->graph, r->consumer)->name, t->name, steps, cost);
-  c.redistribution = redistribution;
-  g_array_append_val (self->conflicts, c);
+      PlannerRedistPath path = { TRUE, r->n_steps, r->steps, r->bytes, r->time_s };
+      g_autofree char *steps = planner_redist_path_describe (&path, &self->mesh);
+      g_autofree char *cost = planner_format_time (r->time_s);
+      PlannerConflict c;
+      c.message = g_strdup_printf (
+        "pins on %s (%s) and %s (%s) meet at %s -> %s (tensor %s): %s, %s",
+        planner_graph_get_op (self->graph, a)->name, pin_text (self, a),
+        planner_graph_get_op (self->graph, b)->name, pin_text (self, b),
+        t->producer >= 0 ? planner_graph_get_op (self->graph, t->producer)->name : t->name,
+        planner_graph_get_op (self->graph, r->consumer)->name, t->name, steps, cost);
+      c.redistribution = i;
+      g_array_append_val (self->conflicts, c);
+    }
 }
 
 static void
@@ -604,7 +657,6 @@ planner_plan_finish (PlannerPlan *self, gboolean allow_tied_redistribution, GErr
           if (!path->reachable)
             return unreachable_error (self, t, op->name, have, &in[k], error);
           add_redistribution (self, op->inputs[k], (int) i, k, FALSE, have, &in[k], path);
-          record_conflict (self, self->redistributions->len - 1);
         }
     }
 
@@ -624,6 +676,7 @@ planner_plan_finish (PlannerPlan *self, gboolean allow_tied_redistribution, GErr
       add_redistribution (self, tensor, -1, o, FALSE, have, &reduced, path);
     }
 
+  find_conflicts (self);
   compute_totals (self);
   return TRUE;
 }
@@ -706,4 +759,42 @@ planner_plan_equal (PlannerPlan *a, PlannerPlan *b)
         != 0)
       return FALSE;
   return memcmp (&a->totals, &b->totals, sizeof a->totals) == 0;
+}
+
+/* ---- rebuilding a saved plan (planner-plan-private.h) ---- */
+
+void
+planner_plan_set_tensor_layout (PlannerPlan *self, guint tensor, const PlannerLayout *layout)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_return_if_fail (tensor < self->tensor_layouts->len && layout != NULL);
+  g_array_index (self->tensor_layouts, PlannerLayout, tensor) = *layout;
+}
+
+guint
+planner_plan_append_redistribution (PlannerPlan *self, const PlannerRedistribution *redistribution)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), 0);
+  g_return_val_if_fail (redistribution != NULL, 0);
+  PlannerRedistribution r = *redistribution;
+  r.steps = g_memdup2 (redistribution->steps, r.n_steps * sizeof (PlannerRedistStep));
+  g_array_append_val (self->redistributions, r);
+  return self->redistributions->len - 1;
+}
+
+void
+planner_plan_append_conflict (PlannerPlan *self, const char *message, guint redistribution)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_return_if_fail (message != NULL);
+  PlannerConflict c = { g_strdup (message), redistribution };
+  g_array_append_val (self->conflicts, c);
+}
+
+void
+planner_plan_set_totals (PlannerPlan *self, const PlannerPlanTotals *totals)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+  g_return_if_fail (totals != NULL);
+  self->totals = *totals;
 }
