@@ -1,0 +1,208 @@
+#define G_LOG_DOMAIN "executor-backend"
+
+#include "config.h"
+
+#include "executor-backend.h"
+#include "executor-error.h"
+
+typedef ExecutorBackend *(*BackendNew) (const PlannerMesh *mesh, GError **error);
+
+typedef struct
+{
+  const char *name;
+  BackendNew new_func; /* NULL: not built; @option says how to build it */
+  const char *option;
+} BackendEntry;
+
+/* The GPU backends join this table with their issue, each behind its Meson option. */
+static const BackendEntry backends[] = {
+  { "cpu", executor_cpu_backend_new, NULL },
+  { "cuda", NULL, "-Dcuda=enabled" },
+  { "nccl", NULL, "-Dnccl=enabled" },
+};
+
+const char *const *
+executor_backend_names (void)
+{
+  static const char *names[G_N_ELEMENTS (backends) + 1];
+  guint n = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (backends); i++)
+    if (backends[i].new_func)
+      names[n++] = backends[i].name;
+  names[n] = NULL;
+  return names;
+}
+
+ExecutorBackend *
+executor_backend_new (const char *name, const PlannerMesh *mesh, GError **error)
+{
+  g_return_val_if_fail (name != NULL && mesh != NULL, NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (backends); i++)
+    {
+      if (g_ascii_strcasecmp (name, backends[i].name) != 0)
+        continue;
+      if (backends[i].new_func == NULL)
+        {
+          g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NOT_BUILT,
+                       "backend %s is not built into this shardscope; configure with %s "
+                       "(needs its toolkit), or use --backend cpu",
+                       backends[i].name, backends[i].option);
+          return NULL;
+        }
+      return backends[i].new_func (mesh, error);
+    }
+  g_autofree char *known = g_strjoinv (", ", (char **) executor_backend_names ());
+  g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNKNOWN_BACKEND,
+               "unknown backend '%s'; this build has: %s", name, known);
+  return NULL;
+}
+
+void
+executor_backend_free (ExecutorBackend *self)
+{
+  if (self == NULL)
+    return;
+  self->klass->finalize (self);
+}
+
+const char *
+executor_backend_get_name (ExecutorBackend *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+  return self->klass->name;
+}
+
+const PlannerMesh *
+executor_backend_get_mesh (ExecutorBackend *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+  return &self->mesh;
+}
+
+guint
+executor_backend_get_n_devices (ExecutorBackend *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+  return self->n_devices;
+}
+
+ExecutorDevice *
+executor_backend_get_device (ExecutorBackend *self, guint index)
+{
+  g_return_val_if_fail (self != NULL && index < self->n_devices, NULL);
+  return self->devices[index];
+}
+
+gboolean
+executor_backend_calibrates_links (ExecutorBackend *self)
+{
+  g_return_val_if_fail (self != NULL, FALSE);
+  return self->klass->calibrates_links;
+}
+
+guint64
+executor_backend_memory_available (ExecutorBackend *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+  return self->klass->memory_available ? self->klass->memory_available (self) : 0;
+}
+
+gboolean
+executor_backend_run (ExecutorBackend *self, ExecutorDeviceFunc func, gpointer user_data,
+                      GError **error)
+{
+  g_return_val_if_fail (self != NULL && func != NULL, FALSE);
+  return self->klass->run (self, func, user_data, error);
+}
+
+PlannerDType
+executor_storage_dtype (PlannerDType dtype)
+{
+  return dtype == PLANNER_DTYPE_I64 ? PLANNER_DTYPE_I64 : PLANNER_DTYPE_F32;
+}
+
+guint
+executor_storage_size (PlannerDType dtype)
+{
+  return dtype == PLANNER_DTYPE_I64 ? 8 : 4;
+}
+
+ExecutorBuffer *
+executor_device_buffer_new (ExecutorDevice *device, gsize bytes, GError **error)
+{
+  return device->backend->klass->buffer_new (device, bytes, error);
+}
+
+void
+executor_device_buffer_free (ExecutorDevice *device, ExecutorBuffer *buffer)
+{
+  if (buffer != NULL)
+    device->backend->klass->buffer_free (device, buffer);
+}
+
+gboolean
+executor_device_upload (ExecutorDevice *device, ExecutorBuffer *dst, const void *src,
+                        gsize bytes, GError **error)
+{
+  return device->backend->klass->upload (device, dst, 0, src, bytes, error);
+}
+
+gboolean
+executor_device_download (ExecutorDevice *device, ExecutorBuffer *src, void *dst, gsize bytes,
+                          GError **error)
+{
+  return device->backend->klass->download (device, src, 0, dst, bytes, error);
+}
+
+gboolean
+executor_device_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_offset,
+                         gsize dst_pitch, ExecutorBuffer *src, gsize src_offset,
+                         gsize src_pitch, gsize width, gsize height, GError **error)
+{
+  return device->backend->klass->copy_2d (device, dst, dst_offset, dst_pitch, src, src_offset,
+                                          src_pitch, width, height, error);
+}
+
+gboolean
+executor_device_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis,
+                            ExecutorBuffer *send, ExecutorBuffer *recv, gsize count,
+                            PlannerDType dtype, GError **error)
+{
+  g_return_val_if_fail (kind != PLANNER_STEP_SLICE, FALSE);
+  g_return_val_if_fail (axis < device->backend->mesh.n_axes, FALSE);
+  return device->backend->klass->collective (device, kind, axis, send, recv, count, dtype,
+                                             error);
+}
+
+gboolean
+executor_device_run_op (ExecutorDevice *device, const ExecutorOpCall *call, GError **error)
+{
+  ExecutorKernelFunc kernel = device->backend->klass->kernels[call->op->type];
+  if (kernel == NULL)
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
+                   "%s: backend %s has no kernel for %s", call->op->name,
+                   device->backend->klass->name, planner_op_type_to_string (call->op->type));
+      return FALSE;
+    }
+  return kernel (device, call, error);
+}
+
+gboolean
+executor_device_barrier (ExecutorDevice *device, GError **error)
+{
+  return device->backend->klass->barrier (device, error);
+}
+
+void
+executor_device_timer_begin (ExecutorDevice *device)
+{
+  device->backend->klass->timer_begin (device);
+}
+
+double
+executor_device_timer_end (ExecutorDevice *device)
+{
+  return device->backend->klass->timer_end (device);
+}

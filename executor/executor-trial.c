@@ -1,0 +1,1118 @@
+#define G_LOG_DOMAIN "executor-trial"
+
+#include "config.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "executor-error.h"
+#include "executor-redistribute.h"
+#include "executor-trial.h"
+
+/* A plan is lowered to a program: values (one local shard shape each, the same on every
+ * device) and instructions (an op, or one step of a redistribution), in execution order.
+ * The reference is the same program builder on a one-device mesh with nothing split. */
+
+typedef struct
+{
+  guint rank;
+  gint64 global[PLANNER_MAX_RANK];
+  gint64 local[PLANNER_MAX_RANK];
+  PlannerLayout layout;
+  PlannerDType dtype; /* storage */
+  gsize bytes;
+  int tensor;         /* the graph tensor it holds a view of; -1 for scratch */
+  gboolean compare;
+  gboolean source;    /* a parameter or graph input: uploaded, not computed */
+} Value;
+
+typedef enum
+{
+  INSTR_OP,
+  INSTR_STEP,
+} InstrKind;
+
+typedef struct
+{
+  InstrKind kind;
+  guint slot;          /* timing slot: op i is i, redistribution r is n_ops + r */
+  /* INSTR_OP */
+  guint op;
+  PlannerStrategy strategy;
+  guint in_values[PLANNER_MAX_OPERANDS];
+  guint out_values[PLANNER_MAX_OPERANDS];
+  guint32 out_partial; /* partial axes of the outputs: the bias goes on coordinate 0 */
+  /* INSTR_STEP */
+  int redist;
+  guint step_index;
+  PlannerRedistStep step;
+  PlannerLayout before;
+  guint in_value, out_value;
+  int scratch_a, scratch_b;
+} Instr;
+
+typedef struct
+{
+  PlannerGraph *graph;
+  PlannerMesh mesh;
+  GArray *values;       /* Value; value t is tensor t as stored */
+  GArray *instrs;       /* Instr */
+  guint n_ops;
+  guint n_redists;
+  guint *output_values; /* per graph output: the value compared with the reference */
+} Program;
+
+static void
+program_clear (Program *p)
+{
+  g_clear_pointer (&p->values, g_array_unref);
+  g_clear_pointer (&p->instrs, g_array_unref);
+  g_clear_pointer (&p->output_values, g_free);
+}
+
+static guint
+add_value (Program *p, int tensor, const PlannerLayout *layout)
+{
+  const PlannerTensor *t = planner_graph_get_tensor (p->graph, tensor);
+  Value v = { 0 };
+  v.rank = t->rank;
+  memcpy (v.global, t->shape, sizeof v.global);
+  v.layout = *layout;
+  planner_layout_local_shape (layout, &p->mesh, t->shape, v.local);
+  v.dtype = executor_storage_dtype (t->dtype);
+  gint64 n = 1;
+  for (guint d = 0; d < v.rank; d++)
+    n *= v.local[d];
+  v.bytes = (gsize) n * executor_storage_size (v.dtype);
+  v.tensor = tensor;
+  v.compare = TRUE;
+  g_array_append_val (p->values, v);
+  return p->values->len - 1;
+}
+
+static int
+add_scratch (Program *p, gsize bytes)
+{
+  if (bytes == 0)
+    return -1;
+  Value v = { 0 };
+  v.bytes = bytes;
+  v.tensor = -1;
+  g_array_append_val (p->values, v);
+  return (int) p->values->len - 1;
+}
+
+static Value *
+value_at (Program *p, guint v)
+{
+  return &g_array_index (p->values, Value, v);
+}
+
+static char *
+redist_name (PlannerGraph *g, const PlannerRedistribution *r)
+{
+  const PlannerTensor *t = planner_graph_get_tensor (g, r->tensor);
+  if (r->consumer < 0)
+    return g_strdup_printf ("%s -> output", t->name);
+  const PlannerOp *op = planner_graph_get_op (g, (guint) r->consumer);
+  if (r->producer_side)
+    return g_strdup_printf ("%s -> out_strategy of %s", t->name, op->name);
+  return g_strdup_printf ("%s -> %s", t->name, op->name);
+}
+
+/* Emits the steps of redistribution @ri from value @from; the last step writes @final when
+ * it is >= 0. Returns the value holding the result. */
+static gboolean
+emit_redistribution (Program *p, guint ri, const PlannerRedistribution *r, guint from,
+                     int final, guint *result, GError **error)
+{
+  g_autofree char *what = redist_name (p->graph, r);
+  PlannerLayout cur = value_at (p, from)->layout;
+  const PlannerTensor *t = planner_graph_get_tensor (p->graph, r->tensor);
+
+  if (!planner_layout_equal (&cur, &r->from))
+    {
+      g_autofree char *have = planner_layout_to_string (&cur, &p->mesh);
+      g_autofree char *said = planner_layout_to_string (&r->from, &p->mesh);
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
+                   "redistribution %s starts from %s, but the tensor is laid out as %s", what,
+                   said, have);
+      return FALSE;
+    }
+  guint v = from;
+  for (guint s = 0; s < r->n_steps; s++)
+    {
+      g_autofree char *where = g_strdup_printf ("redistribution %s, step %u", what, s + 1);
+      PlannerLayout after;
+      if (!executor_redist_step_check (&r->steps[s], &cur, &p->mesh, where, &after, error))
+        return FALSE;
+      Instr in = { 0 };
+      in.kind = INSTR_STEP;
+      in.slot = p->n_ops + ri;
+      in.redist = (int) ri;
+      in.step_index = s;
+      in.step = r->steps[s];
+      in.before = cur;
+      in.in_value = v;
+      in.out_value = (s + 1 == r->n_steps && final >= 0) ? (guint) final
+                                                         : add_value (p, r->tensor, &after);
+      gsize scratch = executor_redist_step_scratch_bytes (&r->steps[s], &cur, &p->mesh,
+                                                          t->shape, t->rank,
+                                                          executor_storage_dtype (t->dtype));
+      in.scratch_a = add_scratch (p, scratch);
+      in.scratch_b = add_scratch (p, scratch);
+      g_array_append_val (p->instrs, in);
+      v = in.out_value;
+      cur = after;
+    }
+  if (!planner_layout_equal (&cur, &r->to) || (final >= 0 && v != (guint) final))
+    {
+      g_autofree char *got = planner_layout_to_string (&cur, &p->mesh);
+      g_autofree char *want = planner_layout_to_string (&r->to, &p->mesh);
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
+                   "redistribution %s ends as %s, but it must give %s", what, got, want);
+      return FALSE;
+    }
+  *result = v;
+  return TRUE;
+}
+
+static gboolean
+program_build (Program *p, PlannerGraph *g, const PlannerMesh *mesh,
+               const PlannerStrategy *strategies, const PlannerLayout *tensor_layouts,
+               const PlannerRedistribution *const *redists, guint n_redists, GError **error)
+{
+  guint n_tensors = planner_graph_get_n_tensors (g);
+  p->graph = g;
+  p->mesh = *mesh;
+  p->n_ops = planner_graph_get_n_ops (g);
+  p->n_redists = n_redists;
+  p->values = g_array_new (FALSE, TRUE, sizeof (Value));
+  p->instrs = g_array_new (FALSE, TRUE, sizeof (Instr));
+
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      add_value (p, (int) t, &tensor_layouts[t]);
+      value_at (p, t)->source = planner_graph_get_tensor (g, t)->producer < 0;
+    }
+
+  for (guint i = 0; i < p->n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+      guint inputs[PLANNER_MAX_OPERANDS];
+      planner_strategy_layouts (&strategies[i], &op->rule, mesh, in, out);
+
+      for (guint k = 0; k < op->n_inputs; k++)
+        inputs[k] = op->inputs[k];
+      for (guint r = 0; r < n_redists; r++)
+        if (redists[r]->consumer == (int) i && !redists[r]->producer_side)
+          {
+            guint slot = redists[r]->slot;
+            if (slot >= op->n_inputs || op->inputs[slot] != redists[r]->tensor)
+              {
+                g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
+                             "a redistribution names input %u of %s, which is not its tensor",
+                             slot, op->name);
+                return FALSE;
+              }
+            if (!emit_redistribution (p, r, redists[r], redists[r]->tensor, -1, &inputs[slot],
+                                      error))
+              return FALSE;
+          }
+      for (guint k = 0; k < op->n_inputs; k++)
+        if (!planner_layout_equal (&value_at (p, inputs[k])->layout, &in[k]))
+          {
+            const PlannerTensor *t = planner_graph_get_tensor (g, op->inputs[k]);
+            g_autofree char *have = planner_layout_to_string (&value_at (p, inputs[k])->layout,
+                                                             mesh);
+            g_autofree char *need = planner_layout_to_string (&in[k], mesh);
+            g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
+                         "%s: input %u (%s) is laid out as %s but its strategy needs %s, and "
+                         "the plan lists no redistribution that makes it so",
+                         op->name, k, t->name, have, need);
+            return FALSE;
+          }
+
+      Instr ins = { 0 };
+      ins.kind = INSTR_OP;
+      ins.slot = i;
+      ins.op = i;
+      ins.strategy = strategies[i];
+      memcpy (ins.in_values, inputs, sizeof inputs);
+      ins.out_partial = op->n_outputs ? out[0].partial : 0;
+      int producer_redist[PLANNER_MAX_OPERANDS];
+      for (guint k = 0; k < op->n_outputs; k++)
+        {
+          producer_redist[k] = -1;
+          for (guint r = 0; r < n_redists; r++)
+            if (redists[r]->consumer == (int) i && redists[r]->producer_side
+                && redists[r]->slot == k)
+              producer_redist[k] = (int) r;
+          guint t = op->outputs[k];
+          if (producer_redist[k] >= 0)
+            ins.out_values[k] = add_value (p, (int) t, &out[k]);
+          else if (planner_layout_equal (&tensor_layouts[t], &out[k]))
+            ins.out_values[k] = t;
+          else
+            {
+              g_autofree char *have = planner_layout_to_string (&out[k], mesh);
+              g_autofree char *said = planner_layout_to_string (&tensor_layouts[t], mesh);
+              g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
+                           "%s: its strategy leaves output %u as %s but the plan stores it "
+                           "as %s with no redistribution in between",
+                           op->name, k, have, said);
+              return FALSE;
+            }
+        }
+      g_array_append_val (p->instrs, ins);
+      for (guint k = 0; k < op->n_outputs; k++)
+        if (producer_redist[k] >= 0)
+          {
+            guint result;
+            guint r = (guint) producer_redist[k];
+            if (!emit_redistribution (p, r, redists[r], ins.out_values[k],
+                                      (int) op->outputs[k], &result, error))
+              return FALSE;
+          }
+    }
+
+  const GArray *outputs = planner_graph_get_outputs (g);
+  p->output_values = g_new0 (guint, MAX (outputs->len, 1));
+  for (guint o = 0; o < outputs->len; o++)
+    {
+      guint t = g_array_index (outputs, guint, o);
+      p->output_values[o] = t;
+      for (guint r = 0; r < n_redists; r++)
+        if (redists[r]->consumer < 0 && redists[r]->tensor == t
+            && !emit_redistribution (p, r, redists[r], t, -1, &p->output_values[o], error))
+          return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---- host data ---- */
+
+static gint64
+numel_of (const gint64 *shape, guint rank)
+{
+  gint64 n = 1;
+  for (guint d = 0; d < rank; d++)
+    n *= shape[d];
+  return n;
+}
+
+/* Copies the block at @offset of @local shape out of a row-major global array (or into it,
+ * accumulating, when @accumulate). */
+static void
+block_copy (guint8 *global, const gint64 *gshape, guint rank, const gint64 *offset,
+            const gint64 *local, gsize es, guint8 *block, gboolean to_global)
+{
+  if (rank == 0)
+    {
+      if (to_global)
+        memcpy (global, block, es);
+      else
+        memcpy (block, global, es);
+      return;
+    }
+  gint64 gstride[PLANNER_MAX_RANK], s = 1, idx[PLANNER_MAX_RANK] = { 0 };
+  for (int d = (int) rank - 1; d >= 0; d--)
+    {
+      gstride[d] = s;
+      s *= gshape[d];
+    }
+  gint64 rows = numel_of (local, rank - 1), row = local[rank - 1];
+  for (gint64 r = 0; r < rows; r++)
+    {
+      gint64 off = offset[rank - 1];
+      for (guint d = 0; d + 1 < rank; d++)
+        off += (offset[d] + idx[d]) * gstride[d];
+      if (to_global)
+        memcpy (global + off * es, block + r * row * es, row * es);
+      else
+        memcpy (block + r * row * es, global + off * es, row * es);
+      for (int d = (int) rank - 2; d >= 0; d--)
+        {
+          if (++idx[d] < local[d])
+            break;
+          idx[d] = 0;
+        }
+    }
+}
+
+/* Which member of its partial group a device is, and how many there are. */
+static guint
+partial_member (const PlannerMesh *mesh, guint32 partial, const guint *coords, guint *n)
+{
+  guint m = 0;
+  *n = 1;
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (partial & (1u << a))
+      {
+        m = m * mesh->sizes[a] + coords[a];
+        *n *= mesh->sizes[a];
+      }
+  return m;
+}
+
+/* The local shard of a source value on one device. A partial layout (a test feeding an op
+ * partial inputs) gets unequal shares that sum to the whole. */
+static void
+make_shard (const Value *v, const PlannerMesh *mesh, const guint *coords, guint8 *global,
+            guint8 *out)
+{
+  gint64 offset[PLANNER_MAX_RANK];
+  planner_layout_local_offset (&v->layout, mesh, v->global, coords, offset);
+  block_copy (global, v->global, v->rank, offset, v->local, executor_storage_size (v->dtype),
+              out, FALSE);
+  if (v->layout.partial && v->dtype == PLANNER_DTYPE_F32)
+    {
+      guint n, m = partial_member (mesh, v->layout.partial, coords, &n);
+      float w = (float) (m + 1) / (float) (n * (n + 1) / 2);
+      float *f = (float *) out;
+      for (gsize i = 0; i < v->bytes / 4; i++)
+        f[i] *= w;
+    }
+}
+
+/* ---- running ---- */
+
+typedef struct
+{
+  Program *prog;
+  ExecutorBackend *backend;
+  const ExecutorTrialOptions *options;
+  GCancellable *cancellable;
+  guint n_passes;
+  guint timed_from;       /* first timed pass */
+  guint8 **sources;       /* per tensor: global host data, NULL for activations */
+  guint8 ***downloads;    /* [value][device] after the first pass */
+  double *times;          /* [timed pass][instr][device] */
+  const char *label;
+  double progress_base, progress_span;
+} RunCtx;
+
+static gboolean
+run_instr (ExecutorDevice *dev, RunCtx *ctx, const Instr *in, ExecutorBuffer **bufs,
+           GError **error)
+{
+  Program *p = ctx->prog;
+  if (in->kind == INSTR_STEP)
+    {
+      const Value *v = value_at (p, in->in_value);
+      return executor_redist_step_run (dev, &in->step, &in->before, v->global, v->rank,
+                                       v->dtype, bufs[in->in_value], bufs[in->out_value],
+                                       in->scratch_a >= 0 ? bufs[in->scratch_a] : NULL,
+                                       in->scratch_b >= 0 ? bufs[in->scratch_b] : NULL, error);
+    }
+  const PlannerOp *op = planner_graph_get_op (p->graph, in->op);
+  ExecutorOpCall call = { 0 };
+  call.op = op;
+  call.rule = &op->rule;
+  call.strategy = &in->strategy;
+  call.n_inputs = op->n_inputs;
+  call.n_outputs = op->n_outputs;
+  const guint *values[2] = { in->in_values, in->out_values };
+  ExecutorTensorArg *args[2] = { call.inputs, call.outputs };
+  guint counts[2] = { op->n_inputs, op->n_outputs };
+  for (guint side = 0; side < 2; side++)
+    for (guint k = 0; k < counts[side]; k++)
+      {
+        const Value *v = value_at (p, values[side][k]);
+        args[side][k].rank = v->rank;
+        memcpy (args[side][k].shape, v->local, sizeof v->local);
+        args[side][k].dtype = v->dtype;
+        args[side][k].buffer = bufs[values[side][k]];
+      }
+  planner_strategy_factor_offsets (&in->strategy, &op->rule, &p->mesh, dev->coords,
+                                   call.factor_offsets);
+  call.add_bias = TRUE;
+  for (guint a = 0; a < p->mesh.n_axes; a++)
+    if ((in->out_partial & (1u << a)) && dev->coords[a] != 0)
+      call.add_bias = FALSE;
+  return executor_device_run_op (dev, &call, error);
+}
+
+static char *
+instr_label (Program *p, const Instr *in)
+{
+  if (in->kind == INSTR_OP)
+    return g_strdup (planner_graph_get_op (p->graph, in->op)->name);
+  return planner_redist_step_describe (&in->step, &p->mesh);
+}
+
+static gboolean
+device_passes (ExecutorDevice *dev, RunCtx *ctx, ExecutorBuffer **bufs, GError **error)
+{
+  Program *p = ctx->prog;
+  guint n_instrs = p->instrs->len, n_dev = ctx->backend->n_devices;
+
+  for (guint t = 0; t < p->values->len; t++)
+    {
+      Value *v = value_at (p, t);
+      if (!(bufs[t] = executor_device_buffer_new (dev, MAX (v->bytes, 1), error)))
+        return FALSE;
+      if (v->source)
+        {
+          g_autofree guint8 *shard = g_malloc (MAX (v->bytes, 1));
+          make_shard (v, &p->mesh, dev->coords, ctx->sources[t], shard);
+          if (!executor_device_upload (dev, bufs[t], shard, v->bytes, error))
+            return FALSE;
+        }
+    }
+
+  for (guint pass = 0; pass < ctx->n_passes; pass++)
+    {
+      gboolean timed = pass >= ctx->timed_from;
+      for (guint i = 0; i < n_instrs; i++)
+        {
+          const Instr *in = &g_array_index (p->instrs, Instr, i);
+          if (g_cancellable_set_error_if_cancelled (ctx->cancellable, error))
+            return FALSE;
+          if (dev->index == 0 && ctx->options->progress)
+            {
+              g_autofree char *what = instr_label (p, in);
+              g_autofree char *msg = g_strdup_printf ("%s: %s", ctx->label, what);
+              double f = ((double) pass * n_instrs + i) / ((double) ctx->n_passes * n_instrs);
+              ctx->options->progress (ctx->progress_base + ctx->progress_span * f, msg,
+                                      ctx->options->progress_data);
+            }
+          /* Every device starts each timed instruction together, so a collective's time is
+           * its own and not the wait for a slower device. */
+          if (timed && !executor_device_barrier (dev, error))
+            return FALSE;
+          executor_device_timer_begin (dev);
+          if (!run_instr (dev, ctx, in, bufs, error))
+            return FALSE;
+          double t = executor_device_timer_end (dev);
+          if (timed)
+            ctx->times[((gsize) (pass - ctx->timed_from) * n_instrs + i) * n_dev + dev->index]
+              = t;
+        }
+      if (pass == 0)
+        for (guint t = 0; t < p->values->len; t++)
+          {
+            Value *v = value_at (p, t);
+            if (!v->compare)
+              continue;
+            ctx->downloads[t][dev->index] = g_malloc (MAX (v->bytes, 1));
+            if (!executor_device_download (dev, bufs[t], ctx->downloads[t][dev->index],
+                                           v->bytes, error))
+              return FALSE;
+          }
+    }
+  return TRUE;
+}
+
+static gboolean
+device_main (ExecutorDevice *dev, gpointer data, GError **error)
+{
+  RunCtx *ctx = data;
+  guint n = ctx->prog->values->len;
+  g_autofree ExecutorBuffer **bufs = g_new0 (ExecutorBuffer *, n);
+  gboolean ok = device_passes (dev, ctx, bufs, error);
+  for (guint t = 0; t < n; t++)
+    executor_device_buffer_free (dev, bufs[t]);
+  return ok;
+}
+
+static void
+ctx_clear (RunCtx *ctx)
+{
+  if (ctx->downloads)
+    {
+      for (guint t = 0; t < ctx->prog->values->len; t++)
+        {
+          for (guint d = 0; d < ctx->backend->n_devices; d++)
+            g_free (ctx->downloads[t][d]);
+          g_free (ctx->downloads[t]);
+        }
+      g_free (ctx->downloads);
+    }
+  g_free (ctx->times);
+}
+
+static gboolean
+ctx_run (RunCtx *ctx, GError **error)
+{
+  Program *p = ctx->prog;
+  guint n_dev = ctx->backend->n_devices;
+  guint64 need = 0;
+  for (guint t = 0; t < p->values->len; t++)
+    need += value_at (p, t)->bytes;
+  guint64 have = executor_backend_memory_available (ctx->backend);
+  if (have > 0 && need > have)
+    {
+      g_autofree char *a = planner_format_bytes (need);
+      g_autofree char *b = planner_format_bytes (have);
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_OUT_OF_MEMORY,
+                   "%s: each device needs %s for the trial's tensors but %s is free; use a "
+                   "smaller --batch/--seq or more devices",
+                   ctx->label, a, b);
+      return FALSE;
+    }
+  ctx->downloads = g_new0 (guint8 **, p->values->len);
+  for (guint t = 0; t < p->values->len; t++)
+    ctx->downloads[t] = g_new0 (guint8 *, n_dev);
+  guint timed = ctx->n_passes - ctx->timed_from;
+  ctx->times = g_new0 (double, MAX ((gsize) timed * p->instrs->len * n_dev, 1));
+  return executor_backend_run (ctx->backend, device_main, ctx, error);
+}
+
+/* ---- comparison ---- */
+
+typedef struct
+{
+  double max_abs;
+  double ref_scale; /* max |reference| */
+} Diff;
+
+static double
+elem (const guint8 *data, PlannerDType dtype, gint64 i)
+{
+  return dtype == PLANNER_DTYPE_I64 ? (double) ((const gint64 *) data)[i]
+                                    : (double) ((const float *) data)[i];
+}
+
+/* Compares every device's shard of @v with the reference, after summing the members of a
+ * partial group. Every replica is checked, not only one. */
+static Diff
+compare_value (Program *p, const Value *v, guint8 **shards, const guint8 *ref)
+{
+  Diff diff = { 0, 0 };
+  gint64 n_global = numel_of (v->global, v->rank), n_local = numel_of (v->local, v->rank);
+  for (gint64 i = 0; i < n_global; i++)
+    diff.ref_scale = MAX (diff.ref_scale, fabs (elem (ref, v->dtype, i)));
+
+  guint n_dev = (guint) planner_mesh_n_devices (&p->mesh);
+  gsize es = executor_storage_size (v->dtype);
+  g_autofree double *sum = g_new (double, MAX (n_local, 1));
+  g_autofree guint8 *expect = g_malloc (MAX (v->bytes, es));
+  for (guint d = 0; d < n_dev; d++)
+    {
+      guint coords[PLANNER_MAX_AXES], n_members;
+      planner_mesh_device_coords (&p->mesh, d, coords);
+      if (partial_member (&p->mesh, v->layout.partial, coords, &n_members) != 0)
+        continue;
+      memset (sum, 0, sizeof (double) * MAX (n_local, 1));
+      for (guint m = 0; m < n_members; m++)
+        {
+          /* Member m of the group: its coordinates on the partial axes, mixed radix. */
+          guint c[PLANNER_MAX_AXES];
+          memcpy (c, coords, sizeof c);
+          guint rest = m;
+          for (int a = (int) p->mesh.n_axes - 1; a >= 0; a--)
+            if (v->layout.partial & (1u << a))
+              {
+                c[a] = rest % p->mesh.sizes[a];
+                rest /= p->mesh.sizes[a];
+              }
+          const guint8 *shard = shards[planner_mesh_device_id (&p->mesh, c)];
+          for (gint64 i = 0; i < n_local; i++)
+            sum[i] += elem (shard, v->dtype, i);
+        }
+      gint64 offset[PLANNER_MAX_RANK];
+      planner_layout_local_offset (&v->layout, &p->mesh, v->global, coords, offset);
+      block_copy ((guint8 *) ref, v->global, v->rank, offset, v->local, es, expect, FALSE);
+      for (gint64 i = 0; i < n_local; i++)
+        {
+          double e = fabs (sum[i] - elem (expect, v->dtype, i));
+          if (!(e <= diff.max_abs)) /* NaN counts as the largest error */
+            diff.max_abs = isnan (e) ? INFINITY : e;
+        }
+    }
+  return diff;
+}
+
+static double
+rel_of (Diff d)
+{
+  if (d.max_abs == 0)
+    return 0;
+  return d.max_abs / MAX (d.ref_scale, 1e-30);
+}
+
+/* ---- inputs ---- */
+
+static double
+uniform (GRand *r)
+{
+  return g_rand_double_range (r, -1.0, 1.0);
+}
+
+/* Ids stay inside what their users index: an Embedding's rows, a loss's classes. */
+static gint64
+id_range (PlannerGraph *g, const PlannerTensor *t)
+{
+  gint64 range = G_MAXINT64;
+  for (guint u = 0; u < t->consumers->len; u++)
+    {
+      const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, u);
+      const PlannerOp *op = planner_graph_get_op (g, use->op);
+      if (op->type == PLANNER_OP_EMBEDDING && use->slot == 0)
+        range = MIN (range, planner_graph_get_tensor (g, op->inputs[1])->shape[0]);
+      else if (op->type == PLANNER_OP_CROSS_ENTROPY && use->slot == 1)
+        {
+          const PlannerTensor *logits = planner_graph_get_tensor (g, op->inputs[0]);
+          range = MIN (range, logits->shape[logits->rank - 1]);
+        }
+    }
+  return range == G_MAXINT64 ? 16 : range;
+}
+
+/* Scales that keep activations near unit size: weights by 1/sqrt(fan-in) (the rule's
+ * reduction factors on that operand), norm scales near 1, biases small. */
+static double
+param_scale (PlannerGraph *g, const PlannerTensor *t, double *offset)
+{
+  *offset = 0;
+  if (t->consumers->len == 0)
+    return 1;
+  const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, 0);
+  const PlannerOp *op = planner_graph_get_op (g, use->op);
+  if ((op->type == PLANNER_OP_LAYER_NORM || op->type == PLANNER_OP_RMS_NORM) && use->slot == 1)
+    {
+      *offset = 1;
+      return 0.1;
+    }
+  if ((op->rule.bias_inputs >> use->slot) & 1
+      || (op->type == PLANNER_OP_LAYER_NORM && use->slot == 2))
+    return 0.1;
+  if (op->type == PLANNER_OP_EMBEDDING)
+    return 1;
+  double fan_in = 1;
+  const PlannerOperandMap *m = &op->rule.inputs[use->slot];
+  for (guint d = 0; d < m->rank; d++)
+    for (guint k = 0; k < m->n[d]; k++)
+      if (op->rule.factors[m->f[d][k]].kind == PLANNER_FACTOR_REDUCTION)
+        fan_in *= (double) op->rule.factors[m->f[d][k]].size;
+  return fan_in > 1 ? sqrt (3.0 / fan_in) : 1;
+}
+
+static guint8 **
+make_sources (PlannerGraph *g, guint64 seed)
+{
+  guint n = planner_graph_get_n_tensors (g);
+  guint8 **sources = g_new0 (guint8 *, n);
+  guint32 words[2] = { (guint32) seed, (guint32) (seed >> 32) };
+  GRand *r = g_rand_new_with_seed_array (words, 2);
+  for (guint i = 0; i < n; i++)
+    {
+      const PlannerTensor *t = planner_graph_get_tensor (g, i);
+      if (t->producer >= 0)
+        continue;
+      gint64 count = numel_of (t->shape, t->rank);
+      if (executor_storage_dtype (t->dtype) == PLANNER_DTYPE_I64)
+        {
+          gint64 *ids = g_new (gint64, MAX (count, 1));
+          gint64 range = id_range (g, t);
+          for (gint64 k = 0; k < count; k++)
+            ids[k] = g_rand_int_range (r, 0, (gint32) MIN (range, G_MAXINT32));
+          sources[i] = (guint8 *) ids;
+          continue;
+        }
+      float *x = g_new (float, MAX (count, 1));
+      double offset = 0, scale = t->kind == PLANNER_TENSOR_PARAMETER
+                                   ? param_scale (g, t, &offset)
+                                   : 1.0;
+      for (gint64 k = 0; k < count; k++)
+        x[k] = (float) (offset + scale * uniform (r));
+      sources[i] = (guint8 *) x;
+    }
+  g_rand_free (r);
+  return sources;
+}
+
+static void
+free_sources (guint8 **sources, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    g_free (sources[i]);
+  g_free (sources);
+}
+
+/* ---- results ---- */
+
+void
+executor_trial_options_init (ExecutorTrialOptions *options)
+{
+  memset (options, 0, sizeof *options);
+  options->seed = 1;
+  options->warmup = 1;
+  options->repeat = 5;
+  options->tolerance = 1e-5;
+}
+
+static void
+clear_output_error (gpointer data)
+{
+  g_free (((ExecutorOutputError *) data)->name);
+}
+
+static void
+clear_timing (gpointer data)
+{
+  ExecutorTiming *t = data;
+  g_free (t->name);
+  g_free (t->what);
+}
+
+void
+executor_trial_result_free (ExecutorTrialResult *result)
+{
+  if (result == NULL)
+    return;
+  g_free (result->backend);
+  g_clear_pointer (&result->outputs, g_array_unref);
+  g_clear_pointer (&result->ops, g_array_unref);
+  g_clear_pointer (&result->redistributions, g_array_unref);
+  g_free (result->mismatch);
+  g_free (result);
+}
+
+static int
+cmp_double (gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (double *v, guint n)
+{
+  if (n == 0)
+    return 0;
+  qsort (v, n, sizeof (double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void
+fill_timings (ExecutorTrialResult *res, Program *p, RunCtx *ctx, guint timed)
+{
+  guint n_slots = p->n_ops + p->n_redists, n_instrs = p->instrs->len;
+  guint n_dev = ctx->backend->n_devices;
+  g_autofree double *per = g_new0 (double, (gsize) MAX (timed, 1) * n_slots);
+  /* A slot's time in one pass: its instructions, each as long as its slowest device. */
+  for (guint pass = 0; pass < timed; pass++)
+    for (guint i = 0; i < n_instrs; i++)
+      {
+        const Instr *in = &g_array_index (p->instrs, Instr, i);
+        double mx = 0;
+        for (guint d = 0; d < n_dev; d++)
+          mx = MAX (mx, ctx->times[((gsize) pass * n_instrs + i) * n_dev + d]);
+        per[(gsize) in->slot * MAX (timed, 1) + pass] += mx;
+      }
+  res->measured_step_s = 0;
+  for (guint s = 0; s < n_slots; s++)
+    {
+      double m = median (per + (gsize) s * MAX (timed, 1), timed);
+      ExecutorTiming *t = s < p->n_ops ? &g_array_index (res->ops, ExecutorTiming, s)
+                                       : &g_array_index (res->redistributions, ExecutorTiming,
+                                                         s - p->n_ops);
+      t->measured_s = m;
+      res->measured_step_s += m;
+    }
+}
+
+static void
+note_error (ExecutorTrialResult *res, Program *p, guint slot, double rel)
+{
+  ExecutorTiming *t = slot < p->n_ops ? &g_array_index (res->ops, ExecutorTiming, slot)
+                                      : &g_array_index (res->redistributions, ExecutorTiming,
+                                                        slot - p->n_ops);
+  t->max_rel_error = MAX (t->max_rel_error, rel);
+}
+
+/* Every instruction's results against the reference, in execution order; the first that
+ * differs beyond the tolerance is named. */
+static void
+compare_all (ExecutorTrialResult *res, PlannerPlan *plan, Program *p, RunCtx *ctx,
+             Program *ref, RunCtx *ref_ctx)
+{
+  const PlannerMesh *mesh = &p->mesh;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      const Instr *in = &g_array_index (p->instrs, Instr, i);
+      guint outs[PLANNER_MAX_OPERANDS], n_outs = 0;
+      if (in->kind == INSTR_OP)
+        for (guint k = 0; k < planner_graph_get_op (p->graph, in->op)->n_outputs; k++)
+          outs[n_outs++] = in->out_values[k];
+      else
+        outs[n_outs++] = in->out_value;
+      for (guint k = 0; k < n_outs; k++)
+        {
+          const Value *v = value_at (p, outs[k]);
+          Diff d = compare_value (p, v, ctx->downloads[outs[k]],
+                                  ref_ctx->downloads[v->tensor][0]);
+          double rel = rel_of (d);
+          note_error (res, p, in->slot, rel);
+          if (rel <= res->tolerance || res->mismatch != NULL)
+            continue;
+          const PlannerTensor *t = planner_graph_get_tensor (p->graph, v->tensor);
+          g_autofree char *layout = planner_layout_to_string (&v->layout, mesh);
+          if (in->kind == INSTR_OP)
+            {
+              const PlannerOp *op = planner_graph_get_op (p->graph, in->op);
+              g_autofree char *st = planner_strategy_describe (&in->strategy, &op->rule, mesh);
+              res->first_mismatch_op = (int) in->op;
+              res->mismatch = g_strdup_printf (
+                "%s (%s, strategy %s): output %s (%s) differs from the reference: max abs "
+                "error %.3g, max rel error %.3g > tolerance %.3g",
+                op->name, planner_op_type_to_string (op->type), st, t->name, layout, d.max_abs,
+                rel, res->tolerance);
+            }
+          else
+            {
+              const PlannerRedistribution *r = planner_plan_get_redistribution (plan,
+                                                                                (guint) in->redist);
+              g_autofree char *name = redist_name (p->graph, r);
+              g_autofree char *step = planner_redist_step_describe (&in->step, mesh);
+              res->first_mismatch_redistribution = in->redist;
+              res->mismatch = g_strdup_printf (
+                "redistribution %s, step %u (%s): result %s differs from the reference: max "
+                "abs error %.3g, max rel error %.3g > tolerance %.3g",
+                name, in->step_index + 1, step, layout, d.max_abs, rel, res->tolerance);
+            }
+        }
+    }
+
+  const GArray *outputs = planner_graph_get_outputs (p->graph);
+  for (guint o = 0; o < outputs->len; o++)
+    {
+      guint vi = p->output_values[o];
+      const Value *v = value_at (p, vi);
+      Diff d = compare_value (p, v, ctx->downloads[vi], ref_ctx->downloads[v->tensor][0]);
+      ExecutorOutputError e = {
+        g_strdup (planner_graph_get_tensor (p->graph, v->tensor)->name), d.max_abs, rel_of (d)
+      };
+      g_array_append_val (res->outputs, e);
+      res->max_abs_error = MAX (res->max_abs_error, e.max_abs_error);
+      res->max_rel_error = MAX (res->max_rel_error, e.max_rel_error);
+    }
+  res->passed = res->mismatch == NULL && res->max_rel_error <= res->tolerance;
+  (void) ref;
+}
+
+ExecutorTrialResult *
+executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
+                    const ExecutorTrialOptions *options, GCancellable *cancellable,
+                    GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+  g_return_val_if_fail (backend != NULL, NULL);
+
+  ExecutorTrialOptions defaults;
+  if (options == NULL)
+    {
+      executor_trial_options_init (&defaults);
+      options = &defaults;
+    }
+  PlannerGraph *g = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  if (!planner_mesh_equal (mesh, &backend->mesh))
+    {
+      g_autofree char *a = planner_mesh_to_string (mesh);
+      g_autofree char *b = planner_mesh_to_string (&backend->mesh);
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
+                   "the plan's mesh is %s but the backend was made for %s", a, b);
+      return NULL;
+    }
+  guint n_ops = planner_graph_get_n_ops (g), n_tensors = planner_graph_get_n_tensors (g);
+  guint n_redists = planner_plan_get_n_redistributions (plan);
+
+  /* The sharded program, exactly as the plan lists it. */
+  g_autofree PlannerStrategy *strategies = g_new0 (PlannerStrategy, MAX (n_ops, 1));
+  g_autofree PlannerLayout *layouts = g_new0 (PlannerLayout, MAX (n_tensors, 1));
+  g_autofree const PlannerRedistribution **redists
+    = g_new0 (const PlannerRedistribution *, MAX (n_redists, 1));
+  for (guint i = 0; i < n_ops; i++)
+    strategies[i] = planner_plan_get_op (plan, i)->strategy;
+  for (guint t = 0; t < n_tensors; t++)
+    layouts[t] = *planner_plan_get_tensor_layout (plan, t);
+  for (guint r = 0; r < n_redists; r++)
+    redists[r] = planner_plan_get_redistribution (plan, r);
+  Program prog = { 0 };
+  if (!program_build (&prog, g, mesh, strategies, layouts, redists, n_redists, error))
+    {
+      program_clear (&prog);
+      return NULL;
+    }
+
+  /* The reference: one device, nothing split, no redistributions. */
+  PlannerMesh one = { 0 };
+  g_autofree PlannerStrategy *none = g_new0 (PlannerStrategy, MAX (n_ops, 1));
+  g_autofree PlannerLayout *whole = g_new0 (PlannerLayout, MAX (n_tensors, 1));
+  for (guint t = 0; t < n_tensors; t++)
+    planner_layout_init_replicated (&whole[t], planner_graph_get_tensor (g, t)->rank);
+  Program ref = { 0 };
+  program_build (&ref, g, &one, none, whole, NULL, 0, NULL);
+
+  g_autoptr (GError) local = NULL;
+  g_autoptr (ExecutorBackend) ref_backend
+    = executor_backend_new (executor_backend_get_name (backend), &one, error);
+  if (ref_backend == NULL)
+    {
+      program_clear (&prog);
+      program_clear (&ref);
+      return NULL;
+    }
+
+  guint8 **sources = make_sources (g, options->seed);
+  for (guint t = 0; t < prog.values->len; t++)
+    if (!value_at (&prog, t)->source)
+      value_at (&prog, t)->compare = value_at (&prog, t)->tensor >= 0;
+  RunCtx ref_ctx = { &ref, ref_backend, options, cancellable, 1, 1, sources, NULL, NULL,
+                     "reference", 0.0, 0.1 };
+  RunCtx ctx = { &prog, backend, options, cancellable, 1 + options->warmup + options->repeat,
+                 1 + options->warmup, sources, NULL, NULL, "sharded", 0.1, 0.9 };
+
+  ExecutorTrialResult *res = NULL;
+  if (ctx_run (&ref_ctx, error) && ctx_run (&ctx, error))
+    {
+      res = g_new0 (ExecutorTrialResult, 1);
+      res->backend = g_strdup (executor_backend_get_name (backend));
+      res->n_devices = backend->n_devices;
+      res->seed = options->seed;
+      res->repeat = options->repeat;
+      res->tolerance = options->tolerance;
+      res->first_mismatch_op = -1;
+      res->first_mismatch_redistribution = -1;
+      res->outputs = g_array_new (FALSE, TRUE, sizeof (ExecutorOutputError));
+      g_array_set_clear_func (res->outputs, clear_output_error);
+      res->ops = g_array_new (FALSE, TRUE, sizeof (ExecutorTiming));
+      g_array_set_clear_func (res->ops, clear_timing);
+      res->redistributions = g_array_new (FALSE, TRUE, sizeof (ExecutorTiming));
+      g_array_set_clear_func (res->redistributions, clear_timing);
+      for (guint t = 0; t < n_tensors; t++)
+        {
+          PlannerDType dt = planner_graph_get_tensor (g, t)->dtype;
+          res->reduced_precision_as_f32 |= dt == PLANNER_DTYPE_BF16 || dt == PLANNER_DTYPE_F16;
+        }
+      for (guint i = 0; i < n_ops; i++)
+        {
+          const PlannerOp *op = planner_graph_get_op (g, i);
+          ExecutorTiming t = { g_strdup (op->name),
+                               g_strdup (planner_op_type_to_string (op->type)),
+                               planner_plan_get_op (plan, i)->compute_time_s, 0, 0 };
+          g_array_append_val (res->ops, t);
+          res->estimated_step_s += t.estimated_s;
+        }
+      for (guint r = 0; r < n_redists; r++)
+        {
+          PlannerRedistPath path = { TRUE, redists[r]->n_steps, redists[r]->steps,
+                                     redists[r]->bytes, redists[r]->time_s };
+          ExecutorTiming t = { redist_name (g, redists[r]),
+                               planner_redist_path_describe (&path, mesh), redists[r]->time_s,
+                               0, 0 };
+          g_array_append_val (res->redistributions, t);
+          res->estimated_step_s += t.estimated_s;
+        }
+      fill_timings (res, &prog, &ctx, options->repeat);
+      compare_all (res, plan, &prog, &ctx, &ref, &ref_ctx);
+    }
+
+  ctx_clear (&ctx);
+  ctx_clear (&ref_ctx);
+  free_sources (sources, n_tensors);
+  program_clear (&prog);
+  program_clear (&ref);
+  return res;
+}
+
+ExecutorTrialResult *
+executor_trial_run_named (PlannerPlan *plan, const char *backend_name,
+                          const ExecutorTrialOptions *options, GCancellable *cancellable,
+                          GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+  g_autoptr (ExecutorBackend) backend
+    = executor_backend_new (backend_name, planner_plan_get_mesh (plan), error);
+  if (backend == NULL)
+    return NULL;
+  return executor_trial_run (plan, backend, options, cancellable, error);
+}
+
+static void
+add_timings (JsonBuilder *b, const char *member, GArray *timings, gboolean is_op)
+{
+  json_builder_set_member_name (b, member);
+  json_builder_begin_array (b);
+  for (guint i = 0; i < timings->len; i++)
+    {
+      const ExecutorTiming *t = &g_array_index (timings, ExecutorTiming, i);
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "name");
+      json_builder_add_string_value (b, t->name);
+      json_builder_set_member_name (b, is_op ? "type" : "steps");
+      json_builder_add_string_value (b, t->what);
+      json_builder_set_member_name (b, "estimated_us");
+      json_builder_add_double_value (b, t->estimated_s * 1e6);
+      json_builder_set_member_name (b, "measured_us");
+      json_builder_add_double_value (b, t->measured_s * 1e6);
+      json_builder_set_member_name (b, "max_rel_error");
+      json_builder_add_double_value (b, t->max_rel_error);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+}
+
+char *
+executor_trial_result_to_json (const ExecutorTrialResult *res)
+{
+  g_return_val_if_fail (res != NULL, NULL);
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "backend");
+  json_builder_add_string_value (b, res->backend);
+  json_builder_set_member_name (b, "devices");
+  json_builder_add_int_value (b, res->n_devices);
+  json_builder_set_member_name (b, "seed");
+  json_builder_add_int_value (b, (gint64) res->seed);
+  json_builder_set_member_name (b, "repeat");
+  json_builder_add_int_value (b, res->repeat);
+  json_builder_set_member_name (b, "tolerance");
+  json_builder_add_double_value (b, res->tolerance);
+  json_builder_set_member_name (b, "reduced_precision_as_f32");
+  json_builder_add_boolean_value (b, res->reduced_precision_as_f32);
+  json_builder_set_member_name (b, "passed");
+  json_builder_add_boolean_value (b, res->passed);
+  json_builder_set_member_name (b, "max_abs_error");
+  json_builder_add_double_value (b, res->max_abs_error);
+  json_builder_set_member_name (b, "max_rel_error");
+  json_builder_add_double_value (b, res->max_rel_error);
+  json_builder_set_member_name (b, "mismatch");
+  if (res->mismatch)
+    json_builder_add_string_value (b, res->mismatch);
+  else
+    json_builder_add_null_value (b);
+  json_builder_set_member_name (b, "estimated_step_us");
+  json_builder_add_double_value (b, res->estimated_step_s * 1e6);
+  json_builder_set_member_name (b, "measured_step_us");
+  json_builder_add_double_value (b, res->measured_step_s * 1e6);
+  json_builder_set_member_name (b, "outputs");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < res->outputs->len; i++)
+    {
+      const ExecutorOutputError *e = &g_array_index (res->outputs, ExecutorOutputError, i);
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "name");
+      json_builder_add_string_value (b, e->name);
+      json_builder_set_member_name (b, "max_abs_error");
+      json_builder_add_double_value (b, e->max_abs_error);
+      json_builder_set_member_name (b, "max_rel_error");
+      json_builder_add_double_value (b, e->max_rel_error);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  add_timings (b, "ops", res->ops, TRUE);
+  add_timings (b, "redistributions", res->redistributions, FALSE);
+  json_builder_end_object (b);
+
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  json_generator_set_pretty (gen, TRUE);
+  return json_generator_to_data (gen, NULL);
+}

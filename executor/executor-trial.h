@@ -1,0 +1,93 @@
+/* executor-trial.h: a trial run proves a plan by running it (architecture.md, "Executor").
+ *
+ * From a seed: random inputs and parameters; the unsharded graph on one device as the
+ * reference; the plan on the mesh, each device holding its local shards, running each op's
+ * local kernel and each redistribution step by step exactly as the plan lists it. Every op
+ * output, redistribution result and graph output is compared with the reference; each op
+ * and redistribution is timed (warm-up, then the median of the repeats).
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "executor-backend.h"
+#include "planner-plan.h"
+
+G_BEGIN_DECLS
+
+/* Called from the thread of device 0 (the GUI marshals it to its main loop): @fraction in
+ * [0, 1] and what runs now. */
+typedef void (*ExecutorProgressFunc) (double fraction, const char *what, gpointer user_data);
+
+typedef struct
+{
+  guint64 seed;
+  guint warmup;      /* untimed runs before the timed ones (1) */
+  guint repeat;      /* timed runs; each time is the median over them (5); 0: check only */
+  double tolerance;  /* largest relative error that still matches (1e-5) */
+  ExecutorProgressFunc progress;
+  gpointer progress_data;
+} ExecutorTrialOptions;
+
+void executor_trial_options_init (ExecutorTrialOptions *options);
+
+typedef struct
+{
+  char *name;             /* the graph output tensor */
+  double max_abs_error;
+  double max_rel_error;   /* max |sharded - reference| / max |reference| */
+} ExecutorOutputError;
+
+typedef struct
+{
+  char *name;             /* op name; redistributions: "TENSOR -> CONSUMER" */
+  char *what;             /* op type; redistributions: the steps */
+  double estimated_s;     /* the plan's cost model */
+  double measured_s;      /* median over repeats of the slowest device; 0 without repeats */
+  double max_rel_error;   /* of its result against the reference */
+} ExecutorTiming;
+
+typedef struct
+{
+  char *backend;
+  guint n_devices;
+  guint64 seed;
+  guint repeat;
+  double tolerance;
+  /* bf16/f16 tensors ran as f32 (the CPU backend computes in f32). */
+  gboolean reduced_precision_as_f32;
+
+  gboolean passed;
+  double max_abs_error;   /* over the graph outputs */
+  double max_rel_error;
+  GArray *outputs;        /* ExecutorOutputError, graph output order */
+  GArray *ops;            /* ExecutorTiming, one per op, topological order */
+  GArray *redistributions; /* ExecutorTiming, the plan's order */
+  /* The first op (or redistribution) in execution order whose result differs. */
+  int first_mismatch_op;
+  int first_mismatch_redistribution;
+  char *mismatch;         /* NULL when everything matches */
+
+  double estimated_step_s; /* forward: ops + redistributions */
+  double measured_step_s;
+} ExecutorTrialResult;
+
+void executor_trial_result_free (ExecutorTrialResult *result);
+/* The object `shardscope-cli run --json` prints. */
+char *executor_trial_result_to_json (const ExecutorTrialResult *result);
+
+/* Runs @plan on @backend (made for the plan's mesh) and the reference on a one-device
+ * backend of the same kind. A numeric mismatch is a result with passed FALSE, not an error;
+ * errors are bad plans (EXECUTOR_ERROR_INVALID_PLAN), backend failures and cancellation
+ * (G_IO_ERROR_CANCELLED). */
+ExecutorTrialResult *executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
+                                         const ExecutorTrialOptions *options,
+                                         GCancellable *cancellable, GError **error);
+/* Creates the backend by name for the plan's mesh. */
+ExecutorTrialResult *executor_trial_run_named (PlannerPlan *plan, const char *backend_name,
+                                               const ExecutorTrialOptions *options,
+                                               GCancellable *cancellable, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (ExecutorTrialResult, executor_trial_result_free)
+
+G_END_DECLS
