@@ -1,0 +1,69 @@
+# tools/common.sh: what tools/run.sh, tools/test.sh and .ci/run share. Sourced, not run.
+#
+# Works as root (CI, containers), as a normal user (apt through sudo) and under
+# "sudo bash tools/...", where the build itself runs as the invoking user so that build/
+# does not end up owned by root in their checkout.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# build/ unless SHARDSCOPE_BUILD_DIR names another (to keep several builds side by side).
+BUILD_DIR="${SHARDSCOPE_BUILD_DIR:-$ROOT/build}"
+
+# Everything the project builds, tests and runs with on Debian 12.
+PACKAGES=(
+  build-essential meson ninja-build pkg-config
+  libglib2.0-dev libjson-glib-dev libsqlite3-dev
+  libgraphviz-dev graphviz libcairo2-dev
+  libgtk-4-dev libadwaita-1-dev
+  libopenblas-dev
+  gettext desktop-file-utils appstream
+  xvfb xauth python3
+)
+
+# Root runs apt itself; anyone else needs sudo.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    echo "$(basename "$0"): installing packages needs root; run as root or install sudo" >&2
+    return 1
+  fi
+}
+
+# Under sudo, build and test as the user who owns the checkout.
+as_builder() {
+  if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ] \
+     && [ "$(stat -c %U "$ROOT")" = "$SUDO_USER" ]; then
+    sudo -u "$SUDO_USER" -H -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# Installs the packages that are missing; does nothing (not even apt-get update) when none is.
+ensure_packages() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$p")
+    fi
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    return 0
+  fi
+  echo "Installing missing packages: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# Configures build/ (or reconfigures an existing one) and builds it.
+build_project() {
+  cd "$ROOT"
+  if [ -f "$BUILD_DIR/meson-private/coredata.dat" ]; then
+    as_builder meson setup --reconfigure "$BUILD_DIR"
+  else
+    as_builder meson setup "$BUILD_DIR"
+  fi
+  as_builder meson compile -C "$BUILD_DIR"
+}
