@@ -91,4 +91,8 @@ int app_cli_models (const AppCliCommand *command, int argc, char **argv);
 int app_cli_graph (const AppCliCommand *command, int argc, char **argv);
 int app_cli_strategies (const AppCliCommand *command, int argc, char **argv);
 
+/* ---- commands (app-cli-render.c) ---- */
+
+int app_cli_render (const AppCliCommand *command, int argc, char **argv);
+
 G_END_DECLS

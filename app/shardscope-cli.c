@@ -17,6 +17,8 @@ static const AppCliCommand commands[] = {
   { "graph", "MODEL", "ops, tensors, parameters, parameter bytes, forward FLOPs", app_cli_graph },
   { "strategies", "MODEL --mesh M --op NAME",
     "every legal strategy of one op: layouts, local shapes, local FLOPs", app_cli_strategies },
+  { "render", "MODEL|PLAN --png|--svg|--pdf FILE",
+    "draw the graph and plan: strategies, redistributions, propagation steps", app_cli_render },
 };
 
 #define PROGRAM "shardscope-cli"

@@ -236,7 +236,7 @@ new_graph (guint n_nodes, gboolean routed)
   Agraph_t *g = agopen ((char *) "g", Agdirected, NULL);
   agattr (g, AGRAPH, (char *) "rankdir", (char *) "TB");
   agattr (g, AGRAPH, (char *) "nodesep", (char *) "0.25");
-  agattr (g, AGRAPH, (char *) "ranksep", (char *) "0.35");
+  agattr (g, AGRAPH, (char *) "ranksep", (char *) "0.5");
   if (n_nodes >= GRAPHVIEW_BIG_GROUP)
     {
       /* Fewer network-simplex and crossing-minimisation passes: big groups would take

@@ -1,0 +1,1481 @@
+#define G_LOG_DOMAIN "graphview-renderer"
+
+#include "config.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <errno.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graphview-private.h"
+#include "graphview-renderer.h"
+
+#define N_COST_BUCKETS 8
+#define N_CATEGORIES 7
+#define BADGE_FONT_SIZE 9.0
+
+typedef struct
+{
+  double r, g, b;
+} Rgb;
+
+struct _GraphviewRenderer
+{
+  GObject parent_instance;
+
+  GraphviewModel *model;
+  PlannerGraph *graph;
+  GraphviewLayout *layout;
+  PlannerPlan *plan;
+  PlannerPlan *other;
+  int step;
+  int hover;
+  int selected;
+  gboolean legend;
+
+  /* Derived from the plan, per op. */
+  guint n_ops;
+  guint8 *decision;     /* PlannerDecision, or G_MAXUINT8 without a plan */
+  int *decided_at;      /* trace step; pinned -1; defaulted after the last step */
+  guint16 *splits;      /* MATRIX_CELLS per op: split count of each input dim */
+  guint8 *differs;
+  guint *slot_base;     /* first input slot of each op in slot_redist */
+  int *slot_redist;     /* redistribution into that input slot, or -1 */
+  double *op_extra;     /* producer-side conversions and final reductions, at the producer */
+  double min_cost, max_cost;
+
+  /* Per visible edge, for one state of the model. */
+  guint edge_serial;
+  gboolean edges_valid;
+  double *edge_cost;
+  guint64 *edge_bytes;
+};
+
+#define MATRIX_CELLS (GRAPHVIEW_MATRIX_MAX_ROWS * GRAPHVIEW_MATRIX_MAX_COLS)
+
+G_DEFINE_FINAL_TYPE (GraphviewRenderer, graphview_renderer, G_TYPE_OBJECT)
+
+/* Colours ---------------------------------------------------------------------------------- */
+
+static const Rgb category_fill[N_CATEGORIES] = {
+  { 0.859, 0.910, 0.984 }, /* matmul, einsum */
+  { 0.918, 0.863, 0.984 }, /* attention */
+  { 0.851, 0.949, 0.867 }, /* norms */
+  { 1.000, 0.953, 0.812 }, /* elementwise */
+  { 0.925, 0.925, 0.925 }, /* shape ops */
+  { 0.992, 0.878, 0.839 }, /* embedding, loss */
+  { 0.953, 0.953, 0.953 }, /* the rest */
+};
+static const Rgb block_fill = { 0.890, 0.910, 0.937 };
+static const Rgb frame_fill = { 0.969, 0.976, 0.988 };
+static const Rgb frame_line = { 0.788, 0.827, 0.878 };
+static const Rgb border = { 0.373, 0.388, 0.408 };
+static const Rgb pinned = { 0.102, 0.337, 0.859 };
+static const Rgb defaulted = { 0.851, 0.467, 0.024 };
+static const Rgb no_cost = { 0.604, 0.627, 0.651 };
+static const Rgb step_colour = { 0.882, 0.114, 0.455 };
+static const Rgb differs_colour = { 0.486, 0.227, 0.929 };
+static const Rgb hover_colour = { 0.298, 0.545, 0.961 };
+static const Rgb text_colour = { 0.125, 0.129, 0.141 };
+/* The split count of a matrix cell on a log2 scale: 1, 2, 4, 8, 16 and more. */
+static const Rgb split_colours[] = {
+  { 1.000, 1.000, 1.000 }, { 0.776, 0.859, 0.937 }, { 0.420, 0.682, 0.839 },
+  { 0.129, 0.443, 0.710 }, { 0.031, 0.188, 0.420 },
+};
+
+static void
+set_rgb (cairo_t *cr, Rgb c)
+{
+  cairo_set_source_rgb (cr, c.r, c.g, c.b);
+}
+
+static Rgb
+mix (Rgb a, Rgb b, double t)
+{
+  return (Rgb) { a.r + (b.r - a.r) * t, a.g + (b.g - a.g) * t, a.b + (b.b - a.b) * t };
+}
+
+static Rgb
+cost_colour (double t)
+{
+  static const Rgb low = { 0.965, 0.765, 0.259 }, mid = { 0.941, 0.541, 0.141 },
+                   high = { 0.776, 0.157, 0.157 };
+  return t < 0.5 ? mix (low, mid, t * 2) : mix (mid, high, (t - 0.5) * 2);
+}
+
+/* Device pixels. */
+static double
+cost_width (double t)
+{
+  return 1.8 + 4.0 * t;
+}
+
+static Rgb
+split_colour (guint splits)
+{
+  if (splits <= 1)
+    return split_colours[0];
+  double level = MIN (log2 ((double) splits), 4.0);
+  guint lo = (guint) floor (level);
+  if (lo >= 4)
+    return split_colours[4];
+  return mix (split_colours[lo], split_colours[lo + 1], level - lo);
+}
+
+static guint
+op_category (PlannerOpType type)
+{
+  switch (type)
+    {
+    case PLANNER_OP_MATMUL:
+    case PLANNER_OP_BATCH_MATMUL:
+    case PLANNER_OP_EINSUM:
+    case PLANNER_OP_CONV2D:
+      return 0;
+    case PLANNER_OP_SDPA:
+    case PLANNER_OP_SOFTMAX:
+    case PLANNER_OP_ROTARY_EMBEDDING:
+      return 1;
+    case PLANNER_OP_LAYER_NORM:
+    case PLANNER_OP_RMS_NORM:
+      return 2;
+    case PLANNER_OP_ADD:
+    case PLANNER_OP_SUB:
+    case PLANNER_OP_MUL:
+    case PLANNER_OP_DIV:
+    case PLANNER_OP_RELU:
+    case PLANNER_OP_GELU:
+    case PLANNER_OP_SILU:
+    case PLANNER_OP_TANH:
+    case PLANNER_OP_EXP:
+    case PLANNER_OP_NEG:
+    case PLANNER_OP_CAST:
+    case PLANNER_OP_DROPOUT:
+      return 3;
+    case PLANNER_OP_RESHAPE:
+    case PLANNER_OP_TRANSPOSE:
+    case PLANNER_OP_CONCAT:
+    case PLANNER_OP_SPLIT:
+    case PLANNER_OP_SLICE:
+      return 4;
+    case PLANNER_OP_EMBEDDING:
+    case PLANNER_OP_CROSS_ENTROPY:
+      return 5;
+    default:
+      return 6;
+    }
+}
+
+/* Plan-derived state ----------------------------------------------------------------------- */
+
+static void
+clear_plan_state (GraphviewRenderer *self)
+{
+  g_clear_pointer (&self->decision, g_free);
+  g_clear_pointer (&self->decided_at, g_free);
+  g_clear_pointer (&self->splits, g_free);
+  g_clear_pointer (&self->differs, g_free);
+  g_clear_pointer (&self->slot_base, g_free);
+  g_clear_pointer (&self->slot_redist, g_free);
+  g_clear_pointer (&self->op_extra, g_free);
+  self->edges_valid = FALSE;
+}
+
+static void
+compute_differs (GraphviewRenderer *self)
+{
+  memset (self->differs, 0, self->n_ops);
+  if (self->plan == NULL || self->other == NULL)
+    return;
+  for (guint op = 0; op < self->n_ops; op++)
+    self->differs[op] = !planner_strategy_equal (&planner_plan_get_op (self->plan, op)->strategy,
+                                                 &planner_plan_get_op (self->other, op)->strategy);
+}
+
+static void
+compute_plan_state (GraphviewRenderer *self)
+{
+  clear_plan_state (self);
+  guint n = self->n_ops;
+  self->decision = g_new (guint8, MAX (n, 1));
+  self->decided_at = g_new0 (int, MAX (n, 1));
+  self->splits = g_new (guint16, MAX (n, 1) * MATRIX_CELLS);
+  self->differs = g_new0 (guint8, MAX (n, 1));
+  self->slot_base = g_new0 (guint, MAX (n, 1) + 1);
+  self->op_extra = g_new0 (double, MAX (n, 1));
+  for (guint i = 0; i < n * MATRIX_CELLS; i++)
+    self->splits[i] = 1;
+  for (guint op = 0; op < n; op++)
+    self->slot_base[op + 1] = self->slot_base[op]
+                              + planner_graph_get_op (self->graph, op)->n_inputs;
+  self->slot_redist = g_new (int, MAX (self->slot_base[n], 1));
+  for (guint s = 0; s < self->slot_base[n]; s++)
+    self->slot_redist[s] = -1;
+  self->min_cost = self->max_cost = 0;
+
+  if (self->plan == NULL)
+    {
+      memset (self->decision, G_MAXUINT8, MAX (n, 1));
+      return;
+    }
+
+  const PlannerMesh *mesh = planner_plan_get_mesh (self->plan);
+  guint n_steps = planner_plan_get_n_trace_steps (self->plan);
+  for (guint op = 0; op < n; op++)
+    {
+      const PlannerOpPlan *p = planner_plan_get_op (self->plan, op);
+      self->decision[op] = p->decision;
+      self->decided_at[op] = p->decision == PLANNER_DECIDED_PINNED      ? -1
+                             : p->decision == PLANNER_DECIDED_DEFAULTED ? (int) n_steps
+                                                                        : p->trace_step;
+      PlannerLayout inputs[PLANNER_MAX_OPERANDS], outputs[PLANNER_MAX_OPERANDS];
+      planner_plan_op_layouts (self->plan, op, inputs, outputs);
+      const PlannerOp *o = planner_graph_get_op (self->graph, op);
+      guint rows = MIN (o->n_inputs, GRAPHVIEW_MATRIX_MAX_ROWS);
+      for (guint r = 0; r < rows; r++)
+        for (guint d = 0; d < MIN (inputs[r].rank, GRAPHVIEW_MATRIX_MAX_COLS); d++)
+          self->splits[op * MATRIX_CELLS + r * GRAPHVIEW_MATRIX_MAX_COLS + d]
+              = (guint16) MIN (planner_layout_dim_splits (&inputs[r], mesh, d), G_MAXUINT16);
+    }
+
+  double min_cost = G_MAXDOUBLE, max_cost = 0;
+  for (guint i = 0; i < planner_plan_get_n_redistributions (self->plan); i++)
+    {
+      const PlannerRedistribution *r = planner_plan_get_redistribution (self->plan, i);
+      if (r->consumer >= 0 && !r->producer_side && (guint) r->consumer < n)
+        {
+          const PlannerOp *o = planner_graph_get_op (self->graph, r->consumer);
+          if (r->slot < o->n_inputs)
+            self->slot_redist[self->slot_base[r->consumer] + r->slot] = (int) i;
+        }
+      else
+        {
+          int producer = planner_graph_get_tensor (self->graph, r->tensor)->producer;
+          if (producer >= 0)
+            self->op_extra[producer] += r->time_s;
+        }
+      if (r->time_s > 0)
+        {
+          min_cost = MIN (min_cost, r->time_s);
+          max_cost = MAX (max_cost, r->time_s);
+        }
+    }
+  if (max_cost > 0)
+    {
+      self->min_cost = min_cost;
+      self->max_cost = max_cost;
+    }
+  compute_differs (self);
+}
+
+/* 0..1 on a log scale between the plan's cheapest and dearest redistribution. */
+static double
+cost_level (GraphviewRenderer *self, double cost)
+{
+  if (cost <= 0 || self->max_cost <= 0)
+    return 0;
+  if (self->max_cost <= self->min_cost * 1.0001)
+    return 1;
+  double t = log (cost / self->min_cost) / log (self->max_cost / self->min_cost);
+  return CLAMP (t, 0.0, 1.0);
+}
+
+static void
+ensure_edges (GraphviewRenderer *self)
+{
+  guint serial = graphview_model_get_serial (self->model);
+  if (self->edges_valid && self->edge_serial == serial)
+    return;
+  guint n = graphview_model_get_n_edges (self->model);
+  g_free (self->edge_cost);
+  g_free (self->edge_bytes);
+  self->edge_cost = g_new0 (double, MAX (n, 1));
+  self->edge_bytes = g_new0 (guint64, MAX (n, 1));
+  if (self->plan != NULL)
+    for (guint e = 0; e < n; e++)
+      {
+        const GraphviewEdge *edge = graphview_model_get_edge (self->model, e);
+        for (guint k = 0; k < edge->n_refs; k++)
+          {
+            const GraphviewEdgeRef *ref = graphview_model_get_ref (self->model,
+                                                                   edge->first_ref + k);
+            int r = self->slot_redist[self->slot_base[ref->consumer] + ref->slot];
+            if (r < 0)
+              continue;
+            const PlannerRedistribution *redist = planner_plan_get_redistribution (self->plan, r);
+            self->edge_cost[e] += redist->time_s;
+            self->edge_bytes[e] += redist->bytes;
+          }
+      }
+  self->edge_serial = serial;
+  self->edges_valid = TRUE;
+}
+
+/* The object ------------------------------------------------------------------------------- */
+
+static void
+graphview_renderer_finalize (GObject *object)
+{
+  GraphviewRenderer *self = GRAPHVIEW_RENDERER (object);
+  clear_plan_state (self);
+  g_clear_pointer (&self->edge_cost, g_free);
+  g_clear_pointer (&self->edge_bytes, g_free);
+  g_clear_pointer (&self->layout, graphview_layout_unref);
+  g_clear_object (&self->plan);
+  g_clear_object (&self->other);
+  g_clear_object (&self->model);
+  G_OBJECT_CLASS (graphview_renderer_parent_class)->finalize (object);
+}
+
+static void
+graphview_renderer_class_init (GraphviewRendererClass *klass)
+{
+  G_OBJECT_CLASS (klass)->finalize = graphview_renderer_finalize;
+}
+
+static void
+graphview_renderer_init (GraphviewRenderer *self)
+{
+  self->step = -1;
+  self->hover = -1;
+  self->selected = -1;
+  self->legend = TRUE;
+}
+
+GraphviewRenderer *
+graphview_renderer_new (GraphviewModel *model)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_MODEL (model), NULL);
+  GraphviewRenderer *self = g_object_new (GRAPHVIEW_TYPE_RENDERER, NULL);
+  self->model = g_object_ref (model);
+  self->graph = graphview_model_get_graph (model);
+  self->n_ops = planner_graph_get_n_ops (self->graph);
+  compute_plan_state (self);
+  return self;
+}
+
+GraphviewModel *
+graphview_renderer_get_model (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  return self->model;
+}
+
+void
+graphview_renderer_set_layout (GraphviewRenderer *self, GraphviewLayout *layout)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  if (layout)
+    graphview_layout_ref (layout);
+  g_clear_pointer (&self->layout, graphview_layout_unref);
+  self->layout = layout;
+}
+
+GraphviewLayout *
+graphview_renderer_get_layout (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  return self->layout;
+}
+
+gboolean
+graphview_renderer_is_ready (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
+  return self->layout != NULL
+         && graphview_layout_get_serial (self->layout) == graphview_model_get_serial (self->model)
+         && graphview_layout_get_n_items (self->layout)
+                == graphview_model_get_n_items (self->model);
+}
+
+static gboolean
+plan_fits (GraphviewRenderer *self, PlannerPlan *plan)
+{
+  return plan == NULL || planner_graph_get_n_ops (planner_plan_get_graph (plan)) == self->n_ops;
+}
+
+void
+graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_return_if_fail (plan == NULL || PLANNER_IS_PLAN (plan));
+  g_return_if_fail (plan_fits (self, plan));
+  g_set_object (&self->plan, plan);
+  compute_plan_state (self);
+}
+
+PlannerPlan *
+graphview_renderer_get_plan (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  return self->plan;
+}
+
+void
+graphview_renderer_set_compare_plan (GraphviewRenderer *self, PlannerPlan *other)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_return_if_fail (other == NULL || PLANNER_IS_PLAN (other));
+  g_return_if_fail (plan_fits (self, other));
+  g_set_object (&self->other, other);
+  compute_differs (self);
+}
+
+void
+graphview_renderer_set_step (GraphviewRenderer *self, int step)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  self->step = MAX (step, -1);
+}
+
+int
+graphview_renderer_get_step (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), -1);
+  return self->step;
+}
+
+void
+graphview_renderer_set_hover (GraphviewRenderer *self, int item)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  self->hover = item;
+}
+
+void
+graphview_renderer_set_selected (GraphviewRenderer *self, int item)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  self->selected = item;
+}
+
+void
+graphview_renderer_set_show_legend (GraphviewRenderer *self, gboolean show)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  self->legend = show;
+}
+
+GraphviewStepState
+graphview_renderer_get_step_state (GraphviewRenderer *self, guint op)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), GRAPHVIEW_STEP_DECIDED);
+  g_return_val_if_fail (op < self->n_ops, GRAPHVIEW_STEP_DECIDED);
+  if (self->plan == NULL || self->step < 0)
+    return GRAPHVIEW_STEP_DECIDED;
+  if (self->decided_at[op] > self->step)
+    return GRAPHVIEW_STEP_PENDING;
+  if (self->decided_at[op] == self->step && self->decision[op] == PLANNER_DECIDED_PROPAGATED)
+    return GRAPHVIEW_STEP_CURRENT;
+  return GRAPHVIEW_STEP_DECIDED;
+}
+
+gboolean
+graphview_renderer_op_differs (GraphviewRenderer *self, guint op)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
+  g_return_val_if_fail (op < self->n_ops, FALSE);
+  return self->differs[op] != 0;
+}
+
+double
+graphview_renderer_get_edge_cost (GraphviewRenderer *self, guint edge, guint64 *bytes)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), 0);
+  g_return_val_if_fail (edge < graphview_model_get_n_edges (self->model), 0);
+  ensure_edges (self);
+  if (bytes)
+    *bytes = self->edge_bytes[edge];
+  return self->edge_cost[edge];
+}
+
+char *
+graphview_renderer_dup_edge_badge (GraphviewRenderer *self, guint edge)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  g_return_val_if_fail (edge < graphview_model_get_n_edges (self->model), NULL);
+  if (self->plan == NULL)
+    return NULL;
+  ensure_edges (self);
+  const PlannerMesh *mesh = planner_plan_get_mesh (self->plan);
+  const GraphviewEdge *e = graphview_model_get_edge (self->model, edge);
+  g_autoptr (GString) steps = g_string_new (NULL);
+  guint n_steps = 0;
+  for (guint k = 0; k < e->n_refs; k++)
+    {
+      const GraphviewEdgeRef *ref = graphview_model_get_ref (self->model, e->first_ref + k);
+      int r = self->slot_redist[self->slot_base[ref->consumer] + ref->slot];
+      if (r < 0)
+        continue;
+      const PlannerRedistribution *redist = planner_plan_get_redistribution (self->plan, r);
+      for (guint s = 0; s < redist->n_steps; s++, n_steps++)
+        {
+          const PlannerRedistStep *step = &redist->steps[s];
+          char item[96];
+          g_snprintf (item, sizeof item, "%s(%s)", planner_step_kind_to_string (step->kind),
+                      mesh->names[step->axis]);
+          /* A folded edge can carry many: name the first few, count the rest. */
+          if (n_steps < 3)
+            g_string_append_printf (steps, "%s%s", n_steps ? "+" : "", item);
+        }
+    }
+  if (n_steps == 0)
+    return NULL;
+  if (n_steps > 3)
+    g_string_append_printf (steps, "+%u more", n_steps - 3);
+  g_autofree char *bytes = planner_format_bytes (self->edge_bytes[edge]);
+  g_autofree char *time = planner_format_time (self->edge_cost[edge]);
+  return g_strdup_printf ("%s %s %s", steps->str, bytes, time);
+}
+
+typedef struct
+{
+  guint counts[3];
+  guint redistributions;
+  double cost;
+  guint differs;
+  guint pending;
+  gboolean has_current;
+} Summary;
+
+static void
+summarize (GraphviewRenderer *self, const GraphviewItem *item, Summary *s)
+{
+  memset (s, 0, sizeof *s);
+  if (self->plan == NULL)
+    return;
+  for (guint op = item->first_op; op < item->first_op + item->n_ops; op++)
+    {
+      if (self->decision[op] < 3)
+        s->counts[self->decision[op]]++;
+      s->differs += self->differs[op];
+      GraphviewStepState state = graphview_renderer_get_step_state (self, op);
+      s->pending += state == GRAPHVIEW_STEP_PENDING;
+      s->has_current |= state == GRAPHVIEW_STEP_CURRENT;
+      s->cost += self->op_extra[op];
+      for (guint slot = self->slot_base[op]; slot < self->slot_base[op + 1]; slot++)
+        if (self->slot_redist[slot] >= 0)
+          {
+            const PlannerRedistribution *r
+                = planner_plan_get_redistribution (self->plan, self->slot_redist[slot]);
+            s->redistributions++;
+            s->cost += r->time_s;
+          }
+    }
+}
+
+static char *
+shape_text (const PlannerTensor *t)
+{
+  GString *s = g_string_new ("[");
+  for (guint d = 0; d < t->rank; d++)
+    g_string_append_printf (s, "%s%" G_GINT64_FORMAT, d ? "," : "", t->shape[d]);
+  g_string_append_c (s, ']');
+  return g_string_free (s, FALSE);
+}
+
+char *
+graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  g_return_val_if_fail (item < graphview_model_get_n_items (self->model), NULL);
+  const GraphviewItem *it = graphview_model_get_item (self->model, item);
+  g_autofree char *label = graphview_model_dup_item_label (self->model, item);
+  GString *s = g_string_new (NULL);
+  if (it->kind == GRAPHVIEW_ITEM_BLOCK)
+    {
+      const GraphviewRun *run = graphview_model_get_run (self->model, it->run);
+      g_string_append_printf (s, "%s\n%u ops, %u per block", label, it->n_ops,
+                              run->ops_per_block);
+    }
+  else
+    {
+      const PlannerOp *op = planner_graph_get_op (self->graph, it->first_op);
+      g_string_append_printf (s, "%s %s", planner_op_type_to_string (op->type), label);
+      for (guint i = 0; i < op->n_inputs; i++)
+        {
+          g_autofree char *shape = shape_text (planner_graph_get_tensor (self->graph,
+                                                                         op->inputs[i]));
+          g_string_append_printf (s, "%s%s", i ? " x " : "\nin ", shape);
+        }
+      for (guint o = 0; o < op->n_outputs; o++)
+        {
+          g_autofree char *shape = shape_text (planner_graph_get_tensor (self->graph,
+                                                                         op->outputs[o]));
+          g_string_append_printf (s, "%s%s", o ? ", " : "\nout ", shape);
+        }
+      if (self->plan != NULL)
+        {
+          const PlannerOpPlan *p = planner_plan_get_op (self->plan, it->first_op);
+          const PlannerMesh *mesh = planner_plan_get_mesh (self->plan);
+          g_autofree char *layouts = planner_strategy_to_string (&p->strategy, &op->rule, mesh);
+          g_autofree char *factors = planner_strategy_describe (&p->strategy, &op->rule, mesh);
+          g_string_append_printf (s, "\nstrategy %s (%s)\n%s", layouts, factors,
+                                  planner_decision_to_string (p->decision));
+          if (p->decision == PLANNER_DECIDED_PROPAGATED)
+            g_string_append_printf (s, " at step %d", p->trace_step);
+        }
+    }
+  if (self->plan != NULL)
+    {
+      Summary sum;
+      summarize (self, it, &sum);
+      g_autofree char *cost = planner_format_time (sum.cost);
+      if (it->kind == GRAPHVIEW_ITEM_BLOCK)
+        g_string_append_printf (s, "\npinned %u, propagated %u, defaulted %u", sum.counts[0],
+                                sum.counts[1], sum.counts[2]);
+      g_string_append_printf (s, "\n%u redistributions in, %s", sum.redistributions, cost);
+      if (self->other != NULL && sum.differs > 0)
+        g_string_append_printf (s, "\n%u ops differ from %s", sum.differs,
+                                planner_plan_get_name (self->other)
+                                    ? planner_plan_get_name (self->other)
+                                    : "the other plan");
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* Drawing helpers -------------------------------------------------------------------------- */
+
+typedef struct
+{
+  GraphviewRenderer *self;
+  cairo_t *cr;
+  double scale;
+  GraphviewRect visible;  /* world */
+  gboolean text;
+  gboolean matrices;
+  gboolean shapes;
+} Frame;
+
+static void
+frame_init (Frame *f, GraphviewRenderer *self, cairo_t *cr, const GraphviewViewport *vp)
+{
+  f->self = self;
+  f->cr = cr;
+  f->scale = vp->scale;
+  /* A margin so that strokes and badges at the border are not cut. */
+  double margin = 40 / vp->scale;
+  f->visible = (GraphviewRect) { vp->x - margin, vp->y - margin,
+                                 vp->width / vp->scale + 2 * margin,
+                                 vp->height / vp->scale + 2 * margin };
+  f->text = GRAPHVIEW_FONT_SIZE * vp->scale >= GRAPHVIEW_MIN_TEXT_PX;
+  f->matrices = GRAPHVIEW_CELL * vp->scale >= GRAPHVIEW_MIN_CELL_PX;
+  f->shapes = f->text && vp->scale >= 1.25;
+}
+
+static void
+apply_viewport (cairo_t *cr, const GraphviewViewport *vp)
+{
+  cairo_scale (cr, vp->scale, vp->scale);
+  cairo_translate (cr, -vp->x, -vp->y);
+}
+
+static void
+rounded_rect (cairo_t *cr, double x, double y, double w, double h, double r)
+{
+  r = MIN (r, MIN (w, h) / 2);
+  cairo_new_sub_path (cr);
+  cairo_arc (cr, x + w - r, y + r, r, -G_PI / 2, 0);
+  cairo_arc (cr, x + w - r, y + h - r, r, 0, G_PI / 2);
+  cairo_arc (cr, x + r, y + h - r, r, G_PI / 2, G_PI);
+  cairo_arc (cr, x + r, y + r, r, G_PI, 3 * G_PI / 2);
+  cairo_close_path (cr);
+}
+
+/* Text at baseline (x, y) in at most @max_w world units: shrunk, then cut. */
+static void
+show_text_fit (cairo_t *cr, const char *text, double x, double y, double max_w, double size,
+               gboolean bold)
+{
+  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL,
+                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, size);
+  cairo_text_extents_t ext;
+  cairo_text_extents (cr, text, &ext);
+  gboolean clip = FALSE;
+  if (ext.x_advance > max_w && max_w > 0)
+    {
+      double shrink = MAX (max_w / ext.x_advance, 0.7);
+      cairo_set_font_size (cr, size * shrink);
+      clip = ext.x_advance * shrink > max_w;
+    }
+  if (clip)
+    {
+      cairo_save (cr);
+      cairo_rectangle (cr, x, y - size * 1.2, max_w, size * 1.6);
+      cairo_clip (cr);
+    }
+  cairo_move_to (cr, x, y);
+  cairo_show_text (cr, text);
+  if (clip)
+    cairo_restore (cr);
+}
+
+static const GraphviewRect *
+item_rect (Frame *f, guint item)
+{
+  return graphview_layout_get_item_rect (f->self->layout, item);
+}
+
+static gboolean
+item_visible (Frame *f, guint item)
+{
+  return graphview_rect_intersects (item_rect (f, item), &f->visible);
+}
+
+static void
+edge_path (cairo_t *cr, GraphviewLayout *layout, guint edge)
+{
+  guint n = 0;
+  const double *p = graphview_layout_get_edge_points (layout, edge, &n);
+  if (p == NULL || n < 2)
+    return;
+  cairo_move_to (cr, p[0], p[1]);
+  for (guint i = 1; i + 2 < n; i += 3)
+    cairo_curve_to (cr, p[2 * i], p[2 * i + 1], p[2 * i + 2], p[2 * i + 3], p[2 * i + 4],
+                    p[2 * i + 5]);
+}
+
+static void
+arrow_path (cairo_t *cr, GraphviewLayout *layout, guint edge, double size)
+{
+  guint n = 0;
+  const double *p = graphview_layout_get_edge_points (layout, edge, &n);
+  if (p == NULL || n < 2)
+    return;
+  double x = p[2 * (n - 1)], y = p[2 * (n - 1) + 1];
+  double dx = x - p[2 * (n - 2)], dy = y - p[2 * (n - 2) + 1];
+  double len = hypot (dx, dy);
+  if (len < 1e-6)
+    dx = 0, dy = 1, len = 1;
+  dx /= len, dy /= len;
+  cairo_move_to (cr, x, y);
+  cairo_line_to (cr, x - size * dx + size * 0.5 * dy, y - size * dy - size * 0.5 * dx);
+  cairo_line_to (cr, x - size * dx - size * 0.5 * dy, y - size * dy + size * 0.5 * dx);
+  cairo_close_path (cr);
+}
+
+static void
+draw_badge (Frame *f, const char *text, double cx, double cy, Rgb colour)
+{
+  cairo_t *cr = f->cr;
+  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, BADGE_FONT_SIZE);
+  cairo_text_extents_t ext;
+  cairo_text_extents (cr, text, &ext);
+  double w = ext.x_advance + 8, h = BADGE_FONT_SIZE + 6;
+  rounded_rect (cr, cx - w / 2, cy - h / 2, w, h, 4);
+  cairo_set_source_rgba (cr, 1, 1, 1, 0.95);
+  cairo_fill_preserve (cr);
+  set_rgb (cr, colour);
+  cairo_set_line_width (cr, 1.2 / f->scale);
+  cairo_stroke (cr);
+  set_rgb (cr, text_colour);
+  cairo_move_to (cr, cx - w / 2 + 4, cy + BADGE_FONT_SIZE * 0.35);
+  cairo_show_text (cr, text);
+}
+
+/* The static layer ------------------------------------------------------------------------- */
+
+static void
+draw_frames (Frame *f)
+{
+  cairo_t *cr = f->cr;
+  GraphviewLayout *layout = f->self->layout;
+  for (guint i = 0; i < graphview_layout_get_n_frames (layout); i++)
+    {
+      const GraphviewFrame *frame = graphview_layout_get_frame (layout, i);
+      if (!graphview_rect_intersects (&frame->rect, &f->visible))
+        continue;
+      const GraphviewRect *r = &frame->rect;
+      rounded_rect (cr, r->x, r->y, r->width, r->height, 8);
+      set_rgb (cr, frame_fill);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, frame_line);
+      cairo_set_line_width (cr, 1.0 / f->scale);
+      cairo_stroke (cr);
+      if (f->text && frame->run >= 0)
+        {
+          g_autofree char *name = graphview_model_dup_block_name (f->self->model, frame->run,
+                                                                  frame->block);
+          set_rgb (cr, border);
+          show_text_fit (cr, name, r->x + 8, r->y + 16, r->width - 16, GRAPHVIEW_FONT_SIZE, TRUE);
+        }
+    }
+}
+
+static void
+draw_edges (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  GraphviewLayout *layout = self->layout;
+  guint n = graphview_model_get_n_edges (self->model);
+  ensure_edges (self);
+
+  /* Batched by colour: one stroke per bucket keeps a frame of thousands of edges cheap. */
+  GArray *buckets[N_COST_BUCKETS + 1];
+  for (guint b = 0; b <= N_COST_BUCKETS; b++)
+    buckets[b] = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint e = 0; e < n; e++)
+    {
+      if (!graphview_rect_intersects (graphview_layout_get_edge_bounds (layout, e), &f->visible))
+        continue;
+      guint b = 0;
+      if (self->edge_cost[e] > 0)
+        b = 1 + (guint) MIN (cost_level (self, self->edge_cost[e]) * N_COST_BUCKETS,
+                             N_COST_BUCKETS - 1);
+      g_array_append_val (buckets[b], e);
+    }
+  gboolean arrows = f->scale >= 0.3;
+  for (guint b = 0; b <= N_COST_BUCKETS; b++)
+    {
+      if (buckets[b]->len == 0)
+        continue;
+      double t = b == 0 ? 0 : (b - 0.5) / N_COST_BUCKETS;
+      Rgb colour = b == 0 ? no_cost : cost_colour (t);
+      double width = b == 0 ? 1.0 : cost_width (t);
+      cairo_new_path (cr);
+      for (guint i = 0; i < buckets[b]->len; i++)
+        edge_path (cr, layout, g_array_index (buckets[b], guint, i));
+      set_rgb (cr, colour);
+      cairo_set_line_width (cr, MAX (width, 0.5) / f->scale);
+      cairo_stroke (cr);
+      if (arrows)
+        {
+          double size = MIN ((4.0 + width) / f->scale, 10.0);
+          for (guint i = 0; i < buckets[b]->len; i++)
+            arrow_path (cr, layout, g_array_index (buckets[b], guint, i), size);
+          cairo_fill (cr);
+        }
+    }
+
+  for (guint b = 1; f->text && self->plan != NULL && b <= N_COST_BUCKETS; b++)
+    for (guint i = 0; i < buckets[b]->len; i++)
+      {
+        guint e = g_array_index (buckets[b], guint, i);
+        g_autofree char *text = graphview_renderer_dup_edge_badge (self, e);
+        if (text == NULL)
+          continue;
+        double x, y;
+        graphview_layout_get_edge_midpoint (layout, e, &x, &y);
+        draw_badge (f, text, x, y, cost_colour ((b - 0.5) / N_COST_BUCKETS));
+      }
+  for (guint b = 0; b <= N_COST_BUCKETS; b++)
+    g_array_unref (buckets[b]);
+}
+
+static void
+draw_matrix (Frame *f, guint op, const GraphviewRect *r)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  const PlannerOp *o = planner_graph_get_op (self->graph, op);
+  guint rows, cols;
+  graphview_op_matrix_size (o, self->graph, &rows, &cols);
+  double cell = GRAPHVIEW_CELL;
+  double x0 = r->x + r->width - GRAPHVIEW_PAD - cols * cell;
+  double y0 = r->y + (r->height - rows * cell) / 2;
+  for (guint row = 0; row < rows; row++)
+    {
+      guint rank = planner_graph_get_tensor (self->graph, o->inputs[row])->rank;
+      for (guint c = 0; c < MIN (MAX (rank, 1), cols); c++)
+        {
+          guint splits = self->splits[op * MATRIX_CELLS + row * GRAPHVIEW_MATRIX_MAX_COLS + c];
+          set_rgb (cr, split_colour (splits));
+          cairo_rectangle (cr, x0 + c * cell, y0 + row * cell, cell, cell);
+          cairo_fill_preserve (cr);
+          cairo_set_source_rgb (cr, 0.55, 0.58, 0.62);
+          cairo_set_line_width (cr, 0.5 / f->scale);
+          cairo_stroke (cr);
+        }
+    }
+}
+
+static void
+draw_op_nodes (Frame *f, GArray *ops)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  gboolean borders = 40 * f->scale >= 4;
+
+  for (guint c = 0; c < N_CATEGORIES; c++)
+    {
+      gboolean any = FALSE;
+      cairo_new_path (cr);
+      for (guint i = 0; i < ops->len; i++)
+        {
+          guint item = g_array_index (ops, guint, i);
+          guint op = graphview_model_get_item (self->model, item)->first_op;
+          if (op_category (planner_graph_get_op (self->graph, op)->type) != c)
+            continue;
+          const GraphviewRect *r = item_rect (f, item);
+          cairo_rectangle (cr, r->x, r->y, r->width, r->height);
+          any = TRUE;
+        }
+      if (any)
+        {
+          set_rgb (cr, category_fill[c]);
+          cairo_fill (cr);
+        }
+    }
+
+  /* Borders tell how the op was decided: plain propagated, thick blue pinned, dashed amber
+   * defaulted. */
+  static const double dash[] = { 4.0 };
+  for (guint kind = 0; kind < 4 && borders; kind++)
+    {
+      gboolean any = FALSE;
+      cairo_new_path (cr);
+      for (guint i = 0; i < ops->len; i++)
+        {
+          guint item = g_array_index (ops, guint, i);
+          guint op = graphview_model_get_item (self->model, item)->first_op;
+          guint d = self->decision[op];
+          guint k = d == PLANNER_DECIDED_PINNED ? 1 : d == PLANNER_DECIDED_DEFAULTED ? 2 : 0;
+          if (k != kind)
+            continue;
+          const GraphviewRect *r = item_rect (f, item);
+          cairo_rectangle (cr, r->x, r->y, r->width, r->height);
+          any = TRUE;
+        }
+      if (!any)
+        continue;
+      set_rgb (cr, kind == 1 ? pinned : kind == 2 ? defaulted : border);
+      cairo_set_line_width (cr, (kind == 1 ? 2.5 : kind == 2 ? 1.8 : 1.0) / f->scale);
+      if (kind == 2)
+        {
+          double d = dash[0] / f->scale;
+          cairo_set_dash (cr, &d, 1, 0);
+        }
+      cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+    }
+
+  /* Corner marks, big enough to see once nodes are: a pin head, an amber triangle. */
+  if (self->plan != NULL && 20 * f->scale >= 4)
+    for (guint i = 0; i < ops->len; i++)
+      {
+        guint item = g_array_index (ops, guint, i);
+        guint op = graphview_model_get_item (self->model, item)->first_op;
+        const GraphviewRect *r = item_rect (f, item);
+        if (self->decision[op] == PLANNER_DECIDED_PINNED)
+          {
+            cairo_arc (cr, r->x, r->y, 5, 0, 2 * G_PI);
+            set_rgb (cr, pinned);
+            cairo_fill (cr);
+            cairo_arc (cr, r->x, r->y, 2, 0, 2 * G_PI);
+            cairo_set_source_rgb (cr, 1, 1, 1);
+            cairo_fill (cr);
+          }
+        else if (self->decision[op] == PLANNER_DECIDED_DEFAULTED)
+          {
+            cairo_move_to (cr, r->x - 1, r->y - 1);
+            cairo_line_to (cr, r->x + 11, r->y - 1);
+            cairo_line_to (cr, r->x - 1, r->y + 11);
+            cairo_close_path (cr);
+            set_rgb (cr, defaulted);
+            cairo_fill (cr);
+          }
+      }
+
+  if (f->matrices && self->plan != NULL)
+    for (guint i = 0; i < ops->len; i++)
+      {
+        guint item = g_array_index (ops, guint, i);
+        draw_matrix (f, graphview_model_get_item (self->model, item)->first_op,
+                     item_rect (f, item));
+      }
+
+  if (!f->text)
+    return;
+  for (guint i = 0; i < ops->len; i++)
+    {
+      guint item = g_array_index (ops, guint, i);
+      guint op = graphview_model_get_item (self->model, item)->first_op;
+      const PlannerOp *o = planner_graph_get_op (self->graph, op);
+      const GraphviewRect *r = item_rect (f, item);
+      guint rows, cols;
+      graphview_op_matrix_size (o, self->graph, &rows, &cols);
+      double text_w = r->width - 2 * GRAPHVIEW_PAD
+                      - (self->plan ? cols * GRAPHVIEW_CELL + GRAPHVIEW_PAD : 0);
+      double x = r->x + GRAPHVIEW_PAD;
+      double y = r->y + GRAPHVIEW_PAD + GRAPHVIEW_LINE - 3;
+      set_rgb (cr, text_colour);
+      show_text_fit (cr, planner_op_type_to_string (o->type), x, y, text_w,
+                     GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
+      show_text_fit (cr, graphview_model_get_op_label (self->model, op), x,
+                     y + GRAPHVIEW_LINE, text_w, GRAPHVIEW_FONT_SIZE, FALSE);
+      if (f->shapes && o->n_outputs > 0)
+        {
+          g_autofree char *shape = shape_text (planner_graph_get_tensor (self->graph,
+                                                                         o->outputs[0]));
+          cairo_set_source_rgb (cr, 0.35, 0.37, 0.40);
+          show_text_fit (cr, shape, x, y + 2 * GRAPHVIEW_LINE, text_w, GRAPHVIEW_FONT_SIZE * 0.9,
+                         FALSE);
+        }
+    }
+}
+
+static void
+decision_bar (cairo_t *cr, const Summary *s, double x, double y, double w, double h)
+{
+  guint total = s->counts[0] + s->counts[1] + s->counts[2];
+  if (total == 0)
+    return;
+  static const Rgb *colours[] = { &pinned, &no_cost, &defaulted };
+  double at = x;
+  for (guint k = 0; k < 3; k++)
+    {
+      double part = w * s->counts[k] / total;
+      cairo_rectangle (cr, at, y, part, h);
+      set_rgb (cr, *colours[k]);
+      cairo_fill (cr);
+      at += part;
+    }
+}
+
+static void
+draw_block_node (Frame *f, guint item)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  const GraphviewRect *r = item_rect (f, item);
+  const GraphviewItem *it = graphview_model_get_item (self->model, item);
+
+  /* A stack of cards: the block stands for several. */
+  double off = it->n_blocks > 1 ? 5 : 0;
+  for (int layer = it->n_blocks > 1 ? 2 : 0; layer >= 0; layer--)
+    {
+      double d = off * layer / 2;
+      rounded_rect (cr, r->x + off - d, r->y + d, r->width - off, r->height - off, 6);
+      set_rgb (cr, layer == 0 ? block_fill : mix (block_fill, (Rgb) { 1, 1, 1 }, 0.4));
+      cairo_fill_preserve (cr);
+      set_rgb (cr, border);
+      cairo_set_line_width (cr, 1.2 / f->scale);
+      cairo_stroke (cr);
+    }
+  double x = r->x + off + GRAPHVIEW_PAD, w = r->width - 2 * off - 2 * GRAPHVIEW_PAD;
+  double y = r->y + off + GRAPHVIEW_PAD;
+  Summary s;
+  summarize (self, it, &s);
+  decision_bar (cr, &s, x, r->y + r->height - off - GRAPHVIEW_PAD - 5, w, 5);
+  if (!f->text)
+    return;
+
+  const GraphviewRun *run = graphview_model_get_run (self->model, it->run);
+  g_autofree char *label = graphview_model_dup_item_label (self->model, item);
+  g_autofree char *ops = g_strdup_printf ("%u ops, %u per block", it->n_ops, run->ops_per_block);
+  set_rgb (cr, text_colour);
+  show_text_fit (cr, label, x, y + GRAPHVIEW_LINE - 2, w, GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
+  show_text_fit (cr, ops, x, y + 2 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
+  if (self->plan == NULL)
+    return;
+  g_autofree char *decided = g_strdup_printf ("pinned %u, propagated %u, defaulted %u",
+                                              s.counts[0], s.counts[1], s.counts[2]);
+  g_autofree char *cost = planner_format_time (s.cost);
+  g_autofree char *redist = g_strdup_printf ("%u redistributions, %s", s.redistributions, cost);
+  show_text_fit (cr, decided, x, y + 3 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
+  show_text_fit (cr, redist, x, y + 4 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
+}
+
+void
+graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
+                                const GraphviewViewport *viewport)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_return_if_fail (cr != NULL && viewport != NULL && viewport->scale > 0);
+  if (!graphview_renderer_is_ready (self))
+    return;
+  cairo_save (cr);
+  apply_viewport (cr, viewport);
+  Frame f;
+  frame_init (&f, self, cr, viewport);
+  draw_frames (&f);
+  draw_edges (&f);
+
+  g_autoptr (GArray) ops = g_array_new (FALSE, FALSE, sizeof (guint));
+  guint n = graphview_model_get_n_items (self->model);
+  for (guint i = 0; i < n; i++)
+    {
+      if (!item_visible (&f, i))
+        continue;
+      if (graphview_model_get_item (self->model, i)->kind == GRAPHVIEW_ITEM_BLOCK)
+        draw_block_node (&f, i);
+      else
+        g_array_append_val (ops, i);
+    }
+  draw_op_nodes (&f, ops);
+
+  /* Conversions at the producer and final reductions of outputs, under the node. */
+  if (f.text && self->plan != NULL)
+    for (guint i = 0; i < ops->len; i++)
+      {
+        guint item = g_array_index (ops, guint, i);
+        guint op = graphview_model_get_item (self->model, item)->first_op;
+        if (self->op_extra[op] <= 0)
+          continue;
+        const GraphviewRect *r = item_rect (&f, item);
+        g_autofree char *time = planner_format_time (self->op_extra[op]);
+        g_autofree char *text = g_strdup_printf ("out %s", time);
+        draw_badge (&f, text, r->x + r->width / 2, r->y + r->height + 2,
+                    cost_colour (cost_level (self, self->op_extra[op])));
+      }
+  cairo_restore (cr);
+}
+
+/* Overlays --------------------------------------------------------------------------------- */
+
+static void
+outline (Frame *f, const GraphviewRect *r, Rgb colour, double px, gboolean dashed)
+{
+  cairo_t *cr = f->cr;
+  double pad = (px / 2 + 1) / f->scale;
+  cairo_rectangle (f->cr, r->x - pad, r->y - pad, r->width + 2 * pad, r->height + 2 * pad);
+  set_rgb (cr, colour);
+  cairo_set_line_width (cr, px / f->scale);
+  if (dashed)
+    {
+      double d = 6 / f->scale;
+      cairo_set_dash (cr, &d, 1, 0);
+    }
+  cairo_stroke (cr);
+  cairo_set_dash (cr, NULL, 0, 0);
+}
+
+static void
+draw_step_overlay (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  if (self->plan == NULL || self->step < 0)
+    return;
+  guint n = graphview_model_get_n_items (self->model);
+  for (guint i = 0; i < n; i++)
+    {
+      if (!item_visible (f, i))
+        continue;
+      const GraphviewItem *it = graphview_model_get_item (self->model, i);
+      const GraphviewRect *r = item_rect (f, i);
+      Summary s;
+      summarize (self, it, &s);
+      if (s.pending > 0)
+        {
+          /* Grey over the part of the node not decided yet (all of an op node). */
+          double part = (double) s.pending / it->n_ops;
+          cairo_rectangle (cr, r->x, r->y + r->height * (1 - part), r->width, r->height * part);
+          cairo_set_source_rgba (cr, 0.90, 0.90, 0.90, 0.82);
+          cairo_fill (cr);
+        }
+    }
+
+  if ((guint) self->step >= planner_plan_get_n_trace_steps (self->plan))
+    return;
+  const PlannerTraceStep *step = planner_plan_get_trace_step (self->plan, self->step);
+  guint item = graphview_model_get_item_of_op (self->model, step->op);
+  if (step->from_op >= 0)
+    {
+      guint from = graphview_model_get_item_of_op (self->model, step->from_op);
+      int edge = step->forward ? graphview_model_find_edge (self->model, from, item)
+                               : graphview_model_find_edge (self->model, item, from);
+      if (edge >= 0)
+        {
+          cairo_new_path (cr);
+          edge_path (cr, self->layout, edge);
+          cairo_set_source_rgba (cr, step_colour.r, step_colour.g, step_colour.b, 0.85);
+          cairo_set_line_width (cr, 5 / f->scale);
+          cairo_stroke (cr);
+        }
+      outline (f, item_rect (f, from), step_colour, 2, TRUE);
+    }
+  outline (f, item_rect (f, item), step_colour, 4, FALSE);
+}
+
+static void
+draw_compare_overlay (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  if (self->plan == NULL || self->other == NULL)
+    return;
+  guint n = graphview_model_get_n_items (self->model);
+  for (guint i = 0; i < n; i++)
+    {
+      if (!item_visible (f, i))
+        continue;
+      const GraphviewItem *it = graphview_model_get_item (self->model, i);
+      guint differs = 0;
+      for (guint op = it->first_op; op < it->first_op + it->n_ops; op++)
+        differs += self->differs[op];
+      if (differs == 0)
+        continue;
+      const GraphviewRect *r = item_rect (f, i);
+      outline (f, r, differs_colour, 3, TRUE);
+      /* A "not equal" disc at the top-right corner, with the count on block nodes. */
+      double radius = 7 / MAX (f->scale, 0.5);
+      cairo_arc (cr, r->x + r->width, r->y, radius, 0, 2 * G_PI);
+      set_rgb (cr, differs_colour);
+      cairo_fill (cr);
+      if (f->text)
+        {
+          g_autofree char *text = it->kind == GRAPHVIEW_ITEM_BLOCK
+                                      ? g_strdup_printf ("%u", differs)
+                                      : g_strdup ("\xe2\x89\xa0");
+          cairo_set_source_rgb (cr, 1, 1, 1);
+          cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+          cairo_set_font_size (cr, 9);
+          cairo_text_extents_t ext;
+          cairo_text_extents (cr, text, &ext);
+          cairo_move_to (cr, r->x + r->width - ext.x_advance / 2, r->y + 3.2);
+          cairo_show_text (cr, text);
+        }
+    }
+}
+
+void
+graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
+                                  const GraphviewViewport *viewport)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_return_if_fail (cr != NULL && viewport != NULL && viewport->scale > 0);
+  if (!graphview_renderer_is_ready (self))
+    return;
+  cairo_save (cr);
+  apply_viewport (cr, viewport);
+  Frame f;
+  frame_init (&f, self, cr, viewport);
+  draw_step_overlay (&f);
+  draw_compare_overlay (&f);
+  guint n = graphview_model_get_n_items (self->model);
+  if (self->hover >= 0 && (guint) self->hover < n)
+    outline (&f, item_rect (&f, self->hover), hover_colour, 2, FALSE);
+  if (self->selected >= 0 && (guint) self->selected < n)
+    outline (&f, item_rect (&f, self->selected), pinned, 3, FALSE);
+  cairo_restore (cr);
+}
+
+/* The legend ------------------------------------------------------------------------------- */
+
+static double
+legend_text (cairo_t *cr, const char *text, double x, double y, gboolean bold)
+{
+  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL,
+                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, 11);
+  cairo_text_extents_t ext;
+  cairo_text_extents (cr, text, &ext);
+  set_rgb (cr, text_colour);
+  cairo_move_to (cr, x, y);
+  cairo_show_text (cr, text);
+  return x + ext.x_advance;
+}
+
+static double
+legend_swatch (cairo_t *cr, double x, double y, Rgb fill, Rgb line, double width,
+               gboolean dashed)
+{
+  cairo_rectangle (cr, x, y - 9, 16, 11);
+  set_rgb (cr, fill);
+  cairo_fill_preserve (cr);
+  set_rgb (cr, line);
+  cairo_set_line_width (cr, width);
+  double d = 3;
+  cairo_set_dash (cr, &d, dashed ? 1 : 0, 0);
+  cairo_stroke (cr);
+  cairo_set_dash (cr, NULL, 0, 0);
+  return x + 20;
+}
+
+void
+graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, double y,
+                                double *width, double *height)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  double row1 = y + 18, row2 = y + 40, at, right = x;
+  cairo_save (cr);
+
+  at = legend_text (cr, "splits per dim", x + 8, row1, TRUE) + 8;
+  static const guint levels[] = { 1, 2, 4, 8, 16 };
+  for (guint i = 0; i < G_N_ELEMENTS (levels); i++)
+    {
+      char label[8];
+      g_snprintf (label, sizeof label, i + 1 < G_N_ELEMENTS (levels) ? "%u" : "%u+", levels[i]);
+      cairo_rectangle (cr, at, row1 - 10, 12, 12);
+      set_rgb (cr, split_colour (levels[i]));
+      cairo_fill_preserve (cr);
+      cairo_set_source_rgb (cr, 0.55, 0.58, 0.62);
+      cairo_set_line_width (cr, 1);
+      cairo_stroke (cr);
+      at = legend_text (cr, label, at + 15, row1, FALSE) + 8;
+    }
+  at += 12;
+  at = legend_text (cr, "redistribution", at, row1, TRUE) + 8;
+  if (self->max_cost > 0)
+    {
+      g_autofree char *lo = planner_format_time (self->min_cost);
+      g_autofree char *hi = planner_format_time (self->max_cost);
+      at = legend_text (cr, lo, at, row1, FALSE) + 6;
+      cairo_pattern_t *ramp = cairo_pattern_create_linear (at, 0, at + 90, 0);
+      for (guint i = 0; i <= 4; i++)
+        {
+          Rgb c = cost_colour (i / 4.0);
+          cairo_pattern_add_color_stop_rgb (ramp, i / 4.0, c.r, c.g, c.b);
+        }
+      cairo_move_to (cr, at, row1 - 4);
+      cairo_line_to (cr, at + 90, row1 - 7);
+      cairo_line_to (cr, at + 90, row1);
+      cairo_line_to (cr, at, row1 - 3);
+      cairo_close_path (cr);
+      cairo_set_source (cr, ramp);
+      cairo_fill (cr);
+      cairo_pattern_destroy (ramp);
+      at = legend_text (cr, hi, at + 96, row1, FALSE) + 8;
+      at = legend_text (cr, "(log)", at, row1, FALSE);
+    }
+  else
+    at = legend_text (cr, self->plan ? "none" : "no plan", at, row1, FALSE);
+  right = MAX (right, at);
+
+  at = x + 8;
+  at = legend_swatch (cr, at, row2, category_fill[0], pinned, 2.5, FALSE);
+  at = legend_text (cr, "pinned", at, row2, FALSE) + 12;
+  at = legend_swatch (cr, at, row2, category_fill[0], border, 1, FALSE);
+  at = legend_text (cr, "propagated", at, row2, FALSE) + 12;
+  at = legend_swatch (cr, at, row2, category_fill[0], defaulted, 1.8, TRUE);
+  at = legend_text (cr, "defaulted", at, row2, FALSE) + 12;
+  if (self->plan != NULL && self->step >= 0)
+    {
+      at = legend_swatch (cr, at, row2, (Rgb) { 0.9, 0.9, 0.9 }, step_colour, 2.5, FALSE);
+      g_autofree char *text = g_strdup_printf ("step %d (grey: decided later)", self->step);
+      at = legend_text (cr, text, at, row2, FALSE) + 12;
+    }
+  if (self->plan != NULL && self->other != NULL)
+    {
+      at = legend_swatch (cr, at, row2, (Rgb) { 1, 1, 1 }, differs_colour, 2.5, TRUE);
+      at = legend_text (cr, "strategy differs", at, row2, FALSE) + 12;
+    }
+  right = MAX (right, at);
+  cairo_restore (cr);
+  if (width)
+    *width = right - x + 8;
+  if (height)
+    *height = 52;
+}
+
+void
+graphview_renderer_draw (GraphviewRenderer *self, cairo_t *cr, const GraphviewViewport *viewport)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  graphview_renderer_draw_static (self, cr, viewport);
+  graphview_renderer_draw_overlays (self, cr, viewport);
+}
+
+/* Files ------------------------------------------------------------------------------------ */
+
+gboolean
+graphview_format_from_path (const char *path, GraphviewFormat *format)
+{
+  g_return_val_if_fail (path != NULL && format != NULL, FALSE);
+  g_autofree char *lower = g_ascii_strdown (path, -1);
+  if (g_str_has_suffix (lower, ".png"))
+    *format = GRAPHVIEW_FORMAT_PNG;
+  else if (g_str_has_suffix (lower, ".svg"))
+    *format = GRAPHVIEW_FORMAT_SVG;
+  else if (g_str_has_suffix (lower, ".pdf"))
+    *format = GRAPHVIEW_FORMAT_PDF;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+void
+graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat format,
+                                      double scale, GraphviewViewport *viewport)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_return_if_fail (viewport != NULL);
+  double w = 100, h = 100;
+  if (self->layout)
+    graphview_layout_get_bounds (self->layout, &w, &h);
+  w = MAX (w, 560);
+  h += GRAPHVIEW_FILE_LEGEND_HEIGHT;
+  if (scale <= 0)
+    scale = 1;
+  /* Cairo's image surfaces stop at 32767 pixels a side. */
+  if (format == GRAPHVIEW_FORMAT_PNG && MAX (w, h) * scale > GRAPHVIEW_MAX_PNG_SIDE)
+    scale = GRAPHVIEW_MAX_PNG_SIDE / MAX (w, h);
+  viewport->scale = scale;
+  viewport->x = 0;
+  viewport->y = -GRAPHVIEW_FILE_LEGEND_HEIGHT;
+  viewport->width = ceil (w * scale);
+  viewport->height = ceil (h * scale);
+}
+
+gboolean
+graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFormat format,
+                         double scale, GError **error)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (!graphview_renderer_is_ready (self))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED,
+                   "%s: no layout of the graph's current folding to draw", path);
+      return FALSE;
+    }
+
+  GraphviewViewport vp;
+  graphview_renderer_get_file_viewport (self, format, scale, &vp);
+  /* Write next to the target and rename, so no half-written file is left behind. */
+  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int) getpid ());
+  cairo_surface_t *surface;
+  switch (format)
+    {
+    case GRAPHVIEW_FORMAT_SVG:
+      surface = cairo_svg_surface_create (tmp, vp.width, vp.height);
+      break;
+    case GRAPHVIEW_FORMAT_PDF:
+      surface = cairo_pdf_surface_create (tmp, vp.width, vp.height);
+      break;
+    case GRAPHVIEW_FORMAT_PNG:
+    default:
+      surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) vp.width, (int) vp.height);
+      break;
+    }
+  cairo_t *cr = cairo_create (surface);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  graphview_renderer_draw (self, cr, &vp);
+  if (self->legend)
+    graphview_renderer_draw_legend (self, cr, 0, 4, NULL, NULL);
+  cairo_status_t status = cairo_status (cr);
+  cairo_destroy (cr);
+  if (status == CAIRO_STATUS_SUCCESS && format == GRAPHVIEW_FORMAT_PNG)
+    status = cairo_surface_write_to_png (surface, tmp);
+  cairo_surface_finish (surface);
+  if (status == CAIRO_STATUS_SUCCESS)
+    status = cairo_surface_status (surface);
+  cairo_surface_destroy (surface);
+
+  if (status != CAIRO_STATUS_SUCCESS)
+    {
+      g_unlink (tmp);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write the drawing: %s",
+                   path, cairo_status_to_string (status));
+      return FALSE;
+    }
+  if (g_rename (tmp, path) != 0)
+    {
+      int saved = errno;
+      g_unlink (tmp);
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "%s: %s", path,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  return TRUE;
+}

@@ -1,0 +1,101 @@
+/* graphview-renderer.h: draws a laid-out model and a plan with Cairo.
+ *
+ * The same code draws the widget and the files. Drawing is in two layers: the static one
+ * (block frames, edges coloured and widened by redistribution cost with their badges, op
+ * nodes with type, name, shape and strategy matrix, folded blocks with their summary) and the
+ * overlays (propagation step, comparison, hover, selection), so the widget can cache the
+ * first and repaint only the second. Only what intersects the viewport is drawn, and detail
+ * follows the zoom: no text below GRAPHVIEW_MIN_TEXT_PX, no matrix below GRAPHVIEW_MIN_CELL_PX.
+ */
+#pragma once
+
+#include <cairo.h>
+#include <glib-object.h>
+
+#include "graphview-layout.h"
+#include "graphview-model.h"
+#include "planner-plan.h"
+
+G_BEGIN_DECLS
+
+/* Device pixels per world point, and the world point at the device origin. */
+typedef struct
+{
+  double scale;
+  double x, y;
+  double width, height; /* device size */
+} GraphviewViewport;
+
+typedef enum
+{
+  GRAPHVIEW_FORMAT_PNG,
+  GRAPHVIEW_FORMAT_SVG,
+  GRAPHVIEW_FORMAT_PDF,
+} GraphviewFormat;
+
+/* How an op looks under the step overlay. */
+typedef enum
+{
+  GRAPHVIEW_STEP_DECIDED,  /* decided at or before the step (or no overlay) */
+  GRAPHVIEW_STEP_CURRENT,  /* the op of the step */
+  GRAPHVIEW_STEP_PENDING,  /* decided after the step: grey */
+} GraphviewStepState;
+
+/* Height, in points, of the legend band above the drawing in files. */
+#define GRAPHVIEW_FILE_LEGEND_HEIGHT 64.0
+/* Files larger than this many pixels a side are drawn at a smaller scale. */
+#define GRAPHVIEW_MAX_PNG_SIDE 30000
+
+#define GRAPHVIEW_TYPE_RENDERER (graphview_renderer_get_type ())
+G_DECLARE_FINAL_TYPE (GraphviewRenderer, graphview_renderer, GRAPHVIEW, RENDERER, GObject)
+
+GraphviewRenderer *graphview_renderer_new (GraphviewModel *model);
+GraphviewModel *graphview_renderer_get_model (GraphviewRenderer *self);
+
+/* Nothing is drawn until a layout of the model's current state is set. */
+void graphview_renderer_set_layout (GraphviewRenderer *self, GraphviewLayout *layout);
+GraphviewLayout *graphview_renderer_get_layout (GraphviewRenderer *self);
+/* FALSE when the layout is missing or was made for another state of the model. */
+gboolean graphview_renderer_is_ready (GraphviewRenderer *self);
+
+/* A plan of the model's graph (NULL: the graph alone). */
+void graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan);
+PlannerPlan *graphview_renderer_get_plan (GraphviewRenderer *self);
+/* Marks the ops whose strategy differs in @other (a plan of the same graph and mesh). */
+void graphview_renderer_set_compare_plan (GraphviewRenderer *self, PlannerPlan *other);
+/* Propagation overlay at trace step @step; -1 turns it off. */
+void graphview_renderer_set_step (GraphviewRenderer *self, int step);
+int graphview_renderer_get_step (GraphviewRenderer *self);
+void graphview_renderer_set_hover (GraphviewRenderer *self, int item);
+void graphview_renderer_set_selected (GraphviewRenderer *self, int item);
+void graphview_renderer_set_show_legend (GraphviewRenderer *self, gboolean show);
+
+GraphviewStepState graphview_renderer_get_step_state (GraphviewRenderer *self, guint op);
+gboolean graphview_renderer_op_differs (GraphviewRenderer *self, guint op);
+/* Summed time and bytes of the redistributions on a visible edge. */
+double graphview_renderer_get_edge_cost (GraphviewRenderer *self, guint edge, guint64 *bytes);
+/* "AllGather(mp) 12.0 MiB 0.80 ms", NULL when the edge moves nothing. */
+char *graphview_renderer_dup_edge_badge (GraphviewRenderer *self, guint edge);
+/* Several lines: what a block node sums up, or an op's type, shapes, strategy, decision. */
+char *graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item);
+
+void graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
+                                     const GraphviewViewport *viewport);
+void graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
+                                       const GraphviewViewport *viewport);
+/* In device space, at (x, y); returns the size it took through @width/@height. */
+void graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, double y,
+                                     double *width, double *height);
+void graphview_renderer_draw (GraphviewRenderer *self, cairo_t *cr,
+                              const GraphviewViewport *viewport);
+
+/* The viewport and device size a file at @scale gets (the scale is lowered for huge PNGs). */
+void graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat format,
+                                           double scale, GraphviewViewport *viewport);
+/* Writes PNG, SVG or PDF; the file appears whole or not at all. */
+gboolean graphview_renderer_save (GraphviewRenderer *self, const char *path,
+                                  GraphviewFormat format, double scale, GError **error);
+/* From a file name's extension. */
+gboolean graphview_format_from_path (const char *path, GraphviewFormat *format);
+
+G_END_DECLS
