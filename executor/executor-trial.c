@@ -191,6 +191,9 @@ program_build (Program *p, PlannerGraph *g, const PlannerMesh *mesh,
   p->values = g_array_new (FALSE, TRUE, sizeof (Value));
   p->instrs = g_array_new (FALSE, TRUE, sizeof (Instr));
 
+  g_autofree int *results = g_new (int, MAX (n_redists, 1));
+  for (guint r = 0; r < n_redists; r++)
+    results[r] = -1;
   for (guint t = 0; t < n_tensors; t++)
     {
       add_value (p, (int) t, &tensor_layouts[t]);
@@ -220,7 +223,16 @@ program_build (Program *p, PlannerGraph *g, const PlannerMesh *mesh,
             if (!emit_redistribution (p, r, redists[r], redists[r]->tensor, -1, &inputs[slot],
                                       error))
               return FALSE;
+            results[r] = (int) inputs[slot];
           }
+      /* A redistribution serves every later consumer that needs the same layout of its
+       * tensor (planner_plan_find_redistribution): they reuse its result. */
+      for (guint k = 0; k < op->n_inputs; k++)
+        for (guint r = 0; r < n_redists; r++)
+          if (!planner_layout_equal (&value_at (p, inputs[k])->layout, &in[k])
+              && results[r] >= 0 && redists[r]->tensor == op->inputs[k]
+              && !redists[r]->producer_side && planner_layout_equal (&redists[r]->to, &in[k]))
+            inputs[k] = (guint) results[r];
       for (guint k = 0; k < op->n_inputs; k++)
         if (!planner_layout_equal (&value_at (p, inputs[k])->layout, &in[k]))
           {
@@ -1034,6 +1046,16 @@ executor_trial_run_named (PlannerPlan *plan, const char *backend_name,
   return executor_trial_run (plan, backend, options, cancellable, error);
 }
 
+/* JSON has no infinity or NaN: a non-finite error is written as null. */
+static void
+add_double (JsonBuilder *b, double v)
+{
+  if (isfinite (v))
+    json_builder_add_double_value (b, v);
+  else
+    json_builder_add_null_value (b);
+}
+
 static void
 add_timings (JsonBuilder *b, const char *member, GArray *timings, gboolean is_op)
 {
@@ -1048,11 +1070,11 @@ add_timings (JsonBuilder *b, const char *member, GArray *timings, gboolean is_op
       json_builder_set_member_name (b, is_op ? "type" : "steps");
       json_builder_add_string_value (b, t->what);
       json_builder_set_member_name (b, "estimated_us");
-      json_builder_add_double_value (b, t->estimated_s * 1e6);
+      add_double (b, t->estimated_s * 1e6);
       json_builder_set_member_name (b, "measured_us");
-      json_builder_add_double_value (b, t->measured_s * 1e6);
+      add_double (b, t->measured_s * 1e6);
       json_builder_set_member_name (b, "max_rel_error");
-      json_builder_add_double_value (b, t->max_rel_error);
+      add_double (b, t->max_rel_error);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -1073,24 +1095,24 @@ executor_trial_result_to_json (const ExecutorTrialResult *res)
   json_builder_set_member_name (b, "repeat");
   json_builder_add_int_value (b, res->repeat);
   json_builder_set_member_name (b, "tolerance");
-  json_builder_add_double_value (b, res->tolerance);
+  add_double (b, res->tolerance);
   json_builder_set_member_name (b, "reduced_precision_as_f32");
   json_builder_add_boolean_value (b, res->reduced_precision_as_f32);
   json_builder_set_member_name (b, "passed");
   json_builder_add_boolean_value (b, res->passed);
   json_builder_set_member_name (b, "max_abs_error");
-  json_builder_add_double_value (b, res->max_abs_error);
+  add_double (b, res->max_abs_error);
   json_builder_set_member_name (b, "max_rel_error");
-  json_builder_add_double_value (b, res->max_rel_error);
+  add_double (b, res->max_rel_error);
   json_builder_set_member_name (b, "mismatch");
   if (res->mismatch)
     json_builder_add_string_value (b, res->mismatch);
   else
     json_builder_add_null_value (b);
   json_builder_set_member_name (b, "estimated_step_us");
-  json_builder_add_double_value (b, res->estimated_step_s * 1e6);
+  add_double (b, res->estimated_step_s * 1e6);
   json_builder_set_member_name (b, "measured_step_us");
-  json_builder_add_double_value (b, res->measured_step_s * 1e6);
+  add_double (b, res->measured_step_s * 1e6);
   json_builder_set_member_name (b, "outputs");
   json_builder_begin_array (b);
   for (guint i = 0; i < res->outputs->len; i++)
@@ -1100,9 +1122,9 @@ executor_trial_result_to_json (const ExecutorTrialResult *res)
       json_builder_set_member_name (b, "name");
       json_builder_add_string_value (b, e->name);
       json_builder_set_member_name (b, "max_abs_error");
-      json_builder_add_double_value (b, e->max_abs_error);
+      add_double (b, e->max_abs_error);
       json_builder_set_member_name (b, "max_rel_error");
-      json_builder_add_double_value (b, e->max_rel_error);
+      add_double (b, e->max_rel_error);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);

@@ -1,0 +1,190 @@
+/* Whole models under the built-in policies and under conflicting pins: the sharded run
+ * equals the reference (issue 4, tests). */
+#include "config.h"
+
+#include <string.h>
+
+#include "executor-error.h"
+#include "executor-trial.h"
+#include "planner-model.h"
+#include "planner-policy.h"
+#include "planner-propagate.h"
+
+static PlannerGraph *
+load (const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  PlannerModelOptions options;
+  planner_model_options_init (&options);
+  /* Small enough for two cores, large enough that every dim splits over 2x2. */
+  options.batch = 4;
+  options.seq = 16;
+  PlannerGraph *g = planner_zoo_build (name, &options, &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+static PlannerPlan *
+propagate (PlannerGraph *g, const char *mesh_text, const char *policy,
+           const char *const *pin_texts, guint n_pins)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
+  g_autoptr (PlannerHardware) hw = planner_hardware_new_builtin ("cpu-local", &error);
+  g_assert_no_error (error);
+  g_autoptr (GPtrArray) pins = NULL;
+  if (policy)
+    {
+      pins = planner_policy_expand (policy, g, mesh, NULL, &error);
+      g_assert_no_error (error);
+    }
+  else
+    pins = g_ptr_array_new_with_free_func ((GDestroyNotify) planner_pin_free);
+  for (guint i = 0; i < n_pins; i++)
+    {
+      PlannerPin *pin = planner_pin_parse (pin_texts[i], mesh, &error);
+      g_assert_no_error (error);
+      pin->priority = 1;
+      g_ptr_array_add (pins, pin);
+    }
+  PlannerPropagateOptions options;
+  planner_propagate_options_init (&options);
+  options.allow_tied_redistribution = TRUE;
+  PlannerPlan *plan = planner_propagate (g, mesh, hw, pins, &options, &error);
+  g_assert_no_error (error);
+  return plan;
+}
+
+static void
+count_steps (PlannerPlan *plan, guint *kinds)
+{
+  memset (kinds, 0, sizeof (guint) * PLANNER_N_STEP_KINDS);
+  for (guint r = 0; r < planner_plan_get_n_redistributions (plan); r++)
+    {
+      const PlannerRedistribution *rd = planner_plan_get_redistribution (plan, r);
+      for (guint s = 0; s < rd->n_steps; s++)
+        kinds[rd->steps[s].kind]++;
+    }
+}
+
+static ExecutorTrialResult *
+check_plan (PlannerPlan *plan, const char *what)
+{
+  g_autoptr (GError) error = NULL;
+  ExecutorTrialOptions options;
+  executor_trial_options_init (&options);
+  options.repeat = 1;
+  options.warmup = 0;
+  options.seed = 11;
+  ExecutorTrialResult *res = executor_trial_run_named (plan, "cpu", &options, NULL, &error);
+  g_assert_no_error (error);
+  guint kinds[PLANNER_N_STEP_KINDS];
+  count_steps (plan, kinds);
+  g_test_message ("%s: %u redistributions (%u AllReduce, %u AllGather, %u ReduceScatter, "
+                  "%u AllToAll, %u Slice), max rel error %.3g, %s",
+                  what, planner_plan_get_n_redistributions (plan), kinds[0], kinds[1], kinds[2],
+                  kinds[3], kinds[4], res->max_rel_error, res->mismatch ? res->mismatch : "ok");
+  g_assert_true (res->passed);
+  g_assert_cmpfloat (res->max_rel_error, <=, 1e-5);
+  g_assert_cmpuint (res->outputs->len, ==, planner_graph_get_outputs (planner_plan_get_graph (plan))->len);
+  return res;
+}
+
+typedef struct
+{
+  const char *model;
+  const char *policy;
+} PolicyCase;
+
+static void
+test_policy (gconstpointer data)
+{
+  const PolicyCase *c = data;
+  g_autoptr (PlannerGraph) g = load (c->model);
+  g_autoptr (PlannerPlan) plan = propagate (g, "dp=2,mp=2", c->policy, NULL, 0);
+  g_autofree char *what = g_strdup_printf ("%s / %s", c->model, c->policy);
+  g_autoptr (ExecutorTrialResult) res = check_plan (plan, what);
+  /* Every op was timed once. */
+  g_assert_cmpuint (res->ops->len, ==, planner_graph_get_n_ops (g));
+  if (g_str_equal (c->policy, "megatron"))
+    g_assert_cmpuint (planner_plan_get_n_redistributions (plan), >, 0);
+}
+
+/* Pins that disagree (batch split here, sequence split there, replicated at the end) make
+ * the plan move data with AllToAll and AllGather; the run still equals the reference. */
+static void
+test_conflicting_pins (gconstpointer data)
+{
+  const char *model = data;
+  g_autoptr (PlannerGraph) g = load (model);
+  gboolean llama = g_str_has_prefix (model, "llama");
+  const char *const llama_pins[] = {
+    "model.layers.0.input_layernorm=[dp,_,_]",
+    "model.layers.1.input_layernorm=[_,dp,_]",
+    "model.layers.1.mlp.down_proj=[_,dp,mp],[_,mp]",
+    "model.norm=[_,_,_]",
+  };
+  const char *const gpt2_pins[] = {
+    "transformer.h.0.ln_1=[dp,_,_]",
+    "transformer.h.1.ln_1=[_,dp,_]",
+    "transformer.h.1.mlp.c_proj=[_,dp,mp],[mp,_]",
+    "transformer.ln_f=[_,_,_]",
+  };
+  g_autoptr (PlannerPlan) plan = propagate (g, "dp=2,mp=2", NULL, llama ? llama_pins : gpt2_pins,
+                                            4);
+  guint kinds[PLANNER_N_STEP_KINDS];
+  count_steps (plan, kinds);
+  g_assert_cmpuint (kinds[PLANNER_STEP_ALL_TO_ALL], >, 0);
+  g_assert_cmpuint (kinds[PLANNER_STEP_ALL_GATHER], >, 0);
+  g_autofree char *what = g_strdup_printf ("%s / conflicting pins", model);
+  g_autoptr (ExecutorTrialResult) res = check_plan (plan, what);
+}
+
+/* A corrupted step of a real plan is refused, naming the redistribution. */
+static void
+test_corrupted_plan (void)
+{
+  g_autoptr (PlannerGraph) g = load ("gpt2-tiny");
+  g_autoptr (PlannerPlan) plan = propagate (g, "dp=2,mp=2", "megatron-sp", NULL, 0);
+  g_autoptr (GError) error = NULL;
+  PlannerRedistribution *victim = NULL;
+  for (guint r = 0; r < planner_plan_get_n_redistributions (plan) && !victim; r++)
+    {
+      PlannerRedistribution *rd = (PlannerRedistribution *) planner_plan_get_redistribution (plan, r);
+      if (rd->n_steps > 0 && rd->steps[0].dim >= 0)
+        victim = rd;
+    }
+  g_assert_nonnull (victim);
+  /* Test-only corruption: the step works on the wrong dim. */
+  victim->steps[0].dim = (gint8) ((victim->steps[0].dim + 1) % victim->from.rank);
+  g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, "cpu", NULL, NULL, &error);
+  g_assert_null (res);
+  g_assert_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN);
+  const PlannerTensor *t = planner_graph_get_tensor (g, victim->tensor);
+  g_assert_nonnull (strstr (error->message, t->name));
+  g_test_message ("%s", error->message);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  static const char *models[] = { "gpt2-tiny", "llama-tiny" };
+  static const char *policies[] = { "megatron", "megatron-sp", "dp" };
+  static PolicyCase cases[G_N_ELEMENTS (models) * G_N_ELEMENTS (policies)];
+  guint n = 0;
+  for (guint m = 0; m < G_N_ELEMENTS (models); m++)
+    {
+      for (guint p = 0; p < G_N_ELEMENTS (policies); p++)
+        {
+          cases[n] = (PolicyCase){ models[m], policies[p] };
+          g_autofree char *path = g_strdup_printf ("/executor/models/%s/%s", models[m],
+                                                   policies[p]);
+          g_test_add_data_func (path, &cases[n++], test_policy);
+        }
+      g_autofree char *path = g_strdup_printf ("/executor/models/%s/conflicting-pins", models[m]);
+      g_test_add_data_func (path, models[m], test_conflicting_pins);
+    }
+  g_test_add_func ("/executor/models/corrupted-step-is-named", test_corrupted_plan);
+  return g_test_run ();
+}
