@@ -95,4 +95,9 @@ int app_cli_strategies (const AppCliCommand *command, int argc, char **argv);
 
 int app_cli_render (const AppCliCommand *command, int argc, char **argv);
 
+/* ---- commands (app-cli-run.c) ---- */
+
+int app_cli_run (const AppCliCommand *command, int argc, char **argv);
+int app_cli_calibrate (const AppCliCommand *command, int argc, char **argv);
+
 G_END_DECLS

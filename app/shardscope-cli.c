@@ -19,6 +19,11 @@ static const AppCliCommand commands[] = {
     "every legal strategy of one op: layouts, local shapes, local FLOPs", app_cli_strategies },
   { "render", "MODEL|PLAN --png|--svg|--pdf FILE",
     "draw the graph and plan: strategies, redistributions, propagation steps", app_cli_render },
+  { "run", "PLAN --backend cpu|cuda|nccl",
+    "run a plan sharded against the unsharded reference: errors, measured vs estimated times",
+    app_cli_run },
+  { "calibrate", "--backend cpu -o FILE",
+    "measure collectives and GEMM throughput into a hardware profile", app_cli_calibrate },
 };
 
 #define PROGRAM "shardscope-cli"

@@ -1,0 +1,308 @@
+#define G_LOG_DOMAIN "executor-calibrate"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "executor-calibrate.h"
+#include "executor-error.h"
+#include "planner-cost.h"
+#include "planner-redistribute.h"
+
+void
+executor_calibrate_options_init (ExecutorCalibrateOptions *options)
+{
+  memset (options, 0, sizeof *options);
+  options->max_devices = 4;
+  options->min_bytes = 8;
+  options->max_bytes = 16u << 20;
+  options->warmup = 2;
+  options->iterations = 20;
+  options->gemm_size = 512;
+}
+
+static const PlannerStepKind kinds[] = {
+  PLANNER_STEP_ALL_REDUCE,
+  PLANNER_STEP_ALL_GATHER,
+  PLANNER_STEP_REDUCE_SCATTER,
+  PLANNER_STEP_ALL_TO_ALL,
+};
+
+typedef struct
+{
+  const ExecutorCalibrateOptions *options;
+  GCancellable *cancellable;
+  guint n_sizes;
+  guint64 *sizes;  /* the buffer each point is keyed by (planner_cost_step_buffer) */
+  double *times;   /* [kind][size][iteration][device] */
+  guint n_dev;
+  double progress_base, progress_span;
+  /* compute figures, per device */
+  double *gemm_s;
+  double *copy_s;
+  gsize copy_bytes;
+} Sweep;
+
+static gsize
+count_for (PlannerStepKind kind, guint p, guint64 buffer)
+{
+  /* Elements per rank chunk such that the buffer the formula names has @buffer bytes. */
+  guint64 elems = MAX (buffer / 4, 1);
+  return kind == PLANNER_STEP_ALL_REDUCE ? elems : MAX (elems / p, 1);
+}
+
+static gboolean
+sweep_device (ExecutorDevice *dev, gpointer data, GError **error)
+{
+  Sweep *s = data;
+  guint p = dev->backend->n_devices;
+  gsize largest = (gsize) s->sizes[s->n_sizes - 1] + (gsize) p * 4;
+  ExecutorBuffer *a = executor_device_buffer_new (dev, largest, error);
+  ExecutorBuffer *b = a ? executor_device_buffer_new (dev, largest, error) : NULL;
+  gboolean ok = b != NULL;
+  guint iters = s->options->warmup + s->options->iterations;
+
+  for (guint k = 0; ok && k < G_N_ELEMENTS (kinds); k++)
+    for (guint i = 0; ok && i < s->n_sizes; i++)
+      {
+        gsize count = count_for (kinds[k], p, s->sizes[i]);
+        if (dev->index == 0 && s->options->progress)
+          {
+            g_autofree char *size = planner_format_bytes (s->sizes[i]);
+            g_autofree char *msg = g_strdup_printf ("%s, %u devices, %s",
+                                                    planner_step_kind_to_string (kinds[k]), p,
+                                                    size);
+            s->options->progress (s->progress_base
+                                    + s->progress_span * (k * s->n_sizes + i)
+                                        / (double) (G_N_ELEMENTS (kinds) * s->n_sizes),
+                                  msg, s->options->progress_data);
+          }
+        for (guint it = 0; ok && it < iters; it++)
+          {
+            if (g_cancellable_set_error_if_cancelled (s->cancellable, error))
+              {
+                ok = FALSE;
+                break;
+              }
+            ok = executor_device_barrier (dev, error);
+            executor_device_timer_begin (dev);
+            ok = ok && executor_device_collective (dev, kinds[k], 0, a, b, count,
+                                                   PLANNER_DTYPE_F32, error);
+            double t = executor_device_timer_end (dev);
+            if (it >= s->options->warmup)
+              s->times[(((gsize) k * s->n_sizes + i) * s->options->iterations
+                        + (it - s->options->warmup))
+                         * s->n_dev
+                       + dev->index]
+                = t;
+          }
+      }
+  executor_device_buffer_free (dev, a);
+  executor_device_buffer_free (dev, b);
+  return ok;
+}
+
+/* Compute figures with every device busy at once, as in a trial run. */
+static gboolean
+compute_device (ExecutorDevice *dev, gpointer data, GError **error)
+{
+  Sweep *s = data;
+  gint64 n = s->options->gemm_size;
+  gsize bytes = (gsize) (n * n) * 4;
+  ExecutorBuffer *a = executor_device_buffer_new (dev, bytes, error);
+  ExecutorBuffer *b = a ? executor_device_buffer_new (dev, bytes, error) : NULL;
+  ExecutorBuffer *c = b ? executor_device_buffer_new (dev, bytes, error) : NULL;
+  ExecutorBuffer *x = c ? executor_device_buffer_new (dev, s->copy_bytes, error) : NULL;
+  ExecutorBuffer *y = x ? executor_device_buffer_new (dev, s->copy_bytes, error) : NULL;
+  gboolean ok = y != NULL;
+  if (ok)
+    {
+      /* A MatMul op through the backend's own kernel, so the figure is what trials see. */
+      PlannerOp op = { 0 };
+      op.name = (char *) "calibrate.gemm";
+      op.type = PLANNER_OP_MATMUL;
+      planner_op_attrs_init (&op.attrs);
+      ExecutorOpCall call = { 0 };
+      call.op = &op;
+      call.n_inputs = 2;
+      call.n_outputs = 1;
+      ExecutorTensorArg args[3] = { { 2, { n, n }, PLANNER_DTYPE_F32, a },
+                                    { 2, { n, n }, PLANNER_DTYPE_F32, b },
+                                    { 2, { n, n }, PLANNER_DTYPE_F32, c } };
+      call.inputs[0] = args[0];
+      call.inputs[1] = args[1];
+      call.outputs[0] = args[2];
+      double best_gemm = G_MAXDOUBLE, best_copy = G_MAXDOUBLE;
+      for (guint it = 0; ok && it < 5; it++)
+        {
+          ok = executor_device_barrier (dev, error);
+          executor_device_timer_begin (dev);
+          ok = ok && executor_device_run_op (dev, &call, error);
+          best_gemm = MIN (best_gemm, executor_device_timer_end (dev));
+          ok = ok && executor_device_barrier (dev, error);
+          executor_device_timer_begin (dev);
+          ok = ok && executor_device_copy_2d (dev, y, 0, s->copy_bytes, x, 0, s->copy_bytes,
+                                              s->copy_bytes, 1, error);
+          best_copy = MIN (best_copy, executor_device_timer_end (dev));
+        }
+      s->gemm_s[dev->index] = best_gemm;
+      s->copy_s[dev->index] = best_copy;
+    }
+  executor_device_buffer_free (dev, a);
+  executor_device_buffer_free (dev, b);
+  executor_device_buffer_free (dev, c);
+  executor_device_buffer_free (dev, x);
+  executor_device_buffer_free (dev, y);
+  return ok;
+}
+
+static int
+cmp_double (gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+PlannerHardware *
+executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *options,
+                    GCancellable *cancellable, GError **error)
+{
+  g_return_val_if_fail (backend_name != NULL, NULL);
+  ExecutorCalibrateOptions defaults;
+  if (options == NULL)
+    {
+      executor_calibrate_options_init (&defaults);
+      options = &defaults;
+    }
+  g_return_val_if_fail (options->iterations > 0 && options->min_bytes > 0, NULL);
+
+  g_autoptr (PlannerHardware) hw = planner_hardware_new_builtin ("cpu-local", error);
+  if (hw == NULL)
+    return NULL;
+  guint64 n_sizes = 0;
+  for (guint64 n = options->min_bytes; n <= options->max_bytes; n *= 2)
+    n_sizes++;
+  g_autofree guint64 *sizes = g_new (guint64, MAX (n_sizes, 1));
+  guint i = 0;
+  for (guint64 n = options->min_bytes; n <= options->max_bytes; n *= 2)
+    sizes[i++] = n;
+
+  guint n_groups = 0;
+  for (guint p = 2; p <= MAX (options->max_devices, 2); p *= 2)
+    n_groups++;
+  guint g = 0;
+  double peak = 0, membw = 0;
+  for (guint p = 2; p <= MAX (options->max_devices, 2); p *= 2, g++)
+    {
+      g_autoptr (PlannerMesh) mesh = planner_mesh_new ();
+      if (!planner_mesh_add_axis (mesh, "x", p, error))
+        return NULL;
+      g_autoptr (ExecutorBackend) backend = executor_backend_new (backend_name, mesh, error);
+      if (backend == NULL)
+        return NULL;
+      if (!executor_backend_calibrates_links (backend))
+        {
+          g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
+                       "backend %s times device memory, not links: its collectives never "
+                       "calibrate a profile; use the nccl backend",
+                       backend_name);
+          return NULL;
+        }
+      Sweep s = { options, cancellable, (guint) n_sizes, sizes, NULL, p, 0, 0, NULL, NULL, 0 };
+      s.times = g_new0 (double, G_N_ELEMENTS (kinds) * n_sizes * options->iterations * p);
+      s.progress_base = (double) g / n_groups;
+      s.progress_span = 1.0 / n_groups;
+      s.gemm_s = g_new0 (double, p);
+      s.copy_s = g_new0 (double, p);
+      s.copy_bytes = 32u << 20;
+      gboolean ok = executor_backend_run (backend, sweep_device, &s, error);
+      /* Compute figures with the largest group busy, as trials of that size run. */
+      if (ok && p * 2 > MAX (options->max_devices, 2))
+        {
+          ok = executor_backend_run (backend, compute_device, &s, error);
+          if (ok)
+            {
+              double gemm = 0, copy = 0;
+              for (guint d = 0; d < p; d++)
+                {
+                  gemm = MAX (gemm, s.gemm_s[d]);
+                  copy = MAX (copy, s.copy_s[d]);
+                }
+              double n = (double) options->gemm_size;
+              peak = 2 * n * n * n / gemm;
+              /* A copy reads and writes every byte. */
+              membw = 2.0 * (double) s.copy_bytes / copy;
+            }
+        }
+      if (ok)
+        for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
+          for (guint z = 0; z < n_sizes; z++)
+            {
+              g_autofree double *per = g_new (double, options->iterations);
+              for (guint it = 0; it < options->iterations; it++)
+                {
+                  double mx = 0;
+                  for (guint d = 0; d < p; d++)
+                    mx = MAX (mx, s.times[(((gsize) k * n_sizes + z) * options->iterations + it)
+                                            * p
+                                          + d]);
+                  per[it] = mx;
+                }
+              qsort (per, options->iterations, sizeof (double), cmp_double);
+              double med = options->iterations % 2
+                             ? per[options->iterations / 2]
+                             : 0.5 * (per[options->iterations / 2 - 1]
+                                      + per[options->iterations / 2]);
+              /* The key is the buffer the formula names; rounding the chunk to whole
+               * elements per rank can change it slightly. */
+              gsize count = count_for (kinds[k], p, sizes[z]);
+              guint64 key = kinds[k] == PLANNER_STEP_ALL_REDUCE ? count * 4 : (guint64) count * p * 4;
+              planner_hardware_add_measurement (hw, kinds[k], PLANNER_LINK_INTRA, p, key, med);
+              planner_hardware_add_measurement (hw, kinds[k], PLANNER_LINK_INTER, p, key, med);
+            }
+      g_free (s.times);
+      g_free (s.gemm_s);
+      g_free (s.copy_s);
+      if (!ok)
+        return NULL;
+    }
+
+  /* Link figures for the formula, from the AllReduce curve of the largest group: busbw =
+   * 2(p-1)/p n / t, latency per ring step from the fit's intercept. */
+  guint pmax = 2;
+  while (pmax * 2 <= MAX (options->max_devices, 2))
+    pmax *= 2;
+  double alpha = 0, beta = 0;
+  PlannerLink link = { "shared memory", 5, 2 };
+  if (planner_cost_measurement_fit (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, pmax,
+                                    &alpha, &beta)
+      && beta > 0)
+    {
+      link.bandwidth_GBps = 2.0 * (pmax - 1) / pmax / beta / 1e9;
+      link.latency_us = MAX (alpha, 0) / (2.0 * (pmax - 1)) * 1e6;
+    }
+  planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
+  planner_hardware_set_link (hw, PLANNER_LINK_INTER, &link);
+  /* Every float dtype runs as f32 on the CPU. */
+  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_F32, peak / 1e12);
+  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, peak / 1e12);
+  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_F16, peak / 1e12);
+  planner_hardware_set_memory_bandwidth_GBps (hw, membw / 1e9);
+  double mem = (double) sysconf (_SC_PHYS_PAGES) * (double) sysconf (_SC_PAGESIZE);
+  planner_hardware_set_memory_GB (hw, mem / pmax / 1e9);
+  planner_hardware_set_name (hw, "cpu-measured");
+  g_autofree char *desc = g_strdup_printf (
+    "Measured by 'shardscope-cli calibrate --backend %s' on %ld online cores: collectives "
+    "over groups of 2..%u threads, %" G_GUINT64_FORMAT " B to %" G_GUINT64_FORMAT
+    " B, median of %u iterations after %u warm-up; GEMM %" G_GINT64_FORMAT
+    "^3 and a %u MiB copy with %u devices busy. bf16/f16 run as f32. One machine: the inter "
+    "link repeats the shared-memory figures.",
+    backend_name, sysconf (_SC_NPROCESSORS_ONLN), pmax, options->min_bytes, options->max_bytes,
+    options->iterations, options->warmup, options->gemm_size, 32, pmax);
+  planner_hardware_set_description (hw, desc);
+  if (options->progress)
+    options->progress (1.0, "done", options->progress_data);
+  return g_steal_pointer (&hw);
+}
