@@ -727,14 +727,20 @@ item_visible (Frame *f, guint item)
   return graphview_rect_intersects (item_rect (f, item), &f->visible);
 }
 
+/* @straight: a line from end to end, for zoom levels where curves cannot be told apart. */
 static void
-edge_path (cairo_t *cr, GraphviewLayout *layout, guint edge)
+edge_path (cairo_t *cr, GraphviewLayout *layout, guint edge, gboolean straight)
 {
   guint n = 0;
   const double *p = graphview_layout_get_edge_points (layout, edge, &n);
   if (p == NULL || n < 2)
     return;
   cairo_move_to (cr, p[0], p[1]);
+  if (straight)
+    {
+      cairo_line_to (cr, p[2 * (n - 1)], p[2 * (n - 1) + 1]);
+      return;
+    }
   for (guint i = 1; i + 2 < n; i += 3)
     cairo_curve_to (cr, p[2 * i], p[2 * i + 1], p[2 * i + 2], p[2 * i + 3], p[2 * i + 4],
                     p[2 * i + 5]);
@@ -823,7 +829,11 @@ draw_edges (Frame *f)
     buckets[b] = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint e = 0; e < n; e++)
     {
-      if (!graphview_rect_intersects (graphview_layout_get_edge_bounds (layout, e), &f->visible))
+      const GraphviewRect *bounds = graphview_layout_get_edge_bounds (layout, e);
+      if (!graphview_rect_intersects (bounds, &f->visible))
+        continue;
+      /* Shorter than a pixel: hidden by the nodes it joins anyway. */
+      if (bounds->width * f->scale < 1 && bounds->height * f->scale < 1)
         continue;
       guint b = 0;
       if (self->edge_cost[e] > 0)
@@ -841,7 +851,7 @@ draw_edges (Frame *f)
       double width = b == 0 ? 1.0 : cost_width (t);
       cairo_new_path (cr);
       for (guint i = 0; i < buckets[b]->len; i++)
-        edge_path (cr, layout, g_array_index (buckets[b], guint, i));
+        edge_path (cr, layout, g_array_index (buckets[b], guint, i), f->scale < 0.25);
       set_rgb (cr, colour);
       cairo_set_line_width (cr, MAX (width, 0.5) / f->scale);
       cairo_stroke (cr);
@@ -1185,7 +1195,7 @@ draw_step_overlay (Frame *f)
       if (edge >= 0)
         {
           cairo_new_path (cr);
-          edge_path (cr, self->layout, edge);
+          edge_path (cr, self->layout, edge, FALSE);
           cairo_set_source_rgba (cr, step_colour.r, step_colour.g, step_colour.b, 0.85);
           cairo_set_line_width (cr, 5 / f->scale);
           cairo_stroke (cr);
