@@ -43,6 +43,7 @@ typedef struct
   double *gemm_s;
   double *copy_s;
   gsize copy_bytes;
+  guint axis;
 } Sweep;
 
 static gsize
@@ -57,7 +58,7 @@ static gboolean
 sweep_device (ExecutorDevice *dev, gpointer data, GError **error)
 {
   Sweep *s = data;
-  guint p = dev->backend->n_devices;
+  guint p = dev->backend->mesh.sizes[s->axis];
   gsize largest = (gsize) s->sizes[s->n_sizes - 1] + (gsize) p * 4;
   ExecutorBuffer *a = executor_device_buffer_new (dev, largest, error);
   ExecutorBuffer *b = a ? executor_device_buffer_new (dev, largest, error) : NULL;
@@ -88,7 +89,7 @@ sweep_device (ExecutorDevice *dev, gpointer data, GError **error)
               }
             ok = executor_device_barrier (dev, error);
             executor_device_timer_begin (dev);
-            ok = ok && executor_device_collective (dev, kinds[k], 0, a, b, count,
+            ok = ok && executor_device_collective (dev, kinds[k], s->axis, a, b, count,
                                                    PLANNER_DTYPE_F32, error);
             double t = executor_device_timer_end (dev);
             if (it >= s->options->warmup)
@@ -196,9 +197,14 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
   double peak = 0, membw = 0;
   for (guint p = 2; p <= MAX (options->max_devices, 2); p *= 2, g++)
     {
+      /* Groups of p on every device at once (a major axis of max/p groups), as a trial on
+       * the full mesh runs them: on a CPU the groups share the cores. */
       g_autoptr (PlannerMesh) mesh = planner_mesh_new ();
-      if (!planner_mesh_add_axis (mesh, "x", p, error))
+      guint groups = MAX (options->max_devices, 2) / p;
+      if ((groups > 1 && !planner_mesh_add_axis (mesh, "g", groups, error))
+          || !planner_mesh_add_axis (mesh, "x", p, error))
         return NULL;
+      guint axis = mesh->n_axes - 1;
       g_autoptr (ExecutorBackend) backend = executor_backend_new (backend_name, mesh, error);
       if (backend == NULL)
         return NULL;
@@ -210,12 +216,14 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
                        backend_name);
           return NULL;
         }
-      Sweep s = { options, cancellable, (guint) n_sizes, sizes, NULL, p, 0, 0, NULL, NULL, 0 };
-      s.times = g_new0 (double, G_N_ELEMENTS (kinds) * n_sizes * options->iterations * p);
+      guint n_dev = executor_backend_get_n_devices (backend);
+      Sweep s = { options, cancellable, (guint) n_sizes, sizes, NULL, n_dev, 0, 0, NULL, NULL, 0,
+                  axis };
+      s.times = g_new0 (double, G_N_ELEMENTS (kinds) * n_sizes * options->iterations * n_dev);
       s.progress_base = (double) g / n_groups;
       s.progress_span = 1.0 / n_groups;
-      s.gemm_s = g_new0 (double, p);
-      s.copy_s = g_new0 (double, p);
+      s.gemm_s = g_new0 (double, n_dev);
+      s.copy_s = g_new0 (double, n_dev);
       s.copy_bytes = 32u << 20;
       gboolean ok = executor_backend_run (backend, sweep_device, &s, error);
       /* Compute figures with the largest group busy, as trials of that size run. */
@@ -225,7 +233,7 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
           if (ok)
             {
               double gemm = 0, copy = 0;
-              for (guint d = 0; d < p; d++)
+              for (guint d = 0; d < n_dev; d++)
                 {
                   gemm = MAX (gemm, s.gemm_s[d]);
                   copy = MAX (copy, s.copy_s[d]);
@@ -244,9 +252,9 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
               for (guint it = 0; it < options->iterations; it++)
                 {
                   double mx = 0;
-                  for (guint d = 0; d < p; d++)
+                  for (guint d = 0; d < n_dev; d++)
                     mx = MAX (mx, s.times[(((gsize) k * n_sizes + z) * options->iterations + it)
-                                            * p
+                                            * n_dev
                                           + d]);
                   per[it] = mx;
                 }
@@ -289,17 +297,18 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
   planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_F32, peak / 1e12);
   planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, peak / 1e12);
   planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_F16, peak / 1e12);
+  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_I64, peak / 1e12);
   planner_hardware_set_memory_bandwidth_GBps (hw, membw / 1e9);
   double mem = (double) sysconf (_SC_PHYS_PAGES) * (double) sysconf (_SC_PAGESIZE);
   planner_hardware_set_memory_GB (hw, mem / pmax / 1e9);
   planner_hardware_set_name (hw, "cpu-measured");
   g_autofree char *desc = g_strdup_printf (
     "Measured by 'shardscope-cli calibrate --backend %s' on %ld online cores: collectives "
-    "over groups of 2..%u threads, %" G_GUINT64_FORMAT " B to %" G_GUINT64_FORMAT
+    "over groups of 2..%u threads (every group of the %u devices at once), %" G_GUINT64_FORMAT " B to %" G_GUINT64_FORMAT
     " B, median of %u iterations after %u warm-up; GEMM %" G_GINT64_FORMAT
     "^3 and a %u MiB copy with %u devices busy. bf16/f16 run as f32. One machine: the inter "
     "link repeats the shared-memory figures.",
-    backend_name, sysconf (_SC_NPROCESSORS_ONLN), pmax, options->min_bytes, options->max_bytes,
+    backend_name, sysconf (_SC_NPROCESSORS_ONLN), pmax, pmax, options->min_bytes, options->max_bytes,
     options->iterations, options->warmup, options->gemm_size, 32, pmax);
   planner_hardware_set_description (hw, desc);
   if (options->progress)
