@@ -25,6 +25,11 @@ struct _PlannerPlan
   GArray *ops;              /* PlannerOpPlan, one per graph op */
   GArray *tensor_layouts;   /* PlannerLayout, one per tensor */
   GArray *redistributions;  /* PlannerRedistribution */
+  /* Redistributions by tensor, for planner_plan_find_redistribution: the first index per
+   * tensor (+1, 0 = none) and a chain; rebuilt when the count changes. */
+  guint *redist_first;
+  GArray *redist_next;      /* int */
+  guint redist_indexed;
   GArray *trace;            /* PlannerTraceStep */
   GArray *conflicts;        /* PlannerConflict */
   PlannerPlanTotals totals;
@@ -81,6 +86,8 @@ planner_plan_finalize (GObject *object)
   g_array_unref (self->ops);
   g_array_unref (self->tensor_layouts);
   g_array_unref (self->redistributions);
+  g_free (self->redist_first);
+  g_array_unref (self->redist_next);
   g_array_unref (self->trace);
   g_array_unref (self->conflicts);
 
@@ -101,6 +108,7 @@ planner_plan_init (PlannerPlan *self)
   self->tensor_layouts = g_array_new (FALSE, TRUE, sizeof (PlannerLayout));
   self->redistributions = g_array_new (FALSE, TRUE, sizeof (PlannerRedistribution));
   g_array_set_clear_func (self->redistributions, clear_redistribution);
+  self->redist_next = g_array_new (FALSE, FALSE, sizeof (int));
   self->trace = g_array_new (FALSE, TRUE, sizeof (PlannerTraceStep));
   self->conflicts = g_array_new (FALSE, TRUE, sizeof (PlannerConflict));
   g_array_set_clear_func (self->conflicts, clear_conflict);
@@ -321,17 +329,50 @@ planner_plan_get_totals (PlannerPlan *self)
   return &self->totals;
 }
 
+static void
+index_redistributions (PlannerPlan *self)
+{
+  guint n_tensors = planner_graph_get_n_tensors (self->graph);
+  if (self->redist_first != NULL && self->redist_indexed == self->redistributions->len)
+    return;
+  if (self->redist_first != NULL && self->redist_indexed + 1 == self->redistributions->len)
+    {
+      guint i = self->redist_indexed, t = g_array_index (self->redistributions,
+                                                        PlannerRedistribution, i).tensor;
+      int next = (int) self->redist_first[t] - 1;
+      g_array_append_val (self->redist_next, next);
+      self->redist_first[t] = i + 1;
+      self->redist_indexed++;
+      return;
+    }
+  if (self->redist_first == NULL)
+    self->redist_first = g_new0 (guint, n_tensors);
+  else
+    memset (self->redist_first, 0, n_tensors * sizeof (guint));
+  g_array_set_size (self->redist_next, self->redistributions->len);
+  /* Backwards, so each chain runs in plan order. */
+  for (guint i = self->redistributions->len; i-- > 0;)
+    {
+      guint t = g_array_index (self->redistributions, PlannerRedistribution, i).tensor;
+      g_array_index (self->redist_next, int, i) = (int) self->redist_first[t] - 1;
+      self->redist_first[t] = i + 1;
+    }
+  self->redist_indexed = self->redistributions->len;
+}
+
 int
 planner_plan_find_redistribution (PlannerPlan *self, guint tensor, const PlannerLayout *to)
 {
   g_return_val_if_fail (PLANNER_IS_PLAN (self), -1);
-  for (guint i = 0; i < self->redistributions->len; i++)
+  g_return_val_if_fail (tensor < planner_graph_get_n_tensors (self->graph), -1);
+  index_redistributions (self);
+  for (int i = (int) self->redist_first[tensor] - 1; i >= 0;
+       i = g_array_index (self->redist_next, int, i))
     {
       const PlannerRedistribution *r
         = &g_array_index (self->redistributions, PlannerRedistribution, i);
-      if (r->tensor == tensor && !r->producer_side && r->consumer >= 0
-          && planner_layout_equal (&r->to, to))
-        return (int) i;
+      if (!r->producer_side && r->consumer >= 0 && planner_layout_equal (&r->to, to))
+        return i;
     }
   return -1;
 }
@@ -366,6 +407,8 @@ add_redistribution (PlannerPlan *self, guint tensor, int consumer, guint slot,
   r.bytes = path->bytes;
   r.time_s = path->time_s;
   g_array_append_val (self->redistributions, r);
+  /* Keep the by-tensor index current rather than rebuilding it on the next lookup. */
+  index_redistributions (self);
 }
 
 static gboolean
@@ -390,31 +433,39 @@ edge_redistributed (GHashTable *edges, guint op, guint slot)
   return g_hash_table_contains (edges, GUINT_TO_POINTER ((op << 8) | slot));
 }
 
-/* The nearest pinned op whose layouts reach @start unchanged: walking producers (upstream)
- * or consumers (downstream) along edges without a redistribution, breadth first. */
-static int
-nearest_pin (PlannerPlan *self, GHashTable *edges, guint start, gboolean upstream)
+/* For every op, the nearest pinned op whose layouts reach it unchanged: a breadth-first
+ * search from all pinned ops at once (in topological order, so ties are deterministic)
+ * along edges without a redistribution: towards consumers, it finds each op's pin upstream;
+ * towards producers, its pin downstream. */
+static int *
+nearest_pins (PlannerPlan *self, GHashTable *edges, gboolean towards_producers)
 {
   PlannerGraph *g = self->graph;
-  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
+  guint n_ops = planner_graph_get_n_ops (g);
+  int *label = g_new (int, n_ops);
   g_autoptr (GQueue) queue = g_queue_new ();
-  g_queue_push_tail (queue, GUINT_TO_POINTER (start));
-  g_hash_table_add (seen, GUINT_TO_POINTER (start + 1));
 
+  for (guint o = 0; o < n_ops; o++)
+    {
+      label[o] = -1;
+      if (g_array_index (self->ops, PlannerOpPlan, o).decision == PLANNER_DECIDED_PINNED)
+        {
+          label[o] = (int) o;
+          g_queue_push_tail (queue, GUINT_TO_POINTER (o));
+        }
+    }
   while (!g_queue_is_empty (queue))
     {
       guint o = GPOINTER_TO_UINT (g_queue_pop_head (queue));
-      if (g_array_index (self->ops, PlannerOpPlan, o).decision == PLANNER_DECIDED_PINNED)
-        return (int) o;
       const PlannerOp *op = planner_graph_get_op (g, o);
-      if (upstream)
+      if (towards_producers)
         for (guint k = 0; k < op->n_inputs; k++)
           {
-            const PlannerTensor *t = planner_graph_get_tensor (g, op->inputs[k]);
-            if (t->producer < 0 || edge_redistributed (edges, o, k)
-                || !g_hash_table_add (seen, GUINT_TO_POINTER (t->producer + 1)))
+            int p = planner_graph_get_tensor (g, op->inputs[k])->producer;
+            if (p < 0 || label[p] >= 0 || edge_redistributed (edges, o, k))
               continue;
-            g_queue_push_tail (queue, GUINT_TO_POINTER (t->producer));
+            label[p] = label[o];
+            g_queue_push_tail (queue, GINT_TO_POINTER (p));
           }
       else
         for (guint k = 0; k < op->n_outputs; k++)
@@ -423,14 +474,14 @@ nearest_pin (PlannerPlan *self, GHashTable *edges, guint start, gboolean upstrea
             for (guint c = 0; c < t->consumers->len; c++)
               {
                 const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, c);
-                if (edge_redistributed (edges, use->op, use->slot)
-                    || !g_hash_table_add (seen, GUINT_TO_POINTER (use->op + 1)))
+                if (label[use->op] >= 0 || edge_redistributed (edges, use->op, use->slot))
                   continue;
+                label[use->op] = label[o];
                 g_queue_push_tail (queue, GUINT_TO_POINTER (use->op));
               }
           }
     }
-  return -1;
+  return label;
 }
 
 static const char *
@@ -456,6 +507,8 @@ find_conflicts (PlannerPlan *self)
       if (r->consumer >= 0 && !r->producer_side)
         g_hash_table_add (edges, GUINT_TO_POINTER (((guint) r->consumer << 8) | r->slot));
     }
+  g_autofree int *upstream = nearest_pins (self, edges, FALSE);
+  g_autofree int *downstream = nearest_pins (self, edges, TRUE);
   for (guint i = 0; i < self->redistributions->len; i++)
     {
       const PlannerRedistribution *r
@@ -467,8 +520,8 @@ find_conflicts (PlannerPlan *self)
       if (planner_layout_equal (&reduced, &r->to))
         continue;
       const PlannerTensor *t = planner_graph_get_tensor (self->graph, r->tensor);
-      int a = t->producer >= 0 ? nearest_pin (self, edges, (guint) t->producer, TRUE) : -1;
-      int b = nearest_pin (self, edges, (guint) r->consumer, FALSE);
+      int a = t->producer >= 0 ? upstream[t->producer] : -1;
+      int b = downstream[r->consumer];
       if (a < 0 || b < 0 || a == b)
         continue;
 

@@ -46,17 +46,51 @@ rule_equal (gconstpointer a, gconstpointer b)
   return memcmp (a, b, sizeof (PlannerOpRule)) == 0;
 }
 
-/* Identical layers have identical rules: enumerate each distinct rule once. */
-static GArray *
+/* Every legal strategy of one rule, with what scoring needs of each precomputed: identical
+ * layers have identical rules, so each distinct rule is enumerated once. */
+typedef struct
+{
+  GArray *strategies;       /* PlannerStrategy */
+  guint32 *used;            /* axes each strategy assigns */
+  guint64 *parts;           /* devices its work is split over */
+  PlannerLayout *layouts;   /* per strategy: n_inputs input layouts, then the outputs */
+  guint stride;
+} Candidates;
+
+static void
+candidates_free (gpointer data)
+{
+  Candidates *c = data;
+  g_array_unref (c->strategies);
+  g_free (c->used);
+  g_free (c->parts);
+  g_free (c->layouts);
+  g_free (c);
+}
+
+static const Candidates *
 candidates_of (Propagation *p, const PlannerOp *op)
 {
-  GArray *list = g_hash_table_lookup (p->enumerations, &op->rule);
-  if (list == NULL)
+  Candidates *c = g_hash_table_lookup (p->enumerations, &op->rule);
+  if (c == NULL)
     {
-      list = planner_op_rule_enumerate (&op->rule, p->mesh);
-      g_hash_table_insert (p->enumerations, (gpointer) &op->rule, list);
+      c = g_new0 (Candidates, 1);
+      c->strategies = planner_op_rule_enumerate (&op->rule, p->mesh);
+      c->stride = op->rule.n_inputs + op->rule.n_outputs;
+      c->used = g_new (guint32, c->strategies->len);
+      c->parts = g_new (guint64, c->strategies->len);
+      c->layouts = g_new (PlannerLayout, (gsize) c->strategies->len * c->stride);
+      for (guint i = 0; i < c->strategies->len; i++)
+        {
+          const PlannerStrategy *s = &g_array_index (c->strategies, PlannerStrategy, i);
+          PlannerLayout *l = &c->layouts[(gsize) i * c->stride];
+          c->used[i] = planner_strategy_axis_mask (s);
+          c->parts[i] = planner_mesh_mask_size (p->mesh, c->used[i]);
+          planner_strategy_layouts (s, &op->rule, p->mesh, l, l + op->rule.n_inputs);
+        }
+      g_hash_table_insert (p->enumerations, (gpointer) &op->rule, c);
     }
-  return list;
+  return c;
 }
 
 void
@@ -130,14 +164,12 @@ add_edge (Propagation *p, const PlannerTensor *tensor, const PlannerLayout *from
 
 /* Sum of the redistribution costs between a candidate and every decided neighbour. */
 static double
-edge_cost (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerStrategy *s,
-           guint *steps)
+edge_cost (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerLayout *in,
+           const PlannerLayout *out, guint *steps)
 {
-  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
   double total = 0;
 
   *steps = 0;
-  planner_strategy_layouts (s, &op->rule, p->mesh, in, out);
   for (guint k = 0; k < op->n_inputs; k++)
     {
       guint t = op->inputs[k];
@@ -211,10 +243,11 @@ compute_cost (Propagation *p, const PlannerOp *op, guint64 parts)
 
 static void
 consider (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerStrategy *s,
-          guint64 parts, guint index, Scored *best, Scored *second, guint *n_considered)
+          const PlannerLayout *layouts, guint64 parts, guint index, Scored *best, Scored *second,
+          guint *n_considered)
 {
   Scored c = { *s, 0, 0, 0, parts, index };
-  c.cost = edge_cost (p, op, nb, s, &c.steps);
+  c.cost = edge_cost (p, op, nb, layouts, layouts + op->rule.n_inputs, &c.steps);
   if (c.cost >= G_MAXDOUBLE)
     return;
   c.compute = compute_cost (p, op, parts);
@@ -256,7 +289,7 @@ static void
 decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
 {
   const PlannerOp *op = planner_graph_get_op (p->graph, op_index);
-  GArray *list = candidates_of (p, op);
+  const Candidates *list = candidates_of (p, op);
   Scored best = { 0 }, second = { 0 };
   guint n = 0;
   Neighbours nb;
@@ -273,23 +306,25 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
         any_partial = TRUE;
       }
 
-  for (guint i = 0; i < list->len; i++)
+  for (guint i = 0; i < list->strategies->len; i++)
     {
-      const PlannerStrategy *s = &g_array_index (list, PlannerStrategy, i);
-      guint32 used = planner_strategy_axis_mask (s);
-      guint64 parts = planner_mesh_mask_size (p->mesh, used);
-      consider (p, op, &nb, s, parts, i * (PLANNER_MAX_OPERANDS + 1), &best, &second, &n);
+      const PlannerStrategy *s = &g_array_index (list->strategies, PlannerStrategy, i);
+      const PlannerLayout *layouts = &list->layouts[(gsize) i * list->stride];
+      consider (p, op, &nb, s, layouts, list->parts[i], i * (PLANNER_MAX_OPERANDS + 1), &best,
+                &second, &n);
       if (!any_partial)
         continue;
       for (guint k = 0; k < op->n_inputs; k++)
         {
-          if (!partial_in[k] || (partial_in[k] & used))
+          if (!partial_in[k] || (partial_in[k] & list->used[i]))
             continue;
           PlannerStrategy v = *s;
+          PlannerLayout vl[2 * PLANNER_MAX_OPERANDS];
           v.partial = partial_in[k];
           v.partial_input = op->rule.linear_all ? 0 : (guint8) k;
-          consider (p, op, &nb, &v, parts, i * (PLANNER_MAX_OPERANDS + 1) + k + 1, &best,
-                    &second, &n);
+          planner_strategy_layouts (&v, &op->rule, p->mesh, vl, vl + op->n_inputs);
+          consider (p, op, &nb, &v, vl, list->parts[i], i * (PLANNER_MAX_OPERANDS + 1) + k + 1,
+                    &best, &second, &n);
           if (op->rule.linear_all)
             break;
         }
@@ -454,8 +489,7 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
   p.pinned = pinned;
   p.layouts = layouts;
   p.known = known;
-  p.enumerations = g_hash_table_new_full (rule_hash, rule_equal, NULL,
-                                          (GDestroyNotify) g_array_unref);
+  p.enumerations = g_hash_table_new_full (rule_hash, rule_equal, NULL, candidates_free);
 
   /* Pins: sorted by text so the plan does not depend on the order they were given in; a
    * user's pin overrides a policy's, two different pins of one tier on one op conflict. */

@@ -7,23 +7,10 @@
 
 #include "planner-model.h"
 
+#include "bench-util.h"
+
 /* How long building a big graph and enumerating every op's strategies take: the 80-layer
  * LLaMA-2-70B shape on a 3-axis mesh. Prints figures; asserts nothing about time. */
-
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-
-  return (x > y) - (x < y);
-}
-
-static double
-median (double *values, guint n)
-{
-  qsort (values, n, sizeof *values, compare_doubles);
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 int
 main (int argc, char *argv[])
@@ -92,9 +79,9 @@ main (int argc, char *argv[])
           planner_graph_get_n_tensors (graph), planner_graph_get_parameter_count (graph));
   printf ("strategies %" G_GUINT64_FORMAT " (most: %" G_GUINT64_FORMAT " for %s)\n", n_strategies,
           most, most_op);
-  printf ("build     median %.2f ms over %u repeats\n", median (build_ms, repeats), repeats);
+  printf ("build     median %.2f ms over %u repeats\n", bench_median (build_ms, repeats), repeats);
   printf ("enumerate median %.2f ms over %u repeats (%.2f us per op)\n",
-          median (enumerate_ms, repeats), repeats,
-          median (enumerate_ms, repeats) * 1e3 / MAX (n_ops, 1));
+          bench_median (enumerate_ms, repeats), repeats,
+          bench_median (enumerate_ms, repeats) * 1e3 / MAX (n_ops, 1));
   return 0;
 }
