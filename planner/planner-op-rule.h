@@ -153,6 +153,10 @@ gboolean planner_op_rule_build (PlannerOpRule *rule, PlannerOpType type,
 /* Output shape @i implied by the rule. Returns the rank. */
 guint planner_op_rule_output_shape (const PlannerOpRule *rule, guint i, gint64 *shape);
 int planner_op_rule_factor_index (const PlannerOpRule *rule, const char *name);
+/* "input 0", "input 1", ...: how messages name an operand whose tensor name is unknown. */
+const char *planner_operand_label (guint i);
+
+/* ---- strategies (planner-strategy.c) ---- */
 
 void planner_strategy_init (PlannerStrategy *strategy);
 gboolean planner_strategy_equal (const PlannerStrategy *a, const PlannerStrategy *b);
