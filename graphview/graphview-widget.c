@@ -1,0 +1,785 @@
+#define G_LOG_DOMAIN "graphview-widget"
+
+#include "config.h"
+
+#include <math.h>
+
+#include "graphview-layouter.h"
+#include "graphview-widget.h"
+
+/* Kinetic panning: velocity decays as exp(-FRICTION t) and stops below MIN_SPEED px/s. */
+#define FRICTION 4.0
+#define MIN_SPEED 15.0
+#define KEY_PAN 60.0
+
+struct _GraphviewWidget
+{
+  GtkWidget parent_instance;
+
+  GraphviewModel *model;
+  gulong changed_id;
+  GraphviewLayouter *layouter;
+  GraphviewRenderer *renderer;
+  GCancellable *cancellable;
+  gboolean fitted;      /* the view has been fitted once the first layout arrived */
+  int focus_op;         /* after a fold change, the op to keep in view, or -1 */
+
+  double scale;         /* device pixels per world point */
+  double x, y;          /* world point at the widget's top-left */
+
+  /* The static layer for one view. */
+  GdkTexture *cache;
+  double cache_scale, cache_x, cache_y;
+  int cache_width, cache_height;
+  guint static_serial, cache_serial;
+
+  double pointer_x, pointer_y;
+  int hover;
+  int selected;
+
+  /* Drag and kinetic motion. */
+  double drag_x, drag_y;     /* origin at drag begin */
+  double last_dx, last_dy;
+  gint64 last_time;
+  double vx, vy;             /* px/s */
+  guint kinetic_id;
+  gint64 kinetic_time;
+  double pinch_scale;
+};
+
+G_DEFINE_FINAL_TYPE (GraphviewWidget, graphview_widget, GTK_TYPE_WIDGET)
+
+enum
+{
+  SIGNAL_ITEM_HOVERED,
+  SIGNAL_SELECTION_CHANGED,
+  SIGNAL_ITEM_ACTIVATED,
+  SIGNAL_LAYOUT_READY,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+static void request_layout (GraphviewWidget *self);
+
+/* View ------------------------------------------------------------------------------------- */
+
+static void
+static_changed (GraphviewWidget *self)
+{
+  self->static_serial++;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+double
+graphview_widget_get_fit_zoom (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), 1);
+  GraphviewLayout *layout = self->renderer ? graphview_renderer_get_layout (self->renderer) : NULL;
+  int width = gtk_widget_get_width (GTK_WIDGET (self));
+  int height = gtk_widget_get_height (GTK_WIDGET (self));
+  if (layout == NULL || width <= 0 || height <= 0)
+    return 1;
+  double w, h;
+  graphview_layout_get_bounds (layout, &w, &h);
+  return MIN (MIN (width / w, height / h), GRAPHVIEW_WIDGET_MAX_ZOOM);
+}
+
+/* Keeps some of the graph in view: the origin may not leave the bounds by more than the
+ * view itself. */
+static void
+clamp_view (GraphviewWidget *self)
+{
+  double fit = graphview_widget_get_fit_zoom (self);
+  self->scale = CLAMP (self->scale, fit, GRAPHVIEW_WIDGET_MAX_ZOOM);
+  GraphviewLayout *layout = self->renderer ? graphview_renderer_get_layout (self->renderer) : NULL;
+  if (layout == NULL)
+    return;
+  double w, h;
+  graphview_layout_get_bounds (layout, &w, &h);
+  double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
+  double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
+  /* A graph smaller than the view is centred. */
+  if (w <= vw)
+    self->x = (w - vw) / 2;
+  else
+    self->x = CLAMP (self->x, -vw / 2, w - vw / 2);
+  if (h <= vh)
+    self->y = (h - vh) / 2;
+  else
+    self->y = CLAMP (self->y, -vh / 2, h - vh / 2);
+}
+
+void
+graphview_widget_zoom_to_fit (GraphviewWidget *self)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  self->scale = graphview_widget_get_fit_zoom (self);
+  self->x = self->y = 0;
+  clamp_view (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+graphview_widget_zoom_at (GraphviewWidget *self, double factor, double x, double y)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (factor > 0);
+  double wx = self->x + x / self->scale, wy = self->y + y / self->scale;
+  double fit = graphview_widget_get_fit_zoom (self);
+  self->scale = CLAMP (self->scale * factor, fit, GRAPHVIEW_WIDGET_MAX_ZOOM);
+  self->x = wx - x / self->scale;
+  self->y = wy - y / self->scale;
+  clamp_view (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+graphview_widget_pan (GraphviewWidget *self, double dx, double dy)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  self->x -= dx / self->scale;
+  self->y -= dy / self->scale;
+  clamp_view (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+double
+graphview_widget_get_zoom (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), 1);
+  return self->scale;
+}
+
+void
+graphview_widget_get_origin (GraphviewWidget *self, double *x, double *y)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  *x = self->x;
+  *y = self->y;
+}
+
+void
+graphview_widget_to_world (GraphviewWidget *self, double x, double y, double *wx, double *wy)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  *wx = self->x + x / self->scale;
+  *wy = self->y + y / self->scale;
+}
+
+int
+graphview_widget_item_at (GraphviewWidget *self, double x, double y)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), -1);
+  if (!graphview_widget_is_ready (self))
+    return -1;
+  double wx, wy;
+  graphview_widget_to_world (self, x, y, &wx, &wy);
+  return graphview_layout_item_at (graphview_renderer_get_layout (self->renderer), wx, wy);
+}
+
+static void
+center_on_item (GraphviewWidget *self, guint item)
+{
+  const GraphviewRect *r = graphview_layout_get_item_rect (
+      graphview_renderer_get_layout (self->renderer), item);
+  double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
+  double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
+  self->x = r->x + r->width / 2 - vw / 2;
+  self->y = r->y + r->height / 2 - vh / 2;
+  clamp_view (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static void
+scroll_into_view (GraphviewWidget *self, guint item)
+{
+  const GraphviewRect *r = graphview_layout_get_item_rect (
+      graphview_renderer_get_layout (self->renderer), item);
+  double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
+  double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
+  if (r->x < self->x || r->x + r->width > self->x + vw || r->y < self->y
+      || r->y + r->height > self->y + vh)
+    center_on_item (self, item);
+}
+
+/* Selection and hover ---------------------------------------------------------------------- */
+
+int
+graphview_widget_get_selected (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), -1);
+  return self->selected;
+}
+
+void
+graphview_widget_set_selected (GraphviewWidget *self, int item)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  if (!graphview_widget_is_ready (self))
+    item = -1;
+  else if (item >= (int) graphview_model_get_n_items (self->model))
+    item = -1;
+  if (item < -1)
+    item = -1;
+  if (item == self->selected)
+    return;
+  self->selected = item;
+  graphview_renderer_set_selected (self->renderer, item);
+  if (item >= 0)
+    scroll_into_view (self, item);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SIGNAL_SELECTION_CHANGED], 0, item);
+}
+
+static void
+set_hover (GraphviewWidget *self, int item)
+{
+  if (item == self->hover)
+    return;
+  self->hover = item;
+  if (self->renderer)
+    graphview_renderer_set_hover (self->renderer, item);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SIGNAL_ITEM_HOVERED], 0, item);
+}
+
+static void
+activate_item (GraphviewWidget *self, int item)
+{
+  if (item < 0 || !graphview_widget_is_ready (self))
+    return;
+  g_signal_emit (self, signals[SIGNAL_ITEM_ACTIVATED], 0, item);
+  const GraphviewItem *it = graphview_model_get_item (self->model, item);
+  self->focus_op = it->first_op;
+  /* Folding changes the items: the model emits "changed" and a new layout follows. */
+  graphview_model_toggle_item (self->model, item);
+}
+
+/* Layout ----------------------------------------------------------------------------------- */
+
+static void
+layout_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  g_autoptr (GraphviewWidget) self = user_data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GraphviewLayout) layout = graphview_layouter_layout_finish (
+      GRAPHVIEW_LAYOUTER (source), result, &error);
+  if (layout == NULL)
+    {
+      if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        g_warning ("graph layout failed: %s", error->message);
+      return;
+    }
+  if (self->model == NULL
+      || graphview_layout_get_serial (layout) != graphview_model_get_serial (self->model))
+    return; /* a newer request is on its way */
+
+  graphview_renderer_set_layout (self->renderer, layout);
+  self->hover = -1;
+  graphview_renderer_set_hover (self->renderer, -1);
+  if (!self->fitted)
+    {
+      self->fitted = TRUE;
+      graphview_widget_zoom_to_fit (self);
+    }
+  else
+    clamp_view (self);
+  if (self->focus_op >= 0)
+    {
+      guint item = graphview_model_get_item_of_op (self->model, self->focus_op);
+      self->focus_op = -1;
+      self->selected = -1;
+      graphview_widget_set_selected (self, item);
+      center_on_item (self, item);
+    }
+  static_changed (self);
+  g_signal_emit (self, signals[SIGNAL_LAYOUT_READY], 0);
+}
+
+static void
+request_layout (GraphviewWidget *self)
+{
+  g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  if (self->model == NULL)
+    return;
+  self->cancellable = g_cancellable_new ();
+  graphview_layouter_layout_async (self->layouter, self->model, self->cancellable, layout_done,
+                                   g_object_ref (self));
+}
+
+static void
+model_changed (GraphviewModel *model, GraphviewWidget *self)
+{
+  /* Items are renumbered: the old selection means nothing now. */
+  if (self->selected >= 0)
+    {
+      self->selected = -1;
+      graphview_renderer_set_selected (self->renderer, -1);
+      g_signal_emit (self, signals[SIGNAL_SELECTION_CHANGED], 0, -1);
+    }
+  request_layout (self);
+  static_changed (self);
+}
+
+gboolean
+graphview_widget_is_ready (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), FALSE);
+  return self->renderer != NULL && graphview_renderer_is_ready (self->renderer);
+}
+
+void
+graphview_widget_set_model (GraphviewWidget *self, GraphviewModel *model)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (model == NULL || GRAPHVIEW_IS_MODEL (model));
+  if (self->model == model)
+    return;
+  if (self->model)
+    g_clear_signal_handler (&self->changed_id, self->model);
+  g_set_object (&self->model, model);
+  g_clear_object (&self->renderer);
+  self->fitted = FALSE;
+  self->selected = self->hover = self->focus_op = -1;
+  if (model)
+    {
+      self->renderer = graphview_renderer_new (model);
+      graphview_renderer_set_show_legend (self->renderer, TRUE);
+      self->changed_id = g_signal_connect (model, "changed", G_CALLBACK (model_changed), self);
+    }
+  request_layout (self);
+  static_changed (self);
+}
+
+GraphviewModel *
+graphview_widget_get_model (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), NULL);
+  return self->model;
+}
+
+GraphviewRenderer *
+graphview_widget_get_renderer (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), NULL);
+  return self->renderer;
+}
+
+void
+graphview_widget_set_plan (GraphviewWidget *self, PlannerPlan *plan)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (self->renderer != NULL);
+  graphview_renderer_set_plan (self->renderer, plan);
+  static_changed (self);
+}
+
+void
+graphview_widget_set_compare_plan (GraphviewWidget *self, PlannerPlan *other)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (self->renderer != NULL);
+  graphview_renderer_set_compare_plan (self->renderer, other);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+graphview_widget_set_step (GraphviewWidget *self, int step)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (self->renderer != NULL);
+  /* An overlay: the cached static layer stays. */
+  graphview_renderer_set_step (self->renderer, step);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+graphview_widget_redraw (GraphviewWidget *self)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  static_changed (self);
+}
+
+/* Drawing ---------------------------------------------------------------------------------- */
+
+static GdkTexture *
+render_static (GraphviewWidget *self, int width, int height, int factor)
+{
+  cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width * factor,
+                                                         height * factor);
+  cairo_t *cr = cairo_create (surface);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  GraphviewViewport vp = { self->scale * factor, self->x, self->y, width * factor,
+                           height * factor };
+  graphview_renderer_draw_static (self->renderer, cr, &vp);
+  cairo_destroy (cr);
+  cairo_surface_flush (surface);
+  int stride = cairo_image_surface_get_stride (surface);
+  /* Cairo's ARGB32 is GDK's default memory format (premultiplied, native-endian). */
+  g_autoptr (GBytes) bytes = g_bytes_new (cairo_image_surface_get_data (surface),
+                                          (gsize) stride * height * factor);
+  GdkTexture *texture = gdk_memory_texture_new (width * factor, height * factor,
+                                                GDK_MEMORY_DEFAULT, bytes, stride);
+  cairo_surface_destroy (surface);
+  return texture;
+}
+
+static void
+graphview_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
+{
+  GraphviewWidget *self = GRAPHVIEW_WIDGET (widget);
+  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
+  if (width <= 0 || height <= 0)
+    return;
+  graphene_rect_t bounds = GRAPHENE_RECT_INIT (0, 0, width, height);
+  if (!graphview_widget_is_ready (self))
+    {
+      GdkRGBA white = { 1, 1, 1, 1 };
+      gtk_snapshot_append_color (snapshot, &white, &bounds);
+      return;
+    }
+
+  int factor = gtk_widget_get_scale_factor (widget);
+  if (self->cache == NULL || self->cache_serial != self->static_serial
+      || self->cache_scale != self->scale || self->cache_x != self->x || self->cache_y != self->y
+      || self->cache_width != width * factor || self->cache_height != height * factor)
+    {
+      g_clear_object (&self->cache);
+      self->cache = render_static (self, width, height, factor);
+      self->cache_serial = self->static_serial;
+      self->cache_scale = self->scale;
+      self->cache_x = self->x;
+      self->cache_y = self->y;
+      self->cache_width = width * factor;
+      self->cache_height = height * factor;
+    }
+  gtk_snapshot_append_texture (snapshot, self->cache, &bounds);
+
+  cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &bounds);
+  GraphviewViewport vp = { self->scale, self->x, self->y, width, height };
+  graphview_renderer_draw_overlays (self->renderer, cr, &vp);
+  /* The legend in the bottom-left corner, on a translucent card. */
+  double lw, lh;
+  cairo_push_group (cr);
+  graphview_renderer_draw_legend (self->renderer, cr, 8, height - 60, &lw, &lh);
+  cairo_pattern_t *legend = cairo_pop_group (cr);
+  cairo_rectangle (cr, 4, height - 62, lw + 4, lh + 4);
+  cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+  cairo_fill (cr);
+  cairo_set_source (cr, legend);
+  cairo_paint (cr);
+  cairo_pattern_destroy (legend);
+  cairo_destroy (cr);
+}
+
+static void
+graphview_widget_size_allocate (GtkWidget *widget, int width, int height, int baseline)
+{
+  GraphviewWidget *self = GRAPHVIEW_WIDGET (widget);
+  if (graphview_widget_is_ready (self))
+    clamp_view (self);
+}
+
+static void
+graphview_widget_measure (GtkWidget *widget, GtkOrientation orientation, int for_size,
+                          int *minimum, int *natural, int *minimum_baseline,
+                          int *natural_baseline)
+{
+  *minimum = 100;
+  *natural = 600;
+}
+
+/* Input ------------------------------------------------------------------------------------ */
+
+static gboolean
+on_scroll (GtkEventControllerScroll *controller, double dx, double dy, GraphviewWidget *self)
+{
+  if (!graphview_widget_is_ready (self) || dy == 0)
+    return FALSE;
+  graphview_widget_zoom_at (self, pow (GRAPHVIEW_WIDGET_ZOOM_STEP, -dy), self->pointer_x,
+                            self->pointer_y);
+  return TRUE;
+}
+
+static void
+on_motion (GtkEventControllerMotion *controller, double x, double y, GraphviewWidget *self)
+{
+  self->pointer_x = x;
+  self->pointer_y = y;
+  set_hover (self, graphview_widget_item_at (self, x, y));
+}
+
+static void
+on_leave (GtkEventControllerMotion *controller, GraphviewWidget *self)
+{
+  set_hover (self, -1);
+}
+
+static void
+stop_kinetic (GraphviewWidget *self)
+{
+  if (self->kinetic_id)
+    gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->kinetic_id);
+  self->kinetic_id = 0;
+}
+
+static void
+on_drag_begin (GtkGestureDrag *gesture, double x, double y, GraphviewWidget *self)
+{
+  stop_kinetic (self);
+  self->drag_x = self->x;
+  self->drag_y = self->y;
+  self->last_dx = self->last_dy = 0;
+  self->last_time = g_get_monotonic_time ();
+  self->vx = self->vy = 0;
+}
+
+static void
+on_drag_update (GtkGestureDrag *gesture, double dx, double dy, GraphviewWidget *self)
+{
+  gint64 now = g_get_monotonic_time ();
+  double dt = (now - self->last_time) / 1e6;
+  if (dt > 0.002)
+    {
+      /* A smoothed velocity, so one jittery event does not fling the view. */
+      double vx = (dx - self->last_dx) / dt, vy = (dy - self->last_dy) / dt;
+      self->vx = 0.6 * vx + 0.4 * self->vx;
+      self->vy = 0.6 * vy + 0.4 * self->vy;
+      self->last_dx = dx;
+      self->last_dy = dy;
+      self->last_time = now;
+    }
+  self->x = self->drag_x - dx / self->scale;
+  self->y = self->drag_y - dy / self->scale;
+  clamp_view (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static gboolean
+kinetic_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer user_data)
+{
+  GraphviewWidget *self = GRAPHVIEW_WIDGET (widget);
+  gint64 now = gdk_frame_clock_get_frame_time (clock);
+  double dt = (now - self->kinetic_time) / 1e6;
+  self->kinetic_time = now;
+  if (dt <= 0)
+    return G_SOURCE_CONTINUE;
+  double decay = exp (-FRICTION * dt);
+  graphview_widget_pan (self, self->vx * dt, self->vy * dt);
+  self->vx *= decay;
+  self->vy *= decay;
+  if (hypot (self->vx, self->vy) < MIN_SPEED)
+    {
+      self->kinetic_id = 0;
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+on_drag_end (GtkGestureDrag *gesture, double dx, double dy, GraphviewWidget *self)
+{
+  /* A pause before release means no fling. */
+  if ((g_get_monotonic_time () - self->last_time) > 80000
+      || hypot (self->vx, self->vy) < MIN_SPEED * 4)
+    return;
+  GdkFrameClock *clock = gtk_widget_get_frame_clock (GTK_WIDGET (self));
+  self->kinetic_time = clock ? gdk_frame_clock_get_frame_time (clock) : g_get_monotonic_time ();
+  self->kinetic_id = gtk_widget_add_tick_callback (GTK_WIDGET (self), kinetic_tick, NULL, NULL);
+}
+
+static void
+on_click (GtkGestureClick *gesture, int n_press, double x, double y, GraphviewWidget *self)
+{
+  gtk_widget_grab_focus (GTK_WIDGET (self));
+  int item = graphview_widget_item_at (self, x, y);
+  if (n_press == 2)
+    activate_item (self, item);
+  else
+    graphview_widget_set_selected (self, item);
+}
+
+static void
+on_pinch_begin (GtkGesture *gesture, GdkEventSequence *sequence, GraphviewWidget *self)
+{
+  stop_kinetic (self);
+  self->pinch_scale = 1;
+}
+
+static void
+on_pinch (GtkGestureZoom *gesture, double scale, GraphviewWidget *self)
+{
+  double x, y;
+  if (!gtk_gesture_get_bounding_box_center (GTK_GESTURE (gesture), &x, &y))
+    return;
+  graphview_widget_zoom_at (self, scale / self->pinch_scale, x, y);
+  self->pinch_scale = scale;
+}
+
+static gboolean
+on_key (GtkEventControllerKey *controller, guint keyval, guint keycode, GdkModifierType state,
+        GraphviewWidget *self)
+{
+  if (!graphview_widget_is_ready (self))
+    return FALSE;
+  int width = gtk_widget_get_width (GTK_WIDGET (self));
+  int height = gtk_widget_get_height (GTK_WIDGET (self));
+  int n = graphview_model_get_n_items (self->model);
+  switch (keyval)
+    {
+    case GDK_KEY_Left:
+      graphview_widget_pan (self, KEY_PAN, 0);
+      return TRUE;
+    case GDK_KEY_Right:
+      graphview_widget_pan (self, -KEY_PAN, 0);
+      return TRUE;
+    case GDK_KEY_Up:
+      graphview_widget_pan (self, 0, KEY_PAN);
+      return TRUE;
+    case GDK_KEY_Down:
+      graphview_widget_pan (self, 0, -KEY_PAN);
+      return TRUE;
+    case GDK_KEY_plus:
+    case GDK_KEY_equal:
+    case GDK_KEY_KP_Add:
+      graphview_widget_zoom_at (self, GRAPHVIEW_WIDGET_ZOOM_STEP, width / 2.0, height / 2.0);
+      return TRUE;
+    case GDK_KEY_minus:
+    case GDK_KEY_KP_Subtract:
+      graphview_widget_zoom_at (self, 1 / GRAPHVIEW_WIDGET_ZOOM_STEP, width / 2.0, height / 2.0);
+      return TRUE;
+    case GDK_KEY_0:
+    case GDK_KEY_Home:
+      graphview_widget_zoom_to_fit (self);
+      return TRUE;
+    case GDK_KEY_Tab:
+    case GDK_KEY_ISO_Left_Tab:
+      {
+        gboolean back = keyval == GDK_KEY_ISO_Left_Tab || (state & GDK_SHIFT_MASK);
+        int next = self->selected < 0 ? (back ? n - 1 : 0)
+                                      : (self->selected + (back ? n - 1 : 1)) % n;
+        graphview_widget_set_selected (self, next);
+        return TRUE;
+      }
+    case GDK_KEY_Return:
+    case GDK_KEY_KP_Enter:
+    case GDK_KEY_space:
+      activate_item (self, self->selected);
+      return TRUE;
+    case GDK_KEY_Escape:
+      graphview_widget_set_selected (self, -1);
+      return TRUE;
+    default:
+      return FALSE;
+    }
+}
+
+static gboolean
+on_query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *tooltip,
+                  gpointer user_data)
+{
+  GraphviewWidget *self = GRAPHVIEW_WIDGET (widget);
+  int item = keyboard ? self->selected : graphview_widget_item_at (self, x, y);
+  if (item < 0)
+    return FALSE;
+  g_autofree char *text = graphview_renderer_dup_item_summary (self->renderer, item);
+  gtk_tooltip_set_text (tooltip, text);
+  return TRUE;
+}
+
+/* The object ------------------------------------------------------------------------------- */
+
+static void
+graphview_widget_dispose (GObject *object)
+{
+  GraphviewWidget *self = GRAPHVIEW_WIDGET (object);
+  stop_kinetic (self);
+  g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  if (self->model)
+    g_clear_signal_handler (&self->changed_id, self->model);
+  g_clear_object (&self->model);
+  g_clear_object (&self->renderer);
+  g_clear_object (&self->layouter);
+  g_clear_object (&self->cache);
+  G_OBJECT_CLASS (graphview_widget_parent_class)->dispose (object);
+}
+
+static void
+graphview_widget_class_init (GraphviewWidgetClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+  object_class->dispose = graphview_widget_dispose;
+  widget_class->snapshot = graphview_widget_snapshot;
+  widget_class->size_allocate = graphview_widget_size_allocate;
+  widget_class->measure = graphview_widget_measure;
+
+  /* The item under the pointer changed (-1: none). */
+  signals[SIGNAL_ITEM_HOVERED] = g_signal_new ("item-hovered", G_TYPE_FROM_CLASS (klass),
+                                               G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                               G_TYPE_NONE, 1, G_TYPE_INT);
+  signals[SIGNAL_SELECTION_CHANGED] = g_signal_new ("selection-changed",
+                                                    G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                                    0, NULL, NULL, NULL, G_TYPE_NONE, 1,
+                                                    G_TYPE_INT);
+  /* Double click or Return on an item, before it is folded or unfolded. */
+  signals[SIGNAL_ITEM_ACTIVATED] = g_signal_new ("item-activated", G_TYPE_FROM_CLASS (klass),
+                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                                 G_TYPE_NONE, 1, G_TYPE_INT);
+  signals[SIGNAL_LAYOUT_READY] = g_signal_new ("layout-ready", G_TYPE_FROM_CLASS (klass),
+                                               G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                               G_TYPE_NONE, 0);
+  gtk_widget_class_set_css_name (widget_class, "graphview");
+}
+
+static void
+graphview_widget_init (GraphviewWidget *self)
+{
+  GtkWidget *widget = GTK_WIDGET (self);
+  self->layouter = graphview_layouter_new ();
+  self->scale = 1;
+  self->hover = self->selected = self->focus_op = -1;
+  gtk_widget_set_focusable (widget, TRUE);
+  gtk_widget_set_overflow (widget, GTK_OVERFLOW_HIDDEN);
+  gtk_widget_set_has_tooltip (widget, TRUE);
+  g_signal_connect (widget, "query-tooltip", G_CALLBACK (on_query_tooltip), NULL);
+
+  GtkEventController *scroll = gtk_event_controller_scroll_new (
+      GTK_EVENT_CONTROLLER_SCROLL_VERTICAL);
+  g_signal_connect (scroll, "scroll", G_CALLBACK (on_scroll), self);
+  gtk_widget_add_controller (widget, scroll);
+
+  GtkEventController *motion = gtk_event_controller_motion_new ();
+  g_signal_connect (motion, "motion", G_CALLBACK (on_motion), self);
+  g_signal_connect (motion, "leave", G_CALLBACK (on_leave), self);
+  gtk_widget_add_controller (widget, motion);
+
+  GtkGesture *drag = gtk_gesture_drag_new ();
+  g_signal_connect (drag, "drag-begin", G_CALLBACK (on_drag_begin), self);
+  g_signal_connect (drag, "drag-update", G_CALLBACK (on_drag_update), self);
+  g_signal_connect (drag, "drag-end", G_CALLBACK (on_drag_end), self);
+  gtk_widget_add_controller (widget, GTK_EVENT_CONTROLLER (drag));
+
+  GtkGesture *click = gtk_gesture_click_new ();
+  g_signal_connect (click, "pressed", G_CALLBACK (on_click), self);
+  gtk_widget_add_controller (widget, GTK_EVENT_CONTROLLER (click));
+
+  GtkGesture *pinch = gtk_gesture_zoom_new ();
+  g_signal_connect (pinch, "begin", G_CALLBACK (on_pinch_begin), self);
+  g_signal_connect (pinch, "scale-changed", G_CALLBACK (on_pinch), self);
+  gtk_widget_add_controller (widget, GTK_EVENT_CONTROLLER (pinch));
+
+  GtkEventController *keys = gtk_event_controller_key_new ();
+  g_signal_connect (keys, "key-pressed", G_CALLBACK (on_key), self);
+  gtk_widget_add_controller (widget, keys);
+}
+
+GtkWidget *
+graphview_widget_new (void)
+{
+  return g_object_new (GRAPHVIEW_TYPE_WIDGET, NULL);
+}

@@ -1,0 +1,61 @@
+/* graphview-widget.h: the graph view as a GTK 4 widget.
+ *
+ * Lays out its model off the GTK thread (GraphviewLayouter), draws with GraphviewRenderer:
+ * the static layer is rendered once per view into a texture and the overlays (hover,
+ * selection, propagation step, comparison) are drawn over it each frame. Zoom with the wheel
+ * at the pointer (x1.15 a notch, between fit-to-view and 10x) or by pinching; drag to pan,
+ * with kinetic motion; keys: arrows pan, + and - zoom, 0 or Home fit, Tab and Shift+Tab walk
+ * the items, Return folds or unfolds the selected block, Escape clears the selection.
+ */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "graphview-model.h"
+#include "graphview-renderer.h"
+
+G_BEGIN_DECLS
+
+#define GRAPHVIEW_WIDGET_ZOOM_STEP 1.15
+#define GRAPHVIEW_WIDGET_MAX_ZOOM 10.0
+
+#define GRAPHVIEW_TYPE_WIDGET (graphview_widget_get_type ())
+G_DECLARE_FINAL_TYPE (GraphviewWidget, graphview_widget, GRAPHVIEW, WIDGET, GtkWidget)
+
+GtkWidget *graphview_widget_new (void);
+
+/* Starts laying out @model; the view fits it when the first layout arrives. */
+void graphview_widget_set_model (GraphviewWidget *self, GraphviewModel *model);
+GraphviewModel *graphview_widget_get_model (GraphviewWidget *self);
+/* The renderer, for the plan and the overlays; call graphview_widget_redraw() after changing
+ * the plan, or use the setters below which do. */
+GraphviewRenderer *graphview_widget_get_renderer (GraphviewWidget *self);
+void graphview_widget_set_plan (GraphviewWidget *self, PlannerPlan *plan);
+void graphview_widget_set_compare_plan (GraphviewWidget *self, PlannerPlan *other);
+void graphview_widget_set_step (GraphviewWidget *self, int step);
+/* The static layer changed (a new plan set through the renderer). */
+void graphview_widget_redraw (GraphviewWidget *self);
+
+/* TRUE once a layout of the model's current state is shown. */
+gboolean graphview_widget_is_ready (GraphviewWidget *self);
+
+/* Device pixels per world point, and the world point at the widget's top-left. */
+double graphview_widget_get_zoom (GraphviewWidget *self);
+void graphview_widget_get_origin (GraphviewWidget *self, double *x, double *y);
+/* The zoom at which the whole graph fits (the least zoom allowed). */
+double graphview_widget_get_fit_zoom (GraphviewWidget *self);
+void graphview_widget_zoom_to_fit (GraphviewWidget *self);
+/* Multiplies the zoom by @factor (clamped), keeping the world point under widget point
+ * (@x, @y) where it is. */
+void graphview_widget_zoom_at (GraphviewWidget *self, double factor, double x, double y);
+void graphview_widget_pan (GraphviewWidget *self, double dx, double dy);
+/* Widget coordinates to world and back. */
+void graphview_widget_to_world (GraphviewWidget *self, double x, double y, double *wx,
+                                double *wy);
+int graphview_widget_item_at (GraphviewWidget *self, double x, double y);
+
+int graphview_widget_get_selected (GraphviewWidget *self);
+/* Selects @item (-1: none) and scrolls it into view; emits "selection-changed". */
+void graphview_widget_set_selected (GraphviewWidget *self, int item);
+
+G_END_DECLS
