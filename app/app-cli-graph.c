@@ -17,10 +17,13 @@ tensor_kind_name (PlannerTensorKind kind)
 {
   switch (kind)
     {
-    case PLANNER_TENSOR_PARAMETER: return "parameter";
-    case PLANNER_TENSOR_INPUT: return "input";
+    case PLANNER_TENSOR_PARAMETER:
+      return "parameter";
+    case PLANNER_TENSOR_INPUT:
+      return "input";
     case PLANNER_TENSOR_ACTIVATION:
-    default: return "activation";
+    default:
+      return "activation";
     }
 }
 
@@ -29,10 +32,13 @@ factor_kind_name (PlannerFactorKind kind)
 {
   switch (kind)
     {
-    case PLANNER_FACTOR_REDUCTION: return "reduction";
-    case PLANNER_FACTOR_NEED_REPLICATION: return "need-replication";
+    case PLANNER_FACTOR_REDUCTION:
+      return "reduction";
+    case PLANNER_FACTOR_NEED_REPLICATION:
+      return "need-replication";
     case PLANNER_FACTOR_PASS:
-    default: return "pass";
+    default:
+      return "pass";
     }
 }
 
@@ -118,7 +124,7 @@ app_cli_models (const AppCliCommand *command, int argc, char **argv)
       g_autofree char *description = zoo_description (names[i]);
       printf ("  %-12s %s\n", names[i], description);
     }
-  g_autofree char *joined = g_strjoinv (", ", (char **) types);
+  g_autofree char *joined = g_strjoinv (", ", (char **)types);
   printf ("\nHugging Face config.json files with model_type: %s\n"
           "Graph JSON files (\"shardscope_graph\") are read as well.\n",
           joined);
@@ -138,8 +144,8 @@ print_op_list (PlannerGraph *graph)
   for (guint i = 0; i < n_ops; i++)
     {
       const PlannerOp *op = planner_graph_get_op (graph, i);
-      name_width = MAX (name_width, (int) strlen (op->name));
-      type_width = MAX (type_width, (int) strlen (planner_op_type_to_string (op->type)));
+      name_width = MAX (name_width, (int)strlen (op->name));
+      type_width = MAX (type_width, (int)strlen (planner_op_type_to_string (op->type)));
     }
   printf ("%*s  %-*s  %-*s  %s\n", index_width, "#", name_width, "op", type_width, "type",
           "inputs -> outputs");
@@ -241,9 +247,9 @@ app_cli_graph (const AppCliCommand *command, int argc, char **argv)
       json_builder_set_member_name (b, "tensors");
       json_builder_add_int_value (b, n_tensors);
       json_builder_set_member_name (b, "parameters");
-      json_builder_add_int_value (b, (gint64) params);
+      json_builder_add_int_value (b, (gint64)params);
       json_builder_set_member_name (b, "parameter_bytes");
-      json_builder_add_int_value (b, (gint64) param_bytes);
+      json_builder_add_int_value (b, (gint64)param_bytes);
       app_cli_json_add_number (b, "flops", flops);
       json_builder_set_member_name (b, "op_types");
       json_builder_begin_object (b);
@@ -383,7 +389,7 @@ operand_view_fill (OperandView *v, const PlannerLayout *layout, const PlannerMes
   planner_layout_local_shape (layout, mesh, t->shape, v->local);
   v->rank = t->rank;
   for (guint d = 0; d < t->rank; d++)
-    n *= (guint64) v->local[d];
+    n *= (guint64)v->local[d];
   v->layout = planner_layout_to_string (layout, mesh);
   v->placements = planner_layout_to_placements (layout, mesh);
   return n * planner_dtype_size (t->dtype);
@@ -410,7 +416,7 @@ strategy_view_fill (StrategyView *v, const PlannerStrategy *s, PlannerGraph *gra
     bytes += operand_view_fill (&v->out[i], &out[i], mesh,
                                 planner_graph_get_tensor (graph, op->outputs[i]));
   PlannerDType dtype = planner_graph_get_tensor (graph, op->outputs[0])->dtype;
-  v->seconds = planner_cost_compute_time (hw, dtype, v->local_flops, (double) bytes);
+  v->seconds = planner_cost_compute_time (hw, dtype, v->local_flops, (double)bytes);
 }
 
 static void
@@ -446,7 +452,7 @@ print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
   json_builder_set_member_name (b, "mesh");
   json_builder_add_string_value (b, mesh_text);
   json_builder_set_member_name (b, "devices");
-  json_builder_add_int_value (b, (gint64) planner_mesh_n_devices (mesh));
+  json_builder_add_int_value (b, (gint64)planner_mesh_n_devices (mesh));
   json_builder_set_member_name (b, "hardware");
   json_builder_add_string_value (b, planner_hardware_get_name (hw));
   json_builder_set_member_name (b, "inputs");
@@ -490,7 +496,7 @@ print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
       json_builder_set_member_name (b, "pin");
       json_builder_add_string_value (b, v->pin);
       json_builder_set_member_name (b, "parts");
-      json_builder_add_int_value (b, (gint64) v->parts);
+      json_builder_add_int_value (b, (gint64)v->parts);
       app_cli_json_add_number (b, "local_flops", v->local_flops);
       app_cli_json_add_number (b, "compute_seconds", v->seconds);
       json_add_operand_views (b, "inputs", v->in, v->n_in);
@@ -545,7 +551,8 @@ print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
       printf ("%s %s=%" G_GINT64_FORMAT " %s%s", f ? "," : "", factor->name, factor->size,
               factor_kind_name (factor->kind),
               factor->splittable || factor->kind == PLANNER_FACTOR_NEED_REPLICATION
-                ? "" : " (not splittable)");
+                  ? ""
+                  : " (not splittable)");
     }
   printf ("\nFLOPs     %.0f (%s)\n", op->rule.flops, flops_h);
   printf ("\n%u legal strategies (compute time on %s):\n", n, planner_hardware_get_name (hw));
@@ -555,13 +562,13 @@ print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
     {
       for (guint i = 0; i < views[s].n_in; i++)
         {
-          layout_width = MAX (layout_width, (int) strlen (views[s].in[i].layout));
-          placements_width = MAX (placements_width, (int) strlen (views[s].in[i].placements));
+          layout_width = MAX (layout_width, (int)strlen (views[s].in[i].layout));
+          placements_width = MAX (placements_width, (int)strlen (views[s].in[i].placements));
         }
       for (guint i = 0; i < views[s].n_out; i++)
         {
-          layout_width = MAX (layout_width, (int) strlen (views[s].out[i].layout));
-          placements_width = MAX (placements_width, (int) strlen (views[s].out[i].placements));
+          layout_width = MAX (layout_width, (int)strlen (views[s].out[i].layout));
+          placements_width = MAX (placements_width, (int)strlen (views[s].out[i].placements));
         }
     }
   for (guint s = 0; s < n; s++)
@@ -587,8 +594,8 @@ app_cli_strategies (const AppCliCommand *command, int argc, char **argv)
     { "mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_text, "Device mesh, major axis first", "M" },
     { "op", 0, 0, G_OPTION_ARG_STRING, &op_name, "The op, by name (see graph --ops)", "NAME" },
     { "hardware", 0, 0, G_OPTION_ARG_FILENAME, &hardware,
-      "Hardware profile for compute times: a built-in name or a profile file (default "
-      APP_CLI_DEFAULT_HARDWARE ")",
+      "Hardware profile for compute times: a built-in name or a profile file "
+      "(default " APP_CLI_DEFAULT_HARDWARE ")",
       "NAME|FILE" },
     { NULL },
   };
@@ -609,7 +616,7 @@ app_cli_strategies (const AppCliCommand *command, int argc, char **argv)
   if (mesh == NULL)
     return app_cli_refuse (error);
   g_autoptr (PlannerHardware) hw
-    = planner_hardware_lookup (hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, &error);
+      = planner_hardware_lookup (hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, &error);
   if (hw == NULL)
     return app_cli_refuse (error);
   g_autoptr (PlannerGraph) graph = app_cli_load_model (command, argv[1], &model_args, &status);
@@ -622,12 +629,12 @@ app_cli_strategies (const AppCliCommand *command, int argc, char **argv)
       return app_cli_refuse (error);
     }
 
-  const PlannerOp *op = planner_graph_get_op (graph, (guint) index);
+  const PlannerOp *op = planner_graph_get_op (graph, (guint)index);
   g_autoptr (GArray) strategies = planner_op_rule_enumerate (&op->rule, mesh);
   StrategyView *views = g_new0 (StrategyView, strategies->len);
   for (guint s = 0; s < strategies->len; s++)
-    strategy_view_fill (&views[s], &g_array_index (strategies, PlannerStrategy, s), graph, op,
-                        mesh, hw);
+    strategy_view_fill (&views[s], &g_array_index (strategies, PlannerStrategy, s), graph, op, mesh,
+                        hw);
   if (json)
     print_strategies_json (graph, op, mesh, hw, views, strategies->len);
   else

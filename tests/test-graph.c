@@ -28,32 +28,32 @@ build_mlp (Mlp *m, PlannerDType dtype)
 
   m->graph = planner_graph_new ();
   planner_graph_set_name (m->graph, "mlp");
-  m->x = (guint) planner_graph_add_input (m->graph, "x", dtype, 2, xs, &error);
+  m->x = (guint)planner_graph_add_input (m->graph, "x", dtype, 2, xs, &error);
   g_assert_no_error (error);
-  m->w1 = (guint) planner_graph_add_parameter (m->graph, "fc1.weight", dtype, 2, w1s, &error);
-  m->b1 = (guint) planner_graph_add_parameter (m->graph, "fc1.bias", dtype, 1, b1s, &error);
-  m->w2 = (guint) planner_graph_add_parameter (m->graph, "fc2.weight", dtype, 2, w2s, &error);
+  m->w1 = (guint)planner_graph_add_parameter (m->graph, "fc1.weight", dtype, 2, w1s, &error);
+  m->b1 = (guint)planner_graph_add_parameter (m->graph, "fc1.bias", dtype, 1, b1s, &error);
+  m->w2 = (guint)planner_graph_add_parameter (m->graph, "fc2.weight", dtype, 2, w2s, &error);
   g_assert_no_error (error);
 
   id = planner_graph_add_op (m->graph, "fc1", PLANNER_OP_MATMUL, NULL,
                              (guint[]){ m->x, m->w1, m->b1 }, 3, 1, NULL, &error);
   g_assert_no_error (error);
-  m->fc1 = (guint) id;
+  m->fc1 = (guint)id;
   id = planner_graph_add_op (m->graph, "act", PLANNER_OP_GELU, NULL,
-                             (guint[]){ planner_graph_op_output (m->graph, m->fc1, 0) }, 1, 1,
-                             NULL, &error);
+                             (guint[]){ planner_graph_op_output (m->graph, m->fc1, 0) }, 1, 1, NULL,
+                             &error);
   g_assert_no_error (error);
-  m->act = (guint) id;
+  m->act = (guint)id;
   id = planner_graph_add_op (m->graph, "fc2", PLANNER_OP_MATMUL, NULL,
-                             (guint[]){ planner_graph_op_output (m->graph, m->act, 0), m->w2 },
-                             2, 1, NULL, &error);
-  g_assert_no_error (error);
-  m->fc2 = (guint) id;
-  id = planner_graph_add_op (m->graph, "residual", PLANNER_OP_ADD, NULL,
-                             (guint[]){ planner_graph_op_output (m->graph, m->fc2, 0), m->x }, 2,
+                             (guint[]){ planner_graph_op_output (m->graph, m->act, 0), m->w2 }, 2,
                              1, NULL, &error);
   g_assert_no_error (error);
-  m->res = (guint) id;
+  m->fc2 = (guint)id;
+  id = planner_graph_add_op (m->graph, "residual", PLANNER_OP_ADD, NULL,
+                             (guint[]){ planner_graph_op_output (m->graph, m->fc2, 0), m->x }, 2, 1,
+                             NULL, &error);
+  g_assert_no_error (error);
+  m->res = (guint)id;
   planner_graph_mark_output (m->graph, planner_graph_op_output (m->graph, m->res, 0));
 }
 
@@ -83,13 +83,13 @@ test_build (void)
   /* Single outputs are named after their op. */
   int t = planner_graph_find_tensor (g, "fc1");
   g_assert_cmpint (t, >=, 0);
-  const PlannerTensor *fc1_out = planner_graph_get_tensor (g, (guint) t);
+  const PlannerTensor *fc1_out = planner_graph_get_tensor (g, (guint)t);
   g_assert_cmpint (fc1_out->producer, ==, 0);
   g_assert_cmpuint (fc1_out->kind, ==, PLANNER_TENSOR_ACTIVATION);
   g_assert_cmpuint (fc1_out->rank, ==, 2);
   g_assert_cmpint (fc1_out->shape[0], ==, 8);
   g_assert_cmpint (fc1_out->shape[1], ==, 32);
-  g_assert_cmpint (planner_graph_find_tensor (g, "fc1.weight"), ==, (int) m.w1);
+  g_assert_cmpint (planner_graph_find_tensor (g, "fc1.weight"), ==, (int)m.w1);
 
   /* x has two consumers, in consumer topological order, with their input slots. */
   const PlannerTensor *x = planner_graph_get_tensor (g, m.x);
@@ -108,19 +108,18 @@ test_build (void)
     {
       const PlannerOp *op = planner_graph_get_op (g, i);
       for (guint k = 0; k < op->n_inputs; k++)
-        g_assert_cmpint (planner_graph_get_tensor (g, op->inputs[k])->producer, <, (int) i);
+        g_assert_cmpint (planner_graph_get_tensor (g, op->inputs[k])->producer, <, (int)i);
       for (guint k = 0; k < op->n_outputs; k++)
         {
           const PlannerTensor *o = planner_graph_get_tensor (g, op->outputs[k]);
-          g_assert_cmpint (o->producer, ==, (int) i);
+          g_assert_cmpint (o->producer, ==, (int)i);
           g_assert_cmpuint (o->producer_slot, ==, k);
         }
     }
 
   const GArray *outputs = planner_graph_get_outputs (g);
   g_assert_cmpuint (outputs->len, ==, 1);
-  g_assert_cmpuint (g_array_index (outputs, guint, 0), ==,
-                    planner_graph_op_output (g, m.res, 0));
+  g_assert_cmpuint (g_array_index (outputs, guint, 0), ==, planner_graph_op_output (g, m.res, 0));
   g_assert_true (planner_graph_get_tensor (g, g_array_index (outputs, guint, 0))->is_output);
   /* Marking twice changes nothing. */
   planner_graph_mark_output (g, g_array_index (outputs, guint, 0));
@@ -163,31 +162,31 @@ test_tied_parameter (void)
   PlannerOpAttrs attrs;
 
   int ids = planner_graph_add_input (g, "input_ids", PLANNER_DTYPE_I64, 2, ids_shape, &error);
-  int table = planner_graph_add_parameter (g, "wte.weight", PLANNER_DTYPE_F32, 2, table_shape,
-                                           &error);
+  int table
+      = planner_graph_add_parameter (g, "wte.weight", PLANNER_DTYPE_F32, 2, table_shape, &error);
   g_assert_no_error (error);
   int emb = planner_graph_add_op (g, "wte", PLANNER_OP_EMBEDDING, NULL,
-                                  (guint[]){ (guint) ids, (guint) table }, 2, 1, NULL, &error);
+                                  (guint[]){ (guint)ids, (guint)table }, 2, 1, NULL, &error);
   g_assert_no_error (error);
   planner_op_attrs_init (&attrs);
   attrs.transpose_b = TRUE;
-  int head = planner_graph_add_op (g, "lm_head", PLANNER_OP_MATMUL, &attrs,
-                                   (guint[]){ planner_graph_op_output (g, (guint) emb, 0),
-                                              (guint) table },
-                                   2, 1, NULL, &error);
+  int head = planner_graph_add_op (
+      g, "lm_head", PLANNER_OP_MATMUL, &attrs,
+      (guint[]){ planner_graph_op_output (g, (guint)emb, 0), (guint)table }, 2, 1, NULL, &error);
   g_assert_no_error (error);
-  planner_graph_mark_output (g, planner_graph_op_output (g, (guint) head, 0));
+  planner_graph_mark_output (g, planner_graph_op_output (g, (guint)head, 0));
   g_assert_true (planner_graph_check (g, &error));
   g_assert_no_error (error);
 
-  const PlannerTensor *t = planner_graph_get_tensor (g, (guint) table);
+  const PlannerTensor *t = planner_graph_get_tensor (g, (guint)table);
   g_assert_cmpuint (t->consumers->len, ==, 2);
   g_assert_cmpuint (planner_graph_get_parameter_count (g), ==, 400);
-  const PlannerTensor *logits = planner_graph_get_tensor (g, planner_graph_op_output (g, (guint) head, 0));
+  const PlannerTensor *logits
+      = planner_graph_get_tensor (g, planner_graph_op_output (g, (guint)head, 0));
   g_assert_cmpuint (logits->rank, ==, 3);
   g_assert_cmpint (logits->shape[2], ==, 50);
   /* The embedding output takes the table's dtype, not the ids'. */
-  g_assert_cmpuint (planner_graph_get_tensor (g, planner_graph_op_output (g, (guint) emb, 0))->dtype,
+  g_assert_cmpuint (planner_graph_get_tensor (g, planner_graph_op_output (g, (guint)emb, 0))->dtype,
                     ==, PLANNER_DTYPE_F32);
 }
 
@@ -206,21 +205,24 @@ test_split_outputs (void)
   attrs.ints[0] = 4;
   attrs.ints[1] = 4;
   attrs.ints[2] = 4;
-  int op = planner_graph_add_op (g, "qkv", PLANNER_OP_SPLIT, &attrs, (guint[]){ (guint) x }, 1, 3,
+  int op = planner_graph_add_op (g, "qkv", PLANNER_OP_SPLIT, &attrs, (guint[]){ (guint)x }, 1, 3,
                                  NULL, &error);
   g_assert_no_error (error);
   /* Unnamed outputs of a multi-output op are NAME:i. */
-  g_assert_cmpint (planner_graph_find_tensor (g, "qkv:0"), ==, (int) planner_graph_op_output (g, (guint) op, 0));
-  g_assert_cmpint (planner_graph_find_tensor (g, "qkv:2"), ==, (int) planner_graph_op_output (g, (guint) op, 2));
-  const PlannerTensor *t = planner_graph_get_tensor (g, planner_graph_op_output (g, (guint) op, 1));
+  g_assert_cmpint (planner_graph_find_tensor (g, "qkv:0"), ==,
+                   (int)planner_graph_op_output (g, (guint)op, 0));
+  g_assert_cmpint (planner_graph_find_tensor (g, "qkv:2"), ==,
+                   (int)planner_graph_op_output (g, (guint)op, 2));
+  const PlannerTensor *t = planner_graph_get_tensor (g, planner_graph_op_output (g, (guint)op, 1));
   g_assert_cmpuint (t->producer_slot, ==, 1);
   g_assert_cmpint (t->shape[1], ==, 4);
 
   const char *const names[] = { "q", "k", "v" };
-  int op2 = planner_graph_add_op (g, "qkv2", PLANNER_OP_SPLIT, &attrs, (guint[]){ (guint) x }, 1,
-                                  3, names, &error);
+  int op2 = planner_graph_add_op (g, "qkv2", PLANNER_OP_SPLIT, &attrs, (guint[]){ (guint)x }, 1, 3,
+                                  names, &error);
   g_assert_no_error (error);
-  g_assert_cmpint (planner_graph_find_tensor (g, "v"), ==, (int) planner_graph_op_output (g, (guint) op2, 2));
+  g_assert_cmpint (planner_graph_find_tensor (g, "v"), ==,
+                   (int)planner_graph_op_output (g, (guint)op2, 2));
 }
 
 static void
@@ -269,34 +271,37 @@ test_bad_input (void)
   guint n_tensors = planner_graph_get_n_tensors (g), n_ops = planner_graph_get_n_ops (g);
 
   /* Negative and zero dims. */
-  g_assert_cmpint (planner_graph_add_input (g, "z", PLANNER_DTYPE_F32, 2, (gint64[]){ 4, 0 },
-                                            &error), ==, -1);
+  g_assert_cmpint (
+      planner_graph_add_input (g, "z", PLANNER_DTYPE_F32, 2, (gint64[]){ 4, 0 }, &error), ==, -1);
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "tensor z: dim 1 is 0; dims must be > 0");
   g_clear_error (&error);
-  g_assert_cmpint (planner_graph_add_parameter (g, "n", PLANNER_DTYPE_F32, 1, (gint64[]){ -8 },
-                                                &error), ==, -1);
+  g_assert_cmpint (
+      planner_graph_add_parameter (g, "n", PLANNER_DTYPE_F32, 1, (gint64[]){ -8 }, &error), ==, -1);
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "tensor n: dim 0 is -8");
   g_clear_error (&error);
 
   /* Names are unique. */
-  g_assert_cmpint (planner_graph_add_input (g, "x", PLANNER_DTYPE_F32, 1, (gint64[]){ 4 },
-                                            &error), ==, -1);
+  g_assert_cmpint (planner_graph_add_input (g, "x", PLANNER_DTYPE_F32, 1, (gint64[]){ 4 }, &error),
+                   ==, -1);
   expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor x is defined twice");
   g_clear_error (&error);
   g_assert_cmpint (planner_graph_add_op (g, "act", PLANNER_OP_RELU, NULL, (guint[]){ m.x }, 1, 1,
-                                         (const char *[]){ "other" }, &error), ==, -1);
+                                         (const char *[]){ "other" }, &error),
+                   ==, -1);
   expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "op name 'act' is empty or used twice");
   g_clear_error (&error);
 
   /* A dangling input id. */
-  g_assert_cmpint (planner_graph_add_op (g, "bad", PLANNER_OP_RELU, NULL, (guint[]){ 999 }, 1, 1,
-                                         NULL, &error), ==, -1);
+  g_assert_cmpint (
+      planner_graph_add_op (g, "bad", PLANNER_OP_RELU, NULL, (guint[]){ 999 }, 1, 1, NULL, &error),
+      ==, -1);
   expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "refers to tensor #999, which does not exist");
   g_clear_error (&error);
 
   /* Shapes that do not fit the rule: x[8,16] @ fc2.weight[32,16]. */
   g_assert_cmpint (planner_graph_add_op (g, "bad_mm", PLANNER_OP_MATMUL, NULL,
-                                         (guint[]){ m.x, m.w2 }, 2, 1, NULL, &error), ==, -1);
+                                         (guint[]){ m.x, m.w2 }, 2, 1, NULL, &error),
+                   ==, -1);
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
                 "bad_mm (MatMul): dim 1 of input 0 (size 16) does not match dim 0 of input 1 "
                 "(size 32)");
@@ -304,7 +309,8 @@ test_bad_input (void)
 
   /* An output name that is taken is refused and nothing is half-added. */
   g_assert_cmpint (planner_graph_add_op (g, "relu", PLANNER_OP_RELU, NULL, (guint[]){ m.x }, 1, 1,
-                                         (const char *[]){ "fc1.weight" }, &error), ==, -1);
+                                         (const char *[]){ "fc1.weight" }, &error),
+                   ==, -1);
   expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor fc1.weight is defined twice");
   g_clear_error (&error);
   PlannerOpAttrs attrs;
@@ -313,16 +319,19 @@ test_bad_input (void)
   attrs.n_ints = 2;
   attrs.ints[0] = 8;
   attrs.ints[1] = 8;
-  g_assert_cmpint (planner_graph_add_op (g, "halves", PLANNER_OP_SPLIT, &attrs, (guint[]){ m.x },
-                                         1, 2, (const char *[]){ "left", "x" }, &error), ==, -1);
+  g_assert_cmpint (planner_graph_add_op (g, "halves", PLANNER_OP_SPLIT, &attrs, (guint[]){ m.x }, 1,
+                                         2, (const char *[]){ "left", "x" }, &error),
+                   ==, -1);
   expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor x is defined twice");
   g_clear_error (&error);
   g_assert_cmpint (planner_graph_find_tensor (g, "left"), ==, -1);
 
   /* Embedding ids must be integers. */
   g_assert_cmpint (planner_graph_add_op (g, "emb", PLANNER_OP_EMBEDDING, NULL,
-                                         (guint[]){ m.x, m.w1 }, 2, 1, NULL, &error), ==, -1);
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "emb (Embedding): the ids (input 0) must be i64");
+                                         (guint[]){ m.x, m.w1 }, 2, 1, NULL, &error),
+                   ==, -1);
+  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                "emb (Embedding): the ids (input 0) must be i64");
   g_clear_error (&error);
 
   /* None of the refusals changed the graph. */
@@ -346,7 +355,7 @@ test_check (void)
   /* No output marked. */
   g_autoptr (PlannerGraph) g = planner_graph_new ();
   int x = planner_graph_add_input (g, "x", PLANNER_DTYPE_F32, 1, (gint64[]){ 4 }, NULL);
-  int op = planner_graph_add_op (g, "relu", PLANNER_OP_RELU, NULL, (guint[]){ (guint) x }, 1, 1,
+  int op = planner_graph_add_op (g, "relu", PLANNER_OP_RELU, NULL, (guint[]){ (guint)x }, 1, 1,
                                  NULL, NULL);
   g_assert_cmpint (op, ==, 0);
   g_assert_false (planner_graph_check (g, &error));
@@ -356,8 +365,9 @@ test_check (void)
   g_assert_true (planner_graph_check (g, NULL));
 
   /* A parameter no op uses. */
-  g_assert_cmpint (planner_graph_add_parameter (g, "unused.weight", PLANNER_DTYPE_F32, 1,
-                                                (gint64[]){ 4 }, NULL), >=, 0);
+  g_assert_cmpint (
+      planner_graph_add_parameter (g, "unused.weight", PLANNER_DTYPE_F32, 1, (gint64[]){ 4 }, NULL),
+      >=, 0);
   g_assert_false (planner_graph_check (g, &error));
   expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "parameter unused.weight is used by no op");
 }

@@ -27,17 +27,18 @@ random_mesh (void)
 {
   static const char *const pool[] = { "dp", "mp", "tp", "sp", "pp", "ep", "x", "node_2" };
   const char *names[G_N_ELEMENTS (pool)];
-  guint n = (guint) g_test_rand_int_range (1, 6);
+  guint n = (guint)g_test_rand_int_range (1, 6);
   PlannerMesh *m = planner_mesh_new ();
 
   memcpy (names, pool, sizeof pool);
   for (guint i = 0; i < n; i++)
     {
-      guint j = (guint) g_test_rand_int_range ((gint32) i, G_N_ELEMENTS (pool));
+      guint j = (guint)g_test_rand_int_range ((gint32)i, G_N_ELEMENTS (pool));
       const char *t = names[i];
       names[i] = names[j];
       names[j] = t;
-      g_assert_true (planner_mesh_add_axis (m, names[i], (guint) g_test_rand_int_range (1, 7), NULL));
+      g_assert_true (
+          planner_mesh_add_axis (m, names[i], (guint)g_test_rand_int_range (1, 7), NULL));
     }
   return m;
 }
@@ -52,7 +53,7 @@ random_layout (const PlannerMesh *m, guint rank, PlannerLayout *layout)
     order[a] = a;
   for (guint a = 0; a < m->n_axes; a++)
     {
-      guint j = (guint) g_test_rand_int_range ((gint32) a, (gint32) m->n_axes);
+      guint j = (guint)g_test_rand_int_range ((gint32)a, (gint32)m->n_axes);
       guint t = order[a];
       order[a] = order[j];
       order[j] = t;
@@ -61,13 +62,13 @@ random_layout (const PlannerMesh *m, guint rank, PlannerLayout *layout)
   for (guint i = 0; i < m->n_axes; i++)
     {
       guint a = order[i];
-      gint32 where = g_test_rand_int_range (0, (gint32) rank + 2);
+      gint32 where = g_test_rand_int_range (0, (gint32)rank + 2);
       if (where == 1)
         layout->partial |= 1u << a;
       else if (where >= 2)
         {
-          guint d = (guint) where - 2;
-          layout->axes[d][layout->n_axes[d]++] = (guint8) a;
+          guint d = (guint)where - 2;
+          layout->axes[d][layout->n_axes[d]++] = (guint8)a;
         }
     }
 }
@@ -78,7 +79,7 @@ test_roundtrip_random (void)
   for (guint iter = 0; iter < N_RANDOM; iter++)
     {
       g_autoptr (PlannerMesh) m = random_mesh ();
-      guint rank = (guint) g_test_rand_int_range (0, 7);
+      guint rank = (guint)g_test_rand_int_range (0, 7);
       PlannerLayout layout, back;
       g_autoptr (GError) error = NULL;
 
@@ -150,8 +151,8 @@ test_notations (void)
       g_autofree char *p = planner_layout_to_placements (&a, m);
       g_assert_cmpstr (p, ==, cases[i].placements);
 
-      g_assert_true (planner_layout_parse_placements (cases[i].placements, m, cases[i].rank, &b,
-                                                      &error));
+      g_assert_true (
+          planner_layout_parse_placements (cases[i].placements, m, cases[i].rank, &b, &error));
       g_assert_no_error (error);
       g_assert_true (planner_layout_equal (&a, &b));
       g_autofree char *t = planner_layout_to_string (&b, m);
@@ -245,20 +246,20 @@ test_local_tiling_random (void)
   for (guint iter = 0; iter < 300; iter++)
     {
       g_autoptr (PlannerMesh) m = random_mesh ();
-      guint rank = (guint) g_test_rand_int_range (1, 4);
+      guint rank = (guint)g_test_rand_int_range (1, 4);
       PlannerLayout l;
       gint64 shape[PLANNER_MAX_RANK], local[PLANNER_MAX_RANK];
 
       random_layout (m, rank, &l);
       l.partial = 0;
       for (guint d = 0; d < rank; d++)
-        shape[d] = (gint64) planner_layout_dim_splits (&l, m, d) * g_test_rand_int_range (1, 4);
+        shape[d] = (gint64)planner_layout_dim_splits (&l, m, d) * g_test_rand_int_range (1, 4);
       g_assert_true (planner_layout_validate (&l, m, shape, rank, "t", NULL));
       planner_layout_local_shape (&l, m, shape, local);
 
       guint64 blocks = 1;
       for (guint d = 0; d < rank; d++)
-        blocks *= (guint64) planner_layout_dim_splits (&l, m, d);
+        blocks *= (guint64)planner_layout_dim_splits (&l, m, d);
       guint64 devices = planner_mesh_n_devices (m);
       g_autoptr (GHashTable) hits = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
       for (guint64 dev = 0; dev < devices; dev++)
@@ -417,8 +418,8 @@ test_parse_errors (void)
     {
       g_autoptr (GError) error = NULL;
       PlannerLayout l;
-      g_assert_false (planner_layout_parse_placements (placements[i].text, m, placements[i].rank,
-                                                       &l, &error));
+      g_assert_false (
+          planner_layout_parse_placements (placements[i].text, m, placements[i].rank, &l, &error));
       g_test_message ("'%s': %s", placements[i].text, error->message);
       g_assert_error (error, PLANNER_ERROR, placements[i].code);
       g_assert_nonnull (strstr (error->message, placements[i].fragment));

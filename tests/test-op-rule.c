@@ -59,6 +59,8 @@ typedef struct
   const char *in_local, *out_local;     /* local shapes, ';' between operands */
 } OpCase;
 
+/* One case per block, grouped by meaning rather than by column. */
+/* clang-format off */
 static const OpCase cases[] = {
   /* x[8,16] @ W[16,32]: factors b=8 (c 3), k=16 (c 4, reduction), n=32 (c 5). All take every
    * axis: s = 3, (3+1)^2 = 16, (3+1)^3 = 64. */
@@ -256,6 +258,7 @@ static const OpCase cases[] = {
     .out_layouts = "[a,_,_,_] partial(b)", .in_local = "[2,3,8,8];[10,3,3,3];[10]",
     .out_local = "[2,10,6,6]" },
 };
+/* clang-format on */
 
 static PlannerMesh *
 mesh (const char *text)
@@ -323,8 +326,7 @@ append_item (GString *s, const char *item)
 }
 
 static void
-check_strategies (const OpCase *c, const PlannerOpRule *rule, const PlannerMesh *m,
-                  guint expected)
+check_strategies (const OpCase *c, const PlannerOpRule *rule, const PlannerMesh *m, guint expected)
 {
   g_autoptr (GArray) all = planner_op_rule_enumerate (rule, m);
   g_autofree char *mt = planner_mesh_to_string (m);
@@ -333,18 +335,17 @@ check_strategies (const OpCase *c, const PlannerOpRule *rule, const PlannerMesh 
     {
       for (guint s = 0; s < all->len; s++)
         {
-          g_autofree char *d = planner_strategy_describe (
-            &g_array_index (all, PlannerStrategy, s), rule, m);
+          g_autofree char *d
+              = planner_strategy_describe (&g_array_index (all, PlannerStrategy, s), rule, m);
           g_test_message ("%s on %s: #%u %s", c->label, mt, s, d);
         }
-      g_test_message ("%s on %s: %u strategies, hand count %u", c->label, mt, all->len,
-                      expected);
+      g_test_message ("%s on %s: %u strategies, hand count %u", c->label, mt, all->len, expected);
     }
   g_assert_cmpuint (all->len, ==, expected);
 
   /* Replicated first, then every one distinct, legal, and its layouts valid for the shapes. */
-  g_autofree char *first = planner_strategy_describe (&g_array_index (all, PlannerStrategy, 0),
-                                                      rule, m);
+  g_autofree char *first
+      = planner_strategy_describe (&g_array_index (all, PlannerStrategy, 0), rule, m);
   g_assert_cmpstr (first, ==, "replicated");
   for (guint s = 0; s < all->len; s++)
     {
@@ -361,8 +362,8 @@ check_strategies (const OpCase *c, const PlannerOpRule *rule, const PlannerMesh 
       planner_strategy_layouts (st, rule, m, in, out);
       for (guint i = 0; i < c->n_inputs; i++)
         {
-          g_assert_true (planner_layout_validate (&in[i], m, c->shapes[i], c->ranks[i], c->label,
-                                                  &error));
+          g_assert_true (
+              planner_layout_validate (&in[i], m, c->shapes[i], c->ranks[i], c->label, &error));
           g_assert_no_error (error);
         }
       for (guint o = 0; o < rule->n_outputs; o++)
@@ -375,14 +376,14 @@ check_strategies (const OpCase *c, const PlannerOpRule *rule, const PlannerMesh 
 
       /* Pinning the strategy's own input layouts gives the strategy back. */
       PlannerStrategy back;
-      g_assert_true (planner_strategy_from_layouts (rule, m, in, c->n_inputs, c->label, NULL,
-                                                    &back, &error));
+      g_assert_true (
+          planner_strategy_from_layouts (rule, m, in, c->n_inputs, c->label, NULL, &back, &error));
       g_assert_no_error (error);
       g_assert_true (planner_strategy_equal (st, &back));
 
       /* Every factor is a product in the work, so local work is the whole over the parts. */
       g_assert_cmpfloat_with_epsilon (planner_strategy_local_flops (st, rule, m),
-                                      rule->flops / (double) planner_strategy_parts (st, m),
+                                      rule->flops / (double)planner_strategy_parts (st, m),
                                       1e-9 * (rule->flops + 1));
     }
 }
@@ -418,8 +419,8 @@ test_op_case (gconstpointer data)
   const PlannerStrategy *pick = NULL;
   for (guint s = 0; s < all->len && !pick; s++)
     {
-      g_autofree char *d = planner_strategy_describe (&g_array_index (all, PlannerStrategy, s),
-                                                      &rule, pm);
+      g_autofree char *d
+          = planner_strategy_describe (&g_array_index (all, PlannerStrategy, s), &rule, pm);
       if (strcmp (d, c->pick) == 0)
         pick = &g_array_index (all, PlannerStrategy, s);
     }
@@ -491,9 +492,16 @@ test_type_names (void)
   g_assert_cmpuint (t, ==, PLANNER_OP_MATMUL);
   g_assert_false (planner_op_type_from_string ("FlashMoE", &t));
 
-  static const struct { const char *name; PlannerDType dtype; guint size; } dtypes[] = {
-    { "f32", PLANNER_DTYPE_F32, 4 }, { "bf16", PLANNER_DTYPE_BF16, 2 },
-    { "f16", PLANNER_DTYPE_F16, 2 }, { "i64", PLANNER_DTYPE_I64, 8 },
+  static const struct
+  {
+    const char *name;
+    PlannerDType dtype;
+    guint size;
+  } dtypes[] = {
+    { "f32", PLANNER_DTYPE_F32, 4 },
+    { "bf16", PLANNER_DTYPE_BF16, 2 },
+    { "f16", PLANNER_DTYPE_F16, 2 },
+    { "i64", PLANNER_DTYPE_I64, 8 },
   };
   for (guint i = 0; i < G_N_ELEMENTS (dtypes); i++)
     {
@@ -542,8 +550,7 @@ build (PlannerOpRule *rule, PlannerOpType type, const PlannerOpAttrs *attrs, gui
       planner_op_attrs_init (&defaults);
       attrs = &defaults;
     }
-  return planner_op_rule_build (rule, type, attrs, n, ranks, shapes, 1, "model.layers.0.op",
-                                error);
+  return planner_op_rule_build (rule, type, attrs, n, ranks, shapes, 1, "model.layers.0.op", error);
 }
 
 static void
@@ -595,16 +602,16 @@ test_shape_mismatch (void)
   PlannerOpAttrs attrs;
   planner_op_attrs_init (&attrs);
   attrs.heads = 3;
-  g_assert_false (build (&rule, PLANNER_OP_MATMUL, &attrs, 2, ranks, (const gint64 *[]){ x, w2 },
-                         &error));
+  g_assert_false (
+      build (&rule, PLANNER_OP_MATMUL, &attrs, 2, ranks, (const gint64 *[]){ x, w2 }, &error));
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "not a whole number of 3 heads");
   g_clear_error (&error);
 
   /* SDPA with 6 query heads over 4 kv heads. */
   const guint r4[] = { 4, 4, 4 };
   const gint64 q[] = { 2, 6, 16, 8 }, k[] = { 2, 4, 16, 8 };
-  g_assert_false (build (&rule, PLANNER_OP_SDPA, NULL, 3, r4, (const gint64 *[]){ q, k, k },
-                         &error));
+  g_assert_false (
+      build (&rule, PLANNER_OP_SDPA, NULL, 3, r4, (const gint64 *[]){ q, k, k }, &error));
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "not a multiple of 4 kv heads");
   g_clear_error (&error);
 
@@ -620,8 +627,8 @@ test_shape_mismatch (void)
   /* Einsum without an arrow is a parse error. */
   planner_op_attrs_init (&attrs);
   g_strlcpy (attrs.equation, "ij,jk", sizeof attrs.equation);
-  g_assert_false (build (&rule, PLANNER_OP_EINSUM, &attrs, 2, ranks,
-                         (const gint64 *[]){ x, w2 }, &error));
+  g_assert_false (
+      build (&rule, PLANNER_OP_EINSUM, &attrs, 2, ranks, (const gint64 *[]){ x, w2 }, &error));
   expect_error (error, PLANNER_ERROR_PARSE, "has no '->'");
   g_clear_error (&error);
 
@@ -639,12 +646,12 @@ test_bad_dims (void)
   const gint64 zero[] = { 4, 0 }, neg[] = { -3, 16 }, w[] = { 16, 8 };
 
   g_autoptr (GError) error = NULL;
-  g_assert_false (build (&rule, PLANNER_OP_RELU, NULL, 1, ranks, (const gint64 *[]){ zero },
-                         &error));
+  g_assert_false (
+      build (&rule, PLANNER_OP_RELU, NULL, 1, ranks, (const gint64 *[]){ zero }, &error));
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "dim 1 of input 0 is 0; dims must be > 0");
   g_clear_error (&error);
-  g_assert_false (build (&rule, PLANNER_OP_MATMUL, NULL, 2, ranks,
-                         (const gint64 *[]){ neg, w }, &error));
+  g_assert_false (
+      build (&rule, PLANNER_OP_MATMUL, NULL, 2, ranks, (const gint64 *[]){ neg, w }, &error));
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "dim 0 of input 0 is -3; dims must be > 0");
   g_clear_error (&error);
 
@@ -654,8 +661,8 @@ test_bad_dims (void)
   attrs.n_ints = 2;
   attrs.ints[0] = 0;
   attrs.ints[1] = -1;
-  g_assert_false (build (&rule, PLANNER_OP_RESHAPE, &attrs, 1, ranks, (const gint64 *[]){ w },
-                         &error));
+  g_assert_false (
+      build (&rule, PLANNER_OP_RESHAPE, &attrs, 1, ranks, (const gint64 *[]){ w }, &error));
   expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "target dim 0 is 0");
 }
 
@@ -685,9 +692,8 @@ test_not_divisible_heads (void)
   g_assert_true (planner_layout_parse ("[mp,_]", m, &in[1], NULL));
   /* The weight's layout alone is valid: 1024 % 16 == 0. The heads make it illegal. */
   g_assert_true (planner_layout_validate (&in[1], m, w, 2, "weight", NULL));
-  g_assert_false (planner_strategy_from_layouts (&rule, m, in, 2,
-                                                 "model.layers.0.self_attn.k_proj", names, &s,
-                                                 &error));
+  g_assert_false (planner_strategy_from_layouts (&rule, m, in, 2, "model.layers.0.self_attn.k_proj",
+                                                 names, &s, &error));
   expect_error (error, PLANNER_ERROR_NOT_DIVISIBLE, "8 heads");
   g_assert_nonnull (strstr (error->message, "model.layers.0.self_attn.k_proj: dim 0 of weight"));
   g_assert_nonnull (strstr (error->message, "size 1024 = 8 heads x 128"));
@@ -726,7 +732,8 @@ test_bad_strategies (void)
   const char *const names[] = { "x", "weight" };
 
   build_case (&cases[0], &rule); /* MatMul x[8,16] @ W[16,32] */
-  int fb = planner_op_rule_factor_index (&rule, "b"), fk = planner_op_rule_factor_index (&rule, "k");
+  int fb = planner_op_rule_factor_index (&rule, "b"),
+      fk = planner_op_rule_factor_index (&rule, "k");
 
   /* One axis on two factors. */
   planner_strategy_init (&s);
