@@ -1411,18 +1411,19 @@ graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat f
   double w = 100, h = 100;
   if (self->layout)
     graphview_layout_get_bounds (self->layout, &w, &h);
-  w = MAX (w, 560);
-  h += GRAPHVIEW_FILE_LEGEND_HEIGHT;
   if (scale <= 0)
     scale = 1;
   /* Cairo's image surfaces stop at 32767 pixels a side. */
-  if (format == GRAPHVIEW_FORMAT_PNG && MAX (w, h) * scale > GRAPHVIEW_MAX_PNG_SIDE)
-    scale = GRAPHVIEW_MAX_PNG_SIDE / MAX (w, h);
+  double side = MAX (w * scale, h * scale + GRAPHVIEW_FILE_LEGEND_HEIGHT);
+  if (format == GRAPHVIEW_FORMAT_PNG && side > GRAPHVIEW_MAX_PNG_SIDE)
+    scale *= (GRAPHVIEW_MAX_PNG_SIDE - GRAPHVIEW_FILE_LEGEND_HEIGHT) / side;
+  /* The legend band keeps its size in device units, and the page its minimum width, at any
+   * scale, so the legend is never cut. */
   viewport->scale = scale;
   viewport->x = 0;
-  viewport->y = -GRAPHVIEW_FILE_LEGEND_HEIGHT;
-  viewport->width = ceil (w * scale);
-  viewport->height = ceil (h * scale);
+  viewport->y = -GRAPHVIEW_FILE_LEGEND_HEIGHT / scale;
+  viewport->width = MAX (ceil (w * scale), GRAPHVIEW_FILE_MIN_WIDTH);
+  viewport->height = ceil (h * scale + GRAPHVIEW_FILE_LEGEND_HEIGHT);
 }
 
 gboolean

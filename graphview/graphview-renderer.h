@@ -41,8 +41,10 @@ typedef enum
   GRAPHVIEW_STEP_PENDING,  /* decided after the step: grey */
 } GraphviewStepState;
 
-/* Height, in points, of the legend band above the drawing in files. */
+/* Height of the legend band above the drawing in files, and their least width, in device
+ * units (pixels, or points for SVG and PDF) whatever the scale. */
 #define GRAPHVIEW_FILE_LEGEND_HEIGHT 64.0
+#define GRAPHVIEW_FILE_MIN_WIDTH 560.0
 /* Files larger than this many pixels a side are drawn at a smaller scale. */
 #define GRAPHVIEW_MAX_PNG_SIDE 30000
 
