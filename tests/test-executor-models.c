@@ -165,6 +165,46 @@ test_corrupted_plan (void)
   g_test_message ("%s", error->message);
 }
 
+typedef struct
+{
+  GCancellable *cancellable;
+  guint calls;
+  double last;
+  gboolean monotonic;
+} Progress;
+
+static void
+on_progress (double fraction, const char *what, gpointer data)
+{
+  Progress *p = data;
+  p->monotonic &= fraction >= p->last && fraction <= 1.0 && what != NULL;
+  p->last = fraction;
+  /* Cancel in the middle of the sharded passes: every device must stop, none may hang. */
+  if (++p->calls == 150)
+    g_cancellable_cancel (p->cancellable);
+}
+
+static void
+test_progress_cancel (void)
+{
+  g_autoptr (PlannerGraph) g = load ("gpt2-tiny");
+  g_autoptr (PlannerPlan) plan = propagate (g, "dp=2,mp=2", "megatron", NULL, 0);
+  g_autoptr (GCancellable) cancellable = g_cancellable_new ();
+  g_autoptr (GError) error = NULL;
+  Progress p = { cancellable, 0, 0, TRUE };
+  ExecutorTrialOptions options;
+  executor_trial_options_init (&options);
+  options.repeat = 3;
+  options.progress = on_progress;
+  options.progress_data = &p;
+  g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, "cpu", &options,
+                                                                  cancellable, &error);
+  g_assert_null (res);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_true (p.monotonic);
+  g_assert_cmpuint (p.calls, >=, 150);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -186,5 +226,6 @@ main (int argc, char **argv)
       g_test_add_data_func (path, models[m], test_conflicting_pins);
     }
   g_test_add_func ("/executor/models/corrupted-step-is-named", test_corrupted_plan);
+  g_test_add_func ("/executor/models/progress-and-cancel", test_progress_cancel);
   return g_test_run ();
 }
