@@ -727,9 +727,9 @@ check_schema (PlannerStore *self, gint64 *version, GError **error)
       || (*version == 0 && n_tables > 0))
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
-                   "%s: an SQLite database with %" G_GINT64_FORMAT
-                   " tables but not a plan store (no store schema version); the file was left "
-                   "as it is: pass another file with --db",
+                   "%s: an SQLite database of something else (%" G_GINT64_FORMAT
+                   " schema objects, no store schema version), not a plan store; the file was "
+                   "left as it is: pass another file with --db",
                    self->path, n_tables);
       return FALSE;
     }
