@@ -50,14 +50,14 @@ load_plan (const char *path, GError **error)
 }
 
 static PlannerPlan *
-propagate (PlannerGraph *graph, const char *mesh_text, const char *policy,
-           const char *hardware, GError **error)
+propagate (PlannerGraph *graph, const char *mesh_text, const char *policy, const char *hardware,
+           GError **error)
 {
   g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, error);
   if (mesh == NULL)
     return NULL;
-  g_autoptr (PlannerHardware) hw = planner_hardware_lookup (
-      hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, error);
+  g_autoptr (PlannerHardware) hw
+      = planner_hardware_lookup (hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, error);
   if (hw == NULL)
     return NULL;
   g_autoptr (GPtrArray) pins = NULL;
@@ -116,11 +116,11 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
   Output outputs[3];
   guint n_outputs = 0;
   if (png)
-    outputs[n_outputs++] = (Output) { png, GRAPHVIEW_FORMAT_PNG };
+    outputs[n_outputs++] = (Output){ png, GRAPHVIEW_FORMAT_PNG };
   if (svg)
-    outputs[n_outputs++] = (Output) { svg, GRAPHVIEW_FORMAT_SVG };
+    outputs[n_outputs++] = (Output){ svg, GRAPHVIEW_FORMAT_SVG };
   if (pdf)
-    outputs[n_outputs++] = (Output) { pdf, GRAPHVIEW_FORMAT_PDF };
+    outputs[n_outputs++] = (Output){ pdf, GRAPHVIEW_FORMAT_PDF };
   if (n_outputs == 0)
     return app_cli_usage_error (command, "say where to draw: --png, --svg or --pdf FILE");
   if (scale <= 0 || scale > 20)
@@ -177,10 +177,9 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
         return app_cli_usage_error (command, "--step needs a plan (a PLAN file, or --mesh)");
       guint n_steps = planner_plan_get_n_trace_steps (plan);
       if (step >= n_steps)
-        return app_cli_usage_error (command,
-                                    "--step %" G_GINT64_FORMAT
-                                    " is past the trace: this plan has steps 0 to %d",
-                                    step, (int) n_steps - 1);
+        return app_cli_usage_error (
+            command, "--step %" G_GINT64_FORMAT " is past the trace: this plan has steps 0 to %d",
+            step, (int)n_steps - 1);
     }
 
   g_autoptr (GraphviewModel) model = graphview_model_new (graph);
@@ -194,8 +193,8 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
       for (guint r = 0; r < graphview_model_get_n_runs (model); r++)
         {
           const GraphviewRun *run = graphview_model_get_run (model, r);
-          g_string_append_printf (names, "%s%s.%u-%u", r ? ", " : "", run->prefix,
-                                  run->first_label, run->first_label + run->n_blocks - 1);
+          g_string_append_printf (names, "%s%s.%u-%u", r ? ", " : "", run->prefix, run->first_label,
+                                  run->first_label + run->n_blocks - 1);
         }
       g_set_error (&error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_OP,
                    "--expand '%s' matches no folded block (blocks: %s); use all, none or a "
@@ -215,7 +214,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
   graphview_renderer_set_layout (renderer, layout);
   graphview_renderer_set_plan (renderer, plan);
   graphview_renderer_set_compare_plan (renderer, other);
-  graphview_renderer_set_step (renderer, (int) step);
+  graphview_renderer_set_step (renderer, (int)step);
 
   g_autoptr (JsonBuilder) builder = json_builder_new ();
   json_builder_begin_object (builder);

@@ -93,7 +93,7 @@ graphview_layout_take_edge_points (GraphviewLayout *self, guint edge, double *po
       y0 = MIN (y0, points[2 * i + 1]);
       y1 = MAX (y1, points[2 * i + 1]);
     }
-  route->bounds = (GraphviewRect) { x0, y0, x1 - x0, y1 - y0 };
+  route->bounds = (GraphviewRect){ x0, y0, x1 - x0, y1 - y0 };
 }
 
 void
@@ -142,7 +142,7 @@ graphview_layout_item_at (GraphviewLayout *self, double x, double y)
     {
       const GraphviewRect *r = &self->items[i];
       if (x >= r->x && x <= r->x + r->width && y >= r->y && y <= r->y + r->height)
-        return (int) i;
+        return (int)i;
     }
   return -1;
 }

@@ -13,7 +13,7 @@ G_BEGIN_DECLS
 
 typedef struct
 {
-  double x, y;          /* top-left */
+  double x, y; /* top-left */
   double width, height;
 } GraphviewRect;
 
@@ -40,12 +40,10 @@ int graphview_layout_item_at (GraphviewLayout *self, double x, double y);
 
 guint graphview_layout_get_n_edges (GraphviewLayout *self);
 /* A chain of cubic Bezier segments: 3k + 1 points as x, y pairs, from source to target. */
-const double *graphview_layout_get_edge_points (GraphviewLayout *self, guint edge,
-                                                guint *n_points);
+const double *graphview_layout_get_edge_points (GraphviewLayout *self, guint edge, guint *n_points);
 const GraphviewRect *graphview_layout_get_edge_bounds (GraphviewLayout *self, guint edge);
 /* The point halfway along the chain (where the cost badge goes). */
-void graphview_layout_get_edge_midpoint (GraphviewLayout *self, guint edge, double *x,
-                                         double *y);
+void graphview_layout_get_edge_midpoint (GraphviewLayout *self, guint edge, double *x, double *y);
 
 guint graphview_layout_get_n_frames (GraphviewLayout *self);
 const GraphviewFrame *graphview_layout_get_frame (GraphviewLayout *self, guint frame);

@@ -27,11 +27,11 @@ typedef struct
 /* A group: the contiguous items [first_item, first_item + n_nodes). */
 typedef struct
 {
-  char *key;            /* cache key; NULL for a single node */
+  char *key; /* cache key; NULL for a single node */
   guint first_item;
   guint n_nodes;
-  double *sizes;        /* width, height per node */
-  GArray *edges;        /* UnitEdge */
+  double *sizes; /* width, height per node */
+  GArray *edges; /* UnitEdge */
   gboolean framed;
   int run;
   guint block;
@@ -44,11 +44,11 @@ typedef struct
   guint n_edges;
   GPtrArray *units;
   guint *item_unit;
-  guint *edge_source;   /* items */
+  guint *edge_source; /* items */
   guint *edge_target;
-  GArray *cross;        /* model edges between units */
-  GArray *skeleton;     /* pairs of unit indices, each once */
-  PlannerGraph *flat;   /* set for graphview_layouter_time_flat() jobs only */
+  GArray *cross;      /* model edges between units */
+  GArray *skeleton;   /* pairs of unit indices, each once */
+  PlannerGraph *flat; /* set for graphview_layouter_time_flat() jobs only */
 } Request;
 
 static void
@@ -105,10 +105,10 @@ request_new (GraphviewModel *model)
     {
       const GraphviewItem *item = graphview_model_get_item (model, i);
       gboolean in_block = item->kind == GRAPHVIEW_ITEM_OP && item->run >= 0;
-      gboolean joins = current != NULL && item->kind == GRAPHVIEW_ITEM_OP && current->key != NULL
-                       && current->n_nodes < GRAPHVIEW_MAX_GROUP && current->framed == in_block
-                       && (!in_block
-                           || (current->run == item->run && current->block == item->first_block));
+      gboolean joins
+          = current != NULL && item->kind == GRAPHVIEW_ITEM_OP && current->key != NULL
+            && current->n_nodes < GRAPHVIEW_MAX_GROUP && current->framed == in_block
+            && (!in_block || (current->run == item->run && current->block == item->first_block));
       if (!joins)
         {
           current = unit_new (i);
@@ -145,8 +145,8 @@ request_new (GraphviewModel *model)
         {
           const char *name = planner_graph_get_op (graph, first->first_op)->name;
           const char *label = graphview_model_get_op_label (model, first->first_op);
-          g_autofree char *sig = graphview_signature (graph, first->first_op, unit->n_nodes,
-                                                      label - name);
+          g_autofree char *sig
+              = graphview_signature (graph, first->first_op, unit->n_nodes, label - name);
           unit->key = g_strdup_printf ("%c\n%s", unit->framed ? 'B' : 'L', sig);
         }
     }
@@ -169,7 +169,7 @@ request_new (GraphviewModel *model)
           continue;
         }
       g_array_append_val (request->cross, e);
-      guint64 key = ((guint64) us << 32) | ut;
+      guint64 key = ((guint64)us << 32) | ut;
       if (g_hash_table_contains (seen, &key))
         continue;
       g_hash_table_add (seen, g_memdup2 (&key, sizeof key));
@@ -184,9 +184,9 @@ request_new (GraphviewModel *model)
 typedef struct
 {
   double width, height;
-  double *centers;      /* x, y per node */
+  double *centers; /* x, y per node */
   guint n_edges;
-  double **points;      /* per unit edge */
+  double **points; /* per unit edge */
   guint *n_points;
 } UnitLayout;
 
@@ -206,12 +206,12 @@ unit_layout_free (gpointer data)
 
 typedef struct
 {
-  Request *request;     /* owned unless task is set (then the task data) */
-  GHashTable *cache;    /* a reference to the layouter's */
-  gint *dot_runs;       /* the layouter's counter */
-  GObject *owner;       /* keeps the counter alive */
+  Request *request;  /* owned unless task is set (then the task data) */
+  GHashTable *cache; /* a reference to the layouter's */
+  gint *dot_runs;    /* the layouter's counter */
+  GObject *owner;    /* keeps the counter alive */
   GCancellable *cancellable;
-  GTask *task;          /* async jobs */
+  GTask *task; /* async jobs */
   /* Synchronous jobs: the caller waits on @cond. */
   GMutex mutex;
   GCond cond;
@@ -233,37 +233,37 @@ inches (double points)
 static Agraph_t *
 new_graph (guint n_nodes, gboolean routed)
 {
-  Agraph_t *g = agopen ((char *) "g", Agdirected, NULL);
-  agattr (g, AGRAPH, (char *) "rankdir", (char *) "TB");
-  agattr (g, AGRAPH, (char *) "nodesep", (char *) "0.25");
-  agattr (g, AGRAPH, (char *) "ranksep", (char *) "0.5");
+  Agraph_t *g = agopen ((char *)"g", Agdirected, NULL);
+  agattr (g, AGRAPH, (char *)"rankdir", (char *)"TB");
+  agattr (g, AGRAPH, (char *)"nodesep", (char *)"0.25");
+  agattr (g, AGRAPH, (char *)"ranksep", (char *)"0.5");
   if (n_nodes >= GRAPHVIEW_BIG_GROUP)
     {
       /* Fewer network-simplex and crossing-minimisation passes: big groups would take
        * seconds otherwise, and the result is only slightly less tidy. */
-      agattr (g, AGRAPH, (char *) "nslimit", (char *) "2");
-      agattr (g, AGRAPH, (char *) "nslimit1", (char *) "2");
-      agattr (g, AGRAPH, (char *) "mclimit", (char *) "0.5");
-      agattr (g, AGRAPH, (char *) "searchsize", (char *) "30");
-      agattr (g, AGRAPH, (char *) "splines", (char *) "line");
+      agattr (g, AGRAPH, (char *)"nslimit", (char *)"2");
+      agattr (g, AGRAPH, (char *)"nslimit1", (char *)"2");
+      agattr (g, AGRAPH, (char *)"mclimit", (char *)"0.5");
+      agattr (g, AGRAPH, (char *)"searchsize", (char *)"30");
+      agattr (g, AGRAPH, (char *)"splines", (char *)"line");
     }
   else
-    agattr (g, AGRAPH, (char *) "splines", (char *) (routed ? "spline" : "line"));
-  agattr (g, AGNODE, (char *) "shape", (char *) "box");
-  agattr (g, AGNODE, (char *) "fixedsize", (char *) "true");
+    agattr (g, AGRAPH, (char *)"splines", (char *)(routed ? "spline" : "line"));
+  agattr (g, AGNODE, (char *)"shape", (char *)"box");
+  agattr (g, AGNODE, (char *)"fixedsize", (char *)"true");
   /* We draw our own labels; an empty one keeps dot from measuring text. */
-  agattr (g, AGNODE, (char *) "label", (char *) "");
-  agattr (g, AGNODE, (char *) "width", (char *) "1");
-  agattr (g, AGNODE, (char *) "height", (char *) "0.5");
-  agattr (g, AGEDGE, (char *) "arrowhead", (char *) "none");
+  agattr (g, AGNODE, (char *)"label", (char *)"");
+  agattr (g, AGNODE, (char *)"width", (char *)"1");
+  agattr (g, AGNODE, (char *)"height", (char *)"0.5");
+  agattr (g, AGEDGE, (char *)"arrowhead", (char *)"none");
   return g;
 }
 
 static Agnode_t **
 add_nodes (Agraph_t *g, guint n_nodes, const double *sizes)
 {
-  Agsym_t *width = agattr (g, AGNODE, (char *) "width", NULL);
-  Agsym_t *height = agattr (g, AGNODE, (char *) "height", NULL);
+  Agsym_t *width = agattr (g, AGNODE, (char *)"width", NULL);
+  Agsym_t *height = agattr (g, AGNODE, (char *)"height", NULL);
   Agnode_t **nodes = g_new (Agnode_t *, n_nodes);
   for (guint k = 0; k < n_nodes; k++)
     {
@@ -327,7 +327,7 @@ layout_unit (GVC_t *gvc, const Unit *unit)
           const bezier *bz = &spl->list[0];
           ul->n_points[e] = bz->size;
           ul->points[e] = g_new (double, 2 * bz->size);
-          for (guint i = 0; i < (guint) bz->size; i++)
+          for (guint i = 0; i < (guint)bz->size; i++)
             {
               ul->points[e][2 * i] = bz->list[i].x - bb.LL.x;
               ul->points[e][2 * i + 1] = bb.UR.y - bz->list[i].y;
@@ -350,8 +350,8 @@ layout_unit (GVC_t *gvc, const Unit *unit)
 
 /* Places the groups: their boxes as nodes of one more dot graph. */
 static void
-layout_skeleton (GVC_t *gvc, Request *request, const double *sizes, double *centers,
-                 double *width, double *height)
+layout_skeleton (GVC_t *gvc, Request *request, const double *sizes, double *centers, double *width,
+                 double *height)
 {
   guint n = request->units->len;
   Agraph_t *g = new_graph (n, FALSE);
@@ -435,8 +435,8 @@ run_layout (GVC_t *gvc, Job *job, GError **error)
       centers[1] = height / 2;
     }
 
-  GraphviewLayout *layout = graphview_layout_new (request->serial, request->n_items,
-                                                  request->n_edges);
+  GraphviewLayout *layout
+      = graphview_layout_new (request->serial, request->n_items, request->n_edges);
   graphview_layout_set_bounds (layout, width + 2 * OUTER_MARGIN, height + 2 * OUTER_MARGIN);
   for (guint u = 0; u < n_units; u++)
     {
@@ -447,8 +447,8 @@ run_layout (GVC_t *gvc, Job *job, GError **error)
       double y0 = round (OUTER_MARGIN + centers[2 * u + 1] - sizes[2 * u + 1] / 2);
       if (unit->framed)
         {
-          GraphviewFrame frame = { { x0, y0, sizes[2 * u], sizes[2 * u + 1] },
-                                   unit->run, unit->block };
+          GraphviewFrame frame
+              = { { x0, y0, sizes[2 * u], sizes[2 * u + 1] }, unit->run, unit->block };
           graphview_layout_add_frame (layout, &frame);
         }
       double ox = x0 + offsets[2 * u], oy = y0 + offsets[2 * u + 1];
@@ -481,8 +481,8 @@ run_layout (GVC_t *gvc, Job *job, GError **error)
       const GraphviewRect *b = graphview_layout_get_item_rect (layout, request->edge_target[e]);
       double *points;
       guint n_points;
-      straight_route (a->x + a->width / 2, a->y + a->height, b->x + b->width / 2, b->y,
-                      &points, &n_points);
+      straight_route (a->x + a->width / 2, a->y + a->height, b->x + b->width / 2, b->y, &points,
+                      &n_points);
       graphview_layout_take_edge_points (layout, e, points, n_points);
     }
   return layout;
@@ -497,13 +497,13 @@ run_flat (GVC_t *gvc, PlannerGraph *graph)
     graphview_op_node_size (graph, k, planner_graph_get_op (graph, k)->name, &sizes[2 * k],
                             &sizes[2 * k + 1]);
   gint64 start = g_get_monotonic_time ();
-  Agraph_t *g = agopen ((char *) "flat", Agdirected, NULL);
-  agattr (g, AGNODE, (char *) "shape", (char *) "box");
-  agattr (g, AGNODE, (char *) "fixedsize", (char *) "true");
-  agattr (g, AGNODE, (char *) "label", (char *) "");
-  agattr (g, AGNODE, (char *) "width", (char *) "1");
-  agattr (g, AGNODE, (char *) "height", (char *) "0.5");
-  agattr (g, AGEDGE, (char *) "arrowhead", (char *) "none");
+  Agraph_t *g = agopen ((char *)"flat", Agdirected, NULL);
+  agattr (g, AGNODE, (char *)"shape", (char *)"box");
+  agattr (g, AGNODE, (char *)"fixedsize", (char *)"true");
+  agattr (g, AGNODE, (char *)"label", (char *)"");
+  agattr (g, AGNODE, (char *)"width", (char *)"1");
+  agattr (g, AGNODE, (char *)"height", (char *)"0.5");
+  agattr (g, AGEDGE, (char *)"arrowhead", (char *)"none");
   g_autofree Agnode_t **nodes = add_nodes (g, n, sizes);
   for (guint k = 0; k < n; k++)
     {
@@ -552,7 +552,7 @@ worker_main (gpointer data)
         {
           GTask *task = job->task;
           if (layout != NULL)
-            g_task_return_pointer (task, layout, (GDestroyNotify) graphview_layout_unref);
+            g_task_return_pointer (task, layout, (GDestroyNotify)graphview_layout_unref);
           else
             g_task_return_error (task, error);
           g_hash_table_unref (job->cache);
@@ -590,7 +590,7 @@ push_job (Job *job)
 struct _GraphviewLayouter
 {
   GObject parent_instance;
-  GHashTable *cache;    /* key -> UnitLayout, touched by the worker only */
+  GHashTable *cache; /* key -> UnitLayout, touched by the worker only */
   gint dot_runs;
 };
 

@@ -28,8 +28,8 @@ GraphviewLayouter *graphview_layouter_new (void);
 void graphview_layouter_layout_async (GraphviewLayouter *self, GraphviewModel *model,
                                       GCancellable *cancellable, GAsyncReadyCallback callback,
                                       gpointer user_data);
-GraphviewLayout *graphview_layouter_layout_finish (GraphviewLayouter *self,
-                                                   GAsyncResult *result, GError **error);
+GraphviewLayout *graphview_layouter_layout_finish (GraphviewLayouter *self, GAsyncResult *result,
+                                                   GError **error);
 /* Waits for the worker (for the CLI and tests; never on the GTK thread). */
 GraphviewLayout *graphview_layouter_layout (GraphviewLayouter *self, GraphviewModel *model,
                                             GCancellable *cancellable, GError **error);

@@ -15,15 +15,15 @@ struct _GraphviewModel
   PlannerGraph *graph;
   guint serial;
 
-  GPtrArray *runs;      /* GraphviewRun*, owned */
-  GPtrArray *expanded;  /* per run: GByteArray of one flag per block */
-  int *op_run;          /* per op: its run or -1 */
-  guint *op_block;      /* per op: its block within that run */
+  GPtrArray *runs;     /* GraphviewRun*, owned */
+  GPtrArray *expanded; /* per run: GByteArray of one flag per block */
+  int *op_run;         /* per op: its run or -1 */
+  guint *op_block;     /* per op: its block within that run */
 
-  GArray *items;        /* GraphviewItem */
-  guint *op_item;       /* per op: the visible item showing it */
-  GArray *edges;        /* GraphviewEdge */
-  GArray *refs;         /* GraphviewEdgeRef */
+  GArray *items;          /* GraphviewItem */
+  guint *op_item;         /* per op: the visible item showing it */
+  GArray *edges;          /* GraphviewEdge */
+  GArray *refs;           /* GraphviewEdgeRef */
   GHashTable *edge_index; /* (source << 32 | target) -> edge + 1 */
 };
 
@@ -81,8 +81,8 @@ graphview_op_node_size (PlannerGraph *graph, guint op_index, const char *label, 
   if (op->n_outputs > 0)
     shape_chars = shape_text_length (planner_graph_get_tensor (graph, op->outputs[0]));
 
-  double text = MAX (strlen (label) * GRAPHVIEW_FONT_SIZE,
-                     strlen (type) * GRAPHVIEW_TITLE_FONT_SIZE);
+  double text
+      = MAX (strlen (label) * GRAPHVIEW_FONT_SIZE, strlen (type) * GRAPHVIEW_TITLE_FONT_SIZE);
   text = MAX (text, shape_chars * GRAPHVIEW_FONT_SIZE * 0.9);
   text *= GRAPHVIEW_CHAR_ADVANCE;
   double matrix_w = cols * GRAPHVIEW_CELL;
@@ -107,8 +107,8 @@ graphview_signature (PlannerGraph *graph, guint first, guint n, gsize prefix_len
       for (guint i = 0; i < op->n_inputs; i++)
         {
           const PlannerTensor *t = planner_graph_get_tensor (graph, op->inputs[i]);
-          if (t->producer >= (int) first && t->producer < (int) (first + n))
-            g_string_append_printf (s, "i%d.%u", t->producer - (int) first, t->producer_slot);
+          if (t->producer >= (int)first && t->producer < (int)(first + n))
+            g_string_append_printf (s, "i%d.%u", t->producer - (int)first, t->producer_slot);
           else
             g_string_append_c (s, t->kind == PLANNER_TENSOR_PARAMETER ? 'p' : 'x');
           for (guint d = 0; d < t->rank; d++)
@@ -138,7 +138,7 @@ parse_block (const char *name, gsize *parent_len, gsize *block_len, guint *numbe
   while (*component)
     {
       const char *end = strchr (component, '.');
-      gsize len = end ? (gsize) (end - component) : strlen (component);
+      gsize len = end ? (gsize)(end - component) : strlen (component);
       gboolean digits = len > 0 && len <= 9;
       for (gsize i = 0; digits && i < len; i++)
         digits = g_ascii_isdigit (component[i]);
@@ -147,7 +147,7 @@ parse_block (const char *name, gsize *parent_len, gsize *block_len, guint *numbe
         {
           *parent_len = component - name - 1;
           *block_len = end - name;
-          *number = (guint) g_ascii_strtoull (component, NULL, 10);
+          *number = (guint)g_ascii_strtoull (component, NULL, 10);
           return TRUE;
         }
       if (!end)
@@ -197,8 +197,7 @@ find_runs (GraphviewModel *self)
   for (guint s = 0; s < spans->len;)
     {
       Span *a = &g_array_index (spans, Span, s);
-      g_autofree char *sig = graphview_signature (self->graph, a->first_op, a->n_ops,
-                                                  a->block_len);
+      g_autofree char *sig = graphview_signature (self->graph, a->first_op, a->n_ops, a->block_len);
       const char *a_name = planner_graph_get_op (self->graph, a->first_op)->name;
       guint t = s + 1;
       while (t < spans->len)
@@ -210,8 +209,8 @@ find_runs (GraphviewModel *self)
               || b->n_ops != a->n_ops || b->parent_len != a->parent_len
               || strncmp (a_name, b_name, a->parent_len) != 0)
             break;
-          g_autofree char *b_sig = graphview_signature (self->graph, b->first_op, b->n_ops,
-                                                        b->block_len);
+          g_autofree char *b_sig
+              = graphview_signature (self->graph, b->first_op, b->n_ops, b->block_len);
           if (strcmp (sig, b_sig) != 0)
             break;
           t++;
@@ -235,8 +234,7 @@ find_runs (GraphviewModel *self)
           g_ptr_array_add (self->expanded, g_byte_array_new ());
           g_byte_array_set_size (g_ptr_array_index (self->expanded, self->expanded->len - 1),
                                  run->n_blocks);
-          memset (((GByteArray *) g_ptr_array_index (self->expanded, self->expanded->len - 1))
-                      ->data,
+          memset (((GByteArray *)g_ptr_array_index (self->expanded, self->expanded->len - 1))->data,
                   0, run->n_blocks);
           g_ptr_array_add (self->runs, run);
         }
@@ -268,16 +266,15 @@ rebuild (GraphviewModel *self)
       int run = self->op_run[op];
       if (op_expanded (self, op))
         {
-          GraphviewItem item = { GRAPHVIEW_ITEM_OP, op, 1, run, run >= 0 ? self->op_block[op] : 0,
-                                 run >= 0 };
+          GraphviewItem item
+              = { GRAPHVIEW_ITEM_OP, op, 1, run, run >= 0 ? self->op_block[op] : 0, run >= 0 };
           g_array_append_val (self->items, item);
         }
       else
         {
-          GraphviewItem *last = self->items->len > 0
-                                    ? &g_array_index (self->items, GraphviewItem,
-                                                      self->items->len - 1)
-                                    : NULL;
+          GraphviewItem *last = self->items->len > 0 ? &g_array_index (self->items, GraphviewItem,
+                                                                       self->items->len - 1)
+                                                     : NULL;
           if (last && last->kind == GRAPHVIEW_ITEM_BLOCK && last->run == run
               && last->first_op + last->n_ops == op)
             {
@@ -308,7 +305,7 @@ rebuild (GraphviewModel *self)
           guint target = self->op_item[op];
           if (source == target)
             continue;
-          guint64 key = ((guint64) source << 32) | target;
+          guint64 key = ((guint64)source << 32) | target;
           guint index = GPOINTER_TO_UINT (g_hash_table_lookup (self->edge_index, &key));
           if (index == 0)
             {
@@ -337,8 +334,8 @@ rebuild (GraphviewModel *self)
   g_array_set_size (self->refs, pending->len);
   for (guint i = 0; i < pending->len; i++)
     {
-      GraphviewEdge *edge = &g_array_index (self->edges, GraphviewEdge,
-                                            g_array_index (owner, guint, i));
+      GraphviewEdge *edge
+          = &g_array_index (self->edges, GraphviewEdge, g_array_index (owner, guint, i));
       g_array_index (self->refs, GraphviewEdgeRef, edge->first_ref + edge->n_refs++)
           = g_array_index (pending, GraphviewEdgeRef, i);
     }
@@ -374,16 +371,15 @@ graphview_model_class_init (GraphviewModelClass *klass)
 {
   G_OBJECT_CLASS (klass)->finalize = graphview_model_finalize;
   /* Emitted after the visible items changed (folding). */
-  signals[SIGNAL_CHANGED] = g_signal_new ("changed", G_TYPE_FROM_CLASS (klass),
-                                          G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE,
-                                          0);
+  signals[SIGNAL_CHANGED] = g_signal_new ("changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                          0, NULL, NULL, NULL, G_TYPE_NONE, 0);
 }
 
 static void
 graphview_model_init (GraphviewModel *self)
 {
   self->runs = g_ptr_array_new_with_free_func (run_free);
-  self->expanded = g_ptr_array_new_with_free_func ((GDestroyNotify) g_byte_array_unref);
+  self->expanded = g_ptr_array_new_with_free_func ((GDestroyNotify)g_byte_array_unref);
   self->items = g_array_new (FALSE, FALSE, sizeof (GraphviewItem));
   self->edges = g_array_new (FALSE, FALSE, sizeof (GraphviewEdge));
   self->refs = g_array_new (FALSE, FALSE, sizeof (GraphviewEdgeRef));
@@ -515,9 +511,8 @@ graphview_model_expand_matching (GraphviewModel *self, const char *glob)
           gboolean match = g_pattern_spec_match_string (spec, name);
           for (guint k = 0; !match && k < run->ops_per_block; k++)
             match = g_pattern_spec_match_string (
-                spec,
-                planner_graph_get_op (self->graph, run->first_op + b * run->ops_per_block + k)
-                    ->name);
+                spec, planner_graph_get_op (self->graph, run->first_op + b * run->ops_per_block + k)
+                          ->name);
           if (match && !flags->data[b])
             {
               flags->data[b] = 1;
@@ -625,6 +620,6 @@ int
 graphview_model_find_edge (GraphviewModel *self, guint source, guint target)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_MODEL (self), -1);
-  guint64 key = ((guint64) source << 32) | target;
-  return (int) GPOINTER_TO_UINT (g_hash_table_lookup (self->edge_index, &key)) - 1;
+  guint64 key = ((guint64)source << 32) | target;
+  return (int)GPOINTER_TO_UINT (g_hash_table_lookup (self->edge_index, &key)) - 1;
 }

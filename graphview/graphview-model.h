@@ -25,22 +25,22 @@ typedef enum
 
 typedef struct
 {
-  char *prefix;         /* "model.layers" */
-  char *signature;      /* structure key shared by every block of the run */
-  guint first_label;    /* the number in the name of block 0 */
+  char *prefix;      /* "model.layers" */
+  char *signature;   /* structure key shared by every block of the run */
+  guint first_label; /* the number in the name of block 0 */
   guint n_blocks;
   guint ops_per_block;
-  guint first_op;       /* block b covers [first_op + b * ops_per_block, + ops_per_block) */
+  guint first_op; /* block b covers [first_op + b * ops_per_block, + ops_per_block) */
 } GraphviewRun;
 
 typedef struct
 {
   GraphviewItemKind kind;
-  guint first_op;       /* ops [first_op, first_op + n_ops) */
+  guint first_op; /* ops [first_op, first_op + n_ops) */
   guint n_ops;
-  int run;              /* the run of a block node, or of the expanded block an op is in; -1 */
-  guint first_block;    /* block node: blocks [first_block, first_block + n_blocks) of run */
-  guint n_blocks;       /* op node inside an expanded block: that block, n_blocks 1 */
+  int run;           /* the run of a block node, or of the expanded block an op is in; -1 */
+  guint first_block; /* block node: blocks [first_block, first_block + n_blocks) of run */
+  guint n_blocks;    /* op node inside an expanded block: that block, n_blocks 1 */
 } GraphviewItem;
 
 /* One graph edge: tensor @tensor from op @producer into input @slot of op @consumer. */
@@ -54,9 +54,9 @@ typedef struct
 
 typedef struct
 {
-  guint source;         /* item indices */
+  guint source; /* item indices */
   guint target;
-  guint first_ref;      /* refs [first_ref, first_ref + n_refs) of graphview_model_get_ref() */
+  guint first_ref; /* refs [first_ref, first_ref + n_refs) of graphview_model_get_ref() */
   guint n_refs;
 } GraphviewEdge;
 
@@ -74,8 +74,7 @@ const GraphviewRun *graphview_model_get_run (GraphviewModel *self, guint run);
 char *graphview_model_dup_block_name (GraphviewModel *self, guint run, guint block);
 
 gboolean graphview_model_get_expanded (GraphviewModel *self, guint run, guint block);
-void graphview_model_set_expanded (GraphviewModel *self, guint run, guint block,
-                                   gboolean expanded);
+void graphview_model_set_expanded (GraphviewModel *self, guint run, guint block, gboolean expanded);
 void graphview_model_expand_all (GraphviewModel *self);
 void graphview_model_collapse_all (GraphviewModel *self);
 /* Expands every block whose name, or the name of one of its ops, matches @glob

@@ -35,8 +35,7 @@ G_BEGIN_DECLS
 #define GRAPHVIEW_BIG_GROUP 150
 
 /* Rows and columns of an op's strategy matrix (inputs x dims, clamped). */
-void graphview_op_matrix_size (const PlannerOp *op, PlannerGraph *graph, guint *rows,
-                               guint *cols);
+void graphview_op_matrix_size (const PlannerOp *op, PlannerGraph *graph, guint *rows, guint *cols);
 /* Box of an op node whose label is @label (the name as shown: relative inside a block). */
 void graphview_op_node_size (PlannerGraph *graph, guint op, const char *label, double *width,
                              double *height);

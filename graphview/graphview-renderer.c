@@ -39,13 +39,13 @@ struct _GraphviewRenderer
 
   /* Derived from the plan, per op. */
   guint n_ops;
-  guint8 *decision;     /* PlannerDecision, or G_MAXUINT8 without a plan */
-  int *decided_at;      /* trace step; pinned -1; defaulted after the last step */
-  guint16 *splits;      /* MATRIX_CELLS per op: split count of each input dim */
+  guint8 *decision; /* PlannerDecision, or G_MAXUINT8 without a plan */
+  int *decided_at;  /* trace step; pinned -1; defaulted after the last step */
+  guint16 *splits;  /* MATRIX_CELLS per op: split count of each input dim */
   guint8 *differs;
-  guint *slot_base;     /* first input slot of each op in slot_redist */
-  int *slot_redist;     /* redistribution into that input slot, or -1 */
-  double *op_extra;     /* producer-side conversions and final reductions, at the producer */
+  guint *slot_base; /* first input slot of each op in slot_redist */
+  int *slot_redist; /* redistribution into that input slot, or -1 */
+  double *op_extra; /* producer-side conversions and final reductions, at the producer */
   double min_cost, max_cost;
 
   /* Per visible edge, for one state of the model. */
@@ -96,7 +96,7 @@ set_rgb (cairo_t *cr, Rgb c)
 static Rgb
 mix (Rgb a, Rgb b, double t)
 {
-  return (Rgb) { a.r + (b.r - a.r) * t, a.g + (b.g - a.g) * t, a.b + (b.b - a.b) * t };
+  return (Rgb){ a.r + (b.r - a.r) * t, a.g + (b.g - a.g) * t, a.b + (b.b - a.b) * t };
 }
 
 static Rgb
@@ -119,8 +119,8 @@ split_colour (guint splits)
 {
   if (splits <= 1)
     return split_colours[0];
-  double level = MIN (log2 ((double) splits), 4.0);
-  guint lo = (guint) floor (level);
+  double level = MIN (log2 ((double)splits), 4.0);
+  guint lo = (guint)floor (level);
   if (lo >= 4)
     return split_colours[4];
   return mix (split_colours[lo], split_colours[lo + 1], level - lo);
@@ -210,8 +210,8 @@ compute_plan_state (GraphviewRenderer *self)
   for (guint i = 0; i < n * MATRIX_CELLS; i++)
     self->splits[i] = 1;
   for (guint op = 0; op < n; op++)
-    self->slot_base[op + 1] = self->slot_base[op]
-                              + planner_graph_get_op (self->graph, op)->n_inputs;
+    self->slot_base[op + 1]
+        = self->slot_base[op] + planner_graph_get_op (self->graph, op)->n_inputs;
   self->slot_redist = g_new (int, MAX (self->slot_base[n], 1));
   for (guint s = 0; s < self->slot_base[n]; s++)
     self->slot_redist[s] = -1;
@@ -230,7 +230,7 @@ compute_plan_state (GraphviewRenderer *self)
       const PlannerOpPlan *p = planner_plan_get_op (self->plan, op);
       self->decision[op] = p->decision;
       self->decided_at[op] = p->decision == PLANNER_DECIDED_PINNED      ? -1
-                             : p->decision == PLANNER_DECIDED_DEFAULTED ? (int) n_steps
+                             : p->decision == PLANNER_DECIDED_DEFAULTED ? (int)n_steps
                                                                         : p->trace_step;
       PlannerLayout inputs[PLANNER_MAX_OPERANDS], outputs[PLANNER_MAX_OPERANDS];
       planner_plan_op_layouts (self->plan, op, inputs, outputs);
@@ -239,18 +239,18 @@ compute_plan_state (GraphviewRenderer *self)
       for (guint r = 0; r < rows; r++)
         for (guint d = 0; d < MIN (inputs[r].rank, GRAPHVIEW_MATRIX_MAX_COLS); d++)
           self->splits[op * MATRIX_CELLS + r * GRAPHVIEW_MATRIX_MAX_COLS + d]
-              = (guint16) MIN (planner_layout_dim_splits (&inputs[r], mesh, d), G_MAXUINT16);
+              = (guint16)MIN (planner_layout_dim_splits (&inputs[r], mesh, d), G_MAXUINT16);
     }
 
   double min_cost = G_MAXDOUBLE, max_cost = 0;
   for (guint i = 0; i < planner_plan_get_n_redistributions (self->plan); i++)
     {
       const PlannerRedistribution *r = planner_plan_get_redistribution (self->plan, i);
-      if (r->consumer >= 0 && !r->producer_side && (guint) r->consumer < n)
+      if (r->consumer >= 0 && !r->producer_side && (guint)r->consumer < n)
         {
           const PlannerOp *o = planner_graph_get_op (self->graph, r->consumer);
           if (r->slot < o->n_inputs)
-            self->slot_redist[self->slot_base[r->consumer] + r->slot] = (int) i;
+            self->slot_redist[self->slot_base[r->consumer] + r->slot] = (int)i;
         }
       else
         {
@@ -301,8 +301,8 @@ ensure_edges (GraphviewRenderer *self)
         const GraphviewEdge *edge = graphview_model_get_edge (self->model, e);
         for (guint k = 0; k < edge->n_refs; k++)
           {
-            const GraphviewEdgeRef *ref = graphview_model_get_ref (self->model,
-                                                                   edge->first_ref + k);
+            const GraphviewEdgeRef *ref
+                = graphview_model_get_ref (self->model, edge->first_ref + k);
             int r = self->slot_redist[self->slot_base[ref->consumer] + ref->slot];
             if (r < 0)
               continue;
@@ -589,8 +589,7 @@ graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item)
   if (it->kind == GRAPHVIEW_ITEM_BLOCK)
     {
       const GraphviewRun *run = graphview_model_get_run (self->model, it->run);
-      g_string_append_printf (s, "%s\n%u ops, %u per block", label, it->n_ops,
-                              run->ops_per_block);
+      g_string_append_printf (s, "%s\n%u ops, %u per block", label, it->n_ops, run->ops_per_block);
     }
   else
     {
@@ -598,14 +597,14 @@ graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item)
       g_string_append_printf (s, "%s %s", planner_op_type_to_string (op->type), label);
       for (guint i = 0; i < op->n_inputs; i++)
         {
-          g_autofree char *shape = shape_text (planner_graph_get_tensor (self->graph,
-                                                                         op->inputs[i]));
+          g_autofree char *shape
+              = shape_text (planner_graph_get_tensor (self->graph, op->inputs[i]));
           g_string_append_printf (s, "%s%s", i ? " x " : "\nin ", shape);
         }
       for (guint o = 0; o < op->n_outputs; o++)
         {
-          g_autofree char *shape = shape_text (planner_graph_get_tensor (self->graph,
-                                                                         op->outputs[o]));
+          g_autofree char *shape
+              = shape_text (planner_graph_get_tensor (self->graph, op->outputs[o]));
           g_string_append_printf (s, "%s%s", o ? ", " : "\nout ", shape);
         }
       if (self->plan != NULL)
@@ -645,7 +644,7 @@ typedef struct
   GraphviewRenderer *self;
   cairo_t *cr;
   double scale;
-  GraphviewRect visible;  /* world */
+  GraphviewRect visible; /* world */
   gboolean text;
   gboolean matrices;
   gboolean shapes;
@@ -659,9 +658,8 @@ frame_init (Frame *f, GraphviewRenderer *self, cairo_t *cr, const GraphviewViewp
   f->scale = vp->scale;
   /* A margin so that strokes and badges at the border are not cut. */
   double margin = 40 / vp->scale;
-  f->visible = (GraphviewRect) { vp->x - margin, vp->y - margin,
-                                 vp->width / vp->scale + 2 * margin,
-                                 vp->height / vp->scale + 2 * margin };
+  f->visible = (GraphviewRect){ vp->x - margin, vp->y - margin, vp->width / vp->scale + 2 * margin,
+                                vp->height / vp->scale + 2 * margin };
   f->text = GRAPHVIEW_FONT_SIZE * vp->scale >= GRAPHVIEW_MIN_TEXT_PX;
   f->matrices = GRAPHVIEW_CELL * vp->scale >= GRAPHVIEW_MIN_CELL_PX;
   f->shapes = f->text && vp->scale >= 1.25;
@@ -806,8 +804,8 @@ draw_frames (Frame *f)
       cairo_stroke (cr);
       if (f->text && frame->run >= 0)
         {
-          g_autofree char *name = graphview_model_dup_block_name (f->self->model, frame->run,
-                                                                  frame->block);
+          g_autofree char *name
+              = graphview_model_dup_block_name (f->self->model, frame->run, frame->block);
           set_rgb (cr, border);
           show_text_fit (cr, name, r->x + 8, r->y + 16, r->width - 16, GRAPHVIEW_FONT_SIZE, TRUE);
         }
@@ -837,8 +835,9 @@ draw_edges (Frame *f)
         continue;
       guint b = 0;
       if (self->edge_cost[e] > 0)
-        b = 1 + (guint) MIN (cost_level (self, self->edge_cost[e]) * N_COST_BUCKETS,
-                             N_COST_BUCKETS - 1);
+        b = 1
+            + (guint)MIN (cost_level (self, self->edge_cost[e]) * N_COST_BUCKETS,
+                          N_COST_BUCKETS - 1);
       g_array_append_val (buckets[b], e);
     }
   gboolean arrows = f->scale >= 0.3;
@@ -1011,19 +1010,19 @@ draw_op_nodes (Frame *f, GArray *ops)
       const GraphviewRect *r = item_rect (f, item);
       guint rows, cols;
       graphview_op_matrix_size (o, self->graph, &rows, &cols);
-      double text_w = r->width - 2 * GRAPHVIEW_PAD
-                      - (self->plan ? cols * GRAPHVIEW_CELL + GRAPHVIEW_PAD : 0);
+      double text_w
+          = r->width - 2 * GRAPHVIEW_PAD - (self->plan ? cols * GRAPHVIEW_CELL + GRAPHVIEW_PAD : 0);
       double x = r->x + GRAPHVIEW_PAD;
       double y = r->y + GRAPHVIEW_PAD + GRAPHVIEW_LINE - 3;
       set_rgb (cr, text_colour);
       show_text_fit (cr, planner_op_type_to_string (o->type), x, y, text_w,
                      GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
-      show_text_fit (cr, graphview_model_get_op_label (self->model, op), x,
-                     y + GRAPHVIEW_LINE, text_w, GRAPHVIEW_FONT_SIZE, FALSE);
+      show_text_fit (cr, graphview_model_get_op_label (self->model, op), x, y + GRAPHVIEW_LINE,
+                     text_w, GRAPHVIEW_FONT_SIZE, FALSE);
       if (f->shapes && o->n_outputs > 0)
         {
-          g_autofree char *shape = shape_text (planner_graph_get_tensor (self->graph,
-                                                                         o->outputs[0]));
+          g_autofree char *shape
+              = shape_text (planner_graph_get_tensor (self->graph, o->outputs[0]));
           cairo_set_source_rgb (cr, 0.35, 0.37, 0.40);
           show_text_fit (cr, shape, x, y + 2 * GRAPHVIEW_LINE, text_w, GRAPHVIEW_FONT_SIZE * 0.9,
                          FALSE);
@@ -1063,7 +1062,7 @@ draw_block_node (Frame *f, guint item)
     {
       double d = off * layer / 2;
       rounded_rect (cr, r->x + off - d, r->y + d, r->width - off, r->height - off, 6);
-      set_rgb (cr, layer == 0 ? block_fill : mix (block_fill, (Rgb) { 1, 1, 1 }, 0.4));
+      set_rgb (cr, layer == 0 ? block_fill : mix (block_fill, (Rgb){ 1, 1, 1 }, 0.4));
       cairo_fill_preserve (cr);
       set_rgb (cr, border);
       cairo_set_line_width (cr, 1.2 / f->scale);
@@ -1085,8 +1084,8 @@ draw_block_node (Frame *f, guint item)
   show_text_fit (cr, ops, x, y + 2 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
   if (self->plan == NULL)
     return;
-  g_autofree char *decided = g_strdup_printf ("pinned %u, propagated %u, defaulted %u",
-                                              s.counts[0], s.counts[1], s.counts[2]);
+  g_autofree char *decided = g_strdup_printf ("pinned %u, propagated %u, defaulted %u", s.counts[0],
+                                              s.counts[1], s.counts[2]);
   g_autofree char *cost = planner_format_time (s.cost);
   g_autofree char *redist = g_strdup_printf ("%u redistributions, %s", s.redistributions, cost);
   show_text_fit (cr, decided, x, y + 3 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
@@ -1176,14 +1175,14 @@ draw_step_overlay (Frame *f)
       if (s.pending > 0)
         {
           /* Grey over the part of the node not decided yet (all of an op node). */
-          double part = (double) s.pending / it->n_ops;
+          double part = (double)s.pending / it->n_ops;
           cairo_rectangle (cr, r->x, r->y + r->height * (1 - part), r->width, r->height * part);
           cairo_set_source_rgba (cr, 0.90, 0.90, 0.90, 0.82);
           cairo_fill (cr);
         }
     }
 
-  if ((guint) self->step >= planner_plan_get_n_trace_steps (self->plan))
+  if ((guint)self->step >= planner_plan_get_n_trace_steps (self->plan))
     return;
   const PlannerTraceStep *step = planner_plan_get_trace_step (self->plan, self->step);
   guint item = graphview_model_get_item_of_op (self->model, step->op);
@@ -1232,9 +1231,8 @@ draw_compare_overlay (Frame *f)
       cairo_fill (cr);
       if (f->text)
         {
-          g_autofree char *text = it->kind == GRAPHVIEW_ITEM_BLOCK
-                                      ? g_strdup_printf ("%u", differs)
-                                      : g_strdup ("\xe2\x89\xa0");
+          g_autofree char *text = it->kind == GRAPHVIEW_ITEM_BLOCK ? g_strdup_printf ("%u", differs)
+                                                                   : g_strdup ("\xe2\x89\xa0");
           cairo_set_source_rgb (cr, 1, 1, 1);
           cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
           cairo_set_font_size (cr, 9);
@@ -1261,9 +1259,9 @@ graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
   draw_step_overlay (&f);
   draw_compare_overlay (&f);
   guint n = graphview_model_get_n_items (self->model);
-  if (self->hover >= 0 && (guint) self->hover < n)
+  if (self->hover >= 0 && (guint)self->hover < n)
     outline (&f, item_rect (&f, self->hover), hover_colour, 2, FALSE);
-  if (self->selected >= 0 && (guint) self->selected < n)
+  if (self->selected >= 0 && (guint)self->selected < n)
     outline (&f, item_rect (&f, self->selected), pinned, 3, FALSE);
   cairo_restore (cr);
 }
@@ -1285,8 +1283,7 @@ legend_text (cairo_t *cr, const char *text, double x, double y, gboolean bold)
 }
 
 static double
-legend_swatch (cairo_t *cr, double x, double y, Rgb fill, Rgb line, double width,
-               gboolean dashed)
+legend_swatch (cairo_t *cr, double x, double y, Rgb fill, Rgb line, double width, gboolean dashed)
 {
   cairo_rectangle (cr, x, y - 9, 16, 11);
   set_rgb (cr, fill);
@@ -1359,13 +1356,13 @@ graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, 
   at = legend_text (cr, "defaulted", at, row2, FALSE) + 12;
   if (self->plan != NULL && self->step >= 0)
     {
-      at = legend_swatch (cr, at, row2, (Rgb) { 0.9, 0.9, 0.9 }, step_colour, 2.5, FALSE);
+      at = legend_swatch (cr, at, row2, (Rgb){ 0.9, 0.9, 0.9 }, step_colour, 2.5, FALSE);
       g_autofree char *text = g_strdup_printf ("step %d (grey: decided later)", self->step);
       at = legend_text (cr, text, at, row2, FALSE) + 12;
     }
   if (self->plan != NULL && self->other != NULL)
     {
-      at = legend_swatch (cr, at, row2, (Rgb) { 1, 1, 1 }, differs_colour, 2.5, TRUE);
+      at = legend_swatch (cr, at, row2, (Rgb){ 1, 1, 1 }, differs_colour, 2.5, TRUE);
       at = legend_text (cr, "strategy differs", at, row2, FALSE) + 12;
     }
   right = MAX (right, at);
@@ -1403,8 +1400,8 @@ graphview_format_from_path (const char *path, GraphviewFormat *format)
 }
 
 void
-graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat format,
-                                      double scale, GraphviewViewport *viewport)
+graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat format, double scale,
+                                      GraphviewViewport *viewport)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   g_return_if_fail (viewport != NULL);
@@ -1443,7 +1440,7 @@ graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFor
   GraphviewViewport vp;
   graphview_renderer_get_file_viewport (self, format, scale, &vp);
   /* Write next to the target and rename, so no half-written file is left behind. */
-  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int) getpid ());
+  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int)getpid ());
   cairo_surface_t *surface;
   switch (format)
     {
@@ -1455,7 +1452,7 @@ graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFor
       break;
     case GRAPHVIEW_FORMAT_PNG:
     default:
-      surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) vp.width, (int) vp.height);
+      surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int)vp.width, (int)vp.height);
       break;
     }
   cairo_t *cr = cairo_create (surface);
@@ -1476,8 +1473,8 @@ graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFor
   if (status != CAIRO_STATUS_SUCCESS)
     {
       g_unlink (tmp);
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write the drawing: %s",
-                   path, cairo_status_to_string (status));
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write the drawing: %s", path,
+                   cairo_status_to_string (status));
       return FALSE;
     }
   if (g_rename (tmp, path) != 0)

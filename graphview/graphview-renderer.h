@@ -36,9 +36,9 @@ typedef enum
 /* How an op looks under the step overlay. */
 typedef enum
 {
-  GRAPHVIEW_STEP_DECIDED,  /* decided at or before the step (or no overlay) */
-  GRAPHVIEW_STEP_CURRENT,  /* the op of the step */
-  GRAPHVIEW_STEP_PENDING,  /* decided after the step: grey */
+  GRAPHVIEW_STEP_DECIDED, /* decided at or before the step (or no overlay) */
+  GRAPHVIEW_STEP_CURRENT, /* the op of the step */
+  GRAPHVIEW_STEP_PENDING, /* decided after the step: grey */
 } GraphviewStepState;
 
 /* Height of the legend band above the drawing in files, and their least width, in device
@@ -95,8 +95,8 @@ void graphview_renderer_draw (GraphviewRenderer *self, cairo_t *cr,
 void graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat format,
                                            double scale, GraphviewViewport *viewport);
 /* Writes PNG, SVG or PDF; the file appears whole or not at all. */
-gboolean graphview_renderer_save (GraphviewRenderer *self, const char *path,
-                                  GraphviewFormat format, double scale, GError **error);
+gboolean graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFormat format,
+                                  double scale, GError **error);
 /* From a file name's extension. */
 gboolean graphview_format_from_path (const char *path, GraphviewFormat *format);
 

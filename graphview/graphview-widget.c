@@ -21,11 +21,11 @@ struct _GraphviewWidget
   GraphviewLayouter *layouter;
   GraphviewRenderer *renderer;
   GCancellable *cancellable;
-  gboolean fitted;      /* the view has been fitted once the first layout arrived */
-  int focus_op;         /* after a fold change, the op to keep in view, or -1 */
+  gboolean fitted; /* the view has been fitted once the first layout arrived */
+  int focus_op;    /* after a fold change, the op to keep in view, or -1 */
 
-  double scale;         /* device pixels per world point */
-  double x, y;          /* world point at the widget's top-left */
+  double scale; /* device pixels per world point */
+  double x, y;  /* world point at the widget's top-left */
 
   /* The static layer for one view. */
   GdkTexture *cache;
@@ -38,10 +38,10 @@ struct _GraphviewWidget
   int selected;
 
   /* Drag and kinetic motion. */
-  double drag_x, drag_y;     /* origin at drag begin */
+  double drag_x, drag_y; /* origin at drag begin */
   double last_dx, last_dy;
   gint64 last_time;
-  double vx, vy;             /* px/s */
+  double vx, vy; /* px/s */
   guint kinetic_id;
   gint64 kinetic_time;
   double pinch_scale;
@@ -181,8 +181,8 @@ graphview_widget_item_at (GraphviewWidget *self, double x, double y)
 static void
 center_on_item (GraphviewWidget *self, guint item)
 {
-  const GraphviewRect *r = graphview_layout_get_item_rect (
-      graphview_renderer_get_layout (self->renderer), item);
+  const GraphviewRect *r
+      = graphview_layout_get_item_rect (graphview_renderer_get_layout (self->renderer), item);
   double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
   double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
   self->x = r->x + r->width / 2 - vw / 2;
@@ -194,8 +194,8 @@ center_on_item (GraphviewWidget *self, guint item)
 static void
 scroll_into_view (GraphviewWidget *self, guint item)
 {
-  const GraphviewRect *r = graphview_layout_get_item_rect (
-      graphview_renderer_get_layout (self->renderer), item);
+  const GraphviewRect *r
+      = graphview_layout_get_item_rect (graphview_renderer_get_layout (self->renderer), item);
   double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
   double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
   if (r->x < self->x || r->x + r->width > self->x + vw || r->y < self->y
@@ -218,7 +218,7 @@ graphview_widget_set_selected (GraphviewWidget *self, int item)
   g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
   if (!graphview_widget_is_ready (self))
     item = -1;
-  else if (item >= (int) graphview_model_get_n_items (self->model))
+  else if (item >= (int)graphview_model_get_n_items (self->model))
     item = -1;
   if (item < -1)
     item = -1;
@@ -263,8 +263,8 @@ layout_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   g_autoptr (GraphviewWidget) self = user_data;
   g_autoptr (GError) error = NULL;
-  g_autoptr (GraphviewLayout) layout = graphview_layouter_layout_finish (
-      GRAPHVIEW_LAYOUTER (source), result, &error);
+  g_autoptr (GraphviewLayout) layout
+      = graphview_layouter_layout_finish (GRAPHVIEW_LAYOUTER (source), result, &error);
   if (layout == NULL)
     {
       if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
@@ -407,22 +407,22 @@ graphview_widget_redraw (GraphviewWidget *self)
 static GdkTexture *
 render_static (GraphviewWidget *self, int width, int height, int factor)
 {
-  cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width * factor,
-                                                         height * factor);
+  cairo_surface_t *surface
+      = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width * factor, height * factor);
   cairo_t *cr = cairo_create (surface);
   cairo_set_source_rgb (cr, 1, 1, 1);
   cairo_paint (cr);
-  GraphviewViewport vp = { self->scale * factor, self->x, self->y, width * factor,
-                           height * factor };
+  GraphviewViewport vp
+      = { self->scale * factor, self->x, self->y, width * factor, height * factor };
   graphview_renderer_draw_static (self->renderer, cr, &vp);
   cairo_destroy (cr);
   cairo_surface_flush (surface);
   int stride = cairo_image_surface_get_stride (surface);
   /* Cairo's ARGB32 is GDK's default memory format (premultiplied, native-endian). */
-  g_autoptr (GBytes) bytes = g_bytes_new (cairo_image_surface_get_data (surface),
-                                          (gsize) stride * height * factor);
-  GdkTexture *texture = gdk_memory_texture_new (width * factor, height * factor,
-                                                GDK_MEMORY_DEFAULT, bytes, stride);
+  g_autoptr (GBytes) bytes
+      = g_bytes_new (cairo_image_surface_get_data (surface), (gsize)stride * height * factor);
+  GdkTexture *texture
+      = gdk_memory_texture_new (width * factor, height * factor, GDK_MEMORY_DEFAULT, bytes, stride);
   cairo_surface_destroy (surface);
   return texture;
 }
@@ -484,9 +484,8 @@ graphview_widget_size_allocate (GtkWidget *widget, int width, int height, int ba
 }
 
 static void
-graphview_widget_measure (GtkWidget *widget, GtkOrientation orientation, int for_size,
-                          int *minimum, int *natural, int *minimum_baseline,
-                          int *natural_baseline)
+graphview_widget_measure (GtkWidget *widget, GtkOrientation orientation, int for_size, int *minimum,
+                          int *natural, int *minimum_baseline, int *natural_baseline)
 {
   *minimum = 100;
   *natural = 600;
@@ -659,8 +658,8 @@ on_key (GtkEventControllerKey *controller, guint keyval, guint keycode, GdkModif
     case GDK_KEY_ISO_Left_Tab:
       {
         gboolean back = keyval == GDK_KEY_ISO_Left_Tab || (state & GDK_SHIFT_MASK);
-        int next = self->selected < 0 ? (back ? n - 1 : 0)
-                                      : (self->selected + (back ? n - 1 : 1)) % n;
+        int next
+            = self->selected < 0 ? (back ? n - 1 : 0) : (self->selected + (back ? n - 1 : 1)) % n;
         graphview_widget_set_selected (self, next);
         return TRUE;
       }
@@ -719,20 +718,19 @@ graphview_widget_class_init (GraphviewWidgetClass *klass)
   widget_class->measure = graphview_widget_measure;
 
   /* The item under the pointer changed (-1: none). */
-  signals[SIGNAL_ITEM_HOVERED] = g_signal_new ("item-hovered", G_TYPE_FROM_CLASS (klass),
-                                               G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                               G_TYPE_NONE, 1, G_TYPE_INT);
-  signals[SIGNAL_SELECTION_CHANGED] = g_signal_new ("selection-changed",
-                                                    G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
-                                                    0, NULL, NULL, NULL, G_TYPE_NONE, 1,
-                                                    G_TYPE_INT);
+  signals[SIGNAL_ITEM_HOVERED]
+      = g_signal_new ("item-hovered", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                      NULL, G_TYPE_NONE, 1, G_TYPE_INT);
+  signals[SIGNAL_SELECTION_CHANGED]
+      = g_signal_new ("selection-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
+                      NULL, NULL, G_TYPE_NONE, 1, G_TYPE_INT);
   /* Double click or Return on an item, before it is folded or unfolded. */
-  signals[SIGNAL_ITEM_ACTIVATED] = g_signal_new ("item-activated", G_TYPE_FROM_CLASS (klass),
-                                                 G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                                 G_TYPE_NONE, 1, G_TYPE_INT);
-  signals[SIGNAL_LAYOUT_READY] = g_signal_new ("layout-ready", G_TYPE_FROM_CLASS (klass),
-                                               G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                               G_TYPE_NONE, 0);
+  signals[SIGNAL_ITEM_ACTIVATED]
+      = g_signal_new ("item-activated", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                      NULL, G_TYPE_NONE, 1, G_TYPE_INT);
+  signals[SIGNAL_LAYOUT_READY]
+      = g_signal_new ("layout-ready", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                      NULL, G_TYPE_NONE, 0);
   gtk_widget_class_set_css_name (widget_class, "graphview");
 }
 
@@ -748,8 +746,8 @@ graphview_widget_init (GraphviewWidget *self)
   gtk_widget_set_has_tooltip (widget, TRUE);
   g_signal_connect (widget, "query-tooltip", G_CALLBACK (on_query_tooltip), NULL);
 
-  GtkEventController *scroll = gtk_event_controller_scroll_new (
-      GTK_EVENT_CONTROLLER_SCROLL_VERTICAL);
+  GtkEventController *scroll
+      = gtk_event_controller_scroll_new (GTK_EVENT_CONTROLLER_SCROLL_VERTICAL);
   g_signal_connect (scroll, "scroll", G_CALLBACK (on_scroll), self);
   gtk_widget_add_controller (widget, scroll);
 

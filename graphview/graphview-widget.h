@@ -50,8 +50,7 @@ void graphview_widget_zoom_to_fit (GraphviewWidget *self);
 void graphview_widget_zoom_at (GraphviewWidget *self, double factor, double x, double y);
 void graphview_widget_pan (GraphviewWidget *self, double dx, double dy);
 /* Widget coordinates to world and back. */
-void graphview_widget_to_world (GraphviewWidget *self, double x, double y, double *wx,
-                                double *wy);
+void graphview_widget_to_world (GraphviewWidget *self, double x, double y, double *wx, double *wy);
 int graphview_widget_item_at (GraphviewWidget *self, double x, double y);
 
 int graphview_widget_get_selected (GraphviewWidget *self);

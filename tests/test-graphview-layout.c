@@ -170,8 +170,8 @@ test_small_no_overlap (void)
     {
       const GraphviewFrame *frame = graphview_layout_get_frame (expanded, f);
       guint op = run->first_op + frame->block * run->ops_per_block;
-      const GraphviewRect *r = graphview_layout_get_item_rect (
-          expanded, graphview_model_get_item_of_op (model, op));
+      const GraphviewRect *r
+          = graphview_layout_get_item_rect (expanded, graphview_model_get_item_of_op (model, op));
       g_assert_true (graphview_rect_intersects (&frame->rect, r));
     }
 }
@@ -232,8 +232,8 @@ test_cancel (void)
   g_autoptr (GCancellable) cancellable = g_cancellable_new ();
   g_cancellable_cancel (cancellable);
   g_autoptr (GError) error = NULL;
-  g_autoptr (GraphviewLayout) layout = graphview_layouter_layout (layouter, model, cancellable,
-                                                                  &error);
+  g_autoptr (GraphviewLayout) layout
+      = graphview_layouter_layout (layouter, model, cancellable, &error);
   g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
   g_assert_null (layout);
 }

@@ -24,8 +24,8 @@ heap_in_use (void)
 }
 
 static void
-cycle (GraphviewModel *model, GraphviewLayouter *layouter, GraphviewRenderer *renderer,
-       cairo_t *cr, guint i)
+cycle (GraphviewModel *model, GraphviewLayouter *layouter, GraphviewRenderer *renderer, cairo_t *cr,
+       guint i)
 {
   const GraphviewRun *run = graphview_model_get_run (model, 0);
   for (guint pass = 0; pass < 2; pass++)
@@ -40,8 +40,8 @@ cycle (GraphviewModel *model, GraphviewLayouter *layouter, GraphviewRenderer *re
       else
         graphview_model_collapse_all (model);
       g_autoptr (GError) error = NULL;
-      g_autoptr (GraphviewLayout) layout = graphview_layouter_layout (layouter, model, NULL,
-                                                                      &error);
+      g_autoptr (GraphviewLayout) layout
+          = graphview_layouter_layout (layouter, model, NULL, &error);
       g_assert_no_error (error);
       graphview_renderer_set_layout (renderer, layout);
       GraphviewViewport vp = { 0.5, 0, 0, 64, 64 };
@@ -77,12 +77,12 @@ test_expand_collapse (void)
   malloc_trim (0);
   gsize end = heap_in_use ();
   guint dot_runs = graphview_layouter_get_n_dot_runs (layouter) - runs;
-  g_test_message ("heap in use after %u cycles: %zu, after %u more: %zu; dot ran %u times",
-                  WARM_UP, start, CYCLES - WARM_UP, end, dot_runs);
+  g_test_message ("heap in use after %u cycles: %zu, after %u more: %zu; dot ran %u times", WARM_UP,
+                  start, CYCLES - WARM_UP, end, dot_runs);
   /* Graphviz really ran in every cycle (two skeletons each), and left nothing behind:
    * allow a little for allocator slack, far below one leaked layout per cycle. */
   g_assert_cmpuint (dot_runs, >=, 2 * (CYCLES - WARM_UP));
-  g_assert_cmpint ((gssize) end - (gssize) start, <, 64 * 1024);
+  g_assert_cmpint ((gssize)end - (gssize)start, <, 64 * 1024);
 
   cairo_destroy (cr);
   cairo_surface_destroy (surface);

@@ -44,8 +44,8 @@ static void
 relayout (Fixture *f)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (GraphviewLayout) layout = graphview_layouter_layout (f->layouter, f->model, NULL,
-                                                                  &error);
+  g_autoptr (GraphviewLayout) layout
+      = graphview_layouter_layout (f->layouter, f->model, NULL, &error);
   g_assert_no_error (error);
   graphview_renderer_set_layout (f->renderer, layout);
   g_assert_true (graphview_renderer_is_ready (f->renderer));
@@ -104,20 +104,22 @@ pixel (cairo_surface_t *png, int x, int y)
 {
   const guint8 *data = cairo_image_surface_get_data (png);
   int stride = cairo_image_surface_get_stride (png);
-  return ((const guint32 *) (data + y * stride))[x] & 0xffffff;
+  return ((const guint32 *)(data + y * stride))[x] & 0xffffff;
 }
 
 /* The share of non-white pixels inside an item's box. */
 static double
 ink (cairo_surface_t *png, const GraphviewViewport *vp, const GraphviewRect *r)
 {
-  int x0 = (int) ((r->x - vp->x) * vp->scale) + 1, x1 = (int) ((r->x + r->width - vp->x) * vp->scale) - 1;
-  int y0 = (int) ((r->y - vp->y) * vp->scale) + 1, y1 = (int) ((r->y + r->height - vp->y) * vp->scale) - 1;
+  int x0 = (int)((r->x - vp->x) * vp->scale) + 1,
+      x1 = (int)((r->x + r->width - vp->x) * vp->scale) - 1;
+  int y0 = (int)((r->y - vp->y) * vp->scale) + 1,
+      y1 = (int)((r->y + r->height - vp->y) * vp->scale) - 1;
   guint inked = 0, total = 0;
   for (int y = y0; y < y1; y++)
     for (int x = x0; x < x1; x++, total++)
       inked += pixel (png, x, y) != 0xffffff;
-  return total ? (double) inked / total : 0;
+  return total ? (double)inked / total : 0;
 }
 
 static void
@@ -132,12 +134,12 @@ test_gpt2_png (Fixture *f, gconstpointer data)
 
   double width, height;
   graphview_layout_get_bounds (layout, &width, &height);
-  g_assert_cmpint (cairo_image_surface_get_width (png), ==, (int) vp.width);
-  g_assert_cmpint (cairo_image_surface_get_height (png), ==, (int) vp.height);
+  g_assert_cmpint (cairo_image_surface_get_width (png), ==, (int)vp.width);
+  g_assert_cmpint (cairo_image_surface_get_height (png), ==, (int)vp.height);
   g_assert_cmpfloat (vp.scale, ==, 1.0);
-  g_assert_cmpint (cairo_image_surface_get_width (png), ==, (int) ceil (MAX (width, 560)));
+  g_assert_cmpint (cairo_image_surface_get_width (png), ==, (int)ceil (MAX (width, 560)));
   g_assert_cmpint (cairo_image_surface_get_height (png), ==,
-                   (int) ceil (height + GRAPHVIEW_FILE_LEGEND_HEIGHT));
+                   (int)ceil (height + GRAPHVIEW_FILE_LEGEND_HEIGHT));
 
   guint n = graphview_model_get_n_items (f->model);
   g_assert_cmpuint (n, ==, 6 + 21 + 1);
@@ -148,7 +150,7 @@ test_gpt2_png (Fixture *f, gconstpointer data)
         g_error ("item %u is mostly background (%.0f%% ink)", i, 100 * share);
     }
   /* Between nodes the page is background. */
-  g_assert_cmphex (pixel (png, 2, (int) vp.height - 2), ==, 0xffffff);
+  g_assert_cmphex (pixel (png, 2, (int)vp.height - 2), ==, 0xffffff);
   cairo_surface_destroy (png);
 
   /* Megatron's row-parallel projections end in an AllReduce over mp, badged on the edge. */
@@ -215,7 +217,7 @@ test_step_overlay (Fixture *f, gconstpointer data)
   GraphviewViewport vp;
   cairo_surface_t *plain = render_png (f, "plain.png", &vp);
 
-  int steps[] = { 0, (int) n_steps / 2, (int) n_steps - 1 };
+  int steps[] = { 0, (int)n_steps / 2, (int)n_steps - 1 };
   for (guint s = 0; s < G_N_ELEMENTS (steps); s++)
     {
       int k = steps[s];
@@ -234,8 +236,8 @@ test_step_overlay (Fixture *f, gconstpointer data)
           /* A corner of the node away from text, marks and edges. */
           const GraphviewRect *r = graphview_layout_get_item_rect (
               layout, graphview_model_get_item_of_op (f->model, op));
-          int x = (int) ((r->x - vp.x) * vp.scale) + 3;
-          int y = (int) ((r->y + r->height - vp.y) * vp.scale) - 3;
+          int x = (int)((r->x - vp.x) * vp.scale) + 3;
+          int y = (int)((r->y + r->height - vp.y) * vp.scale) - 3;
           gboolean changed = pixel (png, x, y) != pixel (plain, x, y);
           g_assert_cmpint (changed, ==, later);
           greyed += later;
@@ -304,15 +306,15 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_test_add ("/graphview/render/gpt2-megatron-png", Fixture, NULL, fixture_setup,
-              test_gpt2_png, fixture_teardown);
-  g_test_add ("/graphview/render/svg-pdf", Fixture, "gpt2-tiny", fixture_setup,
-              test_vector_files, fixture_teardown);
+  g_test_add ("/graphview/render/gpt2-megatron-png", Fixture, NULL, fixture_setup, test_gpt2_png,
+              fixture_teardown);
+  g_test_add ("/graphview/render/svg-pdf", Fixture, "gpt2-tiny", fixture_setup, test_vector_files,
+              fixture_teardown);
   g_test_add ("/graphview/render/step-overlay", Fixture, "gpt2-tiny", fixture_setup,
               test_step_overlay, fixture_teardown);
   g_test_add ("/graphview/render/compare", Fixture, NULL, fixture_setup, test_compare,
               fixture_teardown);
-  g_test_add ("/graphview/render/zoomed-out", Fixture, "gpt2-tiny", fixture_setup,
-              test_zoomed_out, fixture_teardown);
+  g_test_add ("/graphview/render/zoomed-out", Fixture, "gpt2-tiny", fixture_setup, test_zoomed_out,
+              fixture_teardown);
   return g_test_run ();
 }

@@ -151,9 +151,9 @@ test_select_and_fold (Fixture *f, gconstpointer data)
       graphview_widget_get_origin (f->view, &x0, &y0);
       double zoom = graphview_widget_get_zoom (f->view);
       double x = (r->x + r->width / 2 - x0) * zoom, y = (r->y + r->height / 2 - y0) * zoom;
-      g_assert_cmpint (graphview_widget_item_at (f->view, x, y), ==, (int) i);
+      g_assert_cmpint (graphview_widget_item_at (f->view, x, y), ==, (int)i);
       if (graphview_model_get_item (f->model, i)->kind == GRAPHVIEW_ITEM_BLOCK)
-        block = (int) i;
+        block = (int)i;
     }
   g_assert_cmpint (block, >=, 0);
 

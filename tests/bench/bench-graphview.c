@@ -86,7 +86,7 @@ visible_items (GraphviewLayout *layout, const GraphviewViewport *vp)
 int
 main (int argc, char **argv)
 {
-  guint repeats = argc > 1 ? (guint) MAX (atoi (argv[1]), 1) : 5;
+  guint repeats = argc > 1 ? (guint)MAX (atoi (argv[1]), 1) : 5;
   gboolean flat = !(argc > 2 && g_str_equal (argv[2], "--no-flat"));
   g_autoptr (GError) error = NULL;
   cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, WIDTH, HEIGHT);
@@ -105,8 +105,8 @@ main (int argc, char **argv)
       g_autoptr (GraphviewModel) model = graphview_model_new (graph);
       g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
       gint64 start = g_get_monotonic_time ();
-      g_autoptr (GraphviewLayout) layout = graphview_layouter_layout (layouter, model, NULL,
-                                                                      &error);
+      g_autoptr (GraphviewLayout) layout
+          = graphview_layouter_layout (layouter, model, NULL, &error);
       g_assert_no_error (error);
       g_autoptr (GraphviewRenderer) renderer = graphview_renderer_new (model);
       graphview_renderer_set_layout (renderer, layout);
@@ -128,15 +128,15 @@ main (int argc, char **argv)
       graphview_model_expand_all (model);
       g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
       gint64 start = g_get_monotonic_time ();
-      g_autoptr (GraphviewLayout) layout = graphview_layouter_layout (layouter, model, NULL,
-                                                                      &error);
+      g_autoptr (GraphviewLayout) layout
+          = graphview_layouter_layout (layouter, model, NULL, &error);
       g_assert_no_error (error);
       t[r] = bench_ms_since (start);
       n_items = graphview_model_get_n_items (model);
     }
   expanded = bench_median (t, repeats);
-  printf ("expanded: layout %.1f ms (median of %u; %u items; target 3000 ms)\n", expanded,
-          repeats, n_items);
+  printf ("expanded: layout %.1f ms (median of %u; %u items; target 3000 ms)\n", expanded, repeats,
+          n_items);
   if (flat)
     {
       g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
