@@ -1,0 +1,1561 @@
+#define G_LOG_DOMAIN "planner-plan-json"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-model-private.h"
+#include "planner-model.h"
+#include "planner-plan-json.h"
+#include "planner-plan-private.h"
+
+/* ---- writing JSON text ---- */
+
+static void
+append_string (GString *out, const char *text)
+{
+  g_string_append_c (out, '"');
+  for (const char *p = text; *p; p++)
+    {
+      switch (*p)
+        {
+        case '"':
+          g_string_append (out, "\\\"");
+          break;
+        case '\\':
+          g_string_append (out, "\\\\");
+          break;
+        case '\n':
+          g_string_append (out, "\\n");
+          break;
+        case '\t':
+          g_string_append (out, "\\t");
+          break;
+        case '\r':
+          g_string_append (out, "\\r");
+          break;
+        default:
+          if ((guchar)*p < 0x20)
+            g_string_append_printf (out, "\\u%04x", (guchar)*p);
+          else
+            g_string_append_c (out, *p);
+        }
+    }
+  g_string_append_c (out, '"');
+}
+
+static void
+append_double (GString *out, double value)
+{
+  static const char *const formats[] = { "%.15g", "%.16g", "%.17g" };
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (!isfinite (value))
+    {
+      g_string_append (out, "null");
+      return;
+    }
+  /* The shortest of these that reads back exactly; %.17g always does. */
+  for (guint i = 0; i < G_N_ELEMENTS (formats); i++)
+    {
+      g_ascii_formatd (buf, sizeof buf, formats[i], value);
+      if (g_ascii_strtod (buf, NULL) == value)
+        break;
+    }
+  g_string_append (out, buf);
+  /* Keep it a double for readers that type numbers by their text. */
+  if (strpbrk (buf, ".eE") == NULL)
+    g_string_append (out, ".0");
+}
+
+static void
+append_scalar (GString *out, JsonNode *node)
+{
+  if (JSON_NODE_HOLDS_NULL (node))
+    {
+      g_string_append (out, "null");
+      return;
+    }
+  g_assert (JSON_NODE_HOLDS_VALUE (node));
+  switch (json_node_get_value_type (node))
+    {
+    case G_TYPE_INT64:
+      g_string_append_printf (out, "%" G_GINT64_FORMAT, json_node_get_int (node));
+      break;
+    case G_TYPE_DOUBLE:
+      append_double (out, json_node_get_double (node));
+      break;
+    case G_TYPE_BOOLEAN:
+      g_string_append (out, json_node_get_boolean (node) ? "true" : "false");
+      break;
+    case G_TYPE_STRING:
+      append_string (out, json_node_get_string (node));
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+static gboolean
+is_container (JsonNode *node)
+{
+  return JSON_NODE_HOLDS_OBJECT (node) || JSON_NODE_HOLDS_ARRAY (node);
+}
+
+/* Scalars, or arrays/objects of scalars one level deep: candidates for one line. */
+static gboolean
+is_flat (JsonNode *node, guint depth)
+{
+  if (!is_container (node))
+    return TRUE;
+  if (depth > 1)
+    return FALSE;
+  if (JSON_NODE_HOLDS_ARRAY (node))
+    {
+      JsonArray *array = json_node_get_array (node);
+      for (guint i = 0; i < json_array_get_length (array); i++)
+        if (!is_flat (json_array_get_element (array, i), depth + 1))
+          return FALSE;
+      return TRUE;
+    }
+  JsonObjectIter iter;
+  const char *name;
+  JsonNode *member;
+  json_object_iter_init_ordered (&iter, json_node_get_object (node));
+  while (json_object_iter_next_ordered (&iter, &name, &member))
+    if (!is_flat (member, depth + 1))
+      return FALSE;
+  return TRUE;
+}
+
+/* Lines up to this long hold a whole flat array or object. */
+#define LINE_WIDTH 100
+
+static void write_node (GString *out, JsonNode *node, guint indent, gboolean compact);
+
+static void
+write_object (GString *out, JsonObject *object, guint indent, gboolean compact)
+{
+  JsonObjectIter iter;
+  const char *name;
+  JsonNode *member;
+  gboolean first = TRUE;
+
+  if (json_object_get_size (object) == 0)
+    {
+      g_string_append (out, "{}");
+      return;
+    }
+  g_string_append (out, compact ? "{" : "{\n");
+  json_object_iter_init_ordered (&iter, object);
+  while (json_object_iter_next_ordered (&iter, &name, &member))
+    {
+      if (!first)
+        g_string_append (out, compact ? ", " : ",\n");
+      first = FALSE;
+      if (!compact)
+        g_string_append_printf (out, "%*s", indent + 2, "");
+      append_string (out, name);
+      g_string_append (out, ": ");
+      write_node (out, member, indent + 2, compact);
+    }
+  if (compact)
+    g_string_append_c (out, '}');
+  else
+    g_string_append_printf (out, "\n%*s}", indent, "");
+}
+
+static void
+write_array (GString *out, JsonArray *array, guint indent, gboolean compact)
+{
+  guint n = json_array_get_length (array);
+
+  if (n == 0)
+    {
+      g_string_append (out, "[]");
+      return;
+    }
+  g_string_append (out, compact ? "[" : "[\n");
+  for (guint i = 0; i < n; i++)
+    {
+      if (i)
+        g_string_append (out, compact ? ", " : ",\n");
+      if (!compact)
+        g_string_append_printf (out, "%*s", indent + 2, "");
+      write_node (out, json_array_get_element (array, i), indent + 2, compact);
+    }
+  if (compact)
+    g_string_append_c (out, ']');
+  else
+    g_string_append_printf (out, "\n%*s]", indent, "");
+}
+
+static void
+write_node (GString *out, JsonNode *node, guint indent, gboolean compact)
+{
+  if (!is_container (node))
+    {
+      append_scalar (out, node);
+      return;
+    }
+  if (!compact && is_flat (node, 0))
+    {
+      gsize start = out->len;
+      write_node (out, node, indent, TRUE);
+      gsize line = start;
+      while (line > 0 && out->str[line - 1] != '\n')
+        line--;
+      if (out->len - line <= LINE_WIDTH)
+        return;
+      g_string_truncate (out, start);
+    }
+  if (JSON_NODE_HOLDS_OBJECT (node))
+    write_object (out, json_node_get_object (node), indent, compact);
+  else
+    write_array (out, json_node_get_array (node), indent, compact);
+}
+
+char *
+planner_json_to_string (JsonNode *node)
+{
+  g_return_val_if_fail (node != NULL, NULL);
+  GString *out = g_string_new (NULL);
+  write_node (out, node, 0, FALSE);
+  g_string_append_c (out, '\n');
+  return g_string_free (out, FALSE);
+}
+
+/* ---- plan -> JSON ---- */
+
+/* Factors are named by the rule; a name the rule repeats (need-replication "ri" per dim of a
+ * Reshape) is written "name#index" so that reading it back is exact. */
+static char *
+factor_key (const PlannerOpRule *rule, guint f)
+{
+  for (guint g = 0; g < rule->n_factors; g++)
+    if (g != f && strcmp (rule->factors[g].name, rule->factors[f].name) == 0)
+      return g_strdup_printf ("%s#%u", rule->factors[f].name, f);
+  return g_strdup (rule->factors[f].name);
+}
+
+static void
+add_axes (JsonBuilder *b, const char *member, const guint8 *axes, guint n, const PlannerMesh *mesh)
+{
+  json_builder_set_member_name (b, member);
+  json_builder_begin_array (b);
+  for (guint i = 0; i < n; i++)
+    json_builder_add_string_value (b, mesh->names[axes[i]]);
+  json_builder_end_array (b);
+}
+
+static void
+add_axis_mask (JsonBuilder *b, const char *member, guint32 mask, const PlannerMesh *mesh)
+{
+  guint8 axes[PLANNER_MAX_AXES];
+  guint n = 0;
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (mask & (1u << a))
+      axes[n++] = (guint8)a;
+  add_axes (b, member, axes, n, mesh);
+}
+
+static void
+add_layout (JsonBuilder *b, const char *member, const PlannerLayout *layout,
+            const PlannerMesh *mesh)
+{
+  g_autofree char *text = planner_layout_to_string (layout, mesh);
+  if (member)
+    json_builder_set_member_name (b, member);
+  json_builder_add_string_value (b, text);
+}
+
+static char *
+layouts_to_string (const PlannerLayout *layouts, guint n, const PlannerMesh *mesh)
+{
+  GString *s = g_string_new (NULL);
+  for (guint k = 0; k < n; k++)
+    {
+      g_autofree char *text = planner_layout_to_string (&layouts[k], mesh);
+      g_string_append_printf (s, "%s%s", k ? "," : "", text);
+    }
+  return g_string_free (s, FALSE);
+}
+
+static void
+add_strategy (JsonBuilder *b, const char *member, const PlannerStrategy *s, const PlannerOp *op,
+              const PlannerMesh *mesh)
+{
+  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+  planner_strategy_layouts (s, &op->rule, mesh, in, out);
+  g_autofree char *inputs = layouts_to_string (in, op->n_inputs, mesh);
+  g_autofree char *outputs = layouts_to_string (out, op->n_outputs, mesh);
+
+  json_builder_set_member_name (b, member);
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "inputs");
+  json_builder_add_string_value (b, inputs);
+  json_builder_set_member_name (b, "outputs");
+  json_builder_add_string_value (b, outputs);
+  json_builder_set_member_name (b, "factors");
+  json_builder_begin_object (b);
+  for (guint f = 0; f < op->rule.n_factors; f++)
+    if (s->n_axes[f])
+      {
+        g_autofree char *key = factor_key (&op->rule, f);
+        add_axes (b, key, s->axes[f], s->n_axes[f], mesh);
+      }
+  json_builder_end_object (b);
+  if (s->partial)
+    {
+      add_axis_mask (b, "partial", s->partial, mesh);
+      json_builder_set_member_name (b, "partial_input");
+      json_builder_add_int_value (b, s->partial_input);
+    }
+  json_builder_end_object (b);
+}
+
+static void
+add_int (JsonBuilder *b, const char *member, gint64 value)
+{
+  json_builder_set_member_name (b, member);
+  json_builder_add_int_value (b, value);
+}
+
+static void
+add_double (JsonBuilder *b, const char *member, double value)
+{
+  json_builder_set_member_name (b, member);
+  json_builder_add_double_value (b, value);
+}
+
+static void
+add_string (JsonBuilder *b, const char *member, const char *value)
+{
+  json_builder_set_member_name (b, member);
+  if (value)
+    json_builder_add_string_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
+/* -1 (none) as null. */
+static void
+add_index (JsonBuilder *b, const char *member, int value)
+{
+  json_builder_set_member_name (b, member);
+  if (value >= 0)
+    json_builder_add_int_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
+static const char *
+op_name_or_null (PlannerGraph *graph, int op)
+{
+  return op >= 0 ? planner_graph_get_op (graph, (guint)op)->name : NULL;
+}
+
+JsonNode *
+planner_plan_summary_to_json (PlannerPlan *plan)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+
+  const PlannerPlanTotals *t = planner_plan_get_totals (plan);
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  add_int (b, "ops", t->n_ops);
+  add_int (b, "pinned", t->n_pinned);
+  add_int (b, "propagated", t->n_propagated);
+  add_int (b, "defaulted", t->n_defaulted);
+  add_int (b, "redistributions", t->n_redistributions);
+  json_builder_set_member_name (b, "collectives");
+  json_builder_begin_object (b);
+  for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
+    add_int (b, planner_step_kind_to_string (k), t->coll_count[k]);
+  json_builder_end_object (b);
+  add_int (b, "comm_bytes", (gint64)t->comm_bytes);
+  add_double (b, "comm_time_us", t->comm_time_s * 1e6);
+  add_double (b, "compute_time_us", t->compute_time_s * 1e6);
+  add_double (b, "step_time_us", t->step_time_s * 1e6);
+  add_int (b, "memory_per_device_bytes", (gint64)t->memory_per_device_bytes);
+  add_int (b, "memory_capacity_bytes",
+           (gint64)planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
+  add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+static void
+add_totals (JsonBuilder *b, const PlannerPlanTotals *t, const PlannerMesh *mesh)
+{
+  json_builder_set_member_name (b, "totals");
+  json_builder_begin_object (b);
+  add_int (b, "ops", t->n_ops);
+  add_int (b, "pinned", t->n_pinned);
+  add_int (b, "propagated", t->n_propagated);
+  add_int (b, "defaulted", t->n_defaulted);
+  add_int (b, "redistributions", t->n_redistributions);
+  json_builder_set_member_name (b, "collectives");
+  json_builder_begin_object (b);
+  for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
+    {
+      json_builder_set_member_name (b, planner_step_kind_to_string (k));
+      json_builder_begin_object (b);
+      add_int (b, "count", t->coll_count[k]);
+      add_int (b, "bytes", (gint64)t->coll_bytes[k]);
+      add_double (b, "time_s", t->coll_time_s[k]);
+      json_builder_end_object (b);
+    }
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, "axes");
+  json_builder_begin_object (b);
+  for (guint a = 0; a < mesh->n_axes; a++)
+    {
+      json_builder_set_member_name (b, mesh->names[a]);
+      json_builder_begin_object (b);
+      add_int (b, "bytes", (gint64)t->axis_bytes[a]);
+      add_double (b, "time_s", t->axis_time_s[a]);
+      json_builder_end_object (b);
+    }
+  json_builder_end_object (b);
+  add_int (b, "comm_bytes", (gint64)t->comm_bytes);
+  add_double (b, "comm_time_s", t->comm_time_s);
+  add_double (b, "compute_time_s", t->compute_time_s);
+  add_double (b, "backward_comm_time_s", t->backward_comm_time_s);
+  add_double (b, "grad_sync_time_s", t->grad_sync_time_s);
+  add_double (b, "step_time_s", t->step_time_s);
+  add_int (b, "param_bytes_per_device", (gint64)t->param_bytes_per_device);
+  add_int (b, "activation_bytes_per_device", (gint64)t->activation_bytes_per_device);
+  add_int (b, "memory_per_device_bytes", (gint64)t->memory_per_device_bytes);
+  json_builder_end_object (b);
+}
+
+static void
+add_step (JsonBuilder *b, const PlannerRedistStep *st, const PlannerMesh *mesh)
+{
+  json_builder_begin_object (b);
+  add_string (b, "kind", planner_step_kind_to_string (st->kind));
+  add_string (b, "axis", mesh->names[st->axis]);
+  add_index (b, "dim", st->dim);
+  add_index (b, "dim_to", st->dim_to);
+  add_layout (b, "before", &st->before, mesh);
+  add_layout (b, "after", &st->after, mesh);
+  add_int (b, "n_in", (gint64)st->n_in);
+  add_int (b, "n_out", (gint64)st->n_out);
+  add_int (b, "bytes", (gint64)st->bytes);
+  add_double (b, "time_s", st->time_s);
+  json_builder_end_object (b);
+}
+
+static void
+add_redistribution (JsonBuilder *b, PlannerGraph *graph, const PlannerRedistribution *r,
+                    const PlannerMesh *mesh)
+{
+  PlannerRedistPath path = { TRUE, r->n_steps, r->steps, r->bytes, r->time_s };
+  g_autofree char *describe = planner_redist_path_describe (&path, mesh);
+
+  json_builder_begin_object (b);
+  add_string (b, "tensor", planner_graph_get_tensor (graph, r->tensor)->name);
+  add_string (b, "consumer", op_name_or_null (graph, r->consumer));
+  add_int (b, "slot", r->slot);
+  json_builder_set_member_name (b, "producer_side");
+  json_builder_add_boolean_value (b, r->producer_side);
+  add_layout (b, "from", &r->from, mesh);
+  add_layout (b, "to", &r->to, mesh);
+  add_int (b, "bytes", (gint64)r->bytes);
+  add_double (b, "time_s", r->time_s);
+  add_string (b, "describe", describe);
+  json_builder_set_member_name (b, "steps");
+  json_builder_begin_array (b);
+  for (guint s = 0; s < r->n_steps; s++)
+    add_step (b, &r->steps[s], mesh);
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+}
+
+JsonNode *
+planner_plan_redistribution_to_json (PlannerPlan *plan, guint i)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+  g_return_val_if_fail (i < planner_plan_get_n_redistributions (plan), NULL);
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  add_redistribution (b, planner_plan_get_graph (plan), planner_plan_get_redistribution (plan, i),
+                      planner_plan_get_mesh (plan));
+  return json_builder_get_root (b);
+}
+
+static void
+add_op (JsonBuilder *b, PlannerPlan *plan, guint i)
+{
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  const PlannerOp *op = planner_graph_get_op (graph, i);
+  const PlannerOpPlan *p = planner_plan_get_op (plan, i);
+
+  json_builder_begin_object (b);
+  add_string (b, "name", op->name);
+  add_string (b, "type", planner_op_type_to_string (op->type));
+  add_string (b, "decision", planner_decision_to_string (p->decision));
+  add_index (b, "trace_step", p->trace_step);
+  add_index (b, "pin", p->pin);
+  add_strategy (b, "strategy", &p->strategy, op, mesh);
+  if (p->has_out_layouts)
+    {
+      json_builder_set_member_name (b, "out_layouts");
+      json_builder_begin_array (b);
+      for (guint k = 0; k < op->n_outputs; k++)
+        add_layout (b, NULL, &p->out_layouts[k], mesh);
+      json_builder_end_array (b);
+    }
+  add_double (b, "compute_time_s", p->compute_time_s);
+  add_double (b, "flops", p->flops);
+  json_builder_end_object (b);
+}
+
+static void
+add_trace_step (JsonBuilder *b, PlannerPlan *plan, const PlannerTraceStep *st)
+{
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  const PlannerOp *op = planner_graph_get_op (graph, st->op);
+
+  json_builder_begin_object (b);
+  add_int (b, "step", st->index);
+  add_string (b, "op", op->name);
+  add_strategy (b, "strategy", &st->strategy, op, mesh);
+  add_string (b, "from", op_name_or_null (graph, st->from_op));
+  add_string (b, "direction", st->forward ? "forward" : "backward");
+  add_double (b, "edge_cost_s", st->edge_cost_s);
+  add_int (b, "candidates", st->n_candidates);
+  if (st->has_runner_up)
+    {
+      add_strategy (b, "runner_up", &st->runner_up, op, mesh);
+      add_double (b, "runner_up_cost_s", st->runner_up_cost_s);
+    }
+  else
+    {
+      json_builder_set_member_name (b, "runner_up");
+      json_builder_add_null_value (b);
+    }
+  json_builder_end_object (b);
+}
+
+static JsonNode *
+plan_to_node (PlannerPlan *plan)
+{
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  const PlannerCostConstants *constants = planner_plan_get_constants (plan);
+  g_autofree char *hash = planner_graph_hash (graph);
+  g_autofree char *mesh_text = planner_mesh_to_string (mesh);
+  g_autofree char *hw_text = planner_hardware_to_json (planner_plan_get_hardware (plan));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonNode) hw_node = planner_json_parse (hw_text, -1, "hardware profile", &error);
+  g_assert_no_error (error);
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_object (b);
+  add_int (b, "shardscope_plan", PLANNER_PLAN_JSON_VERSION);
+  add_string (b, "name", planner_plan_get_name (plan));
+  add_string (b, "policy", planner_plan_get_policy (plan));
+  json_builder_set_member_name (b, "pins");
+  json_builder_begin_array (b);
+  const GPtrArray *pins = planner_plan_get_pins (plan);
+  for (guint i = 0; i < pins->len; i++)
+    json_builder_add_string_value (b, g_ptr_array_index (pins, i));
+  json_builder_end_array (b);
+  add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
+
+  json_builder_set_member_name (b, "model");
+  json_builder_begin_object (b);
+  add_string (b, "name", planner_graph_get_name (graph));
+  add_string (b, "source", planner_graph_get_source (graph));
+  add_string (b, "hash", hash);
+  add_int (b, "ops", planner_graph_get_n_ops (graph));
+  add_int (b, "tensors", planner_graph_get_n_tensors (graph));
+  json_builder_end_object (b);
+
+  add_string (b, "mesh", mesh_text);
+  add_int (b, "devices", (gint64)planner_mesh_n_devices (mesh));
+  json_builder_set_member_name (b, "hardware");
+  json_builder_add_value (b, g_steal_pointer (&hw_node));
+  json_builder_set_member_name (b, "constants");
+  json_builder_begin_object (b);
+  add_double (b, "weight_copies", constants->weight_copies);
+  add_double (b, "grad_copies", constants->grad_copies);
+  add_double (b, "optimizer_states", constants->optimizer_states);
+  add_double (b, "backward_factor", constants->backward_factor);
+  json_builder_end_object (b);
+
+  json_builder_set_member_name (b, "summary");
+  json_builder_add_value (b, planner_plan_summary_to_json (plan));
+  add_totals (b, planner_plan_get_totals (plan), mesh);
+
+  json_builder_set_member_name (b, "conflicts");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < planner_plan_get_n_conflicts (plan); i++)
+    {
+      const PlannerConflict *c = planner_plan_get_conflict (plan, i);
+      json_builder_begin_object (b);
+      add_string (b, "message", c->message);
+      add_int (b, "redistribution", c->redistribution);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "ops");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
+    add_op (b, plan, i);
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "tensors");
+  json_builder_begin_object (b);
+  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
+    add_layout (b, planner_graph_get_tensor (graph, t)->name,
+                planner_plan_get_tensor_layout (plan, t), mesh);
+  json_builder_end_object (b);
+
+  json_builder_set_member_name (b, "redistributions");
+  json_builder_begin_array (b);
+  for (guint r = 0; r < planner_plan_get_n_redistributions (plan); r++)
+    add_redistribution (b, graph, planner_plan_get_redistribution (plan, r), mesh);
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "trace");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < planner_plan_get_n_trace_steps (plan); i++)
+    add_trace_step (b, plan, planner_plan_get_trace_step (plan, i));
+  json_builder_end_array (b);
+
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+char *
+planner_plan_to_json (PlannerPlan *plan)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+  g_autoptr (JsonNode) root = plan_to_node (plan);
+  return planner_json_to_string (root);
+}
+
+gboolean
+planner_plan_save_json (PlannerPlan *plan, const char *path, GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  g_autofree char *text = planner_plan_to_json (plan);
+  g_autoptr (GError) local_error = NULL;
+  if (!g_file_set_contents (path, text, -1, &local_error))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot write plan %s: %s", path,
+                   local_error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---- JSON -> plan ----
+ *
+ * Every refusal names the field as a path ("redistributions[3].steps[0].after"). The reader
+ * checks what could make a plan inconsistent with its graph or mesh (names, indices, layouts
+ * against shapes, strategies against rules, steps that do not lead from one layout to the
+ * next); figures are taken as saved. */
+
+typedef struct
+{
+  PlannerGraph *graph;
+  PlannerMesh mesh;
+  GString *path;
+  GError **error;
+} Reader;
+
+static gboolean G_GNUC_PRINTF (3, 4) fail (Reader *r, const char *name, const char *format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  g_autofree char *message = g_strdup_vprintf (format, args);
+  va_end (args);
+  const char *sep = r->path->len && name && name[0] != '[' ? "." : "";
+  g_set_error (r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+               "plan JSON: field '%s%s%s' %s", r->path->str, sep, name ? name : "", message);
+  return FALSE;
+}
+
+/* Enters a member or element for the messages of what is read inside it. */
+static gsize G_GNUC_PRINTF (2, 3) push (Reader *r, const char *format, ...)
+{
+  gsize mark = r->path->len;
+  va_list args;
+  va_start (args, format);
+  g_autofree char *segment = g_strdup_vprintf (format, args);
+  va_end (args);
+  if (r->path->len && segment[0] != '[')
+    g_string_append_c (r->path, '.');
+  g_string_append (r->path, segment);
+  return mark;
+}
+
+static void
+pop (Reader *r, gsize mark)
+{
+  g_string_truncate (r->path, mark);
+}
+
+static JsonNode *
+member (Reader *r, JsonObject *object, const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+  if (node == NULL)
+    fail (r, name, "is missing");
+  return node;
+}
+
+static JsonObject *
+get_object (Reader *r, JsonObject *object, const char *name)
+{
+  JsonNode *node = member (r, object, name);
+  if (node == NULL)
+    return NULL;
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    {
+      fail (r, name, "must be an object");
+      return NULL;
+    }
+  return json_node_get_object (node);
+}
+
+static JsonArray *
+get_array (Reader *r, JsonObject *object, const char *name)
+{
+  JsonNode *node = member (r, object, name);
+  if (node == NULL)
+    return NULL;
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    {
+      fail (r, name, "must be an array");
+      return NULL;
+    }
+  return json_node_get_array (node);
+}
+
+static gboolean
+node_is (JsonNode *node, GType type)
+{
+  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == type;
+}
+
+/* A string; null gives NULL when @nullable. */
+static gboolean
+string_node (Reader *r, JsonNode *node, const char *name, gboolean nullable, const char **out)
+{
+  *out = NULL;
+  if (nullable && JSON_NODE_HOLDS_NULL (node))
+    {
+      *out = NULL;
+      return TRUE;
+    }
+  if (!node_is (node, G_TYPE_STRING))
+    return fail (r, name, nullable ? "must be a string or null" : "must be a string");
+  *out = json_node_get_string (node);
+  return TRUE;
+}
+
+static gboolean
+get_string (Reader *r, JsonObject *object, const char *name, gboolean nullable, const char **out)
+{
+  JsonNode *node = member (r, object, name);
+  return node && string_node (r, node, name, nullable, out);
+}
+
+static gboolean
+get_int (Reader *r, JsonObject *object, const char *name, gint64 min, gint64 max, gint64 *out)
+{
+  JsonNode *node = member (r, object, name);
+  if (node == NULL)
+    return FALSE;
+  if (!node_is (node, G_TYPE_INT64))
+    return fail (r, name, "must be an integer");
+  gint64 value = json_node_get_int (node);
+  if (value < min || value > max)
+    return fail (r, name,
+                 "must be in [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "], got %" G_GINT64_FORMAT,
+                 min, max, value);
+  *out = value;
+  return TRUE;
+}
+
+static gboolean
+get_uint (Reader *r, JsonObject *object, const char *name, guint *out)
+{
+  gint64 value;
+  if (!get_int (r, object, name, 0, G_MAXUINT, &value))
+    return FALSE;
+  *out = (guint)value;
+  return TRUE;
+}
+
+static gboolean
+get_uint64 (Reader *r, JsonObject *object, const char *name, guint64 *out)
+{
+  gint64 value;
+  if (!get_int (r, object, name, 0, G_MAXINT64, &value))
+    return FALSE;
+  *out = (guint64)value;
+  return TRUE;
+}
+
+/* An index below @n, or null for none (-1). */
+static gboolean
+get_index (Reader *r, JsonObject *object, const char *name, gint64 min, guint n, int *out)
+{
+  JsonNode *node = member (r, object, name);
+  if (node == NULL)
+    return FALSE;
+  if (JSON_NODE_HOLDS_NULL (node))
+    {
+      *out = -1;
+      return TRUE;
+    }
+  gint64 value;
+  if (!get_int (r, object, name, min, (gint64)n - 1, &value))
+    return FALSE;
+  *out = (int)value;
+  return TRUE;
+}
+
+/* null reads back as what it was written for: a non-finite figure. */
+static gboolean
+get_double (Reader *r, JsonObject *object, const char *name, double *out)
+{
+  JsonNode *node = member (r, object, name);
+  if (node == NULL)
+    return FALSE;
+  if (JSON_NODE_HOLDS_NULL (node))
+    {
+      *out = INFINITY;
+      return TRUE;
+    }
+  if (!node_is (node, G_TYPE_DOUBLE) && !node_is (node, G_TYPE_INT64))
+    return fail (r, name, "must be a number");
+  *out = json_node_get_double (node);
+  return TRUE;
+}
+
+static gboolean
+get_bool (Reader *r, JsonObject *object, const char *name, gboolean *out)
+{
+  JsonNode *node = member (r, object, name);
+  if (node == NULL)
+    return FALSE;
+  if (!node_is (node, G_TYPE_BOOLEAN))
+    return fail (r, name, "must be true or false");
+  *out = json_node_get_boolean (node);
+  return TRUE;
+}
+
+static gboolean
+layout_node (Reader *r, JsonNode *node, const char *name, const PlannerTensor *t,
+             PlannerLayout *out)
+{
+  const char *text;
+  g_autoptr (GError) local = NULL;
+  if (!string_node (r, node, name, FALSE, &text))
+    return FALSE;
+  if (!planner_layout_parse (text, &r->mesh, out, &local)
+      || !planner_layout_validate (out, &r->mesh, t->shape, t->rank, t->name, &local))
+    return fail (r, name, "is refused: %s", local->message);
+  return TRUE;
+}
+
+static gboolean
+get_layout (Reader *r, JsonObject *object, const char *name, const PlannerTensor *t,
+            PlannerLayout *out)
+{
+  JsonNode *node = member (r, object, name);
+  return node && layout_node (r, node, name, t, out);
+}
+
+static gboolean
+get_op (Reader *r, JsonObject *object, const char *name, gboolean nullable, int *out)
+{
+  const char *op_name;
+  if (!get_string (r, object, name, nullable, &op_name))
+    return FALSE;
+  *out = op_name ? planner_graph_find_op (r->graph, op_name) : -1;
+  if (op_name && *out < 0)
+    return fail (r, name, "names no op of the model: '%s'", op_name);
+  return TRUE;
+}
+
+static gboolean
+axis_node (Reader *r, JsonNode *node, const char *name, guint *axis)
+{
+  const char *axis_name;
+  if (!string_node (r, node, name, FALSE, &axis_name))
+    return FALSE;
+  int a = planner_mesh_axis_index (&r->mesh, axis_name);
+  if (a < 0)
+    return fail (r, name, "names no axis of the mesh: '%s'", axis_name);
+  *axis = (guint)a;
+  return TRUE;
+}
+
+/* A list of axis names, in order. */
+static gboolean
+get_axes (Reader *r, JsonObject *object, const char *name, guint8 *axes, guint *n)
+{
+  JsonArray *array = get_array (r, object, name);
+  if (array == NULL)
+    return FALSE;
+  guint len = json_array_get_length (array);
+  if (len > r->mesh.n_axes)
+    return fail (r, name, "lists %u axes; the mesh has %u", len, r->mesh.n_axes);
+  gsize mark = push (r, "%s", name);
+  for (guint i = 0; i < len; i++)
+    {
+      g_autofree char *index = g_strdup_printf ("[%u]", i);
+      guint axis;
+      if (!axis_node (r, json_array_get_element (array, i), index, &axis))
+        return FALSE;
+      axes[i] = (guint8)axis;
+    }
+  pop (r, mark);
+  *n = len;
+  return TRUE;
+}
+
+static int
+find_factor (const PlannerOpRule *rule, const char *key)
+{
+  const char *hash = strchr (key, '#');
+  if (hash)
+    {
+      char *end;
+      guint64 f = g_ascii_strtoull (hash + 1, &end, 10);
+      if (*end || end == hash + 1 || f >= rule->n_factors
+          || strncmp (rule->factors[f].name, key, hash - key) != 0
+          || rule->factors[f].name[hash - key] != '\0')
+        return -1;
+      return (int)f;
+    }
+  int found = -1;
+  for (guint f = 0; f < rule->n_factors; f++)
+    if (strcmp (rule->factors[f].name, key) == 0)
+      {
+        if (found >= 0)
+          return -1; /* ambiguous: the writer says name#index */
+        found = (int)f;
+      }
+  return found;
+}
+
+static gboolean
+get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, PlannerStrategy *s)
+{
+  const PlannerOp *op = planner_graph_get_op (r->graph, op_index);
+  JsonObject *o = get_object (r, object, name);
+  if (o == NULL)
+    return FALSE;
+  gsize mark = push (r, "%s", name);
+  JsonObject *factors = get_object (r, o, "factors");
+  if (factors == NULL)
+    return FALSE;
+
+  planner_strategy_init (s);
+  JsonObjectIter iter;
+  const char *key;
+  JsonNode *value;
+  gsize mark_factors = push (r, "factors");
+  json_object_iter_init_ordered (&iter, factors);
+  while (json_object_iter_next_ordered (&iter, &key, &value))
+    {
+      int f = find_factor (&op->rule, key);
+      if (f < 0)
+        {
+          g_autoptr (GString) known = g_string_new (NULL);
+          for (guint g = 0; g < op->rule.n_factors; g++)
+            g_string_append_printf (known, "%s%s", g ? ", " : "", op->rule.factors[g].name);
+          return fail (r, key, "is not a factor of %s (%s: %s)", op->name,
+                       planner_op_type_to_string (op->type), known->str);
+        }
+      guint n;
+      if (!get_axes (r, factors, key, s->axes[f], &n))
+        return FALSE;
+      s->n_axes[f] = (guint8)n;
+    }
+  pop (r, mark_factors);
+
+  if (json_object_has_member (o, "partial"))
+    {
+      guint8 axes[PLANNER_MAX_AXES];
+      guint n;
+      gint64 input;
+      if (!get_axes (r, o, "partial", axes, &n)
+          || !get_int (r, o, "partial_input", 0, (gint64)op->n_inputs - 1, &input))
+        return FALSE;
+      for (guint i = 0; i < n; i++)
+        s->partial |= 1u << axes[i];
+      s->partial_input = (guint8)input;
+    }
+
+  const char *names[PLANNER_MAX_OPERANDS + 1];
+  for (guint k = 0; k < op->n_inputs; k++)
+    names[k] = planner_graph_get_tensor (r->graph, op->inputs[k])->name;
+  names[op->n_inputs] = NULL;
+  g_autoptr (GError) local = NULL;
+  if (!planner_strategy_validate (s, &op->rule, &r->mesh, op->name, names, &local))
+    return fail (r, NULL, "is refused: %s", local->message);
+  pop (r, mark);
+  return TRUE;
+}
+
+static gboolean
+read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
+{
+  JsonObject *o = get_object (r, root, "constants");
+  if (o == NULL)
+    return FALSE;
+  gsize mark = push (r, "constants");
+  if (!get_double (r, o, "weight_copies", &c->weight_copies)
+      || !get_double (r, o, "grad_copies", &c->grad_copies)
+      || !get_double (r, o, "optimizer_states", &c->optimizer_states)
+      || !get_double (r, o, "backward_factor", &c->backward_factor))
+    return FALSE;
+  pop (r, mark);
+  return TRUE;
+}
+
+static gboolean
+read_totals (Reader *r, JsonObject *root, PlannerPlanTotals *t)
+{
+  JsonObject *o = get_object (r, root, "totals");
+  if (o == NULL)
+    return FALSE;
+  gsize mark = push (r, "totals");
+  memset (t, 0, sizeof *t);
+  if (!get_uint (r, o, "ops", &t->n_ops) || !get_uint (r, o, "pinned", &t->n_pinned)
+      || !get_uint (r, o, "propagated", &t->n_propagated)
+      || !get_uint (r, o, "defaulted", &t->n_defaulted)
+      || !get_uint (r, o, "redistributions", &t->n_redistributions))
+    return FALSE;
+
+  JsonObject *kinds = get_object (r, o, "collectives");
+  if (kinds == NULL)
+    return FALSE;
+  gsize mark_kinds = push (r, "collectives");
+  for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
+    {
+      const char *name = planner_step_kind_to_string (k);
+      JsonObject *c = get_object (r, kinds, name);
+      if (c == NULL)
+        return FALSE;
+      gsize m = push (r, "%s", name);
+      if (!get_uint (r, c, "count", &t->coll_count[k])
+          || !get_uint64 (r, c, "bytes", &t->coll_bytes[k])
+          || !get_double (r, c, "time_s", &t->coll_time_s[k]))
+        return FALSE;
+      pop (r, m);
+    }
+  pop (r, mark_kinds);
+
+  JsonObject *axes = get_object (r, o, "axes");
+  if (axes == NULL)
+    return FALSE;
+  gsize mark_axes = push (r, "axes");
+  for (guint a = 0; a < r->mesh.n_axes; a++)
+    {
+      JsonObject *c = get_object (r, axes, r->mesh.names[a]);
+      if (c == NULL)
+        return FALSE;
+      gsize m = push (r, "%s", r->mesh.names[a]);
+      if (!get_uint64 (r, c, "bytes", &t->axis_bytes[a])
+          || !get_double (r, c, "time_s", &t->axis_time_s[a]))
+        return FALSE;
+      pop (r, m);
+    }
+  pop (r, mark_axes);
+
+  if (!get_uint64 (r, o, "comm_bytes", &t->comm_bytes)
+      || !get_double (r, o, "comm_time_s", &t->comm_time_s)
+      || !get_double (r, o, "compute_time_s", &t->compute_time_s)
+      || !get_double (r, o, "backward_comm_time_s", &t->backward_comm_time_s)
+      || !get_double (r, o, "grad_sync_time_s", &t->grad_sync_time_s)
+      || !get_double (r, o, "step_time_s", &t->step_time_s)
+      || !get_uint64 (r, o, "param_bytes_per_device", &t->param_bytes_per_device)
+      || !get_uint64 (r, o, "activation_bytes_per_device", &t->activation_bytes_per_device)
+      || !get_uint64 (r, o, "memory_per_device_bytes", &t->memory_per_device_bytes))
+    return FALSE;
+  pop (r, mark);
+  return TRUE;
+}
+
+static gboolean
+read_trace (Reader *r, JsonObject *root, PlannerPlan *plan)
+{
+  JsonArray *trace = get_array (r, root, "trace");
+  if (trace == NULL)
+    return FALSE;
+  for (guint i = 0; i < json_array_get_length (trace); i++)
+    {
+      gsize mark = push (r, "trace[%u]", i);
+      JsonNode *node = json_array_get_element (trace, i);
+      if (!JSON_NODE_HOLDS_OBJECT (node))
+        return fail (r, NULL, "must be an object");
+      JsonObject *o = json_node_get_object (node);
+      PlannerTraceStep st = { 0 };
+      int op, from;
+      const char *direction;
+      if (!get_uint (r, o, "step", &st.index) || !get_op (r, o, "op", FALSE, &op)
+          || !get_strategy (r, o, "strategy", (guint)op, &st.strategy)
+          || !get_op (r, o, "from", TRUE, &from)
+          || !get_string (r, o, "direction", FALSE, &direction)
+          || !get_double (r, o, "edge_cost_s", &st.edge_cost_s)
+          || !get_uint (r, o, "candidates", &st.n_candidates))
+        return FALSE;
+      if (strcmp (direction, "forward") != 0 && strcmp (direction, "backward") != 0)
+        return fail (r, "direction", "must be \"forward\" or \"backward\", got \"%s\"", direction);
+      st.op = (guint)op;
+      st.from_op = from;
+      st.forward = strcmp (direction, "forward") == 0;
+      JsonNode *runner_up = member (r, o, "runner_up");
+      if (runner_up == NULL)
+        return FALSE;
+      st.has_runner_up = !JSON_NODE_HOLDS_NULL (runner_up);
+      if (st.has_runner_up
+          && (!get_strategy (r, o, "runner_up", st.op, &st.runner_up)
+              || !get_double (r, o, "runner_up_cost_s", &st.runner_up_cost_s)))
+        return FALSE;
+      planner_plan_append_trace_step (plan, &st);
+      pop (r, mark);
+    }
+  return TRUE;
+}
+
+static gboolean
+read_ops (Reader *r, JsonObject *root, PlannerPlan *plan)
+{
+  JsonArray *ops = get_array (r, root, "ops");
+  if (ops == NULL)
+    return FALSE;
+  guint n_ops = planner_graph_get_n_ops (r->graph);
+  if (json_array_get_length (ops) != n_ops)
+    return fail (r, "ops", "holds %u ops; the model has %u", json_array_get_length (ops), n_ops);
+  guint n_pins = planner_plan_get_pins (plan)->len;
+  guint n_trace = planner_plan_get_n_trace_steps (plan);
+
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (r->graph, i);
+      gsize mark = push (r, "ops[%u]", i);
+      JsonNode *node = json_array_get_element (ops, i);
+      if (!JSON_NODE_HOLDS_OBJECT (node))
+        return fail (r, NULL, "must be an object");
+      JsonObject *o = json_node_get_object (node);
+      const char *name, *decision;
+      PlannerOpPlan p = { 0 };
+
+      if (!get_string (r, o, "name", FALSE, &name))
+        return FALSE;
+      if (strcmp (name, op->name) != 0)
+        return fail (r, "name", "is '%s' but op %u of the model is '%s'", name, i, op->name);
+      if (!get_string (r, o, "decision", FALSE, &decision))
+        return FALSE;
+      if (!planner_decision_from_string (decision, &p.decision))
+        return fail (r, "decision", "must be pinned, propagated or defaulted, got \"%s\"",
+                     decision);
+      if (!get_index (r, o, "trace_step", 0, n_trace, &p.trace_step)
+          || !get_index (r, o, "pin", 0, n_pins, &p.pin)
+          || !get_strategy (r, o, "strategy", i, &p.strategy)
+          || !get_double (r, o, "compute_time_s", &p.compute_time_s)
+          || !get_double (r, o, "flops", &p.flops))
+        return FALSE;
+      if (json_object_has_member (o, "out_layouts"))
+        {
+          JsonArray *outs = get_array (r, o, "out_layouts");
+          if (outs == NULL)
+            return FALSE;
+          if (json_array_get_length (outs) != op->n_outputs)
+            return fail (r, "out_layouts", "gives %u layouts; %s has %u outputs",
+                         json_array_get_length (outs), op->name, op->n_outputs);
+          gsize m = push (r, "out_layouts");
+          for (guint k = 0; k < op->n_outputs; k++)
+            {
+              g_autofree char *index = g_strdup_printf ("[%u]", k);
+              if (!layout_node (r, json_array_get_element (outs, k), index,
+                                planner_graph_get_tensor (r->graph, op->outputs[k]),
+                                &p.out_layouts[k]))
+                return FALSE;
+            }
+          pop (r, m);
+          p.has_out_layouts = TRUE;
+        }
+      *planner_plan_get_op (plan, i) = p;
+      pop (r, mark);
+    }
+  return TRUE;
+}
+
+static gboolean
+read_tensors (Reader *r, JsonObject *root, PlannerPlan *plan)
+{
+  JsonObject *tensors = get_object (r, root, "tensors");
+  if (tensors == NULL)
+    return FALSE;
+  guint n = planner_graph_get_n_tensors (r->graph);
+  gsize mark = push (r, "tensors");
+  for (guint t = 0; t < n; t++)
+    {
+      const PlannerTensor *tensor = planner_graph_get_tensor (r->graph, t);
+      PlannerLayout layout;
+      if (!get_layout (r, tensors, tensor->name, tensor, &layout))
+        return FALSE;
+      planner_plan_set_tensor_layout (plan, t, &layout);
+    }
+  if (json_object_get_size (tensors) != n)
+    return fail (r, NULL, "holds %u tensors; the model has %u", json_object_get_size (tensors), n);
+  pop (r, mark);
+  return TRUE;
+}
+
+static gboolean
+read_step (Reader *r, JsonObject *o, const PlannerTensor *t, PlannerRedistStep *st)
+{
+  const char *kind;
+  guint axis;
+  int dim, dim_to;
+  JsonNode *axis_json = member (r, o, "axis");
+
+  if (!get_string (r, o, "kind", FALSE, &kind))
+    return FALSE;
+  if (!planner_step_kind_from_string (kind, &st->kind) || st->kind >= PLANNER_N_STEP_KINDS)
+    return fail (r, "kind",
+                 "must be AllReduce, AllGather, ReduceScatter, AllToAll or Slice, "
+                 "got \"%s\"",
+                 kind);
+  if (axis_json == NULL || !axis_node (r, axis_json, "axis", &axis)
+      || !get_index (r, o, "dim", 0, t->rank, &dim)
+      || !get_index (r, o, "dim_to", 0, t->rank, &dim_to)
+      || !get_layout (r, o, "before", t, &st->before) || !get_layout (r, o, "after", t, &st->after)
+      || !get_uint64 (r, o, "n_in", &st->n_in) || !get_uint64 (r, o, "n_out", &st->n_out)
+      || !get_uint64 (r, o, "bytes", &st->bytes) || !get_double (r, o, "time_s", &st->time_s))
+    return FALSE;
+  st->axis = (guint8)axis;
+  st->dim = (gint8)dim;
+  st->dim_to = (gint8)dim_to;
+
+  PlannerLayout after;
+  if (!planner_redist_step_apply (st->kind, axis, dim, dim_to, &st->before, &after)
+      || !planner_layout_equal (&after, &st->after))
+    {
+      g_autofree char *before_text = planner_layout_to_string (&st->before, &r->mesh);
+      g_autofree char *after_text = planner_layout_to_string (&st->after, &r->mesh);
+      return fail (r, NULL, "%s on axis %s does not turn %s into %s", kind, r->mesh.names[axis],
+                   before_text, after_text);
+    }
+  return TRUE;
+}
+
+/* The edge a redistribution sits on: the producer's own output slot (producer_side), a
+ * consumer's input slot, or (consumer null) the graph output with that index. */
+static gboolean
+redistribution_edge_exists (Reader *r, const PlannerRedistribution *red, const PlannerTensor *t)
+{
+  if (red->consumer < 0)
+    {
+      const GArray *outputs = planner_graph_get_outputs (r->graph);
+      if (red->producer_side || red->slot >= outputs->len
+          || g_array_index (outputs, guint, red->slot) != red->tensor)
+        return fail (r, "consumer",
+                     "is null, which only the final reduction of graph output "
+                     "'slot' has; %s is not graph output %u",
+                     t->name, red->slot);
+      return TRUE;
+    }
+  const PlannerOp *op = planner_graph_get_op (r->graph, (guint)red->consumer);
+  if (red->producer_side)
+    {
+      if (t->producer != red->consumer || t->producer_slot != red->slot)
+        return fail (r, "consumer",
+                     "must be the producer of %s at output slot %u for a "
+                     "producer-side redistribution, not %s",
+                     t->name, red->slot, op->name);
+      return TRUE;
+    }
+  if (red->slot >= op->n_inputs || op->inputs[red->slot] != red->tensor)
+    return fail (r, "slot", "is %u, but input %u of %s is not %s", red->slot, red->slot, op->name,
+                 t->name);
+  return TRUE;
+}
+
+static gboolean
+read_redistributions (Reader *r, JsonObject *root, PlannerPlan *plan)
+{
+  JsonArray *list = get_array (r, root, "redistributions");
+  if (list == NULL)
+    return FALSE;
+  for (guint i = 0; i < json_array_get_length (list); i++)
+    {
+      gsize mark = push (r, "redistributions[%u]", i);
+      JsonNode *node = json_array_get_element (list, i);
+      if (!JSON_NODE_HOLDS_OBJECT (node))
+        return fail (r, NULL, "must be an object");
+      JsonObject *o = json_node_get_object (node);
+      PlannerRedistribution red = { 0 };
+      const char *tensor_name;
+
+      if (!get_string (r, o, "tensor", FALSE, &tensor_name))
+        return FALSE;
+      int tensor = planner_graph_find_tensor (r->graph, tensor_name);
+      if (tensor < 0)
+        return fail (r, "tensor", "names no tensor of the model: '%s'", tensor_name);
+      const PlannerTensor *t = planner_graph_get_tensor (r->graph, (guint)tensor);
+      red.tensor = (guint)tensor;
+      if (!get_op (r, o, "consumer", TRUE, &red.consumer) || !get_uint (r, o, "slot", &red.slot)
+          || !get_bool (r, o, "producer_side", &red.producer_side)
+          || !get_layout (r, o, "from", t, &red.from) || !get_layout (r, o, "to", t, &red.to)
+          || !get_uint64 (r, o, "bytes", &red.bytes) || !get_double (r, o, "time_s", &red.time_s))
+        return FALSE;
+      if (!redistribution_edge_exists (r, &red, t))
+        return FALSE;
+
+      JsonArray *steps = get_array (r, o, "steps");
+      if (steps == NULL)
+        return FALSE;
+      red.n_steps = json_array_get_length (steps);
+      g_autofree PlannerRedistStep *buf = g_new0 (PlannerRedistStep, MAX (red.n_steps, 1));
+      red.steps = buf;
+      const PlannerLayout *at = &red.from;
+      for (guint s = 0; s < red.n_steps; s++)
+        {
+          gsize m = push (r, "steps[%u]", s);
+          JsonNode *step = json_array_get_element (steps, s);
+          if (!JSON_NODE_HOLDS_OBJECT (step))
+            return fail (r, NULL, "must be an object");
+          if (!read_step (r, json_node_get_object (step), t, &buf[s]))
+            return FALSE;
+          if (!planner_layout_equal (&buf[s].before, at))
+            return fail (r, "before", "is not where the previous step left the tensor");
+          at = &buf[s].after;
+          pop (r, m);
+        }
+      if (!planner_layout_equal (at, &red.to))
+        return fail (r, "steps", "do not end at the layout of 'to'");
+      planner_plan_append_redistribution (plan, &red);
+      pop (r, mark);
+    }
+  return TRUE;
+}
+
+static gboolean
+read_conflicts (Reader *r, JsonObject *root, PlannerPlan *plan)
+{
+  JsonArray *list = get_array (r, root, "conflicts");
+  if (list == NULL)
+    return FALSE;
+  guint n_red = planner_plan_get_n_redistributions (plan);
+  for (guint i = 0; i < json_array_get_length (list); i++)
+    {
+      gsize mark = push (r, "conflicts[%u]", i);
+      JsonNode *node = json_array_get_element (list, i);
+      if (!JSON_NODE_HOLDS_OBJECT (node))
+        return fail (r, NULL, "must be an object");
+      JsonObject *o = json_node_get_object (node);
+      const char *message;
+      int redistribution;
+      if (!get_string (r, o, "message", FALSE, &message)
+          || !get_index (r, o, "redistribution", 0, n_red, &redistribution))
+        return FALSE;
+      if (redistribution < 0)
+        return fail (r, "redistribution", "must be an index, not null");
+      planner_plan_append_conflict (plan, message, (guint)redistribution);
+      pop (r, mark);
+    }
+  return TRUE;
+}
+
+static gboolean
+read_pins (Reader *r, JsonObject *root, PlannerPlan *plan)
+{
+  JsonArray *pins = get_array (r, root, "pins");
+  if (pins == NULL)
+    return FALSE;
+  gsize mark = push (r, "pins");
+  for (guint i = 0; i < json_array_get_length (pins); i++)
+    {
+      g_autofree char *index = g_strdup_printf ("[%u]", i);
+      const char *text;
+      if (!string_node (r, json_array_get_element (pins, i), index, FALSE, &text))
+        return FALSE;
+      planner_plan_add_pin_text (plan, text);
+    }
+  pop (r, mark);
+  return TRUE;
+}
+
+/* The version, before anything else: a newer file says so rather than "field x is missing". */
+static gboolean
+check_version (Reader *r, JsonNode *root)
+{
+  if (!JSON_NODE_HOLDS_OBJECT (root)
+      || !json_object_has_member (json_node_get_object (root), "shardscope_plan"))
+    {
+      g_set_error (r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "plan JSON: not a Shardscope plan (no \"shardscope_plan\" member); plan "
+                   "files are written by 'shardscope-cli propagate -o PLAN.json'");
+      return FALSE;
+    }
+  JsonNode *version = json_object_get_member (json_node_get_object (root), "shardscope_plan");
+  if (!node_is (version, G_TYPE_INT64) || json_node_get_int (version) < 1)
+    return fail (r, "shardscope_plan", "must be the format version, a positive integer");
+  if (json_node_get_int (version) > PLANNER_PLAN_JSON_VERSION)
+    {
+      g_set_error (r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "plan JSON: format version %" G_GINT64_FORMAT " is newer than this "
+                   "Shardscope reads (%d); use a newer Shardscope",
+                   json_node_get_int (version), PLANNER_PLAN_JSON_VERSION);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static PlannerPlan *
+plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
+{
+  g_autoptr (GString) path = g_string_new (NULL);
+  Reader r = { NULL, { 0 }, path, error };
+
+  if (!check_version (&r, root))
+    return NULL;
+  JsonObject *o = json_node_get_object (root);
+
+  /* The model: rebuilt from its source, and refused if it is no longer the same graph. */
+  JsonObject *model = get_object (&r, o, "model");
+  const char *source, *hash;
+  if (model == NULL)
+    return NULL;
+  gsize mark = push (&r, "model");
+  if (!get_string (&r, model, "source", FALSE, &source)
+      || !get_string (&r, model, "hash", FALSE, &hash))
+    return NULL;
+  pop (&r, mark);
+  g_autoptr (PlannerGraph) graph = NULL;
+  if (given_graph)
+    graph = g_object_ref (given_graph);
+  else
+    {
+      g_autoptr (GError) local = NULL;
+      graph = planner_model_load_source (source, &local);
+      if (graph == NULL)
+        {
+          g_set_error (error, PLANNER_ERROR, local->code,
+                       "plan JSON: cannot rebuild the plan's model from its source \"%s\": %s",
+                       source, local->message);
+          return NULL;
+        }
+    }
+  g_autofree char *now = planner_graph_hash (graph);
+  if (strcmp (now, hash) != 0)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_MODEL,
+                   "plan JSON: the model \"%s\" has changed since the plan was made (graph hash "
+                   "%.12s..., now %.12s...); propagate again on the current model, or restore "
+                   "the model the plan was made for",
+                   source, hash, now);
+      return NULL;
+    }
+  r.graph = graph;
+
+  const char *mesh_text;
+  g_autoptr (GError) local = NULL;
+  if (!get_string (&r, o, "mesh", FALSE, &mesh_text))
+    return NULL;
+  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &local);
+  if (mesh == NULL)
+    {
+      fail (&r, "mesh", "is refused: %s", local->message);
+      return NULL;
+    }
+  r.mesh = *mesh;
+
+  JsonNode *hw_node = member (&r, o, "hardware");
+  if (hw_node == NULL)
+    return NULL;
+  g_autofree char *hw_text = planner_json_to_string (hw_node);
+  g_autoptr (PlannerHardware) hw = planner_hardware_from_json (hw_text, &local);
+  if (hw == NULL)
+    {
+      fail (&r, "hardware", "is refused: %s", local->message);
+      return NULL;
+    }
+
+  PlannerCostConstants constants;
+  const char *name, *policy;
+  double propagate_ms;
+  if (!read_constants (&r, o, &constants) || !get_string (&r, o, "name", TRUE, &name)
+      || !get_string (&r, o, "policy", TRUE, &policy)
+      || !get_double (&r, o, "propagate_ms", &propagate_ms))
+    return NULL;
+
+  g_autoptr (PlannerPlan) plan = planner_plan_new (graph, mesh, hw);
+  planner_plan_set_constants (plan, &constants);
+  planner_plan_set_name (plan, name);
+  planner_plan_set_policy (plan, policy);
+  planner_plan_set_propagate_ms (plan, propagate_ms);
+
+  PlannerPlanTotals totals;
+  if (!read_pins (&r, o, plan) || !read_trace (&r, o, plan) || !read_ops (&r, o, plan)
+      || !read_tensors (&r, o, plan) || !read_redistributions (&r, o, plan)
+      || !read_conflicts (&r, o, plan) || !read_totals (&r, o, &totals))
+    return NULL;
+  planner_plan_set_totals (plan, &totals);
+  return g_steal_pointer (&plan);
+}
+
+PlannerPlan *
+planner_plan_from_json_with_graph (const char *text, PlannerGraph *graph, GError **error)
+{
+  g_return_val_if_fail (text != NULL, NULL);
+  g_return_val_if_fail (graph == NULL || PLANNER_IS_GRAPH (graph), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  g_autoptr (JsonNode) root = planner_json_parse (text, -1, "plan JSON", error);
+  if (root == NULL)
+    return NULL;
+  return plan_from_node (root, graph, error);
+}
+
+PlannerPlan *
+planner_plan_from_json (const char *text, GError **error)
+{
+  return planner_plan_from_json_with_graph (text, NULL, error);
+}
+
+PlannerPlan *
+planner_plan_load_json (const char *path, GError **error)
+{
+  g_return_val_if_fail (path != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  g_autofree char *text = NULL;
+  gsize length;
+  g_autoptr (GError) local = NULL;
+  if (!g_file_get_contents (path, &text, &length, &local))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot read plan %s: %s", path,
+                   local->message);
+      return NULL;
+    }
+  g_autoptr (JsonNode) root = planner_json_parse (text, length, path, error);
+  if (root == NULL)
+    return NULL;
+  PlannerPlan *plan = plan_from_node (root, NULL, &local);
+  if (plan == NULL)
+    g_propagate_prefixed_error (error, g_steal_pointer (&local), "%s: ", path);
+  return plan;
+}
