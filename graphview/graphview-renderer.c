@@ -1224,21 +1224,26 @@ draw_compare_overlay (Frame *f)
         continue;
       const GraphviewRect *r = item_rect (f, i);
       outline (f, r, differs_colour, 3, TRUE);
-      /* A "not equal" disc at the top-right corner, with the count on block nodes. */
+      /* A "not equal" badge at the top-right corner, with the count on block nodes. */
+      g_autofree char *text = it->kind == GRAPHVIEW_ITEM_BLOCK ? g_strdup_printf ("%u", differs)
+                                                               : g_strdup ("\xe2\x89\xa0");
+      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+      cairo_set_font_size (cr, 9);
+      cairo_text_extents_t ext;
+      cairo_text_extents (cr, text, &ext);
       double radius = 7 / MAX (f->scale, 0.5);
-      cairo_arc (cr, r->x + r->width, r->y, radius, 0, 2 * G_PI);
+      double half = f->text ? MAX (ext.x_advance / 2 + 2 - radius, 0) : 0;
+      double cx = r->x + r->width - half;
+      cairo_new_sub_path (cr);
+      cairo_arc (cr, cx + half, r->y, radius, -G_PI / 2, G_PI / 2);
+      cairo_arc (cr, cx - half, r->y, radius, G_PI / 2, 3 * G_PI / 2);
+      cairo_close_path (cr);
       set_rgb (cr, differs_colour);
       cairo_fill (cr);
       if (f->text)
         {
-          g_autofree char *text = it->kind == GRAPHVIEW_ITEM_BLOCK ? g_strdup_printf ("%u", differs)
-                                                                   : g_strdup ("\xe2\x89\xa0");
           cairo_set_source_rgb (cr, 1, 1, 1);
-          cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-          cairo_set_font_size (cr, 9);
-          cairo_text_extents_t ext;
-          cairo_text_extents (cr, text, &ext);
-          cairo_move_to (cr, r->x + r->width - ext.x_advance / 2, r->y + 3.2);
+          cairo_move_to (cr, cx - ext.x_advance / 2, r->y + 3.2);
           cairo_show_text (cr, text);
         }
     }
