@@ -223,6 +223,38 @@ test_blocks_reused (void)
     }
 }
 
+/* A long run of loose ops is laid out in groups of at most GRAPHVIEW_MAX_GROUP (500). */
+static void
+test_big_group_split (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = planner_graph_new ();
+  gint64 shape[] = { 8, 64 };
+  int x = planner_graph_add_input (graph, "x", PLANNER_DTYPE_F32, 2, shape, &error);
+  g_assert_no_error (error);
+  PlannerOpAttrs attrs;
+  planner_op_attrs_init (&attrs);
+  for (guint i = 0; i < 1200; i++)
+    {
+      char name[32];
+      g_snprintf (name, sizeof name, "act_%c%u", 'a' + i % 3, i);
+      guint input = (guint)x;
+      int op = planner_graph_add_op (graph, name, i % 2 ? PLANNER_OP_RELU : PLANNER_OP_TANH, &attrs,
+                                     &input, 1, 1, NULL, &error);
+      g_assert_no_error (error);
+      x = (int)planner_graph_op_output (graph, op, 0);
+    }
+  planner_graph_mark_output (graph, x);
+  g_autoptr (GraphviewModel) model = graphview_model_new (graph);
+  g_assert_cmpuint (graphview_model_get_n_runs (model), ==, 0);
+  g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
+  g_autoptr (GraphviewLayout) layout = layout_of (layouter, model);
+  assert_positions_and_no_overlap (model, layout);
+  /* Three groups (500, 500, 200) and the skeleton. */
+  g_assert_cmpuint (graphview_layouter_get_n_cached (layouter), ==, 3);
+  g_assert_cmpuint (graphview_layouter_get_n_dot_runs (layouter), ==, 4);
+}
+
 static void
 test_cancel (void)
 {
@@ -274,6 +306,7 @@ main (int argc, char **argv)
   g_test_add_func ("/graphview/model/expand-one", test_expand_one);
   g_test_add_func ("/graphview/layout/small-no-overlap", test_small_no_overlap);
   g_test_add_func ("/graphview/layout/blocks-reused", test_blocks_reused);
+  g_test_add_func ("/graphview/layout/big-group-split", test_big_group_split);
   g_test_add_func ("/graphview/layout/cancel", test_cancel);
   g_test_add_func ("/graphview/layout/async", test_async);
   return g_test_run ();
