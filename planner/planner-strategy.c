@@ -228,16 +228,22 @@ planner_strategy_validate (const PlannerStrategy *strategy, const PlannerOpRule 
                 best = p;
                 break;
               }
+          /* What would work: a smaller split that divides, or none at all. */
+          g_autofree char *advice
+            = best > 1 ? g_strdup_printf ("use %s <= %" G_GUINT64_FORMAT " or replicate %s",
+                                          strategy->n_axes[f] == 1
+                                            ? mesh->names[strategy->axes[f][0]]
+                                            : "axes whose product is",
+                                          best, op_name)
+                       : g_strdup_printf ("no split of these axes divides %" G_GINT64_FORMAT
+                                          "; replicate %s along them",
+                                          factor->size, op_name);
           g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
                        "%s: dim %u of %s (%s) cannot be split over %s: %s%" G_GINT64_FORMAT
-                       " %s %% %" G_GUINT64_FORMAT " != 0; use %s <= %" G_GUINT64_FORMAT
-                       " or replicate %s",
+                       " %s %% %" G_GUINT64_FORMAT " != 0; %s",
                        op_name, dim, input_name (input_names, input),
                        dim_desc ? dim_desc : "?", axes->str, also ? also : "", factor->size,
-                       factor->name, parts, strategy->n_axes[f] == 1
-                                               ? mesh->names[strategy->axes[f][0]]
-                                               : "axes whose product is",
-                       best, op_name);
+                       factor->name, parts, advice);
           return FALSE;
         }
     }
