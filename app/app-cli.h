@@ -11,6 +11,7 @@
 
 #include "planner-graph.h"
 #include "planner-model.h"
+#include "planner-plan.h"
 
 G_BEGIN_DECLS
 
@@ -90,6 +91,16 @@ void app_cli_json_print (JsonNode *root);
 int app_cli_models (const AppCliCommand *command, int argc, char **argv);
 int app_cli_graph (const AppCliCommand *command, int argc, char **argv);
 int app_cli_strategies (const AppCliCommand *command, int argc, char **argv);
+
+/* ---- commands (app-cli-plan.c) ---- */
+
+int app_cli_propagate (const AppCliCommand *command, int argc, char **argv);
+int app_cli_compare (const AppCliCommand *command, int argc, char **argv);
+int app_cli_export (const AppCliCommand *command, int argc, char **argv);
+
+/* PLAN as commands take it: a plan JSON file (db:ID and db:NAME, plans in the store, are
+ * resolved here as well once the store is built in). */
+PlannerPlan *app_cli_load_plan (const char *spec, GError **error);
 
 /* ---- commands (app-cli-render.c) ---- */
 

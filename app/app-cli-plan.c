@@ -1,0 +1,420 @@
+#define G_LOG_DOMAIN "app-cli-plan"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "app-cli.h"
+#include "planner-compare.h"
+#include "planner-error.h"
+#include "planner-plan-json.h"
+#include "planner-policy.h"
+#include "planner-propagate.h"
+
+/* shardscope-cli propagate | compare | export: making plans, and what comes out of them. */
+
+#define MAX_CONFLICTS_SHOWN 10
+
+PlannerPlan *
+app_cli_load_plan (const char *spec, GError **error)
+{
+  g_return_val_if_fail (spec != NULL, NULL);
+
+  /* db:ID and db:NAME name plans in the store; the store's CLI resolves them here. */
+  if (g_str_has_prefix (spec, "db:"))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                   "'%s': plans in the store cannot be read by this build yet; export the plan "
+                   "to a file and give its path",
+                   spec);
+      return NULL;
+    }
+  return planner_plan_load_json (spec, error);
+}
+
+/* ---- propagate ---- */
+
+/* The policy's pins (priority 0), then the user's (priority 1, so they win on an op both
+ * match). The policy's notes (optional rules it left out) go to stderr. */
+static GPtrArray *
+collect_pins (const char *policy, char **user_pins, PlannerGraph *graph, const PlannerMesh *mesh,
+              GError **error)
+{
+  g_autoptr (GPtrArray) pins = NULL;
+
+  if (policy)
+    {
+      g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+      pins = planner_policy_expand (policy, graph, mesh, notes, error);
+      if (pins == NULL)
+        return NULL;
+      for (guint i = 0; i < notes->len; i++)
+        fprintf (stderr, "shardscope-cli: %s\n", (const char *)g_ptr_array_index (notes, i));
+    }
+  else
+    pins = g_ptr_array_new_with_free_func ((GDestroyNotify)planner_pin_free);
+
+  for (guint i = 0; user_pins && user_pins[i]; i++)
+    {
+      PlannerPin *pin = planner_pin_parse (user_pins[i], mesh, error);
+      if (pin == NULL)
+        return NULL;
+      pin->priority = 1;
+      g_ptr_array_add (pins, pin);
+    }
+  return g_steal_pointer (&pins);
+}
+
+static char *
+op_strategy_text (PlannerPlan *plan, guint op, const PlannerStrategy *strategy)
+{
+  const PlannerOp *o = planner_graph_get_op (planner_plan_get_graph (plan), op);
+  return planner_strategy_to_string (strategy, &o->rule, planner_plan_get_mesh (plan));
+}
+
+static void
+print_text (PlannerPlan *plan, gboolean trace, const char *output)
+{
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  const PlannerHardware *hw = planner_plan_get_hardware (plan);
+  const PlannerPlanTotals *t = planner_plan_get_totals (plan);
+  const PlannerCostConstants *constants = planner_plan_get_constants (plan);
+  g_autofree char *mesh_text = planner_mesh_to_string (mesh);
+
+  printf ("Model:     %s (%s)\n", planner_graph_get_name (graph), planner_graph_get_source (graph));
+  printf ("Mesh:      %s (%" G_GUINT64_FORMAT " devices), hardware %s\n", mesh_text,
+          planner_mesh_n_devices (mesh), planner_hardware_get_name (hw));
+  printf ("Pins:      %u (policy %s)\n", planner_plan_get_pins (plan)->len,
+          planner_plan_get_policy (plan) ? planner_plan_get_policy (plan) : "none");
+  printf ("Ops:       %u: %u pinned, %u propagated, %u defaulted\n", t->n_ops, t->n_pinned,
+          t->n_propagated, t->n_defaulted);
+
+  printf ("Redistributions: %u", t->n_redistributions);
+  const char *sep = ": ";
+  for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
+    if (t->coll_count[k])
+      {
+        printf ("%s%u %s", sep, t->coll_count[k], planner_step_kind_to_string (k));
+        sep = ", ";
+      }
+  printf ("\n");
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (t->axis_bytes[a] || t->axis_time_s[a] > 0)
+      {
+        g_autofree char *bytes = app_cli_format_bytes (t->axis_bytes[a]);
+        g_autofree char *time = app_cli_format_seconds (t->axis_time_s[a]);
+        printf ("  over %s: %s, %s\n", mesh->names[a], bytes, time);
+      }
+
+  g_autofree char *comm_bytes = app_cli_format_bytes (t->comm_bytes);
+  g_autofree char *comm = app_cli_format_seconds (t->comm_time_s);
+  g_autofree char *compute = app_cli_format_seconds (t->compute_time_s);
+  g_autofree char *backward = app_cli_format_seconds (t->backward_comm_time_s);
+  g_autofree char *sync = app_cli_format_seconds (t->grad_sync_time_s);
+  g_autofree char *step = app_cli_format_seconds (t->step_time_s);
+  printf ("Per device, forward: communication %s in %s, compute %s\n", comm_bytes, comm, compute);
+  printf ("Training step:   %s (compute x%g, backward communication %s, gradient sync %s)\n", step,
+          1 + constants->backward_factor, backward, sync);
+
+  guint64 capacity = planner_hardware_memory_bytes (hw);
+  g_autofree char *memory = app_cli_format_bytes (t->memory_per_device_bytes);
+  g_autofree char *capacity_text = app_cli_format_bytes (capacity);
+  printf ("Memory/device:   %s of %s = %g GB (%.1f%%)%s\n", memory, capacity_text,
+          planner_hardware_get_memory_GB (hw),
+          capacity ? 100.0 * (double)t->memory_per_device_bytes / (double)capacity : 0.0,
+          t->memory_per_device_bytes > capacity ? ": DOES NOT FIT" : "");
+  printf ("Propagation:     %.3f ms\n", planner_plan_get_propagate_ms (plan));
+
+  guint n_conflicts = planner_plan_get_n_conflicts (plan);
+  printf ("Conflicts:       %u\n", n_conflicts);
+  for (guint i = 0; i < n_conflicts && i < MAX_CONFLICTS_SHOWN; i++)
+    printf ("  %s\n", planner_plan_get_conflict (plan, i)->message);
+  if (n_conflicts > MAX_CONFLICTS_SHOWN)
+    printf ("  ... and %u more (--json lists them all)\n", n_conflicts - MAX_CONFLICTS_SHOWN);
+
+  if (trace)
+    {
+      printf ("\nTrace (%u steps): step, op, strategy, reached from, edge cost, candidates, "
+              "runner-up\n",
+              planner_plan_get_n_trace_steps (plan));
+      for (guint i = 0; i < planner_plan_get_n_trace_steps (plan); i++)
+        {
+          const PlannerTraceStep *st = planner_plan_get_trace_step (plan, i);
+          g_autofree char *chosen = op_strategy_text (plan, st->op, &st->strategy);
+          g_autofree char *cost = app_cli_format_seconds (st->edge_cost_s);
+          printf ("  %4u  %s  %s  %s %s  %s  %u", st->index,
+                  planner_graph_get_op (graph, st->op)->name, chosen, st->forward ? "<-" : "->",
+                  st->from_op >= 0 ? planner_graph_get_op (graph, st->from_op)->name : "?", cost,
+                  st->n_candidates);
+          if (st->has_runner_up)
+            {
+              g_autofree char *runner_up = op_strategy_text (plan, st->op, &st->runner_up);
+              g_autofree char *runner_up_cost = app_cli_format_seconds (st->runner_up_cost_s);
+              printf ("  %s %s", runner_up, runner_up_cost);
+            }
+          printf ("\n");
+        }
+    }
+  if (output)
+    printf ("\nPlan written to %s\n", output);
+}
+
+static void
+add_string_or_null (JsonObject *object, const char *member, const char *value)
+{
+  if (value)
+    json_object_set_string_member (object, member, value);
+  else
+    json_object_set_null_member (object, member);
+}
+
+static void
+print_json (PlannerPlan *plan, gboolean trace, const char *output)
+{
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  g_autofree char *mesh = planner_mesh_to_string (planner_plan_get_mesh (plan));
+  g_autoptr (JsonNode) summary = planner_plan_summary_to_json (plan);
+  g_autoptr (JsonNode) root = json_node_new (JSON_NODE_OBJECT);
+  JsonObject *o = json_object_new ();
+  json_node_take_object (root, o);
+
+  json_object_set_string_member (o, "model", planner_graph_get_source (graph));
+  json_object_set_string_member (o, "mesh", mesh);
+  json_object_set_string_member (o, "hardware",
+                                 planner_hardware_get_name (planner_plan_get_hardware (plan)));
+  add_string_or_null (o, "policy", planner_plan_get_policy (plan));
+  add_string_or_null (o, "plan", output);
+  JsonObjectIter iter;
+  const char *name;
+  JsonNode *member;
+  json_object_iter_init_ordered (&iter, json_node_get_object (summary));
+  while (json_object_iter_next_ordered (&iter, &name, &member))
+    json_object_set_member (o, name, json_node_copy (member));
+
+  JsonArray *conflicts = json_array_new ();
+  for (guint i = 0; i < planner_plan_get_n_conflicts (plan); i++)
+    json_array_add_string_element (conflicts, planner_plan_get_conflict (plan, i)->message);
+  json_object_set_array_member (o, "conflicts", conflicts);
+
+  if (trace)
+    {
+      JsonArray *steps = json_array_new ();
+      for (guint i = 0; i < planner_plan_get_n_trace_steps (plan); i++)
+        {
+          const PlannerTraceStep *st = planner_plan_get_trace_step (plan, i);
+          g_autofree char *chosen = op_strategy_text (plan, st->op, &st->strategy);
+          JsonObject *s = json_object_new ();
+          json_object_set_int_member (s, "step", st->index);
+          json_object_set_string_member (s, "op", planner_graph_get_op (graph, st->op)->name);
+          json_object_set_string_member (s, "strategy", chosen);
+          add_string_or_null (
+              s, "from", st->from_op >= 0 ? planner_graph_get_op (graph, st->from_op)->name : NULL);
+          json_object_set_string_member (s, "direction", st->forward ? "forward" : "backward");
+          json_object_set_double_member (s, "edge_cost_us", st->edge_cost_s * 1e6);
+          json_object_set_int_member (s, "candidates", st->n_candidates);
+          if (st->has_runner_up)
+            {
+              g_autofree char *runner_up = op_strategy_text (plan, st->op, &st->runner_up);
+              json_object_set_string_member (s, "runner_up", runner_up);
+              json_object_set_double_member (s, "runner_up_cost_us", st->runner_up_cost_s * 1e6);
+            }
+          else
+            {
+              json_object_set_null_member (s, "runner_up");
+              json_object_set_null_member (s, "runner_up_cost_us");
+            }
+          json_array_add_object_element (steps, s);
+        }
+      json_object_set_array_member (o, "trace", steps);
+    }
+  app_cli_json_print (root);
+}
+
+int
+app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
+{
+  gboolean json = FALSE, trace = FALSE, allow_tied = FALSE;
+  g_autofree char *mesh_text = NULL, *policy = NULL, *hardware = NULL, *output = NULL;
+  g_auto (GStrv) user_pins = NULL;
+  g_auto (AppCliModelArgs) model_args = { 0 };
+  const GOptionEntry entries[] = {
+    { "mesh", 'm', 0, G_OPTION_ARG_STRING, &mesh_text, "Device mesh, major axis first", "M" },
+    { "pin", 0, 0, G_OPTION_ARG_STRING_ARRAY, &user_pins,
+      "Pin ops: GLOB=IN_LAYOUTS[->OUT_LAYOUTS], e.g. '*.q_proj=[dp,_,_],[mp,_]'; repeatable; "
+      "overrides the policy's pin on the same op",
+      "OP=LAYOUTS" },
+    { "policy", 0, 0, G_OPTION_ARG_FILENAME, &policy,
+      "Pin rules: a built-in (megatron, megatron-sp, dp) or a policy JSON file", "NAME|FILE" },
+    { "hardware", 0, 0, G_OPTION_ARG_FILENAME, &hardware,
+      "Hardware profile: a built-in name or a profile file (default " APP_CLI_DEFAULT_HARDWARE ")",
+      "NAME|FILE" },
+    { "trace", 0, 0, G_OPTION_ARG_NONE, &trace,
+      "Also print every propagation step: op, strategy, neighbour, cost, runner-up", NULL },
+    { "allow-tied", 0, 0, G_OPTION_ARG_NONE, &allow_tied,
+      "Let a tied parameter's users need different layouts (a redistribution on one use)", NULL },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the plan JSON to this file",
+      "PLAN.json" },
+    { NULL },
+  };
+  g_autoptr (GOptionContext) context = app_cli_context_new (command);
+  g_option_context_add_main_entries (context, entries, NULL);
+  app_cli_add_model_options (context, &model_args);
+  app_cli_add_json_option (context, &json);
+  int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
+  if (status >= 0)
+    return status;
+  if (mesh_text == NULL)
+    return app_cli_usage_error (command, "missing --mesh M (e.g. --mesh dp=2,mp=4)");
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
+  if (mesh == NULL)
+    return app_cli_refuse (error);
+  g_autoptr (PlannerHardware) hw
+      = planner_hardware_lookup (hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, &error);
+  if (hw == NULL)
+    return app_cli_refuse (error);
+  g_autoptr (PlannerGraph) graph = app_cli_load_model (command, argv[1], &model_args, &status);
+  if (graph == NULL)
+    return status;
+  g_autoptr (GPtrArray) pins = collect_pins (policy, user_pins, graph, mesh, &error);
+  if (pins == NULL)
+    return app_cli_refuse (error);
+
+  PlannerPropagateOptions options;
+  planner_propagate_options_init (&options);
+  options.allow_tied_redistribution = allow_tied;
+  g_autoptr (PlannerPlan) plan = planner_propagate (graph, mesh, hw, pins, &options, &error);
+  if (plan == NULL)
+    return app_cli_refuse (error);
+  planner_plan_set_policy (plan, policy);
+
+  if (output && !planner_plan_save_json (plan, output, &error))
+    return app_cli_refuse (error);
+  if (json)
+    print_json (plan, trace, output);
+  else
+    print_text (plan, trace, output);
+  return APP_CLI_EXIT_OK;
+}
+
+/* ---- compare ---- */
+
+int
+app_cli_compare (const AppCliCommand *command, int argc, char **argv)
+{
+  gboolean json = FALSE;
+  g_autoptr (GOptionContext) context = app_cli_context_new (command);
+  app_cli_add_json_option (context, &json);
+  int status = app_cli_parse (command, context, &argc, &argv, 2, 2);
+  if (status >= 0)
+    return status;
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) a = app_cli_load_plan (argv[1], &error);
+  if (a == NULL)
+    return app_cli_refuse (error);
+  g_autoptr (PlannerPlan) b = app_cli_load_plan (argv[2], &error);
+  if (b == NULL)
+    return app_cli_refuse (error);
+  g_autoptr (PlannerCompare) compare = planner_compare_new (a, b, &error);
+  if (compare == NULL)
+    return app_cli_refuse (error);
+
+  if (json)
+    {
+      g_autoptr (JsonNode) root = planner_compare_to_json (compare);
+      app_cli_json_print (root);
+    }
+  else
+    {
+      g_autofree char *text = planner_compare_to_text (compare);
+      fputs (text, stdout);
+    }
+  return APP_CLI_EXIT_OK;
+}
+
+/* ---- export ---- */
+
+/* One row per format: its name for --format, a line for --help, and the text it writes. */
+typedef struct
+{
+  const char *name;
+  const char *description;
+  char *(*write) (PlannerPlan *plan, GError **error);
+} ExportFormat;
+
+static char *
+export_json (PlannerPlan *plan, GError **error)
+{
+  return planner_plan_to_json (plan);
+}
+
+static const ExportFormat export_formats[] = {
+  { "json", "the plan file itself (planner/README.md, \"Plan JSON\")", export_json },
+};
+
+static char *
+export_format_names (void)
+{
+  GString *names = g_string_new (NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (export_formats); i++)
+    g_string_append_printf (names, "%s%s", i ? ", " : "", export_formats[i].name);
+  return g_string_free (names, FALSE);
+}
+
+int
+app_cli_export (const AppCliCommand *command, int argc, char **argv)
+{
+  g_autofree char *format = NULL, *output = NULL;
+  g_autofree char *names = export_format_names ();
+  g_autofree char *format_help = g_strdup_printf ("Export format: %s", names);
+  const GOptionEntry entries[] = {
+    { "format", 'f', 0, G_OPTION_ARG_STRING, &format, format_help, "FORMAT" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+      "Write to this file (default: standard output)", "FILE" },
+    { NULL },
+  };
+  g_autoptr (GOptionContext) context = app_cli_context_new (command);
+  g_option_context_add_main_entries (context, entries, NULL);
+  GString *description = g_string_new ("Formats:\n");
+  for (guint i = 0; i < G_N_ELEMENTS (export_formats); i++)
+    g_string_append_printf (description, "  %-12s %s\n", export_formats[i].name,
+                            export_formats[i].description);
+  g_option_context_set_description (context, description->str);
+  g_string_free (description, TRUE);
+  int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
+  if (status >= 0)
+    return status;
+  if (format == NULL)
+    return app_cli_usage_error (command, "missing --format FORMAT (one of: %s)", names);
+  const ExportFormat *chosen = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS (export_formats); i++)
+    if (strcmp (export_formats[i].name, format) == 0)
+      chosen = &export_formats[i];
+  if (chosen == NULL)
+    return app_cli_usage_error (command, "unknown --format '%s' (one of: %s)", format, names);
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) plan = app_cli_load_plan (argv[1], &error);
+  if (plan == NULL)
+    return app_cli_refuse (error);
+  g_autofree char *text = chosen->write (plan, &error);
+  if (text == NULL)
+    return app_cli_refuse (error);
+  if (output == NULL)
+    {
+      fputs (text, stdout);
+      return APP_CLI_EXIT_OK;
+    }
+  g_autoptr (GError) io_error = NULL;
+  if (!g_file_set_contents (output, text, -1, &io_error))
+    {
+      g_set_error (&error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot write %s: %s", output,
+                   io_error->message);
+      return app_cli_refuse (error);
+    }
+  return APP_CLI_EXIT_OK;
+}
