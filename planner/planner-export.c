@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner-error.h"
 #include "planner-export.h"
 #include "planner-plan-json.h"
 
@@ -1271,10 +1272,19 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
       json_builder_end_object (b);
     }
   json_builder_end_object (b);
-  json_builder_end_object (b);
 
+  /* What the strategy cannot say travels with it; MindSpore reads only its own members. */
   g_autoptr (GPtrArray) lines = notes_collapse (&n);
   notes_publish (lines, notes);
+  if (lines->len > 0)
+    {
+      json_builder_set_member_name (b, "shardscope_notes");
+      json_builder_begin_array (b);
+      for (guint i = 0; i < lines->len; i++)
+        json_builder_add_string_value (b, g_ptr_array_index (lines, i));
+      json_builder_end_array (b);
+    }
+  json_builder_end_object (b);
   notes_clear (&n);
   g_autoptr (JsonNode) root = json_builder_get_root (b);
   return planner_json_to_string (root);
@@ -1443,4 +1453,20 @@ planner_export_format_lookup (const char *name)
     if (strcmp (formats[i].name, name) == 0)
       return &formats[i];
   return NULL;
+}
+
+char *
+planner_export_to_string (PlannerPlan *plan, const char *name, GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+  g_return_val_if_fail (name != NULL, NULL);
+
+  const PlannerExportFormat *format = planner_export_format_lookup (name);
+  if (format == NULL)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
+                   "unknown export format '%s' (dtensor, mindspore, csv)", name);
+      return NULL;
+    }
+  return format->write (plan, NULL, NULL);
 }

@@ -40,6 +40,9 @@ typedef struct
 
 const PlannerExportFormat *planner_export_formats (guint *n_formats);
 const PlannerExportFormat *planner_export_format_lookup (const char *name);
+/* The text of format @name (no trial run, notes only inside the text), or NULL with
+ * PLANNER_ERROR_PARSE for an unknown format. */
+char *planner_export_to_string (PlannerPlan *plan, const char *name, GError **error);
 
 /* Python string literal of any text, ASCII only: 'it\'s\n'. */
 char *planner_export_python_string (const char *text);
