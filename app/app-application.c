@@ -1,0 +1,323 @@
+#define G_LOG_DOMAIN "app-application"
+#include "config.h"
+
+#include "app-application.h"
+
+#include <glib/gi18n.h>
+
+#include "app-resources.h"
+#include "app-window.h"
+#include "planner-store.h"
+
+/* The example the README's run command opens. */
+#define EXAMPLE_MODEL "gpt2"
+#define EXAMPLE_MESH "dp=2,mp=4"
+#define EXAMPLE_POLICY "megatron"
+#define EXAMPLE_HARDWARE "h100-sxm"
+
+struct _AppApplication
+{
+  AdwApplication parent_instance;
+  GSettings *settings;
+  char *model;
+  char *mesh;
+  char *policy;
+  char *hardware;
+  char *db;
+  char *plan;
+};
+
+G_DEFINE_FINAL_TYPE (AppApplication, app_application, ADW_TYPE_APPLICATION)
+
+/* Whether a data dir holds the installed schema (GSettings reads the same dirs). */
+static gboolean
+schema_installed (void)
+{
+  g_autofree char *user = g_build_filename (g_get_user_data_dir (), "glib-2.0", "schemas",
+                                            APP_ID ".gschema.xml", NULL);
+  if (g_file_test (user, G_FILE_TEST_EXISTS))
+    return TRUE;
+  const char *const *dirs = g_get_system_data_dirs ();
+  for (guint i = 0; dirs[i]; i++)
+    {
+      g_autofree char *path = g_build_filename (dirs[i], "glib-2.0", "schemas",
+                                                APP_ID ".gschema.xml", NULL);
+      if (g_file_test (path, G_FILE_TEST_EXISTS))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+void
+app_application_init_environment (void)
+{
+  static gsize done = 0;
+  if (!g_once_init_enter (&done))
+    return;
+  app_register_resource ();
+  g_autofree char *compiled = g_build_filename (APP_BUILD_SCHEMA_DIR, "gschemas.compiled", NULL);
+  /* Running from the build tree: use the schema compiled there (before GSettings first
+   * reads its sources). Without either, the app runs on its defaults and remembers nothing. */
+  if (g_getenv ("GSETTINGS_SCHEMA_DIR") == NULL && !schema_installed ()
+      && g_file_test (compiled, G_FILE_TEST_EXISTS))
+    g_setenv ("GSETTINGS_SCHEMA_DIR", APP_BUILD_SCHEMA_DIR, TRUE);
+  g_once_init_leave (&done, 1);
+}
+
+static GSettings *
+new_settings (void)
+{
+  GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
+  g_autoptr (GSettingsSchema) schema
+      = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
+  return schema ? g_settings_new (APP_ID) : NULL;
+}
+
+static void
+apply_color_scheme (AppApplication *self)
+{
+  g_autofree char *scheme = NULL;
+  GAction *action = g_action_map_lookup_action (G_ACTION_MAP (self), "color-scheme");
+  g_autoptr (GVariant) state = action ? g_action_get_state (action) : NULL;
+  scheme = state ? g_variant_dup_string (state, NULL) : g_strdup ("default");
+  AdwColorScheme cs = g_str_equal (scheme, "dark")    ? ADW_COLOR_SCHEME_FORCE_DARK
+                      : g_str_equal (scheme, "light") ? ADW_COLOR_SCHEME_FORCE_LIGHT
+                                                      : ADW_COLOR_SCHEME_DEFAULT;
+  adw_style_manager_set_color_scheme (adw_style_manager_get_default (), cs);
+}
+
+static void
+color_scheme_changed (GSimpleAction *action, GVariant *value, gpointer user_data)
+{
+  g_simple_action_set_state (action, value);
+  apply_color_scheme (APP_APPLICATION (user_data));
+}
+
+static void
+action_quit (GSimpleAction *action, GVariant *param, gpointer user_data)
+{
+  GtkApplication *app = GTK_APPLICATION (user_data);
+  /* Close windows first so pending deletions are made final. */
+  GList *windows = g_list_copy (gtk_application_get_windows (app));
+  for (GList *l = windows; l; l = l->next)
+    gtk_window_close (l->data);
+  g_list_free (windows);
+  g_application_quit (G_APPLICATION (app));
+}
+
+static void
+action_about (GSimpleAction *action, GVariant *param, gpointer user_data)
+{
+  GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (user_data));
+  const char *developers[] = { _("The Shardscope developers"), NULL };
+  GtkWidget *about = g_object_new (
+      ADW_TYPE_ABOUT_WINDOW, "transient-for", parent, "application-name", "Shardscope",
+      "application-icon", APP_ID, "version", PACKAGE_VERSION, "developer-name",
+      _("The Shardscope developers"), "developers", developers, "license-type",
+      GTK_LICENSE_GPL_3_0, "comments",
+      _("Plan how a neural network is sharded over a device mesh"),
+      "website", "https://github.com/shardscope/shardscope",
+      /* Translators: your names, one per line. */
+      "translator-credits", _("translator-credits"), NULL);
+  gtk_window_present (GTK_WINDOW (about));
+}
+
+static void
+action_new_window (GSimpleAction *action, GVariant *param, gpointer user_data)
+{
+  AppApplication *self = APP_APPLICATION (user_data);
+  AppWindow *window = app_window_new (GTK_APPLICATION (self));
+  GtkWindow *active = gtk_application_get_active_window (GTK_APPLICATION (self));
+  if (active && APP_IS_WINDOW (active))
+    app_window_set_store (window, app_window_get_store (APP_WINDOW (active)));
+  gtk_window_present (GTK_WINDOW (window));
+}
+
+static const GActionEntry app_entries[] = {
+  { "quit", action_quit, NULL, NULL, NULL },
+  { "about", action_about, NULL, NULL, NULL },
+  { "new-window", action_new_window, NULL, NULL, NULL },
+};
+
+static void
+app_application_startup (GApplication *application)
+{
+  AppApplication *self = APP_APPLICATION (application);
+  G_APPLICATION_CLASS (app_application_parent_class)->startup (application);
+  g_action_map_add_action_entries (G_ACTION_MAP (self), app_entries, G_N_ELEMENTS (app_entries),
+                                   self);
+  self->settings = new_settings ();
+  if (self->settings)
+    {
+      g_autoptr (GAction) scheme = g_settings_create_action (self->settings, "color-scheme");
+      g_action_map_add_action (G_ACTION_MAP (self), scheme);
+      g_signal_connect_swapped (self->settings, "changed::color-scheme",
+                                G_CALLBACK (apply_color_scheme), self);
+    }
+  else
+    {
+      g_autoptr (GSimpleAction) scheme = g_simple_action_new_stateful (
+          "color-scheme", G_VARIANT_TYPE_STRING, g_variant_new_string ("default"));
+      g_signal_connect (scheme, "change-state", G_CALLBACK (color_scheme_changed), self);
+      g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (scheme));
+    }
+  apply_color_scheme (self);
+
+  const char *quit[] = { "<Control>q", NULL };
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.quit", quit);
+  const char *new_window[] = { "<Control><Shift>n", NULL };
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.new-window", new_window);
+  const char *about[] = { "F1", NULL };
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.about", about);
+  const char *dark[] = { "<Control><Shift>l", NULL };
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.color-scheme('dark')",
+                                         dark);
+  const char *light[] = { "<Control><Alt>l", NULL };
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.color-scheme('light')",
+                                         light);
+  const char *system[] = { "<Control><Alt><Shift>l", NULL };
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.color-scheme('default')",
+                                         system);
+  const char *close[] = { "<Control>w", NULL };
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "window.close", close);
+  app_window_add_accels (GTK_APPLICATION (self));
+}
+
+static PlannerStore *
+open_store (AppApplication *self, GError **error)
+{
+  g_autofree char *last = self->settings ? g_settings_get_string (self->settings, "last-store")
+                                         : NULL;
+  const char *path = self->db;
+  const char *env = g_getenv ("SHARDSCOPE_DB");
+  if (path == NULL && (env == NULL || *env == '\0') && last && *last
+      && g_file_test (last, G_FILE_TEST_EXISTS))
+    path = last;
+  /* NULL: $SHARDSCOPE_DB or the default store, as the CLI. */
+  return planner_store_open (path, error);
+}
+
+static void
+app_application_activate (GApplication *application)
+{
+  AppApplication *self = APP_APPLICATION (application);
+  GtkWindow *active = gtk_application_get_active_window (GTK_APPLICATION (self));
+  if (active)
+    {
+      gtk_window_present (active);
+      return;
+    }
+  AppWindow *window = app_window_new (GTK_APPLICATION (self));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerStore) store = open_store (self, &error);
+  if (store)
+    app_window_set_store (window, store);
+  else
+    {
+      g_autofree char *text = g_strdup_printf (_("The plan store could not be opened: %s"),
+                                               error->message);
+      app_window_show_toast (window, text);
+    }
+
+  if (self->plan && g_str_has_prefix (self->plan, "db:") && store)
+    {
+      g_autoptr (GError) lookup_error = NULL;
+      gint64 id = planner_store_lookup (store, self->plan + 3, &lookup_error);
+      if (id > 0)
+        app_window_open_stored (window, id);
+      else
+        app_window_show_toast (window, lookup_error->message);
+    }
+  else if (self->plan)
+    {
+      g_autoptr (GFile) file = g_file_new_for_commandline_arg (self->plan);
+      app_window_open_file (window, file);
+    }
+  else
+    {
+      const char *model = self->model ? self->model : EXAMPLE_MODEL;
+      const char *policy = self->policy ? self->policy : self->model ? NULL : EXAMPLE_POLICY;
+      if (policy && (g_str_equal (policy, "none") || *policy == '\0'))
+        policy = NULL;
+      app_window_load_model (window, model, self->mesh ? self->mesh : EXAMPLE_MESH,
+                             self->hardware ? self->hardware : EXAMPLE_HARDWARE, policy);
+    }
+  gtk_window_present (GTK_WINDOW (window));
+}
+
+static int
+app_application_handle_local_options (GApplication *application, GVariantDict *options)
+{
+  AppApplication *self = APP_APPLICATION (application);
+  g_variant_dict_lookup (options, "mesh", "s", &self->mesh);
+  g_variant_dict_lookup (options, "policy", "s", &self->policy);
+  g_variant_dict_lookup (options, "hardware", "s", &self->hardware);
+  g_variant_dict_lookup (options, "db", "^ay", &self->db);
+  g_variant_dict_lookup (options, "plan", "^ay", &self->plan);
+  g_autofree char **rest = NULL;
+  if (g_variant_dict_lookup (options, G_OPTION_REMAINING, "^a&ay", &rest) && rest && rest[0])
+    self->model = g_strdup (rest[0]);
+  if (g_variant_dict_contains (options, "version"))
+    {
+      g_print ("shardscope %s\n", PACKAGE_VERSION);
+      return 0;
+    }
+  return -1;
+}
+
+static void
+app_application_finalize (GObject *object)
+{
+  AppApplication *self = APP_APPLICATION (object);
+  g_clear_object (&self->settings);
+  g_free (self->model);
+  g_free (self->mesh);
+  g_free (self->policy);
+  g_free (self->hardware);
+  g_free (self->db);
+  g_free (self->plan);
+  G_OBJECT_CLASS (app_application_parent_class)->finalize (object);
+}
+
+static void
+app_application_class_init (AppApplicationClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+  object_class->finalize = app_application_finalize;
+  app_class->startup = app_application_startup;
+  app_class->activate = app_application_activate;
+  app_class->handle_local_options = app_application_handle_local_options;
+}
+
+static void
+app_application_init (AppApplication *self)
+{
+  const GOptionEntry entries[] = {
+    { "mesh", 'm', 0, G_OPTION_ARG_STRING, NULL, N_("Device mesh (default dp=2,mp=4)"), "M" },
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, NULL, N_("Policy name or file, or none"), "NAME|FILE" },
+    { "hardware", 0, 0, G_OPTION_ARG_STRING, NULL, N_("Hardware profile (default h100-sxm)"),
+      "NAME|FILE" },
+    { "db", 0, 0, G_OPTION_ARG_FILENAME, NULL, N_("Plan store (default: $SHARDSCOPE_DB or the user's store)"),
+      "FILE" },
+    { "plan", 0, 0, G_OPTION_ARG_FILENAME, NULL, N_("Open a plan: db:NAME or a plan JSON file"),
+      "PLAN" },
+    { "version", 0, 0, G_OPTION_ARG_NONE, NULL, N_("Print the version"), NULL },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, NULL, NULL, N_("[MODEL]") },
+    { NULL },
+  };
+  g_application_add_main_option_entries (G_APPLICATION (self), entries);
+  g_application_set_option_context_parameter_string (G_APPLICATION (self), _("[MODEL]"));
+  g_application_set_option_context_summary (
+      G_APPLICATION (self),
+      _("MODEL is a zoo name (gpt2, llama, ...), a Hugging Face config.json or a graph JSON."));
+}
+
+AppApplication *
+app_application_new (void)
+{
+  app_application_init_environment ();
+  return g_object_new (APP_TYPE_APPLICATION, "application-id", APP_ID, "flags",
+                       G_APPLICATION_NON_UNIQUE, "resource-base-path",
+                       "/io/github/shardscope/Shardscope", NULL);
+}

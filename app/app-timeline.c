@@ -1,0 +1,318 @@
+#define G_LOG_DOMAIN "app-timeline"
+#include "config.h"
+
+#include "app-timeline.h"
+
+#include <glib/gi18n.h>
+
+/* The speeds the dropdown offers, steps per second. */
+static const double speeds[] = { 1, 4, 16 };
+
+struct _AppTimeline
+{
+  GtkWidget parent_instance;
+
+  GtkToggleButton *play_button;
+  GtkScale *scale;
+  GtkAdjustment *adjustment;
+  GtkDropDown *speed_dropdown;
+  GtkLabel *description;
+
+  AppDocument *document;
+  GSignalGroup *signals;
+  double speed;
+  guint timeout_id;
+  gboolean updating;
+};
+
+G_DEFINE_FINAL_TYPE (AppTimeline, app_timeline, GTK_TYPE_WIDGET)
+
+enum
+{
+  PROP_0,
+  PROP_DOCUMENT,
+  PROP_PLAYING,
+  PROP_SPEED,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+static guint
+n_steps (AppTimeline *self)
+{
+  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
+  return plan ? planner_plan_get_n_trace_steps (plan) : 0;
+}
+
+static void
+update_description (AppTimeline *self)
+{
+  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
+  int step = self->document ? app_document_get_step (self->document) : -1;
+  if (plan == NULL)
+    {
+      gtk_label_set_text (self->description, "");
+      return;
+    }
+  const PlannerPlanTotals *totals = planner_plan_get_totals (plan);
+  if (step < 0)
+    {
+      g_autofree char *text = g_markup_printf_escaped (
+          _("<b>Whole plan</b>: %u steps · %u pinned, %u propagated, %u defaulted · %u redistributions"),
+          planner_plan_get_n_trace_steps (plan), totals->n_pinned, totals->n_propagated,
+          totals->n_defaulted, totals->n_redistributions);
+      gtk_label_set_markup (self->description, text);
+      return;
+    }
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  const PlannerTraceStep *t = planner_plan_get_trace_step (plan, step);
+  const PlannerOp *op = planner_graph_get_op (graph, t->op);
+  g_autofree char *strategy = planner_strategy_to_string (&t->strategy, &op->rule, mesh);
+  g_autofree char *cost = planner_format_time (t->edge_cost_s);
+  const char *from = t->from_op >= 0 ? planner_graph_get_op (graph, t->from_op)->name : "?";
+  g_autofree char *text = g_markup_printf_escaped (
+      t->forward ? _("<b>Step %u/%u</b> %s ← %s (forward): <tt>%s</tt>, edges %s, %u candidates")
+                 : _("<b>Step %u/%u</b> %s ← %s (backward): <tt>%s</tt>, edges %s, %u candidates"),
+      step + 1, planner_plan_get_n_trace_steps (plan), op->name, from, strategy, cost,
+      t->n_candidates);
+  gtk_label_set_markup (self->description, text);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->description),
+                               gtk_label_get_text (self->description));
+}
+
+/* The slider runs 0..n: value k < n is trace step k, n is the whole plan. */
+static void
+sync_from_document (AppTimeline *self)
+{
+  guint n = n_steps (self);
+  int step = self->document ? app_document_get_step (self->document) : -1;
+  self->updating = TRUE;
+  gtk_adjustment_configure (self->adjustment, step < 0 ? n : (double) step, 0, MAX (n, 1), 1, 10,
+                            0);
+  self->updating = FALSE;
+  gtk_widget_set_sensitive (GTK_WIDGET (self), n > 0);
+  update_description (self);
+}
+
+static void
+on_value_changed (AppTimeline *self)
+{
+  if (self->updating || self->document == NULL)
+    return;
+  guint n = n_steps (self);
+  guint v = (guint) (gtk_adjustment_get_value (self->adjustment) + 0.5);
+  app_document_set_step (self->document, v >= n ? -1 : (int) v);
+}
+
+void
+app_timeline_step (AppTimeline *self, int delta)
+{
+  g_return_if_fail (APP_IS_TIMELINE (self));
+  if (self->document == NULL)
+    return;
+  int n = (int) n_steps (self);
+  int step = app_document_get_step (self->document);
+  int pos = step < 0 ? n : step;
+  pos = CLAMP (pos + delta, 0, n);
+  app_document_set_step (self->document, pos >= n ? -1 : pos);
+}
+
+static gboolean
+tick (gpointer data)
+{
+  AppTimeline *self = data;
+  app_timeline_step (self, 1);
+  if (self->document == NULL || app_document_get_step (self->document) < 0)
+    {
+      self->timeout_id = 0;
+      app_timeline_set_playing (self, FALSE);
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+restart_timer (AppTimeline *self)
+{
+  g_clear_handle_id (&self->timeout_id, g_source_remove);
+  if (gtk_toggle_button_get_active (self->play_button))
+    self->timeout_id = g_timeout_add ((guint) (1000.0 / self->speed), tick, self);
+}
+
+gboolean
+app_timeline_get_playing (AppTimeline *self)
+{
+  g_return_val_if_fail (APP_IS_TIMELINE (self), FALSE);
+  return gtk_toggle_button_get_active (self->play_button);
+}
+
+void
+app_timeline_set_playing (AppTimeline *self, gboolean playing)
+{
+  g_return_if_fail (APP_IS_TIMELINE (self));
+  gtk_toggle_button_set_active (self->play_button, playing);
+}
+
+static void
+on_play_toggled (AppTimeline *self)
+{
+  gboolean playing = gtk_toggle_button_get_active (self->play_button);
+  gtk_button_set_icon_name (GTK_BUTTON (self->play_button),
+                            playing ? "media-playback-pause-symbolic"
+                                    : "media-playback-start-symbolic");
+  /* Playing from the whole plan starts over. */
+  if (playing && self->document && app_document_get_step (self->document) < 0)
+    app_document_set_step (self->document, 0);
+  restart_timer (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PLAYING]);
+}
+
+double
+app_timeline_get_speed (AppTimeline *self)
+{
+  g_return_val_if_fail (APP_IS_TIMELINE (self), 1);
+  return self->speed;
+}
+
+void
+app_timeline_set_speed (AppTimeline *self, double speed)
+{
+  g_return_if_fail (APP_IS_TIMELINE (self));
+  speed = CLAMP (speed, 0.25, 16);
+  if (self->speed == speed)
+    return;
+  self->speed = speed;
+  guint best = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (speeds); i++)
+    if (fabs (speeds[i] - speed) < fabs (speeds[best] - speed))
+      best = i;
+  gtk_drop_down_set_selected (self->speed_dropdown, best);
+  restart_timer (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEED]);
+}
+
+static void
+on_speed_selected (AppTimeline *self)
+{
+  guint i = gtk_drop_down_get_selected (self->speed_dropdown);
+  if (i < G_N_ELEMENTS (speeds))
+    app_timeline_set_speed (self, speeds[i]);
+}
+
+const char *
+app_timeline_get_description (AppTimeline *self)
+{
+  g_return_val_if_fail (APP_IS_TIMELINE (self), NULL);
+  return gtk_label_get_text (self->description);
+}
+
+GtkWidget *
+app_timeline_new (void)
+{
+  return g_object_new (APP_TYPE_TIMELINE, NULL);
+}
+
+AppDocument *
+app_timeline_get_document (AppTimeline *self)
+{
+  g_return_val_if_fail (APP_IS_TIMELINE (self), NULL);
+  return self->document;
+}
+
+void
+app_timeline_set_document (AppTimeline *self, AppDocument *document)
+{
+  g_return_if_fail (APP_IS_TIMELINE (self));
+  if (!g_set_object (&self->document, document))
+    return;
+  app_timeline_set_playing (self, FALSE);
+  g_signal_group_set_target (self->signals, document);
+  sync_from_document (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
+}
+
+static void
+app_timeline_dispose (GObject *object)
+{
+  AppTimeline *self = APP_TIMELINE (object);
+  g_clear_handle_id (&self->timeout_id, g_source_remove);
+  if (self->signals)
+    g_signal_group_set_target (self->signals, NULL);
+  g_clear_object (&self->signals);
+  g_clear_object (&self->document);
+  gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_TIMELINE);
+  G_OBJECT_CLASS (app_timeline_parent_class)->dispose (object);
+}
+
+static void
+app_timeline_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  AppTimeline *self = APP_TIMELINE (object);
+  switch (prop_id)
+    {
+    case PROP_DOCUMENT: g_value_set_object (value, self->document); break;
+    case PROP_PLAYING: g_value_set_boolean (value, app_timeline_get_playing (self)); break;
+    case PROP_SPEED: g_value_set_double (value, self->speed); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+app_timeline_set_property (GObject *object, guint prop_id, const GValue *value,
+                           GParamSpec *pspec)
+{
+  AppTimeline *self = APP_TIMELINE (object);
+  switch (prop_id)
+    {
+    case PROP_DOCUMENT: app_timeline_set_document (self, g_value_get_object (value)); break;
+    case PROP_PLAYING: app_timeline_set_playing (self, g_value_get_boolean (value)); break;
+    case PROP_SPEED: app_timeline_set_speed (self, g_value_get_double (value)); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+app_timeline_class_init (AppTimelineClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+  object_class->dispose = app_timeline_dispose;
+  object_class->get_property = app_timeline_get_property;
+  object_class->set_property = app_timeline_set_property;
+  GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+  properties[PROP_DOCUMENT] = g_param_spec_object ("document", NULL, NULL, APP_TYPE_DOCUMENT, rw);
+  properties[PROP_PLAYING] = g_param_spec_boolean ("playing", NULL, NULL, FALSE, rw);
+  properties[PROP_SPEED] = g_param_spec_double ("speed", NULL, NULL, 0.25, 16, 4, rw);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "timeline");
+  gtk_widget_class_set_template_from_resource (
+      widget_class, "/io/github/shardscope/Shardscope/app-timeline.ui");
+  gtk_widget_class_bind_template_child (widget_class, AppTimeline, play_button);
+  gtk_widget_class_bind_template_child (widget_class, AppTimeline, scale);
+  gtk_widget_class_bind_template_child (widget_class, AppTimeline, adjustment);
+  gtk_widget_class_bind_template_child (widget_class, AppTimeline, speed_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, AppTimeline, description);
+}
+
+static void
+app_timeline_init (AppTimeline *self)
+{
+  gtk_widget_init_template (GTK_WIDGET (self));
+  self->speed = 4;
+  gtk_drop_down_set_selected (self->speed_dropdown, 1);
+  self->signals = g_signal_group_new (APP_TYPE_DOCUMENT);
+  g_signal_group_connect_swapped (self->signals, "notify::plan",
+                                  G_CALLBACK (sync_from_document), self);
+  g_signal_group_connect_swapped (self->signals, "notify::step",
+                                  G_CALLBACK (sync_from_document), self);
+  g_signal_connect_swapped (self->adjustment, "value-changed", G_CALLBACK (on_value_changed),
+                            self);
+  g_signal_connect_swapped (self->play_button, "toggled", G_CALLBACK (on_play_toggled), self);
+  g_signal_connect_swapped (self->speed_dropdown, "notify::selected",
+                            G_CALLBACK (on_speed_selected), self);
+  gtk_widget_set_sensitive (GTK_WIDGET (self), FALSE);
+}

@@ -1,0 +1,231 @@
+#define G_LOG_DOMAIN "app-totals-bar"
+#include "config.h"
+
+#include "app-totals-bar.h"
+
+#include <glib/gi18n.h>
+
+struct _AppTotalsBar
+{
+  GtkWidget parent_instance;
+
+  GtkLabel *step;
+  GtkLabel *compute;
+  GtkLabel *comm;
+  GtkLabel *collectives;
+  GtkLabel *memory;
+  GtkLevelBar *memory_bar;
+
+  AppDocument *document;
+  GSignalGroup *signals;
+};
+
+G_DEFINE_FINAL_TYPE (AppTotalsBar, app_totals_bar, GTK_TYPE_WIDGET)
+
+enum
+{
+  PROP_0,
+  PROP_DOCUMENT,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+static void
+set_figure (GtkLabel *label, const char *what, const char *value)
+{
+  g_autofree char *markup = g_markup_printf_escaped ("<small>%s</small>\n<b>%s</b>", what, value);
+  gtk_label_set_markup (label, markup);
+}
+
+static void
+update (AppTotalsBar *self)
+{
+  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
+  gtk_widget_set_visible (GTK_WIDGET (self), plan != NULL);
+  if (plan == NULL)
+    return;
+  const PlannerPlanTotals *t = planner_plan_get_totals (plan);
+  const PlannerHardware *hw = planner_plan_get_hardware (plan);
+
+  g_autofree char *step = planner_format_time (t->step_time_s);
+  set_figure (self->step, _("Training step"), step);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->step), step);
+  g_object_set_data_full (G_OBJECT (self), "step-text", g_strdup (step), g_free);
+
+  g_autofree char *compute = planner_format_time (t->compute_time_s);
+  set_figure (self->compute, _("Compute (forward)"), compute);
+
+  g_autofree char *comm_time = planner_format_time (t->comm_time_s);
+  g_autofree char *comm_bytes = planner_format_bytes (t->comm_bytes);
+  g_autofree char *comm = g_strdup_printf ("%s · %s", comm_time, comm_bytes);
+  set_figure (self->comm, _("Communication (forward)"), comm);
+  g_autofree char *backward = planner_format_time (t->backward_comm_time_s);
+  g_autofree char *grad = planner_format_time (t->grad_sync_time_s);
+  g_autofree char *comm_tip = g_strdup_printf (_("Backward communication %s, gradient sync %s"),
+                                               backward, grad);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->comm), comm_tip);
+
+  g_autoptr (GString) coll = g_string_new (NULL);
+  for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
+    {
+      if (t->coll_count[k] == 0)
+        continue;
+      g_autofree char *bytes = planner_format_bytes (t->coll_bytes[k]);
+      g_autofree char *time = planner_format_time (t->coll_time_s[k]);
+      g_string_append_printf (coll, "%s%s ×%u  %s  %s", coll->len ? "\n" : "",
+                              planner_step_kind_to_string (k), t->coll_count[k], bytes, time);
+    }
+  if (coll->len == 0)
+    g_string_append (coll, _("no redistribution"));
+  gtk_label_set_text (self->collectives, coll->str);
+
+  guint64 capacity = planner_hardware_memory_bytes (hw);
+  g_autofree char *used = planner_format_bytes (t->memory_per_device_bytes);
+  g_autofree char *cap = planner_format_bytes (capacity);
+  g_autofree char *mem = g_strdup_printf (_("%s of %s"), used, cap);
+  set_figure (self->memory, _("Memory per device"), mem);
+  double fraction = capacity ? (double) t->memory_per_device_bytes / capacity : 0;
+  gtk_level_bar_set_value (self->memory_bar, MIN (fraction, 1.0));
+  if (fraction > 1.0)
+    gtk_widget_add_css_class (GTK_WIDGET (self->memory), "error");
+  else
+    gtk_widget_remove_css_class (GTK_WIDGET (self->memory), "error");
+  g_autofree char *params = planner_format_bytes (t->param_bytes_per_device);
+  g_autofree char *acts = planner_format_bytes (t->activation_bytes_per_device);
+  g_autofree char *mem_tip = g_strdup_printf (
+      _("Parameters %s per device (weights, gradients and optimizer states on top), activations %s"),
+      params, acts);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->memory), mem_tip);
+}
+
+const char *
+app_totals_bar_get_step_text (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  return g_object_get_data (G_OBJECT (self), "step-text");
+}
+
+char *
+app_totals_bar_dup_text (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  return g_strjoin ("\n", gtk_label_get_text (self->step), gtk_label_get_text (self->compute),
+                    gtk_label_get_text (self->comm), gtk_label_get_text (self->collectives),
+                    gtk_label_get_text (self->memory), NULL);
+}
+
+GtkWidget *
+app_totals_bar_new (void)
+{
+  return g_object_new (APP_TYPE_TOTALS_BAR, NULL);
+}
+
+AppDocument *
+app_totals_bar_get_document (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  return self->document;
+}
+
+void
+app_totals_bar_set_document (AppTotalsBar *self, AppDocument *document)
+{
+  g_return_if_fail (APP_IS_TOTALS_BAR (self));
+  if (!g_set_object (&self->document, document))
+    return;
+  g_signal_group_set_target (self->signals, document);
+  update (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
+}
+
+static void
+app_totals_bar_dispose (GObject *object)
+{
+  AppTotalsBar *self = APP_TOTALS_BAR (object);
+  if (self->signals)
+    g_signal_group_set_target (self->signals, NULL);
+  g_clear_object (&self->signals);
+  g_clear_object (&self->document);
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
+    gtk_widget_unparent (child);
+  G_OBJECT_CLASS (app_totals_bar_parent_class)->dispose (object);
+}
+
+static void
+app_totals_bar_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  AppTotalsBar *self = APP_TOTALS_BAR (object);
+  switch (prop_id)
+    {
+    case PROP_DOCUMENT: g_value_set_object (value, self->document); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+app_totals_bar_set_property (GObject *object, guint prop_id, const GValue *value,
+                             GParamSpec *pspec)
+{
+  AppTotalsBar *self = APP_TOTALS_BAR (object);
+  switch (prop_id)
+    {
+    case PROP_DOCUMENT: app_totals_bar_set_document (self, g_value_get_object (value)); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+app_totals_bar_class_init (AppTotalsBarClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+  object_class->dispose = app_totals_bar_dispose;
+  object_class->get_property = app_totals_bar_get_property;
+  object_class->set_property = app_totals_bar_set_property;
+  properties[PROP_DOCUMENT] = g_param_spec_object ("document", NULL, NULL, APP_TYPE_DOCUMENT,
+                                                   G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+                                                       | G_PARAM_EXPLICIT_NOTIFY);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "totalsbar");
+}
+
+static GtkLabel *
+add_label (AppTotalsBar *self)
+{
+  GtkWidget *label = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  gtk_widget_add_css_class (label, "numeric");
+  gtk_widget_set_parent (label, GTK_WIDGET (self));
+  return GTK_LABEL (label);
+}
+
+static void
+app_totals_bar_init (AppTotalsBar *self)
+{
+  GtkBoxLayout *layout = GTK_BOX_LAYOUT (gtk_widget_get_layout_manager (GTK_WIDGET (self)));
+  gtk_box_layout_set_spacing (layout, 24);
+  gtk_widget_set_margin_start (GTK_WIDGET (self), 12);
+  gtk_widget_set_margin_end (GTK_WIDGET (self), 12);
+  gtk_widget_set_margin_top (GTK_WIDGET (self), 6);
+  gtk_widget_set_margin_bottom (GTK_WIDGET (self), 6);
+  self->step = add_label (self);
+  self->compute = add_label (self);
+  self->comm = add_label (self);
+  self->collectives = add_label (self);
+  gtk_widget_add_css_class (GTK_WIDGET (self->collectives), "caption");
+  gtk_widget_set_hexpand (GTK_WIDGET (self->collectives), TRUE);
+  self->memory = add_label (self);
+  self->memory_bar = GTK_LEVEL_BAR (gtk_level_bar_new_for_interval (0, 1));
+  gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_LOW, 0.75);
+  gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_HIGH, 0.9);
+  gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_FULL, 1.0);
+  gtk_widget_set_size_request (GTK_WIDGET (self->memory_bar), 120, -1);
+  gtk_widget_set_valign (GTK_WIDGET (self->memory_bar), GTK_ALIGN_CENTER);
+  gtk_widget_set_parent (GTK_WIDGET (self->memory_bar), GTK_WIDGET (self));
+  self->signals = g_signal_group_new (APP_TYPE_DOCUMENT);
+  g_signal_group_connect_swapped (self->signals, "notify::plan", G_CALLBACK (update), self);
+  gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
+}

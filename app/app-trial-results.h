@@ -1,0 +1,20 @@
+/* app-trial-results.h: a trial run's results over the graph: passed or not, numeric error,
+ * measured against estimated step time, and the ops and redistributions that differ most. */
+#pragma once
+
+#include <adwaita.h>
+
+#include "app-document.h"
+#include "executor-trial.h"
+
+G_BEGIN_DECLS
+
+#define APP_TYPE_TRIAL_RESULTS (app_trial_results_get_type ())
+G_DECLARE_FINAL_TYPE (AppTrialResults, app_trial_results, APP, TRIAL_RESULTS, GtkWidget)
+
+
+GtkWidget *app_trial_results_new (void);
+/* @result is copied into the view's rows; NULL hides it. */
+void app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *result);
+
+G_END_DECLS

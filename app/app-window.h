@@ -1,0 +1,67 @@
+/* app-window.h: the main window (architecture.md, "GUI").
+ *
+ * Plans sidebar on the left, the graph in the middle with the timeline, totals and per-layer
+ * chart under it, the inspector on the right; compare mode replaces the middle. Everything
+ * the window does is a GAction ("win.*") with an accelerator; the functions below are what
+ * those actions call, public so the ui tests drive the same paths.
+ */
+#pragma once
+
+#include <adwaita.h>
+
+#include "app-document.h"
+#include "graphview-widget.h"
+#include "planner-store.h"
+
+G_BEGIN_DECLS
+
+#define APP_TYPE_WINDOW (app_window_get_type ())
+G_DECLARE_FINAL_TYPE (AppWindow, app_window, APP, WINDOW, AdwApplicationWindow)
+
+AppWindow *app_window_new (GtkApplication *application);
+
+/* The document shown, NULL before one is loaded ("document" property). */
+AppDocument *app_window_get_document (AppWindow *self);
+void app_window_set_document (AppWindow *self, AppDocument *document);
+/* The plan store (opened by the application; "store" property). */
+PlannerStore *app_window_get_store (AppWindow *self);
+void app_window_set_store (AppWindow *self, PlannerStore *store);
+
+/* Builds the model (zoo name, config.json or graph JSON) off the GTK thread and plans it on
+ * @mesh with @hardware and @policy (NULL: none). Errors appear as a toast. */
+void app_window_load_model (AppWindow *self, const char *model, const char *mesh,
+                            const char *hardware, const char *policy);
+/* A plan file, or a model file planned with the defaults. */
+void app_window_open_file (AppWindow *self, GFile *file);
+/* A stored plan, loaded off the GTK thread. */
+void app_window_open_stored (AppWindow *self, gint64 id);
+/* Saves the document's plan to the store (a new row, derived from the stored one when it
+ * was edited); the document's store-id changes when it is done. */
+void app_window_save (AppWindow *self);
+
+/* Compare mode: @a against the document's plan. */
+void app_window_compare (AppWindow *self, PlannerPlan *a, const char *a_label);
+
+/* Writes the document's plan as @format ("json", "dtensor", "mindspore", "csv", "png",
+ * "svg", "pdf") to @file off the GTK thread where the format allows. */
+void app_window_export_async (AppWindow *self, const char *format, GFile *file,
+                              GAsyncReadyCallback callback, gpointer user_data);
+gboolean app_window_export_finish (AppWindow *self, GAsyncResult *result, GError **error);
+
+/* The accelerators of the window's actions; the application calls it at startup. */
+void app_window_add_accels (GtkApplication *app);
+
+void app_window_show_toast (AppWindow *self, const char *text);
+
+/* Parts, for the tests. */
+GraphviewWidget *app_window_get_graph (AppWindow *self);
+GtkWidget *app_window_get_inspector (AppWindow *self);
+GtkWidget *app_window_get_timeline (AppWindow *self);
+GtkWidget *app_window_get_totals_bar (AppWindow *self);
+GtkWidget *app_window_get_cost_chart (AppWindow *self);
+GtkWidget *app_window_get_sidebar (AppWindow *self);
+GtkWidget *app_window_get_compare_view (AppWindow *self);
+/* "empty", "plan" or "compare". */
+const char *app_window_get_mode (AppWindow *self);
+
+G_END_DECLS
