@@ -540,6 +540,57 @@ find_conflicts (PlannerPlan *self)
     }
 }
 
+/* Backward reductions no forward step mirrors: an op that splits its work over axis a while
+ * an activation input is whole along a (Megatron's column-parallel input, the "f" operator)
+ * gets partial gradients for that input, to be all-reduced over a. One AllReduce per tensor
+ * and axis however many such users it has (their gradients add up first). Where the forward
+ * edge gathered the input over a, the transposed ReduceScatter already reduces it. */
+static double
+activation_gradient_sync (PlannerPlan *self)
+{
+  PlannerGraph *g = self->graph;
+  guint n_tensors = planner_graph_get_n_tensors (g);
+  g_autofree guint32 *pending = g_new0 (guint32, n_tensors);
+  g_autofree guint64 *bytes = g_new0 (guint64, n_tensors);
+  double time = 0;
+
+  for (guint i = 0; i < planner_graph_get_n_ops (g); i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      const PlannerOpPlan *p = &g_array_index (self->ops, PlannerOpPlan, i);
+      guint32 used = planner_strategy_axis_mask (&p->strategy);
+      PlannerLayout in[PLANNER_MAX_OPERANDS];
+      if (used == 0)
+        continue;
+      planner_strategy_layouts (&p->strategy, &op->rule, &self->mesh, in, NULL);
+      for (guint k = 0; k < op->n_inputs; k++)
+        {
+          guint t = op->inputs[k];
+          const PlannerTensor *tensor = planner_graph_get_tensor (g, t);
+          if (tensor->kind != PLANNER_TENSOR_ACTIVATION)
+            continue;
+          guint32 whole = used & ~planner_layout_split_mask (&in[k]) & ~in[k].partial;
+          int r = planner_plan_find_redistribution (self, t, &in[k]);
+          if (r >= 0)
+            {
+              const PlannerRedistribution *red
+                = &g_array_index (self->redistributions, PlannerRedistribution, r);
+              for (guint s = 0; s < red->n_steps; s++)
+                if (red->steps[s].kind == PLANNER_STEP_ALL_GATHER)
+                  whole &= ~(1u << red->steps[s].axis);
+            }
+          pending[t] |= whole;
+          bytes[t] = MAX (bytes[t], local_bytes (self, tensor, &in[k]));
+        }
+    }
+  for (guint t = 0; t < n_tensors; t++)
+    for (guint a = 0; a < self->mesh.n_axes; a++)
+      if (pending[t] & (1u << a))
+        time += planner_cost_step_time (self->hw, &self->mesh, PLANNER_STEP_ALL_REDUCE, a,
+                                        bytes[t], bytes[t]);
+  return time;
+}
+
 static void
 compute_totals (PlannerPlan *self)
 {
@@ -597,7 +648,7 @@ compute_totals (PlannerPlan *self)
                                                      st->n_out, st->n_in);
         }
     }
-  tot->backward_comm_time_s = backward_comm;
+  tot->backward_comm_time_s = backward_comm + activation_gradient_sync (self);
 
   /* Parameters: memory, and a gradient AllReduce over every axis on which the parameter is
    * replicated while its users split their work. */
