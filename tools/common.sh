@@ -57,13 +57,14 @@ ensure_packages() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
-# Configures build/ (or reconfigures an existing one) and builds it.
+# Configures build/ (or reconfigures an existing one) and builds it. Returns non-zero on the
+# first failure, also where the caller tests it (errexit does not apply there).
 build_project() {
-  cd "$ROOT"
+  cd "$ROOT" || return
   if [ -f "$BUILD_DIR/meson-private/coredata.dat" ]; then
-    as_builder meson setup --reconfigure "$BUILD_DIR"
+    as_builder meson setup --reconfigure "$BUILD_DIR" || return
   else
-    as_builder meson setup "$BUILD_DIR"
+    as_builder meson setup "$BUILD_DIR" || return
   fi
   as_builder meson compile -C "$BUILD_DIR"
 }

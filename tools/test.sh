@@ -7,19 +7,24 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 ensure_packages
-build_project
 
 testlog="$BUILD_DIR/meson-logs/testlog.json"
 rm -f "$testlog"
-run_tests=(meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2)
-# The ui suite needs a display; CI has none.
-if [ -z "${DISPLAY:-}" ]; then
-  run_tests=(xvfb-run -a "${run_tests[@]}")
+# A failed build still ends with the summary line (no tests ran) and a non-zero exit.
+if build_project; then
+  run_tests=(meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2)
+  # The ui suite needs a display; CI has none.
+  if [ -z "${DISPLAY:-}" ]; then
+    run_tests=(xvfb-run -a "${run_tests[@]}")
+  fi
+  set +e
+  as_builder "${run_tests[@]}"
+  status=$?
+  set -e
+else
+  status=$?
+  echo "$(basename "$0"): the build failed; no tests ran" >&2
 fi
-set +e
-as_builder "${run_tests[@]}"
-status=$?
-set -e
 
 python3 - "$testlog" "$status" <<'PY'
 import json
