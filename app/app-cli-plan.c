@@ -8,6 +8,7 @@
 #include "app-cli.h"
 #include "planner-compare.h"
 #include "planner-error.h"
+#include "planner-export.h"
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
@@ -21,15 +22,9 @@ app_cli_load_plan (const char *spec, GError **error)
 {
   g_return_val_if_fail (spec != NULL, NULL);
 
-  /* db:ID and db:NAME name plans in the store; the store's CLI resolves them here. */
+  /* db:ID and db:NAME name plans in the store (app-cli-db.c). */
   if (g_str_has_prefix (spec, "db:"))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
-                   "'%s': plans in the store cannot be read by this build yet; export the plan "
-                   "to a file and give its path",
-                   spec);
-      return NULL;
-    }
+    return app_cli_db_load_plan (spec + 3, error);
   return planner_plan_load_json (spec, error);
 }
 
@@ -232,11 +227,22 @@ print_json (PlannerPlan *plan, gboolean trace, const char *output)
   app_cli_json_print (root);
 }
 
+/* --from makes MODEL optional; it is known before the options are parsed. */
+static gboolean
+from_given (int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++)
+    if (strcmp (argv[i], "--from") == 0 || g_str_has_prefix (argv[i], "--from="))
+      return TRUE;
+  return FALSE;
+}
+
 int
 app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
 {
   gboolean json = FALSE, trace = FALSE, allow_tied = FALSE;
   g_autofree char *mesh_text = NULL, *policy = NULL, *hardware = NULL, *output = NULL;
+  g_autofree char *save_name = NULL, *from = NULL;
   g_auto (GStrv) user_pins = NULL;
   g_auto (AppCliModelArgs) model_args = { 0 };
   const GOptionEntry entries[] = {
@@ -256,31 +262,53 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "Let a tied parameter's users need different layouts (a redistribution on one use)", NULL },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the plan JSON to this file",
       "PLAN.json" },
+    { "save", 0, 0, G_OPTION_ARG_STRING, &save_name, "Save the plan in the store (--db) as NAME",
+      "NAME" },
+    { "from", 0, 0, G_OPTION_ARG_STRING, &from,
+      "Derive from a plan (file, db:ID or db:NAME): its model, mesh, hardware, policy and pins; "
+      "--pin adds to them, --mesh, --hardware and --policy replace them; a stored plan becomes "
+      "the parent",
+      "PLAN" },
     { NULL },
   };
   g_autoptr (GOptionContext) context = app_cli_context_new (command);
   g_option_context_add_main_entries (context, entries, NULL);
   app_cli_add_model_options (context, &model_args);
+  app_cli_add_db_option (context);
   app_cli_add_json_option (context, &json);
-  int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
+  int status = app_cli_parse (command, context, &argc, &argv, from_given (argc, argv) ? 0 : 1, 1);
   if (status >= 0)
     return status;
-  if (mesh_text == NULL)
+  if (from != NULL
+      && (argc > 1 || model_args.batch || model_args.seq || model_args.layers || model_args.dtype))
+    return app_cli_usage_error (command, "--from takes the model of the plan it starts from; "
+                                         "leave out MODEL, --batch, --seq, --layers and --dtype");
+  if (mesh_text == NULL && from == NULL)
     return app_cli_usage_error (command, "missing --mesh M (e.g. --mesh dp=2,mp=4)");
 
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
+  g_autoptr (PlannerPlan) parent = from ? app_cli_load_plan (from, &error) : NULL;
+  if (from != NULL && parent == NULL)
+    return app_cli_refuse (error);
+  g_autoptr (PlannerMesh) mesh = mesh_text ? planner_mesh_parse (mesh_text, &error)
+                                           : planner_mesh_copy (planner_plan_get_mesh (parent));
   if (mesh == NULL)
     return app_cli_refuse (error);
   g_autoptr (PlannerHardware) hw
-      = planner_hardware_lookup (hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, &error);
+      = parent && !hardware
+            ? planner_hardware_copy (planner_plan_get_hardware (parent))
+            : planner_hardware_lookup (hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, &error);
   if (hw == NULL)
     return app_cli_refuse (error);
-  g_autoptr (PlannerGraph) graph = app_cli_load_model (command, argv[1], &model_args, &status);
+  if (parent && !policy && planner_plan_get_policy (parent))
+    policy = g_strdup (planner_plan_get_policy (parent));
+  g_autoptr (PlannerGraph) graph
+      = parent ? g_object_ref (planner_plan_get_graph (parent))
+               : app_cli_load_model (command, argv[1], &model_args, &status);
   if (graph == NULL)
     return status;
   g_autoptr (GPtrArray) pins = collect_pins (policy, user_pins, graph, mesh, &error);
-  if (pins == NULL)
+  if (pins == NULL || (parent && !app_cli_derive_pins (parent, pins, mesh, &error)))
     return app_cli_refuse (error);
 
   PlannerPropagateOptions options;
@@ -290,13 +318,25 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   if (plan == NULL)
     return app_cli_refuse (error);
   planner_plan_set_policy (plan, policy);
+  if (save_name)
+    planner_plan_set_name (plan, save_name);
 
   if (output && !planner_plan_save_json (plan, output, &error))
+    return app_cli_refuse (error);
+  gint64 saved = 0;
+  PlannerStore *store = save_name ? app_cli_get_store (&error) : NULL;
+  if (save_name
+      && (store == NULL
+          || (saved = planner_store_save_plan (store, plan, save_name,
+                                               parent ? app_cli_db_plan_id (parent) : 0, &error))
+                 == 0))
     return app_cli_refuse (error);
   if (json)
     print_json (plan, trace, output);
   else
     print_text (plan, trace, output);
+  if (saved && !json)
+    printf ("saved as db:%" G_GINT64_FORMAT " in %s\n", saved, planner_store_get_path (store));
   return APP_CLI_EXIT_OK;
 }
 
@@ -307,6 +347,7 @@ app_cli_compare (const AppCliCommand *command, int argc, char **argv)
 {
   gboolean json = FALSE;
   g_autoptr (GOptionContext) context = app_cli_context_new (command);
+  app_cli_add_db_option (context);
   app_cli_add_json_option (context, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 2, 2);
   if (status >= 0)
@@ -352,8 +393,44 @@ export_json (PlannerPlan *plan, GError **error)
   return planner_plan_to_json (plan);
 }
 
+/* The planner's formats (planner-export.h): what they cannot express goes to stderr; csv
+ * takes its measured times from the latest trial run of a stored plan. */
+static char *
+export_planner (PlannerPlan *plan, const char *name)
+{
+  g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (PlannerTrialRun) run = app_cli_db_latest_trial_run (plan);
+  char *text = planner_export_format_lookup (name)->write (plan, run, notes);
+  for (guint i = 0; i < notes->len; i++)
+    fprintf (stderr, "shardscope-cli: %s: not expressed: %s\n", name,
+             (const char *)g_ptr_array_index (notes, i));
+  return text;
+}
+
+static char *
+export_dtensor (PlannerPlan *plan, GError **error)
+{
+  return export_planner (plan, "dtensor");
+}
+
+static char *
+export_mindspore (PlannerPlan *plan, GError **error)
+{
+  return export_planner (plan, "mindspore");
+}
+
+static char *
+export_csv (PlannerPlan *plan, GError **error)
+{
+  return export_planner (plan, "csv");
+}
+
 static const ExportFormat export_formats[] = {
   { "json", "the plan file itself (planner/README.md, \"Plan JSON\")", export_json },
+  { "dtensor", "a PyTorch script: DeviceMesh and a parallelize_module plan", export_dtensor },
+  { "mindspore", "a MindSpore strategy checkpoint (JSON)", export_mindspore },
+  { "csv", "one row per op and redistribution: layouts, bytes, estimated and measured us",
+    export_csv },
 };
 
 static char *
@@ -379,6 +456,7 @@ app_cli_export (const AppCliCommand *command, int argc, char **argv)
   };
   g_autoptr (GOptionContext) context = app_cli_context_new (command);
   g_option_context_add_main_entries (context, entries, NULL);
+  app_cli_add_db_option (context);
   GString *description = g_string_new ("Formats:\n");
   for (guint i = 0; i < G_N_ELEMENTS (export_formats); i++)
     g_string_append_printf (description, "  %-12s %s\n", export_formats[i].name,

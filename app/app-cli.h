@@ -12,6 +12,7 @@
 #include "planner-graph.h"
 #include "planner-model.h"
 #include "planner-plan.h"
+#include "planner-store.h"
 
 G_BEGIN_DECLS
 
@@ -98,9 +99,27 @@ int app_cli_propagate (const AppCliCommand *command, int argc, char **argv);
 int app_cli_compare (const AppCliCommand *command, int argc, char **argv);
 int app_cli_export (const AppCliCommand *command, int argc, char **argv);
 
-/* PLAN as commands take it: a plan JSON file (db:ID and db:NAME, plans in the store, are
- * resolved here as well once the store is built in). */
+/* PLAN as commands take it: a plan JSON file, or db:ID / db:NAME, a plan in the store. */
 PlannerPlan *app_cli_load_plan (const char *spec, GError **error);
+
+/* ---- the plan store (app-cli-db.c) ---- */
+
+int app_cli_db (const AppCliCommand *command, int argc, char **argv);
+/* --db FILE: the store db:ID and db:NAME read and --save writes (default: $SHARDSCOPE_DB, else
+ * $XDG_DATA_HOME/shardscope/plans.db). */
+void app_cli_add_db_option (GOptionContext *context);
+/* That store, opened on first use and closed at exit; borrowed. */
+PlannerStore *app_cli_get_store (GError **error);
+/* A stored plan by name or id (what follows "db:"); it remembers its id. */
+PlannerPlan *app_cli_db_load_plan (const char *name_or_id, GError **error);
+/* The store id of a plan that app_cli_db_load_plan() loaded, else 0. */
+gint64 app_cli_db_plan_id (PlannerPlan *plan);
+/* The latest trial run of such a plan, or NULL. */
+PlannerTrialRun *app_cli_db_latest_trial_run (PlannerPlan *plan);
+/* Pins of a plan derived from @parent: @pins holds the policy's (priority 0) and the new
+ * --pin ones, which this raises to 2 so they override the parent's own pins, added at 1. */
+gboolean app_cli_derive_pins (PlannerPlan *parent, GPtrArray *pins, const PlannerMesh *mesh,
+                              GError **error);
 
 /* ---- commands (app-cli-render.c) ---- */
 

@@ -21,8 +21,8 @@ static const AppCliCommand commands[] = {
     "a full plan from pins and a policy: strategies, redistributions, costs", app_cli_propagate },
   { "compare", "PLAN PLAN",
     "per-op differences, redistributions added/removed, cost deltas", app_cli_compare },
-  { "export", "PLAN --format FORMAT [-o FILE]", "write a plan in another format (json)",
-    app_cli_export },
+  { "export", "PLAN --format FORMAT [-o FILE]",
+    "write a plan in another format (json, dtensor, mindspore, csv)", app_cli_export },
   { "render", "MODEL|PLAN --png|--svg|--pdf FILE",
     "draw the graph and plan: strategies, redistributions, propagation steps", app_cli_render },
   { "run", "PLAN --backend cpu|cuda|nccl",
@@ -30,6 +30,8 @@ static const AppCliCommand commands[] = {
     app_cli_run },
   { "calibrate", "--backend cpu -o FILE",
     "measure collectives and GEMM throughput into a hardware profile", app_cli_calibrate },
+  { "db", "list|show|delete|rename ... [--db FILE]",
+    "the plan store: list, show, delete and rename stored plans", app_cli_db },
 };
 
 #define PROGRAM "shardscope-cli"

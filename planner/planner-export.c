@@ -560,7 +560,7 @@ classify (Dtensor *x, guint i)
           g_autofree char *what = describe_factor (x, op, f);
           unsupported (x, i,
                        g_strdup_printf ("its parameters are split by %s over %s, and no "
-                                        "tensor-parallel style shards a %s module (a fused "
+                                        "tensor-parallel style shards %s modules (a fused "
                                         "projection wants separate nn.Linear modules)",
                                         what, x->mesh->names[x->tp],
                                         planner_op_type_to_string (op->type)));
