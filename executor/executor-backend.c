@@ -14,11 +14,19 @@ typedef struct
   const char *option;
 } BackendEntry;
 
-/* The GPU backends join this table with their issue, each behind its Meson option. */
+/* The GPU backends are in this table when their Meson option built them. */
 static const BackendEntry backends[] = {
   { "cpu", executor_cpu_backend_new, NULL },
+#ifdef SHARDSCOPE_HAVE_CUDA
+  { "cuda", executor_cuda_backend_new, NULL },
+#else
   { "cuda", NULL, "-Dcuda=enabled" },
+#endif
+#ifdef SHARDSCOPE_HAVE_NCCL
+  { "nccl", executor_nccl_backend_new, NULL },
+#else
   { "nccl", NULL, "-Dnccl=enabled" },
+#endif
 };
 
 const char *const *

@@ -172,6 +172,11 @@ double executor_device_timer_end (ExecutorDevice *device);
 
 /* The CPU backend (executor-cpu.c): one thread per device, OpenBLAS with one thread each. */
 ExecutorBackend *executor_cpu_backend_new (const PlannerMesh *mesh, GError **error);
+/* The CUDA backend (executor-cuda.c, -Dcuda): every device a stream on one GPU. */
+ExecutorBackend *executor_cuda_backend_new (const PlannerMesh *mesh, GError **error);
+/* The NCCL backend (executor-nccl.c, -Dnccl): one device per GPU; under mpirun, this
+ * process's share of the mesh. */
+ExecutorBackend *executor_nccl_backend_new (const PlannerMesh *mesh, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (ExecutorBackend, executor_backend_free)
 

@@ -1,0 +1,203 @@
+#define G_LOG_DOMAIN "executor-spmd"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "executor-error.h"
+#include "executor-spmd.h"
+
+struct _ExecutorBarrier
+{
+  GMutex mutex;
+  GCond cond;
+  guint n;
+  guint waiting;
+  guint generation;
+};
+
+static void
+barrier_free (gpointer data)
+{
+  ExecutorBarrier *b = data;
+  g_mutex_clear (&b->mutex);
+  g_cond_clear (&b->cond);
+  g_free (b);
+}
+
+void
+executor_spmd_init (ExecutorSpmd *self)
+{
+  memset (self, 0, sizeof *self);
+  g_mutex_init (&self->error_mutex);
+  self->barriers = g_ptr_array_new_with_free_func (barrier_free);
+}
+
+void
+executor_spmd_clear (ExecutorSpmd *self)
+{
+  g_clear_pointer (&self->barriers, g_ptr_array_unref);
+  g_mutex_clear (&self->error_mutex);
+  g_clear_error (&self->first_error);
+}
+
+ExecutorBarrier *
+executor_spmd_barrier_new (ExecutorSpmd *self, guint n)
+{
+  ExecutorBarrier *b = g_new0 (ExecutorBarrier, 1);
+  g_mutex_init (&b->mutex);
+  g_cond_init (&b->cond);
+  b->n = n;
+  g_ptr_array_add (self->barriers, b);
+  return b;
+}
+
+gboolean
+executor_spmd_is_aborted (ExecutorSpmd *self)
+{
+  return g_atomic_int_get (&self->aborted) != 0;
+}
+
+gboolean
+executor_spmd_aborted_error (GError **error)
+{
+  g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_ABORTED,
+               "another device of the run failed first");
+  return FALSE;
+}
+
+gboolean
+executor_spmd_barrier_wait (ExecutorSpmd *self, ExecutorBarrier *b, GError **error)
+{
+  gboolean ok = TRUE;
+  g_mutex_lock (&b->mutex);
+  if (executor_spmd_is_aborted (self))
+    ok = FALSE;
+  else
+    {
+      guint generation = b->generation;
+      if (++b->waiting == b->n)
+        {
+          b->waiting = 0;
+          b->generation++;
+          g_cond_broadcast (&b->cond);
+        }
+      else
+        {
+          while (generation == b->generation && !executor_spmd_is_aborted (self))
+            g_cond_wait (&b->cond, &b->mutex);
+          ok = generation != b->generation;
+        }
+    }
+  g_mutex_unlock (&b->mutex);
+  return ok ? TRUE : executor_spmd_aborted_error (error);
+}
+
+void
+executor_spmd_abort (ExecutorSpmd *self)
+{
+  g_atomic_int_set (&self->aborted, 1);
+  /* Waiters see the flag when they wake. */
+  for (guint i = 0; i < self->barriers->len; i++)
+    {
+      ExecutorBarrier *b = g_ptr_array_index (self->barriers, i);
+      g_mutex_lock (&b->mutex);
+      g_cond_broadcast (&b->cond);
+      g_mutex_unlock (&b->mutex);
+    }
+}
+
+typedef struct
+{
+  ExecutorSpmd *spmd;
+  ExecutorDevice *device;
+  ExecutorDeviceFunc func;
+  gpointer user_data;
+} SpmdThread;
+
+static void
+keep_first_error (ExecutorSpmd *self, GError *error)
+{
+  g_mutex_lock (&self->error_mutex);
+  /* The device that failed first says why; the others only saw the abort. */
+  if (self->first_error == NULL
+      || (g_error_matches (self->first_error, EXECUTOR_ERROR, EXECUTOR_ERROR_ABORTED)
+          && !g_error_matches (error, EXECUTOR_ERROR, EXECUTOR_ERROR_ABORTED)))
+    {
+      g_clear_error (&self->first_error);
+      self->first_error = error;
+    }
+  else
+    g_error_free (error);
+  g_mutex_unlock (&self->error_mutex);
+}
+
+static gpointer
+spmd_thread_main (gpointer data)
+{
+  SpmdThread *t = data;
+  GError *error = NULL;
+  if (!t->func (t->device, t->user_data, &error))
+    {
+      if (error == NULL)
+        g_set_error (&error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
+                     "device %u failed without saying why", t->device->index);
+      keep_first_error (t->spmd, error);
+      executor_spmd_abort (t->spmd);
+      if (t->spmd->on_abort)
+        t->spmd->on_abort (t->spmd->on_abort_data);
+    }
+  return NULL;
+}
+
+gboolean
+executor_spmd_run (ExecutorSpmd *self, ExecutorDevice **devices, guint n,
+                   ExecutorDeviceFunc func, gpointer user_data, GError **error)
+{
+  g_autofree SpmdThread *threads = g_new0 (SpmdThread, MAX (n, 1));
+  g_autofree GThread **handles = g_new0 (GThread *, MAX (n, 1));
+
+  g_atomic_int_set (&self->aborted, 0);
+  g_clear_error (&self->first_error);
+  for (guint i = 0; i < n; i++)
+    {
+      GError *local = NULL;
+      threads[i] = (SpmdThread){ self, devices[i], func, user_data };
+      g_autofree char *name = g_strdup_printf ("shardscope-dev%u", devices[i]->index);
+      handles[i] = g_thread_try_new (name, spmd_thread_main, &threads[i], &local);
+      if (handles[i] == NULL)
+        {
+          GError *e = g_error_new (EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
+                                   "cannot start the thread of device %u: %s",
+                                   devices[i]->index, local->message);
+          g_error_free (local);
+          g_mutex_lock (&self->error_mutex);
+          g_clear_error (&self->first_error);
+          self->first_error = e;
+          g_mutex_unlock (&self->error_mutex);
+          executor_spmd_abort (self);
+          break;
+        }
+    }
+  for (guint i = 0; i < n; i++)
+    if (handles[i])
+      g_thread_join (handles[i]);
+
+  /* Barriers left half-way by an abort start clean for the next run. */
+  for (guint i = 0; i < self->barriers->len; i++)
+    {
+      ExecutorBarrier *b = g_ptr_array_index (self->barriers, i);
+      g_mutex_lock (&b->mutex);
+      b->waiting = 0;
+      b->generation++;
+      g_mutex_unlock (&b->mutex);
+    }
+  g_atomic_int_set (&self->aborted, 0);
+
+  if (self->first_error)
+    {
+      g_propagate_error (error, g_steal_pointer (&self->first_error));
+      return FALSE;
+    }
+  return TRUE;
+}
