@@ -217,6 +217,10 @@ on_graph_selection_changed (AppWindow *self, int item)
 {
   if (self->syncing_selection || self->document == NULL || self->graph_model == NULL)
     return;
+  /* Folding renumbers the items and drops the widget's selection; the op stays selected
+   * and is shown again when the new layout arrives (on_layout_ready). */
+  if (item < 0 && !graphview_widget_is_ready (self->graph))
+    return;
   int op = -1;
   if (item >= 0)
     {

@@ -1,0 +1,512 @@
+/* test-ui-app.c: the Shardscope window in-process, under Xvfb (suite ui).
+ *
+ * One window goes through what a user does: the example loads, an op is selected through an
+ * action, a pin changes the totals, the timeline steps, the plan is saved to a temporary
+ * store (SHARDSCOPE_DB) and reopened from it, two plans are compared, every format is
+ * exported, and the window is photographed for the README (docs/screenshot.png). The cases
+ * run in order and share the window; each asserts the state it changed.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+
+#include "app-application.h"
+#include "app-compare-view.h"
+#include "app-cost-chart.h"
+#include "app-inspector.h"
+#include "app-sidebar.h"
+#include "app-timeline.h"
+#include "app-totals-bar.h"
+#include "app-window.h"
+#include "planner-plan-json.h"
+
+static AppApplication *app;
+static AppWindow *window;
+static char *tmpdir;
+static gint64 saved_id;
+static PlannerPlan *saved_plan;
+
+#define EXAMPLE_OP "transformer.h.0.mlp.c_fc"
+
+typedef gboolean (*Condition) (gpointer data);
+
+static gboolean
+timed_out (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Runs the main loop until @cond holds; fails the test after @seconds. */
+static void
+wait_for (Condition cond, gpointer data, guint seconds, const char *what)
+{
+  gboolean expired = FALSE;
+  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
+  while (!cond (data) && !expired)
+    g_main_context_iteration (NULL, TRUE);
+  if (!expired)
+    g_source_remove (id);
+  if (expired && !cond (data))
+    g_error ("timed out after %u s waiting for %s", seconds, what);
+}
+
+static gboolean
+plan_ready (gpointer data)
+{
+  AppDocument *doc = app_window_get_document (window);
+  return doc && app_document_get_plan (doc) && !app_document_get_busy (doc)
+         && graphview_widget_is_ready (app_window_get_graph (window));
+}
+
+static gboolean
+plan_differs (gpointer data)
+{
+  AppDocument *doc = app_window_get_document (window);
+  return doc && !app_document_get_busy (doc) && app_document_get_plan (doc) != data;
+}
+
+static void
+pump (guint ms)
+{
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+  while (g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, FALSE);
+}
+
+static AppDocument *
+doc (void)
+{
+  return app_window_get_document (window);
+}
+
+static PlannerPlan *
+plan (void)
+{
+  return app_document_get_plan (doc ());
+}
+
+/* GTK warns that it cannot reach a session bus under a bare Xvfb; that is not a failure. */
+static gboolean
+log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
+{
+  if (strstr (message, "session bus") || strstr (message, "dbus"))
+    return FALSE;
+  return TRUE;
+}
+
+static void
+test_start (void)
+{
+  app = app_application_new ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
+  g_assert_no_error (error);
+  g_application_activate (G_APPLICATION (app));
+  GtkWindow *active = gtk_application_get_active_window (GTK_APPLICATION (app));
+  g_assert_true (APP_IS_WINDOW (active));
+  window = APP_WINDOW (active);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1600, 1000);
+  g_assert_nonnull (app_window_get_store (window));
+  g_assert_cmpstr (planner_store_get_path (app_window_get_store (window)), ==,
+                   g_getenv ("SHARDSCOPE_DB"));
+}
+
+static void
+test_load_example (void)
+{
+  wait_for (plan_ready, NULL, 120, "the example's plan and layout");
+  g_assert_cmpstr (app_window_get_mode (window), ==, "plan");
+  PlannerPlan *p = plan ();
+  g_autofree char *mesh = planner_mesh_to_string (planner_plan_get_mesh (p));
+  g_assert_cmpstr (mesh, ==, "dp=2,mp=4");
+  g_assert_cmpstr (app_document_get_policy (doc ()), ==, "megatron");
+  g_assert_cmpstr (planner_graph_get_name (planner_plan_get_graph (p)), ==, "gpt2");
+  const PlannerPlanTotals *t = planner_plan_get_totals (p);
+  g_assert_cmpuint (t->n_ops, >, 100);
+  /* megatron pins QKV, attention out and both MLP projections of 12 layers. */
+  g_assert_cmpuint (t->n_pinned, >=, 48);
+  g_assert_cmpfloat (t->step_time_s, >, 0);
+  g_assert_nonnull (app_totals_bar_get_step_text (APP_TOTALS_BAR (app_window_get_totals_bar (window))));
+  g_assert_cmpuint (app_cost_chart_get_n_layers (APP_COST_CHART (app_window_get_cost_chart (window))), >=, 12);
+}
+
+static gboolean
+graph_selected (gpointer data)
+{
+  return graphview_widget_get_selected (data) >= 0;
+}
+
+static void
+test_select_op (void)
+{
+  int op = planner_graph_find_op (planner_plan_get_graph (plan ()), EXAMPLE_OP);
+  g_assert_cmpint (op, >=, 0);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s", EXAMPLE_OP));
+  g_assert_cmpint (app_document_get_selected_op (doc ()), ==, op);
+
+  /* The graph unfolds layer 0 and selects the op's node once the new layout is in. */
+  GraphviewWidget *graph = app_window_get_graph (window);
+  wait_for (graph_selected, graph, 60, "the op's node to be selected");
+  GraphviewModel *model = graphview_widget_get_model (graph);
+  int item = graphview_widget_get_selected (graph);
+  g_assert_cmpint (item, >=, 0);
+  const GraphviewItem *it = graphview_model_get_item (model, item);
+  g_assert_cmpint (it->kind, ==, GRAPHVIEW_ITEM_OP);
+  g_assert_cmpuint (it->first_op, ==, op);
+
+  /* The inspector lists every strategy of a MatMul on 2 axes and marks the pinned one. */
+  AppInspector *inspector = APP_INSPECTOR (app_window_get_inspector (window));
+  g_assert_cmpuint (app_inspector_get_n_candidates (inspector), >, 4);
+  g_assert_cmpint (app_inspector_get_chosen_candidate (inspector), >=, 0);
+  g_assert_nonnull (strstr (app_inspector_get_why (inspector), "megatron"));
+  g_assert_cmpstr (gtk_editable_get_text (app_inspector_get_pin_entry (inspector)), ==,
+                   "[dp,_,_],[_,mp],[mp]");
+}
+
+static void
+test_pin (void)
+{
+  AppInspector *inspector = APP_INSPECTOR (app_window_get_inspector (window));
+  AppTotalsBar *bar = APP_TOTALS_BAR (app_window_get_totals_bar (window));
+  GtkEditable *entry = app_inspector_get_pin_entry (inspector);
+  PlannerPlan *before = g_object_ref (plan ());
+  PlannerPlanTotals t0 = *planner_plan_get_totals (before);
+  g_autofree char *text0 = app_totals_bar_dup_text (bar);
+
+  /* A refused pin shows its error inline and changes nothing. */
+  gtk_editable_set_text (entry, "[dp,_,_],[mp,mp]");
+  g_signal_emit_by_name (entry, "activate");
+  g_assert_nonnull (app_inspector_get_pin_error (inspector));
+  g_assert_false (app_document_get_busy (doc ()));
+  g_assert_false (app_document_get_can_undo (doc ()));
+
+  /* Data parallel only: c_fc's weight is replicated, so memory per device grows. */
+  gtk_editable_set_text (entry, "[dp,_,_],[_,_]");
+  g_signal_emit_by_name (entry, "activate");
+  g_assert_null (app_inspector_get_pin_error (inspector));
+  g_assert_true (app_document_get_busy (doc ()));
+  wait_for (plan_differs, before, 60, "the plan after the pin");
+  const PlannerPlanTotals *t1 = planner_plan_get_totals (plan ());
+  g_assert_cmpuint (t1->memory_per_device_bytes, >, t0.memory_per_device_bytes);
+  g_assert_cmpfloat (t1->step_time_s, !=, t0.step_time_s);
+  g_autofree char *text1 = app_totals_bar_dup_text (bar);
+  g_assert_cmpstr (text1, !=, text0);
+  int op = app_document_get_selected_op (doc ());
+  const PlannerOpPlan *op_plan = planner_plan_get_op (plan (), op);
+  g_assert_cmpint (op_plan->decision, ==, PLANNER_DECIDED_PINNED);
+  g_assert_cmpstr (app_document_get_op_pin (doc (), EXAMPLE_OP), ==, EXAMPLE_OP "=[dp,_,_],[_,_]");
+  g_assert_true (app_document_get_can_undo (doc ()));
+  g_assert_nonnull (strstr (app_inspector_get_why (inspector), "you"));
+
+  /* Undo restores the policy's plan, redo the pin. */
+  PlannerPlan *pinned = plan ();
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.undo", NULL));
+  wait_for (plan_differs, pinned, 60, "the plan after undo");
+  g_assert_true (planner_plan_equal (plan (), before));
+  g_assert_true (app_document_get_can_redo (doc ()));
+  PlannerPlan *undone = plan ();
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.redo", NULL));
+  wait_for (plan_differs, undone, 60, "the plan after redo");
+  g_assert_cmpuint (planner_plan_get_totals (plan ())->memory_per_device_bytes, ==,
+                    t1->memory_per_device_bytes);
+  g_object_unref (before);
+}
+
+static gboolean
+stepped_past_one (gpointer data)
+{
+  return app_document_get_step (doc ()) > 1;
+}
+
+static void
+test_timeline (void)
+{
+  AppTimeline *timeline = APP_TIMELINE (app_window_get_timeline (window));
+  GraphviewRenderer *renderer = graphview_widget_get_renderer (app_window_get_graph (window));
+  g_assert_cmpuint (planner_plan_get_n_trace_steps (plan ()), >, 2);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.step-first", NULL));
+  g_assert_cmpint (app_document_get_step (doc ()), ==, 0);
+  g_assert_true (g_str_has_prefix (app_timeline_get_description (timeline), "Step 1/"));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.step-next", NULL));
+  g_assert_cmpint (app_document_get_step (doc ()), ==, 1);
+  g_assert_cmpint (graphview_renderer_get_step (renderer), ==, 1);
+  const PlannerTraceStep *step = planner_plan_get_trace_step (plan (), 1);
+  g_assert_cmpint (graphview_renderer_get_step_state (renderer, step->op), ==,
+                   GRAPHVIEW_STEP_CURRENT);
+  g_assert_true (g_str_has_prefix (app_timeline_get_description (timeline), "Step 2/"));
+  g_assert_nonnull (strstr (app_timeline_get_description (timeline),
+                            planner_graph_get_op (planner_plan_get_graph (plan ()), step->op)->name));
+  /* Playing advances on its own. */
+  app_timeline_set_speed (timeline, 16);
+  app_timeline_set_playing (timeline, TRUE);
+  g_assert_true (app_timeline_get_playing (timeline));
+  wait_for (stepped_past_one, NULL, 20, "the timeline to play");
+  app_timeline_set_playing (timeline, FALSE);
+  g_assert_cmpint (app_document_get_step (doc ()), >, 1);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.step-last", NULL));
+  g_assert_cmpint (app_document_get_step (doc ()), ==, -1);
+  g_assert_cmpint (graphview_renderer_get_step (renderer), ==, -1);
+}
+
+static gboolean
+stored (gpointer data)
+{
+  return app_document_get_store_id (doc ()) > 0;
+}
+
+static gboolean
+sidebar_lists (gpointer data)
+{
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  GPtrArray *entries = app_sidebar_get_entries (sidebar);
+  return entries && entries->len == GPOINTER_TO_UINT (data);
+}
+
+static void
+test_save (void)
+{
+  g_assert_true (app_document_get_modified (doc ()));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
+  wait_for (stored, NULL, 60, "the save");
+  saved_id = app_document_get_store_id (doc ());
+  saved_plan = g_object_ref (plan ());
+  g_assert_false (app_document_get_modified (doc ()));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) entries = planner_store_list_plans (app_window_get_store (window), &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (entries->len, ==, 1);
+  PlannerStoreEntry *e = g_ptr_array_index (entries, 0);
+  g_assert_cmpint (e->id, ==, saved_id);
+  g_assert_cmpstr (e->name, ==, app_document_get_name (doc ()));
+  g_assert_cmpstr (e->policy, ==, "megatron");
+  wait_for (sidebar_lists, GUINT_TO_POINTER (1), 30, "the sidebar's listing");
+  g_assert_cmpuint (app_sidebar_get_n_visible (APP_SIDEBAR (app_window_get_sidebar (window))), ==, 1);
+}
+
+static gboolean
+reopened (gpointer data)
+{
+  AppDocument *d = doc ();
+  return d && d != data && app_document_get_plan (d) && app_document_get_store_id (d) == saved_id;
+}
+
+static void
+test_reopen (void)
+{
+  AppDocument *old = g_object_ref (doc ());
+  app_window_set_document (window, NULL);
+  g_assert_cmpstr (app_window_get_mode (window), ==, "empty");
+  app_window_open_stored (window, saved_id);
+  wait_for (reopened, old, 60, "the stored plan");
+  g_assert_true (planner_plan_equal (plan (), saved_plan));
+  /* The user's pin came back as the user's, apart from the policy's. */
+  GPtrArray *pins = app_document_get_pins (doc ());
+  g_assert_cmpuint (pins->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (pins, 0), ==, EXAMPLE_OP "=[dp,_,_],[_,_]");
+  g_assert_cmpstr (app_document_get_policy (doc ()), ==, "megatron");
+  g_assert_cmpstr (app_window_get_mode (window), ==, "plan");
+  wait_for (plan_ready, NULL, 60, "the layout of the reopened plan");
+  g_object_unref (old);
+}
+
+static void
+test_compare (void)
+{
+  /* Unpinning c_fc again: its butterfly effect is what compare shows. */
+  PlannerPlan *before = plan ();
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s", EXAMPLE_OP));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.unpin", NULL));
+  wait_for (plan_differs, before, 60, "the plan after unpinning");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.compare", NULL));
+  g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
+  AppCompareView *view = APP_COMPARE_VIEW (app_window_get_compare_view (window));
+  const PlannerCompare *c = app_compare_view_get_compare (view);
+  g_assert_nonnull (c);
+  g_assert_true (c->a == saved_plan || planner_plan_equal (c->a, saved_plan));
+  g_assert_true (c->b == plan ());
+  int op = planner_graph_find_op (planner_plan_get_graph (plan ()), EXAMPLE_OP);
+  gboolean listed = FALSE;
+  for (guint i = 0; i < c->ops->len; i++)
+    listed |= g_array_index (c->ops, PlannerCompareOp, i).op == (guint) op;
+  g_assert_true (listed);
+  g_assert_cmpuint (app_compare_view_get_n_differences (view), >=, c->ops->len);
+  g_assert_cmpfloat (c->memory_per_device_bytes, <, 0);
+
+  /* A stored plan against the current one, through the sidebar's action. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.compare-stored", "x", saved_id));
+  g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.compare", NULL));
+  g_assert_cmpstr (app_window_get_mode (window), ==, "plan");
+}
+
+static void
+export_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  GError **error = data;
+  if (!app_window_export_finish (APP_WINDOW (source), result, error) && *error == NULL)
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "failed without an error");
+  g_object_set_data (source, "export-done", GINT_TO_POINTER (1));
+}
+
+static gboolean
+export_finished (gpointer data)
+{
+  return g_object_get_data (G_OBJECT (window), "export-done") != NULL;
+}
+
+static void
+test_export (void)
+{
+  static const struct
+  {
+    const char *format;
+    const char *file;
+    const char *contains;
+  } cases[] = {
+    { "json", "plan.json", "\"shardscope_plan\"" },
+    { "dtensor", "plan.py", "parallelize" },
+    { "mindspore", "strategy.json", "parallel_strategy_item" },
+    { "csv", "plan.csv", EXAMPLE_OP },
+    { "svg", "plan.svg", "<svg" },
+    { "pdf", "plan.pdf", "%PDF" },
+    { "png", "plan.png", "PNG" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = g_build_filename (tmpdir, cases[i].file, NULL);
+      g_autoptr (GFile) file = g_file_new_for_path (path);
+      g_autoptr (GError) error = NULL;
+      g_object_set_data (G_OBJECT (window), "export-done", NULL);
+      app_window_export_async (window, cases[i].format, file, export_done, &error);
+      wait_for (export_finished, NULL, 60, cases[i].format);
+      g_assert_no_error (error);
+      g_autofree char *contents = NULL;
+      gsize length = 0;
+      g_assert_true (g_file_get_contents (path, &contents, &length, NULL));
+      g_assert_cmpuint (length, >, 100);
+      gboolean found = FALSE;
+      for (gsize k = 0; k + strlen (cases[i].contains) <= length && !found; k++)
+        found = memcmp (contents + k, cases[i].contains, strlen (cases[i].contains)) == 0;
+      if (!found)
+        g_error ("%s: %s lacks %s", cases[i].format, path, cases[i].contains);
+    }
+  /* The plan JSON reads back as the plan shown. */
+  g_autofree char *json = g_build_filename (tmpdir, "plan.json", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) back = planner_plan_load_json (json, &error);
+  g_assert_no_error (error);
+  g_assert_true (planner_plan_equal (back, plan ()));
+}
+
+static gboolean
+sidebar_renamed (gpointer data)
+{
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  const PlannerStoreEntry *e = app_sidebar_get_entry (sidebar, saved_id);
+  return e && g_strcmp0 (e->name, "gpt2 c_fc data-parallel") == 0;
+}
+
+static void
+test_chart_and_store_actions (void)
+{
+  AppCostChart *chart = APP_COST_CHART (app_window_get_cost_chart (window));
+  guint first_op = 0;
+  const char *name = app_cost_chart_get_layer (chart, 3, &first_op, NULL, NULL);
+  g_assert_nonnull (name);
+  app_cost_chart_activate_layer (chart, 3);
+  g_assert_cmpint (app_document_get_selected_op (doc ()), ==, first_op);
+
+  /* Rename in the store; delete hides at once and is undoable until the toast goes. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.rename-plan", "(xs)",
+                                             saved_id, "gpt2 c_fc data-parallel"));
+  g_autoptr (PlannerStoreEntry) e = planner_store_get_entry (app_window_get_store (window), saved_id, NULL);
+  g_assert_cmpstr (e->name, ==, "gpt2 c_fc data-parallel");
+  wait_for (sidebar_renamed, NULL, 30, "the sidebar after renaming");
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.duplicate-plan", "x", saved_id));
+  wait_for (sidebar_lists, GUINT_TO_POINTER (2), 60, "the duplicate");
+  g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 2);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.delete-plan", "x", saved_id));
+  g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 1);
+  /* Still in the store until the toast is dismissed. */
+  g_autoptr (GPtrArray) entries = planner_store_list_plans (app_window_get_store (window), NULL);
+  g_assert_cmpuint (entries->len, ==, 2);
+
+  /* Dark mode. */
+  g_action_group_activate_action (G_ACTION_GROUP (app), "color-scheme", g_variant_new_string ("dark"));
+  g_assert_true (adw_style_manager_get_dark (adw_style_manager_get_default ()));
+  g_action_group_activate_action (G_ACTION_GROUP (app), "color-scheme", g_variant_new_string ("light"));
+  g_assert_false (adw_style_manager_get_dark (adw_style_manager_get_default ()));
+}
+
+static void
+test_screenshot (void)
+{
+  /* The README's picture: the plan with an attention projection selected. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s",
+                                             "transformer.h.0.attn.c_attn"));
+  wait_for (plan_ready, NULL, 60, "the layout");
+  pump (500);
+  GtkWidget *widget = GTK_WIDGET (window);
+  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
+  g_assert_cmpint (width, >, 800);
+  g_autoptr (GdkPaintable) paintable = gtk_widget_paintable_new (widget);
+  GtkSnapshot *snapshot = gtk_snapshot_new ();
+  gdk_paintable_snapshot (paintable, snapshot, width, height);
+  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snapshot);
+  g_assert_nonnull (node);
+  GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (window));
+  g_autoptr (GdkTexture) texture = gsk_renderer_render_texture (
+      renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  const char *out = g_getenv ("SHARDSCOPE_SCREENSHOT");
+  g_autofree char *path = out ? g_strdup (out)
+                              : g_build_filename (g_getenv ("G_TEST_SRCDIR"), "..", "docs",
+                                                  "screenshot.png", NULL);
+  g_assert_true (gdk_texture_save_to_png (texture, path));
+  g_assert_cmpint (gdk_texture_get_width (texture), ==, width);
+  g_test_message ("wrote %s (%dx%d)", path, width, height);
+}
+
+static void
+test_close (void)
+{
+  gtk_window_close (GTK_WINDOW (window));
+  pump (200);
+  /* Closing made the pending deletion final: only the duplicate is left. */
+  g_autoptr (PlannerStore) store = planner_store_open (g_getenv ("SHARDSCOPE_DB"), NULL);
+  g_autoptr (GPtrArray) entries = planner_store_list_plans (store, NULL);
+  g_assert_cmpuint (entries->len, ==, 1);
+  g_assert_cmpint (((PlannerStoreEntry *) g_ptr_array_index (entries, 0))->id, !=, saved_id);
+}
+
+int
+main (int argc, char *argv[])
+{
+  tmpdir = g_dir_make_tmp ("shardscope-ui-XXXXXX", NULL);
+  g_autofree char *db = g_build_filename (tmpdir, "plans.db", NULL);
+  g_setenv ("SHARDSCOPE_DB", db, TRUE);
+  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
+  g_setenv ("LANGUAGE", "C", TRUE);
+  g_setenv ("GTK_A11Y", "none", TRUE);
+  gtk_test_init (&argc, &argv, NULL);
+  g_test_log_set_fatal_handler (log_fatal, NULL);
+  app_application_init_environment ();
+
+  g_test_add_func ("/ui/app/start", test_start);
+  g_test_add_func ("/ui/app/load-example", test_load_example);
+  g_test_add_func ("/ui/app/select-op", test_select_op);
+  g_test_add_func ("/ui/app/pin", test_pin);
+  g_test_add_func ("/ui/app/timeline", test_timeline);
+  g_test_add_func ("/ui/app/save", test_save);
+  g_test_add_func ("/ui/app/reopen", test_reopen);
+  g_test_add_func ("/ui/app/compare", test_compare);
+  g_test_add_func ("/ui/app/export", test_export);
+  g_test_add_func ("/ui/app/chart-and-store-actions", test_chart_and_store_actions);
+  g_test_add_func ("/ui/app/screenshot", test_screenshot);
+  g_test_add_func ("/ui/app/close", test_close);
+  int status = g_test_run ();
+  g_clear_object (&saved_plan);
+  g_clear_object (&app);
+  return status;
+}
