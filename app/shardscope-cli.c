@@ -36,12 +36,20 @@ static const AppCliCommand commands[] = {
 
 #define PROGRAM "shardscope-cli"
 
+/* Calls longer than this get their summary on the next line, so one long call does not push
+ * every summary off an 80-column terminal. */
+#define USAGE_CALL_WIDTH 36
+
 static void
 print_usage (FILE *out)
 {
   int width = 0;
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
-    width = MAX (width, (int) (strlen (commands[i].name) + 1 + strlen (commands[i].args)));
+    {
+      int w = (int) (strlen (commands[i].name) + 1 + strlen (commands[i].args));
+      if (w <= USAGE_CALL_WIDTH)
+        width = MAX (width, w);
+    }
 
   fprintf (out, "Usage: " PROGRAM " COMMAND [OPTION...] [ARG...]\n\n"
                 "Plans how a neural network's tensors are sharded over a device mesh.\n\n"
@@ -49,7 +57,11 @@ print_usage (FILE *out)
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
     {
       g_autofree char *call = g_strdup_printf ("%s %s", commands[i].name, commands[i].args);
-      fprintf (out, "  %-*s  %s\n", width, g_strchomp (call), commands[i].summary);
+      g_strchomp (call);
+      if ((int) strlen (call) <= width)
+        fprintf (out, "  %-*s  %s\n", width, call, commands[i].summary);
+      else
+        fprintf (out, "  %s\n  %-*s  %s\n", call, width, "", commands[i].summary);
     }
   fprintf (out, "\nMODEL is a zoo name (see 'models'), a Hugging Face config.json or a graph JSON "
                 "file;\nM is a mesh such as dp=4,mp=2. Every command takes --json.\n"
