@@ -197,6 +197,8 @@ add_label (AppTotalsBar *self)
 {
   GtkWidget *label = gtk_label_new (NULL);
   gtk_label_set_xalign (GTK_LABEL (label), 0);
+  /* Narrow windows cut figures short rather than push the graph aside. */
+  gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
   gtk_widget_add_css_class (label, "numeric");
   gtk_widget_set_parent (label, GTK_WIDGET (self));
   return GTK_LABEL (label);
@@ -206,7 +208,7 @@ static void
 app_totals_bar_init (AppTotalsBar *self)
 {
   GtkBoxLayout *layout = GTK_BOX_LAYOUT (gtk_widget_get_layout_manager (GTK_WIDGET (self)));
-  gtk_box_layout_set_spacing (layout, 24);
+  gtk_box_layout_set_spacing (layout, 18);
   gtk_widget_set_margin_start (GTK_WIDGET (self), 12);
   gtk_widget_set_margin_end (GTK_WIDGET (self), 12);
   gtk_widget_set_margin_top (GTK_WIDGET (self), 6);
@@ -222,7 +224,7 @@ app_totals_bar_init (AppTotalsBar *self)
   gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_LOW, 0.75);
   gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_HIGH, 0.9);
   gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_FULL, 1.0);
-  gtk_widget_set_size_request (GTK_WIDGET (self->memory_bar), 120, -1);
+  gtk_widget_set_size_request (GTK_WIDGET (self->memory_bar), 80, -1);
   gtk_widget_set_valign (GTK_WIDGET (self->memory_bar), GTK_ALIGN_CENTER);
   gtk_widget_set_parent (GTK_WIDGET (self->memory_bar), GTK_WIDGET (self));
   self->signals = g_signal_group_new (APP_TYPE_DOCUMENT);

@@ -54,6 +54,7 @@ struct _AppWindow
   int search_index;
   /* Plans deleted but still undoable: id -> the toast. */
   GHashTable *pending_deletes;
+  GPtrArray *toasts;
 };
 
 G_DEFINE_FINAL_TYPE (AppWindow, app_window, ADW_TYPE_APPLICATION_WINDOW)
@@ -68,13 +69,42 @@ enum
 
 static GParamSpec *properties[N_PROPS];
 
+static void
+toast_gone (AdwToast *toast, AppWindow *self)
+{
+  if (self->toasts)
+    g_ptr_array_remove (self->toasts, toast);
+}
+
+/* Toasts still shown or queued are kept so they can all be dismissed at once. */
+static void
+add_toast (AppWindow *self, AdwToast *toast)
+{
+  g_ptr_array_add (self->toasts, g_object_ref (toast));
+  g_signal_connect_object (toast, "dismissed", G_CALLBACK (toast_gone), self, G_CONNECT_DEFAULT);
+  adw_toast_overlay_add_toast (self->toast_overlay, toast);
+}
+
+void
+app_window_dismiss_toasts (AppWindow *self)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  /* Newest first: dismissing the one shown would bring the next one in. */
+  while (self->toasts && self->toasts->len > 0)
+    {
+      g_autoptr (AdwToast) toast = g_object_ref (g_ptr_array_index (self->toasts, self->toasts->len - 1));
+      g_ptr_array_remove_index (self->toasts, self->toasts->len - 1);
+      adw_toast_dismiss (toast);
+    }
+}
+
 void
 app_window_show_toast (AppWindow *self, const char *text)
 {
   g_return_if_fail (APP_IS_WINDOW (self));
   AdwToast *toast = adw_toast_new (text);
   adw_toast_set_timeout (toast, 4);
-  adw_toast_overlay_add_toast (self->toast_overlay, toast);
+  add_toast (self, toast);
 }
 
 static void
@@ -84,7 +114,7 @@ show_error (AppWindow *self, const char *what, const GError *error)
   g_message ("%s", text);
   AdwToast *toast = adw_toast_new (text);
   adw_toast_set_timeout (toast, 8);
-  adw_toast_overlay_add_toast (self->toast_overlay, toast);
+  add_toast (self, toast);
 }
 
 static void
@@ -1140,7 +1170,7 @@ action_delete_plan (GtkWidget *widget, const char *name, GVariant *param)
   *key = id;
   g_hash_table_insert (self->pending_deletes, key, g_object_ref (toast));
   app_sidebar_set_hidden (self->sidebar, id, TRUE);
-  adw_toast_overlay_add_toast (self->toast_overlay, toast);
+  add_toast (self, toast);
 }
 
 static void
@@ -1249,10 +1279,7 @@ app_window_close_request (GtkWindow *window)
                               gtk_window_is_maximized (window));
     }
   /* Deletions still undoable become final now. */
-  GList *toasts = g_hash_table_get_values (self->pending_deletes);
-  for (GList *l = toasts; l; l = l->next)
-    adw_toast_dismiss (l->data);
-  g_list_free (toasts);
+  app_window_dismiss_toasts (self);
   return GTK_WINDOW_CLASS (app_window_parent_class)->close_request (window);
 }
 
@@ -1270,6 +1297,7 @@ app_window_dispose (GObject *object)
   g_clear_object (&self->store);
   g_clear_object (&self->settings);
   g_clear_pointer (&self->pending_deletes, g_hash_table_unref);
+  g_clear_pointer (&self->toasts, g_ptr_array_unref);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_WINDOW);
   G_OBJECT_CLASS (app_window_parent_class)->dispose (object);
 }
@@ -1449,6 +1477,7 @@ app_window_init (AppWindow *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
   self->search_index = -1;
+  self->toasts = g_ptr_array_new_with_free_func (g_object_unref);
   self->pending_deletes = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
                                                  g_object_unref);
 

@@ -52,6 +52,8 @@ gboolean app_window_export_finish (AppWindow *self, GAsyncResult *result, GError
 void app_window_add_accels (GtkApplication *app);
 
 void app_window_show_toast (AppWindow *self, const char *text);
+/* Dismisses every toast shown; pending deletions become final. */
+void app_window_dismiss_toasts (AppWindow *self);
 
 /* Parts, for the tests. */
 GraphviewWidget *app_window_get_graph (AppWindow *self);
