@@ -18,19 +18,19 @@ typedef const ExecutorOpCall Call;
 static cudaStream_t
 stream_of (ExecutorDevice *dev)
 {
-  return ((ExecutorCudaDevice *) dev)->stream;
+  return ((ExecutorCudaDevice *)dev)->stream;
 }
 
 static float *
 in_f32 (Call *c, guint i)
 {
-  return (float *) c->inputs[i].buffer->data;
+  return (float *)c->inputs[i].buffer->data;
 }
 
 static float *
 out_f32 (Call *c, guint i)
 {
-  return (float *) c->outputs[i].buffer->data;
+  return (float *)c->outputs[i].buffer->data;
 }
 
 static gboolean
@@ -42,9 +42,9 @@ launched (ExecutorDevice *dev, Call *c, GError **error)
 static gboolean
 copy_bytes (ExecutorDevice *dev, void *dst, const void *src, gsize bytes, GError **error)
 {
-  return executor_cuda_ok (cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice,
-                                            stream_of (dev)),
-                           dev, "a device-to-device copy", error);
+  return executor_cuda_ok (
+      cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of (dev)), dev,
+      "a device-to-device copy", error);
 }
 
 /* dst dim i = src dim perm[i]. */
@@ -54,7 +54,7 @@ permute_copy (ExecutorDevice *dev, const void *src, const gint64 *src_shape, gui
 {
   gint64 strides[PLANNER_MAX_RANK], total = 1;
   gboolean identity = TRUE;
-  ExecutorCudaWalk w = { (int) rank };
+  ExecutorCudaWalk w = { (int)rank };
   executor_row_strides (src_shape, rank, strides);
   for (guint i = 0; i < rank; i++)
     {
@@ -64,14 +64,14 @@ permute_copy (ExecutorDevice *dev, const void *src, const gint64 *src_shape, gui
       identity &= perm[i] == i;
     }
   if (identity || rank == 0)
-    return copy_bytes (dev, dst, src, (gsize) total * es, error);
+    return copy_bytes (dev, dst, src, (gsize)total * es, error);
   executor_cuda_launch_gather (stream_of (dev), dst, src, es, &w);
   return executor_cuda_launched (dev, "a permutation", error);
 }
 
 static gboolean
-add_bias_rows (ExecutorDevice *dev, Call *c, float *out, gint64 rows, const float *bias,
-               gint64 n, GError **error)
+add_bias_rows (ExecutorDevice *dev, Call *c, float *out, gint64 rows, const float *bias, gint64 n,
+               GError **error)
 {
   executor_cuda_launch_add_rows (stream_of (dev), out, rows, bias, n);
   return launched (dev, c, error);
@@ -88,8 +88,8 @@ k_matmul (ExecutorDevice *dev, Call *c, GError **error)
   if (w->shape[tb ? 1 : 0] != k || executor_numel (o) != m * n)
     return executor_kernel_error (error, c,
                                   "local shapes of x, the weight and the output disagree");
-  if (!executor_cuda_gemm (dev, tb, m, n, k, in_f32 (c, 0), in_f32 (c, 1), out_f32 (c, 0), 1, 0,
-                           0, 0, error))
+  if (!executor_cuda_gemm (dev, tb, m, n, k, in_f32 (c, 0), in_f32 (c, 1), out_f32 (c, 0), 1, 0, 0,
+                           0, error))
     return FALSE;
   if (c->n_inputs == 3 && c->add_bias)
     return add_bias_rows (dev, c, out_f32 (c, 0), m, in_f32 (c, 2), n, error);
@@ -108,9 +108,9 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
     return executor_kernel_error (error, c, "local contracting dims disagree");
   /* Batch strides in matrices, 0 where an operand broadcasts. */
   gint64 acc_a = 1, acc_b = 1;
-  for (int d = (int) ro - 3; d >= 0; d--)
+  for (int d = (int)ro - 3; d >= 0; d--)
     {
-      int da = d - (int) (ro - ra), db = d - (int) (ro - rb);
+      int da = d - (int)(ro - ra), db = d - (int)(ro - rb);
       gint64 size_a = da >= 0 ? a->shape[da] : 1, size_b = db >= 0 ? b->shape[db] : 1;
       sa[d] = size_a == 1 ? 0 : acc_a;
       sb[d] = size_b == 1 ? 0 : acc_b;
@@ -121,7 +121,7 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
   const float *pa = in_f32 (c, 0), *pb = in_f32 (c, 1);
   float *po = out_f32 (c, 0);
   /* The innermost batch dim is one strided-batched call; the outer ones loop. */
-  int inner = (int) ro - 3;
+  int inner = (int)ro - 3;
   gint64 n_inner = inner >= 0 ? o->shape[inner] : 1;
   gint64 ia = 0, ib = 0;
   for (gint64 i = 0; i < batch; i += n_inner)
@@ -147,8 +147,7 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
 /* Any einsum, one output element per thread: the fallback for shapes the GEMM path does
  * not cover. */
 static gboolean
-einsum_naive (ExecutorDevice *dev, Call *c, const ExecutorEquation *eq, float *out,
-              GError **error)
+einsum_naive (ExecutorDevice *dev, Call *c, const ExecutorEquation *eq, float *out, GError **error)
 {
   char letters[128];
   int pos[128];
@@ -156,17 +155,17 @@ einsum_naive (ExecutorDevice *dev, Call *c, const ExecutorEquation *eq, float *o
   for (guint i = 0; i < 128; i++)
     pos[i] = -1;
   for (guint d = 0; d < n_out; d++)
-    if (pos[(guchar) eq->out[d]] < 0)
+    if (pos[(guchar)eq->out[d]] < 0)
       {
-        pos[(guchar) eq->out[d]] = (int) n_letters;
+        pos[(guchar)eq->out[d]] = (int)n_letters;
         letters[n_letters++] = eq->out[d];
       }
   guint n_free = n_letters;
   for (guint i = 0; i < eq->n_ops; i++)
     for (guint d = 0; eq->ops[i][d]; d++)
-      if (pos[(guchar) eq->ops[i][d]] < 0)
+      if (pos[(guchar)eq->ops[i][d]] < 0)
         {
-          pos[(guchar) eq->ops[i][d]] = (int) n_letters;
+          pos[(guchar)eq->ops[i][d]] = (int)n_letters;
           letters[n_letters++] = eq->ops[i][d];
         }
   if (eq->n_ops > EXECUTOR_CUDA_MAX_EINSUM_OPS || n_letters > EXECUTOR_CUDA_MAX_EINSUM_LETTERS)
@@ -178,24 +177,24 @@ einsum_naive (ExecutorDevice *dev, Call *c, const ExecutorEquation *eq, float *o
     }
   ExecutorCudaEinsum e;
   memset (&e, 0, sizeof e);
-  e.n_ops = (int) eq->n_ops;
-  e.n_free = (int) n_free;
-  e.n_letters = (int) n_letters;
+  e.n_ops = (int)eq->n_ops;
+  e.n_free = (int)n_free;
+  e.n_letters = (int)n_letters;
   for (guint l = 0; l < n_letters; l++)
-    e.size[l] = eq->size[(guchar) letters[l]];
+    e.size[l] = eq->size[(guchar)letters[l]];
   for (guint i = 0; i < eq->n_ops; i++)
     {
       gint64 s[PLANNER_MAX_RANK];
       executor_row_strides (c->inputs[i].shape, c->inputs[i].rank, s);
       for (guint d = 0; eq->ops[i][d]; d++)
-        e.stride[i][pos[(guchar) eq->ops[i][d]]] += s[d];
+        e.stride[i][pos[(guchar)eq->ops[i][d]]] += s[d];
       e.ops[i] = in_f32 (c, i);
     }
   gint64 s = 1, n_total = 1;
-  for (int d = (int) n_out - 1; d >= 0; d--)
+  for (int d = (int)n_out - 1; d >= 0; d--)
     {
-      e.out_stride[pos[(guchar) eq->out[d]]] += s;
-      s *= eq->size[(guchar) eq->out[d]];
+      e.out_stride[pos[(guchar)eq->out[d]]] += s;
+      s *= eq->size[(guchar)eq->out[d]];
     }
   for (guint l = 0; l < n_free; l++)
     n_total *= e.size[l];
@@ -213,21 +212,19 @@ einsum_gemm (ExecutorDevice *dev, Call *c, const ExecutorEinsumGemm *plan, float
   gint64 nb = plan->batch, m = plan->m, n = plan->n, k = plan->k;
   if (plan->permute_a)
     {
-      ok = (ta = executor_cuda_scratch (dev, (gsize) MAX (nb * m * k, 1) * 4, error)) != NULL
-           && permute_copy (dev, pa, c->inputs[0].shape, plan->rank_a, plan->perm_a, 4, ta,
-                            error);
+      ok = (ta = executor_cuda_scratch (dev, (gsize)MAX (nb * m * k, 1) * 4, error)) != NULL
+           && permute_copy (dev, pa, c->inputs[0].shape, plan->rank_a, plan->perm_a, 4, ta, error);
       pa = ta;
     }
   if (ok && plan->permute_b)
     {
-      ok = (tb = executor_cuda_scratch (dev, (gsize) MAX (nb * k * n, 1) * 4, error)) != NULL
-           && permute_copy (dev, pb, c->inputs[1].shape, plan->rank_b, plan->perm_b, 4, tb,
-                            error);
+      ok = (tb = executor_cuda_scratch (dev, (gsize)MAX (nb * k * n, 1) * 4, error)) != NULL
+           && permute_copy (dev, pb, c->inputs[1].shape, plan->rank_b, plan->perm_b, 4, tb, error);
       pb = tb;
     }
   float *po = out;
   if (ok && plan->permute_out)
-    ok = (po = to = executor_cuda_scratch (dev, (gsize) MAX (nb * m * n, 1) * 4, error)) != NULL;
+    ok = (po = to = executor_cuda_scratch (dev, (gsize)MAX (nb * m * n, 1) * 4, error)) != NULL;
   ok = ok && executor_cuda_gemm (dev, FALSE, m, n, k, pa, pb, po, nb, m * k, k * n, m * n, error);
   if (ok && to)
     ok = permute_copy (dev, to, plan->shape_bmn, plan->rank_out, plan->perm_out, 4, out, error);
@@ -264,8 +261,7 @@ k_conv2d (ExecutorDevice *dev, Call *c, GError **error)
   gint64 sh = at->n_ints >= 2 ? at->ints[0] : 1, sw = at->n_ints >= 2 ? at->ints[1] : 1;
   gint64 ph = at->n_ints >= 4 ? at->ints[2] : 0, pw = at->n_ints >= 4 ? at->ints[3] : 0;
   if (x[1] != w[1])
-    return executor_kernel_error (error, c,
-                                  "local input channels of x and the kernel disagree");
+    return executor_kernel_error (error, c, "local input channels of x and the kernel disagree");
   executor_cuda_launch_conv2d (stream_of (dev), in_f32 (c, 0), in_f32 (c, 1),
                                c->n_inputs == 3 && c->add_bias ? in_f32 (c, 2) : NULL,
                                out_f32 (c, 0), x, w, c->outputs[0].shape, sh, sw, ph, pw);
@@ -279,10 +275,10 @@ static void
 broadcast_walk (const ExecutorTensorArg *t, const ExecutorTensorArg *o, ExecutorCudaWalk *w)
 {
   gint64 acc = 1;
-  w->rank = (int) o->rank;
-  for (int d = (int) o->rank - 1; d >= 0; d--)
+  w->rank = (int)o->rank;
+  for (int d = (int)o->rank - 1; d >= 0; d--)
     {
-      int di = d - (int) (o->rank - t->rank);
+      int di = d - (int)(o->rank - t->rank);
       gint64 size = di >= 0 ? t->shape[di] : 1;
       w->shape[d] = o->shape[d];
       w->stride[d] = size == 1 ? 0 : acc;
@@ -319,26 +315,35 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
   if (in->dtype == PLANNER_DTYPE_I64 || o->dtype == PLANNER_DTYPE_I64)
     {
       if (in->dtype == o->dtype)
-        return copy_bytes (dev, o->buffer->data, in->buffer->data, (gsize) n * 8, error);
-      executor_cuda_launch_convert (s,
-                                    in->dtype == PLANNER_DTYPE_I64 ? EXECUTOR_CUDA_I64_TO_F32
-                                                                   : EXECUTOR_CUDA_F32_TO_I64,
-                                    in->buffer->data, o->buffer->data, n);
+        return copy_bytes (dev, o->buffer->data, in->buffer->data, (gsize)n * 8, error);
+      executor_cuda_launch_convert (
+          s, in->dtype == PLANNER_DTYPE_I64 ? EXECUTOR_CUDA_I64_TO_F32 : EXECUTOR_CUDA_F32_TO_I64,
+          in->buffer->data, o->buffer->data, n);
       return launched (dev, c, error);
     }
   ExecutorCudaUnary op;
   switch (c->op->type)
     {
-    case PLANNER_OP_RELU: op = EXECUTOR_CUDA_RELU; break;
+    case PLANNER_OP_RELU:
+      op = EXECUTOR_CUDA_RELU;
+      break;
     case PLANNER_OP_GELU:
       op = c->op->attrs.variant == 1 ? EXECUTOR_CUDA_GELU_TANH : EXECUTOR_CUDA_GELU_ERF;
       break;
-    case PLANNER_OP_SILU: op = EXECUTOR_CUDA_SILU; break;
-    case PLANNER_OP_TANH: op = EXECUTOR_CUDA_TANH; break;
-    case PLANNER_OP_EXP: op = EXECUTOR_CUDA_EXP; break;
-    case PLANNER_OP_NEG: op = EXECUTOR_CUDA_NEG; break;
+    case PLANNER_OP_SILU:
+      op = EXECUTOR_CUDA_SILU;
+      break;
+    case PLANNER_OP_TANH:
+      op = EXECUTOR_CUDA_TANH;
+      break;
+    case PLANNER_OP_EXP:
+      op = EXECUTOR_CUDA_EXP;
+      break;
+    case PLANNER_OP_NEG:
+      op = EXECUTOR_CUDA_NEG;
+      break;
     default: /* Cast between float dtypes, Dropout (identity in a forward trial) */
-      return copy_bytes (dev, out_f32 (c, 0), in_f32 (c, 0), (gsize) n * sizeof (float), error);
+      return copy_bytes (dev, out_f32 (c, 0), in_f32 (c, 0), (gsize)n * sizeof (float), error);
     }
   executor_cuda_launch_unary (s, op, in_f32 (c, 0), out_f32 (c, 0), n);
   return launched (dev, c, error);
@@ -364,8 +369,7 @@ k_norm (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
   gint64 h = t->shape[t->rank - 1], rows = executor_numel (t) / MAX (h, 1);
-  executor_cuda_launch_norm (stream_of (dev), in_f32 (c, 0),
-                             c->n_inputs > 1 ? in_f32 (c, 1) : NULL,
+  executor_cuda_launch_norm (stream_of (dev), in_f32 (c, 0), c->n_inputs > 1 ? in_f32 (c, 1) : NULL,
                              c->n_inputs > 2 ? in_f32 (c, 2) : NULL, out_f32 (c, 0), rows, h,
                              c->op->attrs.eps, c->op->type == PLANNER_OP_LAYER_NORM);
   return launched (dev, c, error);
@@ -380,10 +384,9 @@ k_embedding (ExecutorDevice *dev, Call *c, GError **error)
   if (ids->dtype != PLANNER_DTYPE_I64)
     return executor_kernel_error (error, c, "ids must be i64");
   /* A vocab-parallel shard answers the ids in its range and zeros elsewhere. */
-  executor_cuda_launch_embedding (stream_of (dev), (const gint64 *) ids->buffer->data,
-                                  in_f32 (c, 1), out_f32 (c, 0), executor_numel (ids),
-                                  table->shape[0], table->shape[1],
-                                  executor_factor_offset (c, "vocab"));
+  executor_cuda_launch_embedding (stream_of (dev), (const gint64 *)ids->buffer->data, in_f32 (c, 1),
+                                  out_f32 (c, 0), executor_numel (ids), table->shape[0],
+                                  table->shape[1], executor_factor_offset (c, "vocab"));
   return launched (dev, c, error);
 }
 
@@ -394,7 +397,7 @@ k_reshape (ExecutorDevice *dev, Call *c, GError **error)
   if (n != executor_numel (&c->outputs[0]))
     return executor_kernel_error (error, c, "local input and output sizes differ");
   return copy_bytes (dev, c->outputs[0].buffer->data, c->inputs[0].buffer->data,
-                     (gsize) n * executor_storage_size (c->inputs[0].dtype), error);
+                     (gsize)n * executor_storage_size (c->inputs[0].dtype), error);
 }
 
 static gboolean
@@ -402,10 +405,10 @@ k_transpose (ExecutorDevice *dev, Call *c, GError **error)
 {
   guint perm[PLANNER_MAX_RANK];
   for (guint d = 0; d < c->inputs[0].rank; d++)
-    perm[d] = (guint) c->op->attrs.ints[d];
-  return permute_copy (dev, c->inputs[0].buffer->data, c->inputs[0].shape, c->inputs[0].rank,
-                       perm, executor_storage_size (c->inputs[0].dtype),
-                       c->outputs[0].buffer->data, error);
+    perm[d] = (guint)c->op->attrs.ints[d];
+  return permute_copy (dev, c->inputs[0].buffer->data, c->inputs[0].shape, c->inputs[0].rank, perm,
+                       executor_storage_size (c->inputs[0].dtype), c->outputs[0].buffer->data,
+                       error);
 }
 
 static gboolean
@@ -414,7 +417,7 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
   const ExecutorTensorArg *t = &c->inputs[0];
   guint32 reduced = 0;
   for (guint i = 0; i < c->op->attrs.n_ints; i++)
-    reduced |= 1u << executor_norm_axis ((int) c->op->attrs.ints[i], t->rank);
+    reduced |= 1u << executor_norm_axis ((int)c->op->attrs.ints[i], t->rank);
   if (c->op->attrs.n_ints == 0)
     reduced = (1u << t->rank) - 1;
   gint64 strides[PLANNER_MAX_RANK];
@@ -427,8 +430,7 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
       w->stride[w->rank++] = strides[d];
     }
   double scale = c->op->type == PLANNER_OP_REDUCE_MEAN ? 1.0 / executor_reduction_count (c) : 1.0;
-  executor_cuda_launch_reduce (stream_of (dev), in_f32 (c, 0), out_f32 (c, 0), &kept, &red,
-                               scale);
+  executor_cuda_launch_reduce (stream_of (dev), in_f32 (c, 0), out_f32 (c, 0), &kept, &red, scale);
   return launched (dev, c, error);
 }
 
@@ -445,14 +447,13 @@ axis_blocks (const ExecutorTensorArg *t, int axis, gint64 *outer, gint64 *inner)
 }
 
 static gboolean
-copy_blocks (ExecutorDevice *dev, guint8 *dst, gsize dst_pitch, const guint8 *src,
-             gsize src_pitch, gsize width, gint64 height, GError **error)
+copy_blocks (ExecutorDevice *dev, guint8 *dst, gsize dst_pitch, const guint8 *src, gsize src_pitch,
+             gsize width, gint64 height, GError **error)
 {
   if (width == 0 || height == 0)
     return TRUE;
-  return executor_cuda_ok (cudaMemcpy2DAsync (dst, dst_pitch, src, src_pitch, width,
-                                              (gsize) height, cudaMemcpyDeviceToDevice,
-                                              stream_of (dev)),
+  return executor_cuda_ok (cudaMemcpy2DAsync (dst, dst_pitch, src, src_pitch, width, (gsize)height,
+                                              cudaMemcpyDeviceToDevice, stream_of (dev)),
                            dev, "a block copy", error);
 }
 
@@ -467,9 +468,8 @@ k_concat (ExecutorDevice *dev, Call *c, GError **error)
   for (guint i = 0; i < c->n_inputs; i++)
     {
       gint64 len = c->inputs[i].shape[axis] * inner;
-      if (!copy_blocks (dev, o->buffer->data + (gsize) at * es,
-                        (gsize) (o->shape[axis] * inner) * es, c->inputs[i].buffer->data,
-                        (gsize) len * es, (gsize) len * es, outer, error))
+      if (!copy_blocks (dev, o->buffer->data + (gsize)at * es, (gsize)(o->shape[axis] * inner) * es,
+                        c->inputs[i].buffer->data, (gsize)len * es, (gsize)len * es, outer, error))
         return FALSE;
       at += len;
     }
@@ -489,9 +489,9 @@ k_split (ExecutorDevice *dev, Call *c, GError **error)
   for (guint i = 0; i < c->n_outputs; i++)
     {
       gint64 len = c->outputs[i].shape[axis] * inner;
-      if (!copy_blocks (dev, c->outputs[i].buffer->data, (gsize) len * es,
-                        t->buffer->data + (gsize) at * es, (gsize) (t->shape[axis] * inner) * es,
-                        (gsize) len * es, outer, error))
+      if (!copy_blocks (dev, c->outputs[i].buffer->data, (gsize)len * es,
+                        t->buffer->data + (gsize)at * es, (gsize)(t->shape[axis] * inner) * es,
+                        (gsize)len * es, outer, error))
         return FALSE;
       at += len;
     }
@@ -518,8 +518,8 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
   if (k[1] == 0 || q[1] % k[1] != 0 || k[3] != d)
     return executor_kernel_error (error, c, "local heads or head dims of q, k and v disagree");
   gint64 group = q[1] / k[1], heads = q[0] * q[1];
-  double scale = c->op->attrs.scale > 0 ? c->op->attrs.scale : 1.0 / sqrt ((double) d);
-  float *scores = executor_cuda_scratch (dev, (gsize) MAX (heads * sq * sk, 1) * 4, error);
+  double scale = c->op->attrs.scale > 0 ? c->op->attrs.scale : 1.0 / sqrt ((double)d);
+  float *scores = executor_cuda_scratch (dev, (gsize)MAX (heads * sq * sk, 1) * 4, error);
   if (scores == NULL)
     return FALSE;
   const float *pq = in_f32 (c, 0), *pk = in_f32 (c, 1), *pv = in_f32 (c, 2);
@@ -550,10 +550,10 @@ k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *logits = &c->inputs[0], *labels = &c->inputs[1];
   gint64 v = logits->shape[logits->rank - 1], rows = executor_numel (labels);
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) dev;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)dev;
   if (labels->dtype != PLANNER_DTYPE_I64)
     return executor_kernel_error (error, c, "labels must be i64");
-  double *row_loss = executor_cuda_scratch (dev, (gsize) MAX (rows, 1) * sizeof (double), error);
+  double *row_loss = executor_cuda_scratch (dev, (gsize)MAX (rows, 1) * sizeof (double), error);
   if (row_loss == NULL)
     return FALSE;
   int bad = 0;
@@ -561,21 +561,20 @@ k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
                                   "clearing a flag", error);
   if (ok)
     {
-      executor_cuda_launch_cross_entropy (d->stream, in_f32 (c, 0),
-                                          (const gint64 *) labels->buffer->data, row_loss,
-                                          out_f32 (c, 0), rows, v,
-                                          executor_reduction_count (c), d->flag);
+      executor_cuda_launch_cross_entropy (
+          d->stream, in_f32 (c, 0), (const gint64 *)labels->buffer->data, row_loss, out_f32 (c, 0),
+          rows, v, executor_reduction_count (c), d->flag);
       ok = launched (dev, c, error)
-           && executor_cuda_ok (cudaMemcpyAsync (&bad, d->flag, sizeof (int),
-                                                 cudaMemcpyDeviceToHost, d->stream),
-                                dev, "reading a flag", error)
+           && executor_cuda_ok (
+               cudaMemcpyAsync (&bad, d->flag, sizeof (int), cudaMemcpyDeviceToHost, d->stream),
+               dev, "reading a flag", error)
            && executor_cuda_sync (dev, error);
     }
   executor_cuda_scratch_free (dev, row_loss);
   if (ok && bad)
     {
       g_autofree char *msg
-        = g_strdup_printf ("a label is outside the %" G_GINT64_FORMAT " classes", v);
+          = g_strdup_printf ("a label is outside the %" G_GINT64_FORMAT " classes", v);
       return executor_kernel_error (error, c, msg);
     }
   return ok;

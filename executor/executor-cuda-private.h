@@ -64,10 +64,9 @@ void executor_cuda_class_fill (ExecutorBackendClass *klass);
  * extend ExecutorCudaDevice): @virtual_devices puts every device on GPU @gpu, otherwise
  * device i uses GPU i. Devices for which @is_local answers FALSE (another MPI rank's) get
  * no CUDA resources. */
-gboolean executor_cuda_backend_setup (ExecutorCudaBackend *self,
-                                      const ExecutorBackendClass *klass,
-                                      const PlannerMesh *mesh, gboolean virtual_devices,
-                                      int gpu, gsize device_size,
+gboolean executor_cuda_backend_setup (ExecutorCudaBackend *self, const ExecutorBackendClass *klass,
+                                      const PlannerMesh *mesh, gboolean virtual_devices, int gpu,
+                                      gsize device_size,
                                       gboolean (*is_local) (guint index, gpointer data),
                                       gpointer data, GError **error);
 void executor_cuda_backend_teardown (ExecutorCudaBackend *self);
@@ -88,16 +87,14 @@ void executor_cuda_scratch_free (ExecutorDevice *device, void *ptr);
 /* C[i] = A[i] @ B[i] for i < @batch, row-major, B given as [n, k] when @trans_b; operands
  * @stride_* elements apart (0: shared by every i). f32 in and out; bf16/f16 (the backend's
  * gemm type) convert A and B and accumulate in f32. */
-gboolean executor_cuda_gemm (ExecutorDevice *device, gboolean trans_b, gint64 m, gint64 n,
-                             gint64 k, const float *a, const float *b, float *c, gint64 batch,
-                             gint64 stride_a, gint64 stride_b, gint64 stride_c,
-                             GError **error);
+gboolean executor_cuda_gemm (ExecutorDevice *device, gboolean trans_b, gint64 m, gint64 n, gint64 k,
+                             const float *a, const float *b, float *c, gint64 batch,
+                             gint64 stride_a, gint64 stride_b, gint64 stride_c, GError **error);
 /* The same with an explicit type (benchmarks). */
 gboolean executor_cuda_gemm_typed (ExecutorDevice *device, ExecutorCudaGemmType type,
-                                   gboolean trans_b, gint64 m, gint64 n, gint64 k,
-                                   const float *a, const float *b, float *c, gint64 batch,
-                                   gint64 stride_a, gint64 stride_b, gint64 stride_c,
-                                   GError **error);
+                                   gboolean trans_b, gint64 m, gint64 n, gint64 k, const float *a,
+                                   const float *b, float *c, gint64 batch, gint64 stride_a,
+                                   gint64 stride_b, gint64 stride_c, GError **error);
 
 /* The kernel of every op type (executor-cuda-ops.c). */
 extern const ExecutorKernelFunc executor_cuda_kernels[PLANNER_N_OP_TYPES];

@@ -37,12 +37,12 @@ executor_cuda_ok (cudaError_t status, ExecutorDevice *device, const char *what, 
 {
   if (status == cudaSuccess)
     return TRUE;
-  int ordinal = device ? ((ExecutorCudaDevice *) device)->ordinal : -1;
+  int ordinal = device ? ((ExecutorCudaDevice *)device)->ordinal : -1;
   g_set_error (error, EXECUTOR_ERROR,
                status == cudaErrorMemoryAllocation ? EXECUTOR_ERROR_OUT_OF_MEMORY
                                                    : EXECUTOR_ERROR_FAILED,
-               "device %u (GPU %d): %s failed: %s (%s)", device ? device->index : 0, ordinal,
-               what, cudaGetErrorString (status), cudaGetErrorName (status));
+               "device %u (GPU %d): %s failed: %s (%s)", device ? device->index : 0, ordinal, what,
+               cudaGetErrorString (status), cudaGetErrorName (status));
   return FALSE;
 }
 
@@ -53,8 +53,7 @@ blas_ok (cublasStatus_t status, ExecutorDevice *device, const char *what, GError
     return TRUE;
   g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
                "device %u (GPU %d): cuBLAS %s failed: %s", device->index,
-               ((ExecutorCudaDevice *) device)->ordinal, what,
-               cublasGetStatusString (status));
+               ((ExecutorCudaDevice *)device)->ordinal, what, cublasGetStatusString (status));
   return FALSE;
 }
 
@@ -67,8 +66,8 @@ executor_cuda_launched (ExecutorDevice *device, const char *what, GError **error
 gboolean
 executor_cuda_sync (ExecutorDevice *device, GError **error)
 {
-  return executor_cuda_ok (cudaStreamSynchronize (((ExecutorCudaDevice *) device)->stream),
-                           device, "synchronizing its stream", error);
+  return executor_cuda_ok (cudaStreamSynchronize (((ExecutorCudaDevice *)device)->stream), device,
+                           "synchronizing its stream", error);
 }
 
 int
@@ -79,8 +78,7 @@ executor_cuda_device_count (GError **error)
   if (status != cudaSuccess || n == 0)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE, "no CUDA device: %s",
-                   status != cudaSuccess ? cudaGetErrorString (status)
-                                         : "the driver lists no GPU");
+                   status != cudaSuccess ? cudaGetErrorString (status) : "the driver lists no GPU");
       return 0;
     }
   return n;
@@ -89,10 +87,10 @@ executor_cuda_device_count (GError **error)
 void *
 executor_cuda_scratch (ExecutorDevice *device, gsize bytes, GError **error)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   void *ptr = NULL;
-  if (!executor_cuda_ok (cudaMallocFromPoolAsync (&ptr, MAX (bytes, 1), d->pool, d->stream),
-                         device, "allocating scratch memory", error))
+  if (!executor_cuda_ok (cudaMallocFromPoolAsync (&ptr, MAX (bytes, 1), d->pool, d->stream), device,
+                         "allocating scratch memory", error))
     return NULL;
   return ptr;
 }
@@ -101,7 +99,7 @@ void
 executor_cuda_scratch_free (ExecutorDevice *device, void *ptr)
 {
   if (ptr)
-    cudaFreeAsync (ptr, ((ExecutorCudaDevice *) device)->stream);
+    cudaFreeAsync (ptr, ((ExecutorCudaDevice *)device)->stream);
 }
 
 /* ---- buffers and copies ---- */
@@ -109,11 +107,11 @@ executor_cuda_scratch_free (ExecutorDevice *device, void *ptr)
 static ExecutorBuffer *
 cuda_buffer_new (ExecutorDevice *device, gsize bytes, GError **error)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   g_autofree ExecutorBuffer *b = g_new0 (ExecutorBuffer, 1);
   b->bytes = bytes;
-  cudaError_t status = cudaMallocFromPoolAsync ((void **) &b->data, MAX (bytes, 1), d->pool,
-                                                d->stream);
+  cudaError_t status
+      = cudaMallocFromPoolAsync ((void **)&b->data, MAX (bytes, 1), d->pool, d->stream);
   if (status == cudaErrorMemoryAllocation)
     {
       cudaGetLastError ();
@@ -141,13 +139,13 @@ cuda_buffer_new (ExecutorDevice *device, gsize bytes, GError **error)
 static void
 cuda_buffer_free (ExecutorDevice *device, ExecutorBuffer *buffer)
 {
-  cudaFreeAsync (buffer->data, ((ExecutorCudaDevice *) device)->stream);
+  cudaFreeAsync (buffer->data, ((ExecutorCudaDevice *)device)->stream);
   g_free (buffer);
 }
 
 static gboolean
-check_range (ExecutorDevice *device, ExecutorBuffer *b, gsize offset, gsize bytes,
-             const char *what, GError **error)
+check_range (ExecutorDevice *device, ExecutorBuffer *b, gsize offset, gsize bytes, const char *what,
+             GError **error)
 {
   if (offset > b->bytes || bytes > b->bytes - offset)
     {
@@ -164,26 +162,26 @@ static gboolean
 cuda_upload (ExecutorDevice *device, ExecutorBuffer *dst, gsize offset, const void *src,
              gsize bytes, GError **error)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   if (!check_range (device, dst, offset, bytes, "upload", error))
     return FALSE;
   /* The caller may free @src on return: wait for the copy. */
-  return executor_cuda_ok (cudaMemcpyAsync (dst->data + offset, src, bytes,
-                                            cudaMemcpyHostToDevice, d->stream),
-                           device, "uploading", error)
+  return executor_cuda_ok (
+             cudaMemcpyAsync (dst->data + offset, src, bytes, cudaMemcpyHostToDevice, d->stream),
+             device, "uploading", error)
          && executor_cuda_sync (device, error);
 }
 
 static gboolean
-cuda_download (ExecutorDevice *device, ExecutorBuffer *src, gsize offset, void *dst,
-               gsize bytes, GError **error)
+cuda_download (ExecutorDevice *device, ExecutorBuffer *src, gsize offset, void *dst, gsize bytes,
+               GError **error)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   if (!check_range (device, src, offset, bytes, "download", error))
     return FALSE;
-  return executor_cuda_ok (cudaMemcpyAsync (dst, src->data + offset, bytes,
-                                            cudaMemcpyDeviceToHost, d->stream),
-                           device, "downloading", error)
+  return executor_cuda_ok (
+             cudaMemcpyAsync (dst, src->data + offset, bytes, cudaMemcpyDeviceToHost, d->stream),
+             device, "downloading", error)
          && executor_cuda_sync (device, error);
 }
 
@@ -192,7 +190,7 @@ cuda_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_offset, gsi
               ExecutorBuffer *src, gsize src_offset, gsize src_pitch, gsize width, gsize height,
               GError **error)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   if (height == 0 || width == 0)
     return TRUE;
   gsize dst_span = (height - 1) * dst_pitch + width, src_span = (height - 1) * src_pitch + width;
@@ -200,11 +198,11 @@ cuda_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_offset, gsi
       || !check_range (device, src, src_offset, src_span, "2-D copy (source)", error))
     return FALSE;
   cudaError_t status
-    = height == 1 ? cudaMemcpyAsync (dst->data + dst_offset, src->data + src_offset, width,
-                                     cudaMemcpyDeviceToDevice, d->stream)
-                  : cudaMemcpy2DAsync (dst->data + dst_offset, dst_pitch, src->data + src_offset,
-                                       src_pitch, width, height, cudaMemcpyDeviceToDevice,
-                                       d->stream);
+      = height == 1
+            ? cudaMemcpyAsync (dst->data + dst_offset, src->data + src_offset, width,
+                               cudaMemcpyDeviceToDevice, d->stream)
+            : cudaMemcpy2DAsync (dst->data + dst_offset, dst_pitch, src->data + src_offset,
+                                 src_pitch, width, height, cudaMemcpyDeviceToDevice, d->stream);
   return executor_cuda_ok (status, device, "a 2-D copy", error);
 }
 
@@ -212,22 +210,23 @@ cuda_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_offset, gsi
 
 gboolean
 executor_cuda_gemm_typed (ExecutorDevice *device, ExecutorCudaGemmType type, gboolean trans_b,
-                          gint64 m, gint64 n, gint64 k, const float *a, const float *b,
-                          float *c, gint64 batch, gint64 stride_a, gint64 stride_b,
-                          gint64 stride_c, GError **error)
+                          gint64 m, gint64 n, gint64 k, const float *a, const float *b, float *c,
+                          gint64 batch, gint64 stride_a, gint64 stride_b, gint64 stride_c,
+                          GError **error)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   if (m == 0 || n == 0 || batch == 0)
     return TRUE;
   if (k == 0)
-    return executor_cuda_ok (cudaMemsetAsync (c, 0, (gsize) (stride_c * (batch - 1) + m * n) * 4,
-                                              d->stream),
-                             device, "clearing a GEMM result", error);
+    return executor_cuda_ok (
+        cudaMemsetAsync (c, 0, (gsize)(stride_c * (batch - 1) + m * n) * 4, d->stream), device,
+        "clearing a GEMM result", error);
   if (m > G_MAXINT || n > G_MAXINT || k > G_MAXINT || batch > G_MAXINT)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
-                   "device %u: a GEMM of %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                   " exceeds cuBLAS's 32-bit sizes", device->index, m, n, k);
+                   "device %u: a GEMM of %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                   "x%" G_GINT64_FORMAT " exceeds cuBLAS's 32-bit sizes",
+                   device->index, m, n, k);
       return FALSE;
     }
 
@@ -237,13 +236,13 @@ executor_cuda_gemm_typed (ExecutorDevice *device, ExecutorCudaGemmType type, gbo
   cudaDataType_t in_type = CUDA_R_32F;
   if (type != EXECUTOR_CUDA_GEMM_F32)
     {
-      ExecutorCudaConvert conv = type == EXECUTOR_CUDA_GEMM_BF16 ? EXECUTOR_CUDA_F32_TO_BF16
-                                                                 : EXECUTOR_CUDA_F32_TO_F16;
+      ExecutorCudaConvert conv
+          = type == EXECUTOR_CUDA_GEMM_BF16 ? EXECUTOR_CUDA_F32_TO_BF16 : EXECUTOR_CUDA_F32_TO_F16;
       in_type = type == EXECUTOR_CUDA_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F;
       gint64 span_a = stride_a * (batch - 1) + m * k, span_b = stride_b * (batch - 1) + k * n;
-      if (!(ta = executor_cuda_scratch (device, (gsize) span_a * 2, error)))
+      if (!(ta = executor_cuda_scratch (device, (gsize)span_a * 2, error)))
         return FALSE;
-      if (!(tb = executor_cuda_scratch (device, (gsize) span_b * 2, error)))
+      if (!(tb = executor_cuda_scratch (device, (gsize)span_b * 2, error)))
         {
           executor_cuda_scratch_free (device, ta);
           return FALSE;
@@ -255,9 +254,9 @@ executor_cuda_gemm_typed (ExecutorDevice *device, ExecutorCudaGemmType type, gbo
     }
   const float alpha = 1.0f, beta = 0.0f;
   cublasStatus_t status = cublasGemmStridedBatchedEx (
-    d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, (int) n, (int) m, (int) k, &alpha,
-    pb, in_type, (int) (trans_b ? k : n), stride_b, pa, in_type, (int) k, stride_a, &beta, c,
-    CUDA_R_32F, (int) n, stride_c, (int) batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, pb,
+      in_type, (int)(trans_b ? k : n), stride_b, pa, in_type, (int)k, stride_a, &beta, c,
+      CUDA_R_32F, (int)n, stride_c, (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   executor_cuda_scratch_free (device, ta);
   executor_cuda_scratch_free (device, tb);
   g_autofree char *what = g_strdup_printf ("%s GEMM %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
@@ -271,7 +270,7 @@ executor_cuda_gemm (ExecutorDevice *device, gboolean trans_b, gint64 m, gint64 n
                     const float *a, const float *b, float *c, gint64 batch, gint64 stride_a,
                     gint64 stride_b, gint64 stride_c, GError **error)
 {
-  ExecutorCudaBackend *self = (ExecutorCudaBackend *) device->backend;
+  ExecutorCudaBackend *self = (ExecutorCudaBackend *)device->backend;
   return executor_cuda_gemm_typed (device, self->gemm_type, trans_b, m, n, k, a, b, c, batch,
                                    stride_a, stride_b, stride_c, error);
 }
@@ -286,7 +285,7 @@ wait_peers (ExecutorCudaDevice *d, ExecutorCudaGroup *g, gsize event_offset, GEr
       ExecutorCudaDevice *peer = g->members[q];
       if (peer == d)
         continue;
-      cudaEvent_t ev = *(cudaEvent_t *) ((guint8 *) peer + event_offset);
+      cudaEvent_t ev = *(cudaEvent_t *)((guint8 *)peer + event_offset);
       if (!executor_cuda_ok (cudaStreamWaitEvent (d->stream, ev, 0), &d->base,
                              "waiting for a peer's event", error))
         return FALSE;
@@ -296,11 +295,10 @@ wait_peers (ExecutorCudaDevice *d, ExecutorCudaGroup *g, gsize event_offset, GEr
 
 /* Records @ev, waits for the group, and makes the stream wait for every peer's @ev. */
 static gboolean
-group_sync (ExecutorCudaBackend *self, ExecutorCudaDevice *d, ExecutorCudaGroup *g,
-            cudaEvent_t ev, gsize event_offset, GError **error)
+group_sync (ExecutorCudaBackend *self, ExecutorCudaDevice *d, ExecutorCudaGroup *g, cudaEvent_t ev,
+            gsize event_offset, GError **error)
 {
-  return executor_cuda_ok (cudaEventRecord (ev, d->stream), &d->base, "recording an event",
-                           error)
+  return executor_cuda_ok (cudaEventRecord (ev, d->stream), &d->base, "recording an event", error)
          && executor_spmd_barrier_wait (&self->spmd, g->barrier, error)
          && wait_peers (d, g, event_offset, error);
 }
@@ -308,8 +306,7 @@ group_sync (ExecutorCudaBackend *self, ExecutorCudaDevice *d, ExecutorCudaGroup 
 static gboolean
 copy_d2d (ExecutorCudaDevice *d, void *dst, const void *src, gsize bytes, GError **error)
 {
-  return executor_cuda_ok (cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice,
-                                            d->stream),
+  return executor_cuda_ok (cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice, d->stream),
                            &d->base, "a device-to-device copy", error);
 }
 
@@ -320,8 +317,8 @@ sum_ranks (ExecutorCudaDevice *d, ExecutorCudaGroup *g, float *dst, gsize first,
            GError **error)
 {
   for (guint q = 0; q < g->p; q++)
-    executor_cuda_launch_accumulate (d->stream, dst, (const float *) g->send[q] + first,
-                                     (gint64) count, q == 0);
+    executor_cuda_launch_accumulate (d->stream, dst, (const float *)g->send[q] + first,
+                                     (gint64)count, q == 0);
   return executor_cuda_launched (&d->base, "a reduction kernel", error);
 }
 
@@ -329,8 +326,8 @@ static gboolean
 cuda_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, ExecutorBuffer *send,
                  ExecutorBuffer *recv, gsize count, PlannerDType dtype, GError **error)
 {
-  ExecutorCudaBackend *self = (ExecutorCudaBackend *) device->backend;
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaBackend *self = (ExecutorCudaBackend *)device->backend;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   ExecutorCudaGroup *g = d->groups[axis];
   guint p = g->p, rank = device->coords[axis];
   gsize es = executor_storage_size (dtype), chunk = count * es;
@@ -338,10 +335,17 @@ cuda_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
 
   switch (kind)
     {
-    case PLANNER_STEP_ALL_GATHER: recv_bytes = p * chunk; break;
-    case PLANNER_STEP_REDUCE_SCATTER: send_bytes = p * chunk; break;
-    case PLANNER_STEP_ALL_TO_ALL: send_bytes = recv_bytes = p * chunk; break;
-    case PLANNER_STEP_ALL_REDUCE: break;
+    case PLANNER_STEP_ALL_GATHER:
+      recv_bytes = p * chunk;
+      break;
+    case PLANNER_STEP_REDUCE_SCATTER:
+      send_bytes = p * chunk;
+      break;
+    case PLANNER_STEP_ALL_TO_ALL:
+      send_bytes = recv_bytes = p * chunk;
+      break;
+    case PLANNER_STEP_ALL_REDUCE:
+      break;
     default:
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED, "%s is not a collective",
                    planner_step_kind_to_string (kind));
@@ -376,7 +380,7 @@ cuda_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
         ok = copy_d2d (d, recv->data + q * chunk, g->send[q] + rank * chunk, chunk, error);
       break;
     case PLANNER_STEP_REDUCE_SCATTER:
-      ok = sum_ranks (d, g, (float *) recv->data, rank * count, count, error);
+      ok = sum_ranks (d, g, (float *)recv->data, rank * count, count, error);
       break;
     case PLANNER_STEP_ALL_REDUCE:
       {
@@ -385,25 +389,24 @@ cuda_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
         gsize lo = count * rank / p, hi = count * (rank + 1) / p;
         float *tmp = executor_cuda_scratch (device, (hi - lo) * sizeof (float), error);
         ok = tmp != NULL && sum_ranks (d, g, tmp, lo, hi - lo, error)
-             && copy_d2d (d, (float *) recv->data + lo, tmp, (hi - lo) * sizeof (float), error);
+             && copy_d2d (d, (float *)recv->data + lo, tmp, (hi - lo) * sizeof (float), error);
         executor_cuda_scratch_free (device, tmp);
         ok = ok
-             && group_sync (self, d, g, d->mid, G_STRUCT_OFFSET (ExecutorCudaDevice, mid),
-                            error);
+             && group_sync (self, d, g, d->mid, G_STRUCT_OFFSET (ExecutorCudaDevice, mid), error);
         for (guint q = 0; ok && q < p; q++)
           if (q != rank)
             {
               gsize qlo = count * q / p, qhi = count * (q + 1) / p;
-              ok = copy_d2d (d, (float *) recv->data + qlo, (const float *) g->recv[q] + qlo,
+              ok = copy_d2d (d, (float *)recv->data + qlo, (const float *)g->recv[q] + qlo,
                              (qhi - qlo) * sizeof (float), error);
             }
       }
       break;
-    default: g_assert_not_reached ();
+    default:
+      g_assert_not_reached ();
     }
   /* Nobody reuses a buffer a peer still reads. */
-  return ok
-         && group_sync (self, d, g, d->done, G_STRUCT_OFFSET (ExecutorCudaDevice, done), error);
+  return ok && group_sync (self, d, g, d->done, G_STRUCT_OFFSET (ExecutorCudaDevice, done), error);
 }
 
 /* ---- run, barrier, timers ---- */
@@ -411,7 +414,7 @@ cuda_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
 static gboolean
 cuda_barrier (ExecutorDevice *device, GError **error)
 {
-  ExecutorCudaBackend *self = (ExecutorCudaBackend *) device->backend;
+  ExecutorCudaBackend *self = (ExecutorCudaBackend *)device->backend;
   return executor_cuda_sync (device, error)
          && executor_spmd_barrier_wait (&self->spmd, self->world, error);
 }
@@ -419,14 +422,14 @@ cuda_barrier (ExecutorDevice *device, GError **error)
 static void
 cuda_timer_begin (ExecutorDevice *device)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   cudaEventRecord (d->timer_start, d->stream);
 }
 
 static double
 cuda_timer_end (ExecutorDevice *device)
 {
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   float ms = 0;
   if (cudaEventRecord (d->timer_stop, d->stream) != cudaSuccess
       || cudaEventSynchronize (d->timer_stop) != cudaSuccess
@@ -448,7 +451,7 @@ static gboolean
 cuda_device_main (ExecutorDevice *device, gpointer data, GError **error)
 {
   CudaRun *run = data;
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *) device;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
   if (!executor_cuda_ok (cudaSetDevice (d->ordinal), device, "selecting the GPU", error))
     return FALSE;
   gboolean ok = run->func (device, run->user_data, error);
@@ -466,7 +469,7 @@ executor_cuda_backend_run_local (ExecutorCudaBackend *self, ExecutorDeviceFunc f
   g_autofree ExecutorDevice **local = g_new0 (ExecutorDevice *, MAX (base->n_devices, 1));
   guint n = 0;
   for (guint i = 0; i < base->n_devices; i++)
-    if (((ExecutorCudaDevice *) base->devices[i])->ordinal >= 0)
+    if (((ExecutorCudaDevice *)base->devices[i])->ordinal >= 0)
       local[n++] = base->devices[i];
   CudaRun run = { func, user_data };
   return executor_spmd_run (&self->spmd, local, n, cuda_device_main, &run, error);
@@ -475,17 +478,16 @@ executor_cuda_backend_run_local (ExecutorCudaBackend *self, ExecutorDeviceFunc f
 static gboolean
 cuda_run (ExecutorBackend *backend, ExecutorDeviceFunc func, gpointer user_data, GError **error)
 {
-  return executor_cuda_backend_run_local ((ExecutorCudaBackend *) backend, func, user_data,
-                                          error);
+  return executor_cuda_backend_run_local ((ExecutorCudaBackend *)backend, func, user_data, error);
 }
 
 static guint64
 cuda_memory_available (ExecutorBackend *backend)
 {
-  ExecutorCudaBackend *self = (ExecutorCudaBackend *) backend;
+  ExecutorCudaBackend *self = (ExecutorCudaBackend *)backend;
   int ordinal = -1;
   for (guint i = 0; i < backend->n_devices && ordinal < 0; i++)
-    ordinal = ((ExecutorCudaDevice *) backend->devices[i])->ordinal;
+    ordinal = ((ExecutorCudaDevice *)backend->devices[i])->ordinal;
   size_t free_bytes = 0, total = 0;
   if (ordinal < 0 || cudaSetDevice (ordinal) != cudaSuccess
       || cudaMemGetInfo (&free_bytes, &total) != cudaSuccess)
@@ -530,16 +532,16 @@ device_setup (ExecutorCudaDevice *d, GError **error)
   if (!executor_cuda_ok (cudaSetDevice (d->ordinal), dev, "selecting the GPU", error)
       || !executor_cuda_ok (cudaStreamCreateWithFlags (&d->stream, cudaStreamNonBlocking), dev,
                             "creating a stream", error)
-      || !executor_cuda_ok (cudaMemPoolCreate (&d->pool, &props), dev,
-                            "creating a memory pool", error)
+      || !executor_cuda_ok (cudaMemPoolCreate (&d->pool, &props), dev, "creating a memory pool",
+                            error)
       || !executor_cuda_ok (cudaEventCreate (&d->timer_start), dev, "creating an event", error)
       || !executor_cuda_ok (cudaEventCreate (&d->timer_stop), dev, "creating an event", error)
-      || !executor_cuda_ok (cudaMalloc ((void **) &d->flag, sizeof (int)), dev,
-                            "allocating a flag", error))
+      || !executor_cuda_ok (cudaMalloc ((void **)&d->flag, sizeof (int)), dev, "allocating a flag",
+                            error))
     return FALSE;
   for (guint i = 0; i < G_N_ELEMENTS (sync_events); i++)
-    if (!executor_cuda_ok (cudaEventCreateWithFlags (sync_events[i], cudaEventDisableTiming),
-                           dev, "creating an event", error))
+    if (!executor_cuda_ok (cudaEventCreateWithFlags (sync_events[i], cudaEventDisableTiming), dev,
+                           "creating an event", error))
       return FALSE;
   /* Freed memory stays in the pool between trials instead of going back to the driver. */
   guint64 keep = G_MAXUINT64;
@@ -584,7 +586,7 @@ executor_cuda_backend_setup (ExecutorCudaBackend *self, const ExecutorBackendCla
   guint64 n = planner_mesh_n_devices (mesh);
   base->klass = klass;
   base->mesh = *mesh;
-  base->n_devices = (guint) n;
+  base->n_devices = (guint)n;
   base->devices = g_new0 (ExecutorDevice *, MAX (n, 1));
   executor_spmd_init (&self->spmd);
   self->groups = g_ptr_array_new_with_free_func (group_free);
@@ -599,14 +601,14 @@ executor_cuda_backend_setup (ExecutorCudaBackend *self, const ExecutorBackendCla
       d->base.index = i;
       planner_mesh_device_coords (mesh, i, d->base.coords);
       gboolean local = is_local == NULL || is_local (i, data);
-      d->ordinal = !local ? -1 : virtual_devices ? gpu : (int) n_local;
+      d->ordinal = !local ? -1 : virtual_devices ? gpu : (int)n_local;
       n_local += local;
       base->devices[i] = &d->base;
     }
   self->world = executor_spmd_barrier_new (&self->spmd, n_local);
   for (guint i = 0; i < n; i++)
     {
-      ExecutorCudaDevice *d = (ExecutorCudaDevice *) base->devices[i];
+      ExecutorCudaDevice *d = (ExecutorCudaDevice *)base->devices[i];
       if (d->ordinal >= 0 && !device_setup (d, error))
         return FALSE;
     }
@@ -615,12 +617,12 @@ executor_cuda_backend_setup (ExecutorCudaBackend *self, const ExecutorBackendCla
   for (guint a = 0; a < mesh->n_axes; a++)
     for (guint i = 0; i < n; i++)
       {
-        ExecutorCudaDevice *d = (ExecutorCudaDevice *) base->devices[i];
+        ExecutorCudaDevice *d = (ExecutorCudaDevice *)base->devices[i];
         guint coords[PLANNER_MAX_AXES];
         memcpy (coords, d->base.coords, sizeof coords);
         coords[a] = 0;
         ExecutorCudaDevice *leader
-          = (ExecutorCudaDevice *) base->devices[planner_mesh_device_id (mesh, coords)];
+            = (ExecutorCudaDevice *)base->devices[planner_mesh_device_id (mesh, coords)];
         if (leader == d)
           {
             ExecutorCudaGroup *g = g_new0 (ExecutorCudaGroup, 1);
@@ -646,7 +648,7 @@ executor_cuda_backend_teardown (ExecutorCudaBackend *self)
   for (guint i = 0; i < base->n_devices; i++)
     if (base->devices[i])
       {
-        device_teardown ((ExecutorCudaDevice *) base->devices[i]);
+        device_teardown ((ExecutorCudaDevice *)base->devices[i]);
         g_free (base->devices[i]);
       }
   g_free (base->devices);
@@ -674,7 +676,7 @@ executor_cuda_class_fill (ExecutorBackendClass *klass)
 static void
 cuda_finalize (ExecutorBackend *backend)
 {
-  executor_cuda_backend_teardown ((ExecutorCudaBackend *) backend);
+  executor_cuda_backend_teardown ((ExecutorCudaBackend *)backend);
   g_free (backend);
 }
 
@@ -699,9 +701,9 @@ executor_cuda_backend_new (const PlannerMesh *mesh, GError **error)
   guint64 n = planner_mesh_n_devices (mesh);
   if (n == 0 || n > 1024)
     {
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
-                   "the cuda backend runs 1 to 1024 virtual devices; the mesh has %" G_GUINT64_FORMAT,
-                   n);
+      g_set_error (
+          error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
+          "the cuda backend runs 1 to 1024 virtual devices; the mesh has %" G_GUINT64_FORMAT, n);
       return NULL;
     }
   int n_gpus = executor_cuda_device_count (error);
@@ -710,7 +712,7 @@ executor_cuda_backend_new (const PlannerMesh *mesh, GError **error)
   int gpu = 0;
   const char *env = g_getenv ("SHARDSCOPE_CUDA_DEVICE");
   if (env)
-    gpu = (int) g_ascii_strtoll (env, NULL, 10);
+    gpu = (int)g_ascii_strtoll (env, NULL, 10);
   if (gpu < 0 || gpu >= n_gpus)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
@@ -718,8 +720,8 @@ executor_cuda_backend_new (const PlannerMesh *mesh, GError **error)
       return NULL;
     }
   ExecutorCudaBackend *self = g_new0 (ExecutorCudaBackend, 1);
-  if (!executor_cuda_backend_setup (self, &cuda_class, mesh, TRUE, gpu,
-                                    sizeof (ExecutorCudaDevice), NULL, NULL, error))
+  if (!executor_cuda_backend_setup (self, &cuda_class, mesh, TRUE, gpu, sizeof (ExecutorCudaDevice),
+                                    NULL, NULL, error))
     {
       cuda_finalize (&self->base);
       return NULL;

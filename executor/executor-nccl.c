@@ -53,7 +53,7 @@ nccl_failed (ExecutorDevice *device, ncclResult_t r, const char *what, GError **
 {
   g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
                "device %u (GPU %d): NCCL %s failed: %s%s%s", device ? device->index : 0,
-               device ? ((ExecutorCudaDevice *) device)->ordinal : -1, what, nccl_status (r),
+               device ? ((ExecutorCudaDevice *)device)->ordinal : -1, what, nccl_status (r),
                ncclGetLastError (NULL)[0] ? ": " : "", ncclGetLastError (NULL));
   return FALSE;
 }
@@ -115,7 +115,7 @@ nccl_wait (NcclBackend *self, NcclDevice *d, ncclComm_t comm, const char *what, 
                        "device %u (GPU %d): NCCL %s did not finish in %.0f s (a peer that "
                        "never joined, or a hung link); the communicators were aborted. "
                        "SHARDSCOPE_NCCL_TIMEOUT sets the limit in seconds",
-                       dev->index, d->cuda.ordinal, what, (double) self->timeout_us / 1e6);
+                       dev->index, d->cuda.ordinal, what, (double)self->timeout_us / 1e6);
           abort_device (self, d);
           return FALSE;
         }
@@ -137,8 +137,8 @@ static gboolean
 nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, ExecutorBuffer *send,
                  ExecutorBuffer *recv, gsize count, PlannerDType dtype, GError **error)
 {
-  NcclBackend *self = (NcclBackend *) device->backend;
-  NcclDevice *d = (NcclDevice *) device;
+  NcclBackend *self = (NcclBackend *)device->backend;
+  NcclDevice *d = (NcclDevice *)device;
   ncclComm_t comm = d->axis[axis];
   cudaStream_t stream = d->cuda.stream;
   guint p = device->backend->mesh.sizes[axis];
@@ -150,15 +150,23 @@ nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
                    "device %u: the NCCL communicators were aborted by an earlier failure; "
-                   "make a new backend", device->index);
+                   "make a new backend",
+                   device->index);
       return FALSE;
     }
   switch (kind)
     {
-    case PLANNER_STEP_ALL_GATHER: recv_elems = p * count; break;
-    case PLANNER_STEP_REDUCE_SCATTER: send_elems = p * count; break;
-    case PLANNER_STEP_ALL_TO_ALL: send_elems = recv_elems = p * count; break;
-    case PLANNER_STEP_ALL_REDUCE: break;
+    case PLANNER_STEP_ALL_GATHER:
+      recv_elems = p * count;
+      break;
+    case PLANNER_STEP_REDUCE_SCATTER:
+      send_elems = p * count;
+      break;
+    case PLANNER_STEP_ALL_TO_ALL:
+      send_elems = recv_elems = p * count;
+      break;
+    case PLANNER_STEP_ALL_REDUCE:
+      break;
     default:
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED, "%s is not a collective",
                    planner_step_kind_to_string (kind));
@@ -176,7 +184,8 @@ nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
                    "device %u: %s of %" G_GSIZE_FORMAT " elements a rank does not fit its "
-                   "buffers", device->index, planner_step_kind_to_string (kind), count);
+                   "buffers",
+                   device->index, planner_step_kind_to_string (kind), count);
       return FALSE;
     }
 
@@ -199,10 +208,10 @@ nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
       r = ncclGroupStart ();
       for (guint q = 0; q < p && (r == ncclSuccess || r == ncclInProgress); q++)
         {
-          r = ncclSend (send->data + q * count * es, count, nccl_type (dtype), (int) q, comm,
+          r = ncclSend (send->data + q * count * es, count, nccl_type (dtype), (int)q, comm,
                         stream);
           if (r == ncclSuccess || r == ncclInProgress)
-            r = ncclRecv (recv->data + q * count * es, count, nccl_type (dtype), (int) q, comm,
+            r = ncclRecv (recv->data + q * count * es, count, nccl_type (dtype), (int)q, comm,
                           stream);
         }
       {
@@ -226,7 +235,7 @@ nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
 static gboolean
 nccl_barrier (ExecutorDevice *device, GError **error)
 {
-  NcclBackend *self = (NcclBackend *) device->backend;
+  NcclBackend *self = (NcclBackend *)device->backend;
   if (!executor_cuda_sync (device, error)
       || !executor_spmd_barrier_wait (&self->cuda.spmd, self->cuda.world, error))
     return FALSE;
@@ -234,13 +243,14 @@ nccl_barrier (ExecutorDevice *device, GError **error)
     return TRUE;
   /* Across processes: a one-element AllReduce over the mesh's first axis would not reach
    * every rank; the world communicator does. */
-  NcclDevice *d = (NcclDevice *) device;
+  NcclDevice *d = (NcclDevice *)device;
   float *one = executor_cuda_scratch (device, sizeof (float), error);
   if (one == NULL)
     return FALSE;
   ncclResult_t r = ncclAllReduce (one, one, 1, ncclFloat32, ncclSum, d->world, d->cuda.stream);
-  gboolean ok = (r == ncclSuccess || r == ncclInProgress || nccl_failed (device, r, "barrier", error))
-                && nccl_wait (self, d, d->world, "barrier", error);
+  gboolean ok
+      = (r == ncclSuccess || r == ncclInProgress || nccl_failed (device, r, "barrier", error))
+        && nccl_wait (self, d, d->world, "barrier", error);
   executor_cuda_scratch_free (device, one);
   return ok && executor_cuda_sync (device, error);
 }
@@ -248,7 +258,7 @@ nccl_barrier (ExecutorDevice *device, GError **error)
 static gboolean
 nccl_run (ExecutorBackend *backend, ExecutorDeviceFunc func, gpointer user_data, GError **error)
 {
-  NcclBackend *self = (NcclBackend *) backend;
+  NcclBackend *self = (NcclBackend *)backend;
   if (g_atomic_int_get (&self->broken))
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
@@ -262,10 +272,10 @@ nccl_run (ExecutorBackend *backend, ExecutorDeviceFunc func, gpointer user_data,
 static void
 nccl_finalize (ExecutorBackend *backend)
 {
-  NcclBackend *self = (NcclBackend *) backend;
+  NcclBackend *self = (NcclBackend *)backend;
   for (guint i = 0; backend->devices && i < backend->n_devices; i++)
     {
-      NcclDevice *d = (NcclDevice *) backend->devices[i];
+      NcclDevice *d = (NcclDevice *)backend->devices[i];
       if (d == NULL || d->cuda.ordinal < 0)
         continue;
       cudaSetDevice (d->cuda.ordinal);
@@ -318,7 +328,7 @@ wait_created (NcclBackend *self, ncclComm_t *const *comms, const char *what, GEr
             {
               g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
                            "NCCL %s did not finish in %.0f s", what,
-                           (double) self->timeout_us / 1e6);
+                           (double)self->timeout_us / 1e6);
               return FALSE;
             }
           g_usleep (100);
@@ -333,19 +343,19 @@ static gboolean
 make_world (NcclBackend *self, GError **error)
 {
   ExecutorBackend *base = &self->cuda.base;
-  NcclDevice *first = (NcclDevice *) base->devices[self->local_first];
+  NcclDevice *first = (NcclDevice *)base->devices[self->local_first];
   ncclResult_t r;
   if (self->mpi_size <= 1)
     {
       g_autofree ncclComm_t *comms = g_new0 (ncclComm_t, base->n_devices);
       g_autofree int *gpus = g_new0 (int, base->n_devices);
       for (guint i = 0; i < base->n_devices; i++)
-        gpus[i] = ((ExecutorCudaDevice *) base->devices[i])->ordinal;
-      r = ncclCommInitAll (comms, (int) base->n_devices, gpus);
+        gpus[i] = ((ExecutorCudaDevice *)base->devices[i])->ordinal;
+      r = ncclCommInitAll (comms, (int)base->n_devices, gpus);
       if (r != ncclSuccess)
         return nccl_failed (&first->cuda.base, r, "ncclCommInitAll", error);
       for (guint i = 0; i < base->n_devices; i++)
-        ((NcclDevice *) base->devices[i])->world = comms[i];
+        ((NcclDevice *)base->devices[i])->world = comms[i];
       return TRUE;
     }
 #ifdef SHARDSCOPE_HAVE_MPI
@@ -362,10 +372,10 @@ make_world (NcclBackend *self, GError **error)
   r = ncclGroupStart ();
   for (guint i = self->local_first; i < self->local_first + self->n_local; i++)
     {
-      NcclDevice *d = (NcclDevice *) base->devices[i];
+      NcclDevice *d = (NcclDevice *)base->devices[i];
       cudaSetDevice (d->cuda.ordinal);
       if (r == ncclSuccess)
-        r = ncclCommInitRank (&d->world, (int) base->n_devices, id, (int) i);
+        r = ncclCommInitRank (&d->world, (int)base->n_devices, id, (int)i);
     }
   ncclResult_t end = ncclGroupEnd ();
   if (r == ncclSuccess)
@@ -376,7 +386,8 @@ make_world (NcclBackend *self, GError **error)
 #else
   g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NOT_BUILT,
                "started as one of %d processes but this shardscope is built without MPI; "
-               "configure with -Dmpi=enabled", self->mpi_size);
+               "configure with -Dmpi=enabled",
+               self->mpi_size);
   return FALSE;
 #endif
 }
@@ -396,15 +407,14 @@ split_axes (NcclBackend *self, GError **error)
       g_autofree ncclComm_t **made = g_new0 (ncclComm_t *, base->n_devices);
       for (guint i = self->local_first; i < self->local_first + self->n_local; i++)
         {
-          NcclDevice *d = (NcclDevice *) base->devices[i];
+          NcclDevice *d = (NcclDevice *)base->devices[i];
           guint coords[PLANNER_MAX_AXES];
           memcpy (coords, d->cuda.base.coords, sizeof coords);
           coords[a] = 0;
-          int color = (int) planner_mesh_device_id (mesh, coords);
+          int color = (int)planner_mesh_device_id (mesh, coords);
           cudaSetDevice (d->cuda.ordinal);
           if (r == ncclSuccess || r == ncclInProgress)
-            r = ncclCommSplit (d->world, color, (int) d->cuda.base.coords[a], &d->axis[a],
-                               &config);
+            r = ncclCommSplit (d->world, color, (int)d->cuda.base.coords[a], &d->axis[a], &config);
           made[i] = &d->axis[a];
         }
       ncclResult_t end = ncclGroupEnd ();
@@ -449,7 +459,8 @@ mpi_bootstrap (NcclBackend *self, GError **error)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NOT_BUILT,
                    "started by mpirun as one of %s processes, but this shardscope is built "
-                   "without MPI; configure with -Dmpi=enabled (needs libopenmpi-dev)", size);
+                   "without MPI; configure with -Dmpi=enabled (needs libopenmpi-dev)",
+                   size);
       return FALSE;
     }
 #endif
@@ -478,16 +489,17 @@ executor_nccl_backend_new (const PlannerMesh *mesh, GError **error)
   int n_gpus = executor_cuda_device_count (error);
   if (n_gpus == 0)
     return NULL;
-  if (n == 0 || n % (guint64) self->mpi_size != 0)
+  if (n == 0 || n % (guint64)self->mpi_size != 0)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
                    "the mesh has %" G_GUINT64_FORMAT " devices, which %d processes cannot "
-                   "share evenly", n, self->mpi_size);
+                   "share evenly",
+                   n, self->mpi_size);
       return NULL;
     }
-  self->n_local = (guint) (n / (guint64) self->mpi_size);
-  self->local_first = (guint) self->mpi_rank * self->n_local;
-  if (self->n_local > (guint) n_gpus)
+  self->n_local = (guint)(n / (guint64)self->mpi_size);
+  self->local_first = (guint)self->mpi_rank * self->n_local;
+  if (self->n_local > (guint)n_gpus)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
                    "the nccl backend runs one device per GPU: the mesh needs %u GPUs in this "
@@ -500,7 +512,7 @@ executor_nccl_backend_new (const PlannerMesh *mesh, GError **error)
   const char *env = g_getenv ("SHARDSCOPE_NCCL_TIMEOUT");
   if (env && g_ascii_strtod (env, NULL) > 0)
     timeout_s = g_ascii_strtod (env, NULL);
-  self->timeout_us = (gint64) (timeout_s * 1e6);
+  self->timeout_us = (gint64)(timeout_s * 1e6);
 
   ExecutorBackend *base = &self->cuda.base;
   if (!executor_cuda_backend_setup (&self->cuda, &nccl_class, mesh, FALSE, 0, sizeof (NcclDevice),

@@ -20,7 +20,7 @@ void
 executor_row_strides (const gint64 *shape, guint rank, gint64 *strides)
 {
   gint64 s = 1;
-  for (int d = (int) rank - 1; d >= 0; d--)
+  for (int d = (int)rank - 1; d >= 0; d--)
     {
       strides[d] = s;
       s *= shape[d];
@@ -33,7 +33,7 @@ executor_reduction_count (const ExecutorOpCall *c)
   double n = 1;
   for (guint f = 0; f < c->rule->n_factors; f++)
     if (c->rule->factors[f].kind == PLANNER_FACTOR_REDUCTION)
-      n *= (double) c->rule->factors[f].size;
+      n *= (double)c->rule->factors[f].size;
   return n;
 }
 
@@ -56,7 +56,7 @@ executor_factor_offset (const ExecutorOpCall *c, const char *name)
 int
 executor_norm_axis (int axis, guint rank)
 {
-  return axis < 0 ? axis + (int) rank : axis;
+  return axis < 0 ? axis + (int)rank : axis;
 }
 
 gboolean
@@ -86,7 +86,7 @@ executor_equation_parse (const ExecutorOpCall *c, ExecutorEquation *eq, GError *
         return executor_kernel_error (error, c, "an operand's letters do not match its rank");
       g_strlcpy (eq->ops[i], parts[i], sizeof eq->ops[i]);
       for (guint d = 0; parts[i][d]; d++)
-        eq->size[(guchar) parts[i][d] & 127] = c->inputs[i].shape[d];
+        eq->size[(guchar)parts[i][d] & 127] = c->inputs[i].shape[d];
     }
   return TRUE;
 }
@@ -104,7 +104,7 @@ letters_size (const ExecutorEquation *eq, const char *letters)
 {
   gint64 n = 1;
   for (const char *p = letters; *p; p++)
-    n *= eq->size[(guchar) *p];
+    n *= eq->size[(guchar)*p];
   return n;
 }
 
@@ -115,7 +115,7 @@ letter_perm (const char *from, const char *to, guint *perm)
   gboolean moved = FALSE;
   for (guint i = 0; to[i]; i++)
     {
-      perm[i] = (guint) (strchr (from, to[i]) - from);
+      perm[i] = (guint)(strchr (from, to[i]) - from);
       moved |= perm[i] != i;
     }
   return moved;
@@ -128,9 +128,9 @@ executor_einsum_gemm_plan (const ExecutorEquation *eq, ExecutorEinsumGemm *plan)
     return FALSE;
   const char *A = eq->ops[0], *B = eq->ops[1], *O = eq->out;
   char order_a[PLANNER_MAX_RANK + 1] = "", order_b[PLANNER_MAX_RANK + 1] = "",
-       order_o[PLANNER_MAX_RANK + 1] = "";
-  char bl[PLANNER_MAX_RANK + 1] = "", ml[PLANNER_MAX_RANK + 1] = "",
-       nl[PLANNER_MAX_RANK + 1] = "", kl[PLANNER_MAX_RANK + 1] = "";
+                                  order_o[PLANNER_MAX_RANK + 1] = "";
+  char bl[PLANNER_MAX_RANK + 1] = "", ml[PLANNER_MAX_RANK + 1] = "", nl[PLANNER_MAX_RANK + 1] = "",
+                             kl[PLANNER_MAX_RANK + 1] = "";
   for (guint d = 0; A[d]; d++)
     {
       gboolean in_b = strchr (B, A[d]) != NULL, in_o = strchr (O, A[d]) != NULL;
@@ -165,6 +165,6 @@ executor_einsum_gemm_plan (const ExecutorEquation *eq, ExecutorEinsumGemm *plan)
   plan->permute_b = letter_perm (B, order_b, plan->perm_b);
   plan->permute_out = letter_perm (order_o, O, plan->perm_out);
   for (guint i = 0; order_o[i]; i++)
-    plan->shape_bmn[i] = eq->size[(guchar) order_o[i]];
+    plan->shape_bmn[i] = eq->size[(guchar)order_o[i]];
   return TRUE;
 }

@@ -29,8 +29,7 @@ typedef struct
   gint64 size[128]; /* local size of each letter */
 } ExecutorEquation;
 
-gboolean executor_equation_parse (const ExecutorOpCall *c, ExecutorEquation *eq,
-                                  GError **error);
+gboolean executor_equation_parse (const ExecutorOpCall *c, ExecutorEquation *eq, GError **error);
 
 /* Two operands as batched GEMMs: A permuted to [batch, m, k], B to [batch, k, n], the result
  * [batch, m, n] permuted to the output's letter order. FALSE when the equation has no such
@@ -40,10 +39,10 @@ typedef struct
   gint64 batch, m, n, k;
   gboolean permute_a, permute_b, permute_out;
   guint rank_a, rank_b, rank_out;
-  guint perm_a[PLANNER_MAX_RANK];   /* [b m k] dim i = A dim perm_a[i] */
-  guint perm_b[PLANNER_MAX_RANK];   /* [b k n] dim i = B dim perm_b[i] */
+  guint perm_a[PLANNER_MAX_RANK];     /* [b m k] dim i = A dim perm_a[i] */
+  guint perm_b[PLANNER_MAX_RANK];     /* [b k n] dim i = B dim perm_b[i] */
   gint64 shape_bmn[PLANNER_MAX_RANK]; /* the GEMM result's letter shape */
-  guint perm_out[PLANNER_MAX_RANK]; /* output dim i = result dim perm_out[i] */
+  guint perm_out[PLANNER_MAX_RANK];   /* output dim i = result dim perm_out[i] */
 } ExecutorEinsumGemm;
 
 gboolean executor_einsum_gemm_plan (const ExecutorEquation *eq, ExecutorEinsumGemm *plan);

@@ -151,8 +151,8 @@ spmd_thread_main (gpointer data)
 }
 
 gboolean
-executor_spmd_run (ExecutorSpmd *self, ExecutorDevice **devices, guint n,
-                   ExecutorDeviceFunc func, gpointer user_data, GError **error)
+executor_spmd_run (ExecutorSpmd *self, ExecutorDevice **devices, guint n, ExecutorDeviceFunc func,
+                   gpointer user_data, GError **error)
 {
   g_autofree SpmdThread *threads = g_new0 (SpmdThread, MAX (n, 1));
   g_autofree GThread **handles = g_new0 (GThread *, MAX (n, 1));
@@ -168,8 +168,8 @@ executor_spmd_run (ExecutorSpmd *self, ExecutorDevice **devices, guint n,
       if (handles[i] == NULL)
         {
           GError *e = g_error_new (EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
-                                   "cannot start the thread of device %u: %s",
-                                   devices[i]->index, local->message);
+                                   "cannot start the thread of device %u: %s", devices[i]->index,
+                                   local->message);
           g_error_free (local);
           g_mutex_lock (&self->error_mutex);
           g_clear_error (&self->first_error);

@@ -29,8 +29,7 @@ void executor_spmd_clear (ExecutorSpmd *self);
 /* A barrier of @n threads, owned by @self. */
 ExecutorBarrier *executor_spmd_barrier_new (ExecutorSpmd *self, guint n);
 /* FALSE with EXECUTOR_ERROR_ABORTED when another device failed. */
-gboolean executor_spmd_barrier_wait (ExecutorSpmd *self, ExecutorBarrier *barrier,
-                                     GError **error);
+gboolean executor_spmd_barrier_wait (ExecutorSpmd *self, ExecutorBarrier *barrier, GError **error);
 gboolean executor_spmd_is_aborted (ExecutorSpmd *self);
 gboolean executor_spmd_aborted_error (GError **error);
 /* Sets the flag and opens every barrier. */
