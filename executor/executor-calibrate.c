@@ -179,9 +179,20 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
     }
   g_return_val_if_fail (options->iterations > 0 && options->min_bytes > 0, NULL);
 
-  g_autoptr (PlannerHardware) hw = planner_hardware_new_builtin ("cpu-local", error);
+  /* GPUs (nccl) start from an H100 node's profile: what the sweep does not measure (bf16
+   * peak, memory) stays a datasheet figure; costs.md asks sweeps to >= 256 MiB there. */
+  gboolean gpu = g_strcmp0 (backend_name, "cpu") != 0;
+  g_autoptr (PlannerHardware) hw
+    = planner_hardware_new_builtin (gpu ? "h100-sxm" : "cpu-local", error);
   if (hw == NULL)
     return NULL;
+  ExecutorCalibrateOptions gpu_options;
+  if (gpu && options->max_bytes < (256u << 20))
+    {
+      gpu_options = *options;
+      gpu_options.max_bytes = 256u << 20;
+      options = &gpu_options;
+    }
   guint64 n_sizes = 0;
   for (guint64 n = options->min_bytes; n <= options->max_bytes; n *= 2)
     n_sizes++;
@@ -268,7 +279,8 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
               gsize count = count_for (kinds[k], p, sizes[z]);
               guint64 key = kinds[k] == PLANNER_STEP_ALL_REDUCE ? count * 4 : (guint64) count * p * 4;
               planner_hardware_add_measurement (hw, kinds[k], PLANNER_LINK_INTRA, p, key, med);
-              planner_hardware_add_measurement (hw, kinds[k], PLANNER_LINK_INTER, p, key, med);
+              if (!gpu) /* one node: intra only */
+                planner_hardware_add_measurement (hw, kinds[k], PLANNER_LINK_INTER, p, key, med);
             }
       g_free (s.times);
       g_free (s.gemm_s);
@@ -284,6 +296,8 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
     pmax *= 2;
   double alpha = 0, beta = 0;
   PlannerLink link = { "shared memory", 5, 2 };
+  if (gpu)
+    g_strlcpy (link.name, "NCCL (measured)", sizeof link.name);
   if (planner_cost_measurement_fit (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, pmax,
                                     &alpha, &beta)
       && beta > 0)
@@ -292,24 +306,33 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
       link.latency_us = MAX (alpha, 0) / (2.0 * (pmax - 1)) * 1e6;
     }
   planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
-  planner_hardware_set_link (hw, PLANNER_LINK_INTER, &link);
-  /* Every float dtype runs as f32 on the CPU. */
+  /* One process's GPUs are one node: the inter-node link stays the profile's unless this
+   * is the CPU, where there is no other. */
+  if (!gpu)
+    planner_hardware_set_link (hw, PLANNER_LINK_INTER, &link);
+  /* Every float dtype runs as f32 on the CPU; a GPU's bf16 tensor cores keep the profile's
+   * figure (the calibration GEMM is f32). */
   planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_F32, peak / 1e12);
-  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, peak / 1e12);
-  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_F16, peak / 1e12);
-  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_I64, peak / 1e12);
+  if (!gpu)
+    {
+      planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, peak / 1e12);
+      planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_F16, peak / 1e12);
+      planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_I64, peak / 1e12);
+      double mem = (double) sysconf (_SC_PHYS_PAGES) * (double) sysconf (_SC_PAGESIZE);
+      planner_hardware_set_memory_GB (hw, mem / pmax / 1e9);
+    }
   planner_hardware_set_memory_bandwidth_GBps (hw, membw / 1e9);
-  double mem = (double) sysconf (_SC_PHYS_PAGES) * (double) sysconf (_SC_PAGESIZE);
-  planner_hardware_set_memory_GB (hw, mem / pmax / 1e9);
-  planner_hardware_set_name (hw, "cpu-measured");
+  g_autofree char *hw_name = g_strdup_printf ("%s-measured", backend_name);
+  planner_hardware_set_name (hw, hw_name);
   g_autofree char *desc = g_strdup_printf (
     "Measured by 'shardscope-cli calibrate --backend %s' on %ld online cores: collectives "
-    "over groups of 2..%u threads (every group of the %u devices at once), %" G_GUINT64_FORMAT " B to %" G_GUINT64_FORMAT
+    "over groups of 2..%u devices (every group of the %u devices at once), %" G_GUINT64_FORMAT " B to %" G_GUINT64_FORMAT
     " B, median of %u iterations after %u warm-up; GEMM %" G_GINT64_FORMAT
-    "^3 and a %u MiB copy with %u devices busy. bf16/f16 run as f32. One machine: the inter "
-    "link repeats the shared-memory figures.",
+    "^3 and a %u MiB copy with %u devices busy. %s",
     backend_name, sysconf (_SC_NPROCESSORS_ONLN), pmax, pmax, options->min_bytes, options->max_bytes,
-    options->iterations, options->warmup, options->gemm_size, 32, pmax);
+    options->iterations, options->warmup, options->gemm_size, 32, pmax,
+    gpu ? "GPUs of one node: bf16 peak, memory and the inter-node link are h100-sxm's."
+        : "bf16/f16 run as f32. One machine: the inter link repeats the shared-memory figures.");
   planner_hardware_set_description (hw, desc);
   if (options->progress)
     options->progress (1.0, "done", options->progress_data);
