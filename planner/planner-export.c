@@ -1057,8 +1057,10 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
       "Tensor-parallel plan for PyTorch DTensor, written by Shardscope from plan %s.",
       name != NULL ? name : "(unnamed)");
   g_autofree char *model = g_strdup_printf (
-      "Model: %s; mesh: %s; policy: %s.", planner_graph_get_source (x.graph), mesh_text,
-      planner_plan_get_policy (plan) != NULL ? planner_plan_get_policy (plan) : "none");
+      "Model: %s; mesh: %s; policy: %s.",
+      planner_graph_get_source (x.graph) != NULL ? planner_graph_get_source (x.graph)
+                                                 : "(no source)",
+      mesh_text, planner_plan_get_policy (plan) != NULL ? planner_plan_get_policy (plan) : "none");
   append_comment (out, about);
   append_comment (out, model);
   g_string_append (out, "#\n");
