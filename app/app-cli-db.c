@@ -36,11 +36,23 @@ app_cli_add_db_option (GOptionContext *context)
 }
 
 PlannerStore *
-app_cli_get_store (GError **error)
+app_cli_get_store (gboolean create, GError **error)
 {
+  g_autofree char *path = NULL;
+
   if (store != NULL)
     return store;
-  store = planner_store_open (db_path, error);
+  /* Reading creates nothing: a store that does not exist holds no plan. */
+  path = db_path != NULL ? g_strdup (db_path) : planner_store_default_path ();
+  if (!create && !g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                   "%s: no plan store here yet; 'shardscope-cli propagate MODEL --mesh M --save "
+                   "NAME' creates it, or --db FILE names another",
+                   path);
+      return NULL;
+    }
+  store = planner_store_open (path, error);
   if (store != NULL)
     atexit (close_store);
   return store;
@@ -56,13 +68,16 @@ app_cli_db_plan_id (PlannerPlan *plan)
 PlannerPlan *
 app_cli_db_load_plan (const char *name_or_id, GError **error)
 {
-  PlannerStore *s = app_cli_get_store (error);
+  PlannerStore *s = app_cli_get_store (FALSE, error);
   gint64 id;
   PlannerPlan *plan;
 
   if (s == NULL || (id = planner_store_lookup (s, name_or_id, error)) == 0
       || (plan = planner_store_load_plan (s, id, error)) == NULL)
-    return NULL;
+    {
+      g_prefix_error (error, "db:%s: ", name_or_id);
+      return NULL;
+    }
   g_object_set_data_full (G_OBJECT (plan), PLAN_ID_KEY, g_memdup2 (&id, sizeof id), g_free);
   return plan;
 }
@@ -492,7 +507,26 @@ app_cli_db (const AppCliCommand *command, int argc, char **argv)
     return app_cli_usage_error (command, "usage: db %s", table[which].usage);
 
   g_autoptr (GError) error = NULL;
-  PlannerStore *s = app_cli_get_store (&error);
+  g_autofree char *path = db_path != NULL ? g_strdup (db_path) : planner_store_default_path ();
+  if (which == 0 && !g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      /* Nothing saved yet: an empty list, and no file created for it. */
+      if (json)
+        {
+          g_autoptr (JsonBuilder) b = json_builder_new ();
+          json_builder_begin_object (b);
+          add_string_or_null (b, "db", path);
+          json_builder_set_member_name (b, "plans");
+          json_builder_begin_array (b);
+          json_builder_end_array (b);
+          json_builder_end_object (b);
+          print_builder (b);
+        }
+      else
+        printf ("%s: 0 plans\n", path);
+      return APP_CLI_EXIT_OK;
+    }
+  PlannerStore *s = app_cli_get_store (FALSE, &error);
   if (s == NULL)
     return app_cli_refuse (error);
   switch (which)

@@ -324,7 +324,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   if (output && !planner_plan_save_json (plan, output, &error))
     return app_cli_refuse (error);
   gint64 saved = 0;
-  PlannerStore *store = save_name ? app_cli_get_store (&error) : NULL;
+  PlannerStore *store = save_name ? app_cli_get_store (TRUE, &error) : NULL;
   if (save_name
       && (store == NULL
           || (saved = planner_store_save_plan (store, plan, save_name,

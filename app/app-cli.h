@@ -108,8 +108,9 @@ int app_cli_db (const AppCliCommand *command, int argc, char **argv);
 /* --db FILE: the store db:ID and db:NAME read and --save writes (default: $SHARDSCOPE_DB, else
  * $XDG_DATA_HOME/shardscope/plans.db). */
 void app_cli_add_db_option (GOptionContext *context);
-/* That store, opened on first use and closed at exit; borrowed. */
-PlannerStore *app_cli_get_store (GError **error);
+/* That store, opened on first use and closed at exit; borrowed. Unless @create, a store file
+ * that does not exist is an error rather than a new store. */
+PlannerStore *app_cli_get_store (gboolean create, GError **error);
 /* A stored plan by name or id (what follows "db:"); it remembers its id. */
 PlannerPlan *app_cli_db_load_plan (const char *name_or_id, GError **error);
 /* The store id of a plan that app_cli_db_load_plan() loaded, else 0. */
