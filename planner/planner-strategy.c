@@ -260,7 +260,7 @@ planner_strategy_validate (const PlannerStrategy *strategy, const PlannerOpRule 
       if (!ok)
         {
           g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
-                       "%s: %s cannot take a partial input %s; it is not linear in it, so the "
+                       "%s: %s cannot take %s partial; it is not linear in it, so the "
                        "input needs an AllReduce or ReduceScatter first",
                        op_name, planner_op_type_to_string (rule->type),
                        input_name (input_names, strategy->partial_input));
