@@ -55,10 +55,10 @@ validate (AppMeshEditor *self)
   self->n_devices = mesh ? planner_mesh_n_devices (mesh) : 0;
   if (mesh)
     {
+      g_autofree char *count = g_strdup_printf ("%" G_GUINT64_FORMAT, self->n_devices);
       g_autofree char *label = g_strdup_printf (
-          g_dngettext (GETTEXT_PACKAGE, "%" G_GUINT64_FORMAT " device",
-                       "%" G_GUINT64_FORMAT " devices", self->n_devices),
-          self->n_devices);
+          g_dngettext (GETTEXT_PACKAGE, "%s device", "%s devices", (gulong) MIN (self->n_devices, G_MAXULONG)),
+          count);
       gtk_label_set_text (self->devices, label);
     }
   else

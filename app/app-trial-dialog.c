@@ -156,8 +156,8 @@ app_trial_dialog_start (AppTrialDialog *self)
     {
       g_autofree char *mesh = planner_mesh_to_string (planner_plan_get_mesh (self->plan));
       g_autofree char *text = g_strdup_printf (
-          _("The plan's mesh %s has %" G_GUINT64_FORMAT " devices; plan for a mesh of %u devices to run on %u"),
-          mesh, need, devices, devices);
+          _("The plan's mesh %s has %u devices; plan for a mesh of %u devices to run on %u"),
+          mesh, (guint) need, devices, devices);
       gtk_label_set_text (self->status, text);
       return;
     }
