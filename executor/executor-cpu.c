@@ -9,6 +9,7 @@
 
 #include "executor-cpu-private.h"
 #include "executor-error.h"
+#include "executor-spmd.h"
 #include "planner-redistribute.h"
 
 /* The CPU backend: every virtual device is a thread, memory is host memory, and collectives
@@ -17,19 +18,9 @@
 
 typedef struct _CpuBackend CpuBackend;
 
-/* A barrier that an abort opens: a failed device must not leave the others waiting. */
 typedef struct
 {
-  GMutex mutex;
-  GCond cond;
-  guint n;
-  guint waiting;
-  guint generation;
-} CpuBarrier;
-
-typedef struct
-{
-  CpuBarrier barrier;
+  ExecutorBarrier *barrier;
   guint p;
   guint8 **send; /* per rank, published for the current collective */
   guint8 **recv;
@@ -45,100 +36,15 @@ typedef struct
 struct _CpuBackend
 {
   ExecutorBackend base;
-  CpuBarrier world;
+  ExecutorSpmd spmd; /* threads, barriers an abort opens, the first error */
+  ExecutorBarrier *world;
   GPtrArray *groups; /* CpuGroup, every axis */
-  int aborted;       /* atomic */
-  GMutex error_mutex;
-  GError *first_error;
 };
-
-static void
-cpu_barrier_init (CpuBarrier *b, guint n)
-{
-  g_mutex_init (&b->mutex);
-  g_cond_init (&b->cond);
-  b->n = n;
-  b->waiting = 0;
-  b->generation = 0;
-}
-
-static void
-cpu_barrier_clear (CpuBarrier *b)
-{
-  g_mutex_clear (&b->mutex);
-  g_cond_clear (&b->cond);
-}
-
-static gboolean
-aborted_error (GError **error)
-{
-  g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_ABORTED,
-               "another device of the run failed first");
-  return FALSE;
-}
-
-static gboolean
-cpu_barrier_wait (CpuBackend *self, CpuBarrier *b, GError **error)
-{
-  gboolean ok = TRUE;
-  g_mutex_lock (&b->mutex);
-  if (g_atomic_int_get (&self->aborted))
-    ok = FALSE;
-  else
-    {
-      guint generation = b->generation;
-      if (++b->waiting == b->n)
-        {
-          b->waiting = 0;
-          b->generation++;
-          g_cond_broadcast (&b->cond);
-        }
-      else
-        {
-          while (generation == b->generation && !g_atomic_int_get (&self->aborted))
-            g_cond_wait (&b->cond, &b->mutex);
-          ok = generation != b->generation;
-        }
-    }
-  g_mutex_unlock (&b->mutex);
-  return ok ? TRUE : aborted_error (error);
-}
-
-/* Opens every barrier: waiters see the flag when they wake. */
-static void
-cpu_abort (CpuBackend *self)
-{
-  g_atomic_int_set (&self->aborted, 1);
-  CpuBarrier *all[1] = { &self->world };
-  for (guint i = 0; i < G_N_ELEMENTS (all); i++)
-    {
-      g_mutex_lock (&all[i]->mutex);
-      g_cond_broadcast (&all[i]->cond);
-      g_mutex_unlock (&all[i]->mutex);
-    }
-  for (guint i = 0; i < self->groups->len; i++)
-    {
-      CpuGroup *g = g_ptr_array_index (self->groups, i);
-      g_mutex_lock (&g->barrier.mutex);
-      g_cond_broadcast (&g->barrier.cond);
-      g_mutex_unlock (&g->barrier.mutex);
-    }
-}
-
-static void
-cpu_reset_barrier (CpuBarrier *b)
-{
-  g_mutex_lock (&b->mutex);
-  b->waiting = 0;
-  b->generation++;
-  g_mutex_unlock (&b->mutex);
-}
 
 static void
 cpu_group_free (gpointer data)
 {
   CpuGroup *g = data;
-  cpu_barrier_clear (&g->barrier);
   g_free (g->send);
   g_free (g->recv);
   g_free (g);
@@ -152,88 +58,16 @@ cpu_finalize (ExecutorBackend *backend)
     g_free (backend->devices[i]);
   g_free (backend->devices);
   g_ptr_array_unref (self->groups);
-  cpu_barrier_clear (&self->world);
-  g_mutex_clear (&self->error_mutex);
-  g_clear_error (&self->first_error);
+  executor_spmd_clear (&self->spmd);
   g_free (self);
-}
-
-typedef struct
-{
-  CpuBackend *backend;
-  ExecutorDevice *device;
-  ExecutorDeviceFunc func;
-  gpointer user_data;
-} CpuThread;
-
-static gpointer
-cpu_thread_main (gpointer data)
-{
-  CpuThread *t = data;
-  GError *error = NULL;
-  if (!t->func (t->device, t->user_data, &error))
-    {
-      CpuBackend *self = t->backend;
-      g_mutex_lock (&self->error_mutex);
-      /* The device that failed first says why; the others only saw the abort. */
-      if (self->first_error == NULL
-          || (g_error_matches (self->first_error, EXECUTOR_ERROR, EXECUTOR_ERROR_ABORTED)
-              && !g_error_matches (error, EXECUTOR_ERROR, EXECUTOR_ERROR_ABORTED)))
-        {
-          g_clear_error (&self->first_error);
-          self->first_error = g_steal_pointer (&error);
-        }
-      g_mutex_unlock (&self->error_mutex);
-      g_clear_error (&error);
-      cpu_abort (self);
-    }
-  return NULL;
 }
 
 static gboolean
 cpu_run (ExecutorBackend *backend, ExecutorDeviceFunc func, gpointer user_data, GError **error)
 {
   CpuBackend *self = (CpuBackend *) backend;
-  guint n = backend->n_devices;
-  g_autofree CpuThread *threads = g_new0 (CpuThread, n);
-  g_autofree GThread **handles = g_new0 (GThread *, n);
-
-  g_atomic_int_set (&self->aborted, 0);
-  g_clear_error (&self->first_error);
-  for (guint i = 0; i < n; i++)
-    {
-      GError *local = NULL;
-      threads[i] = (CpuThread){ self, backend->devices[i], func, user_data };
-      g_autofree char *name = g_strdup_printf ("shardscope-dev%u", i);
-      handles[i] = g_thread_try_new (name, cpu_thread_main, &threads[i], &local);
-      if (handles[i] == NULL)
-        {
-          g_mutex_lock (&self->error_mutex);
-          g_clear_error (&self->first_error);
-          g_set_error (&self->first_error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
-                       "cannot start the thread of device %u: %s", i, local->message);
-          g_mutex_unlock (&self->error_mutex);
-          g_error_free (local);
-          cpu_abort (self);
-          break;
-        }
-    }
-  for (guint i = 0; i < n; i++)
-    if (handles[i])
-      g_thread_join (handles[i]);
-
-  /* Barriers left half-way by an abort start clean for the next run. */
-  cpu_reset_barrier (&self->world);
-  for (guint i = 0; i < self->groups->len; i++)
-    cpu_reset_barrier (&((CpuGroup *) g_ptr_array_index (self->groups, i))->barrier);
-  g_atomic_int_set (&self->aborted, 0);
-
-  if (self->first_error)
-    {
-      g_propagate_error (error, g_steal_pointer (&self->first_error));
-      return FALSE;
-    }
-  return TRUE;
+  return executor_spmd_run (&self->spmd, backend->devices, backend->n_devices, func, user_data,
+                            error);
 }
 
 static ExecutorBuffer *
@@ -364,7 +198,7 @@ cpu_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execut
 
   g->send[rank] = send->data;
   g->recv[rank] = recv->data;
-  if (!cpu_barrier_wait (self, &g->barrier, error))
+  if (!executor_spmd_barrier_wait (&self->spmd, g->barrier, error))
     return FALSE;
 
   switch (kind)
@@ -388,7 +222,7 @@ cpu_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execut
         g_autofree float *tmp = g_new (float, MAX (hi - lo, 1));
         sum_f32 (tmp, g->send, p, lo, hi - lo);
         memcpy ((float *) recv->data + lo, tmp, (hi - lo) * sizeof (float));
-        if (!cpu_barrier_wait (self, &g->barrier, error))
+        if (!executor_spmd_barrier_wait (&self->spmd, g->barrier, error))
           return FALSE;
         for (guint q = 0; q < p; q++)
           if (q != rank)
@@ -401,14 +235,14 @@ cpu_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execut
       break;
     default: g_assert_not_reached ();
     }
-  return cpu_barrier_wait (self, &g->barrier, error);
+  return executor_spmd_barrier_wait (&self->spmd, g->barrier, error);
 }
 
 static gboolean
 cpu_barrier (ExecutorDevice *device, GError **error)
 {
   CpuBackend *self = (CpuBackend *) device->backend;
-  return cpu_barrier_wait (self, &self->world, error);
+  return executor_spmd_barrier_wait (&self->spmd, self->world, error);
 }
 
 static gint64
@@ -502,8 +336,8 @@ executor_cpu_backend_new (const PlannerMesh *mesh, GError **error)
   base->mesh = *mesh;
   base->n_devices = (guint) n;
   base->devices = g_new0 (ExecutorDevice *, n);
-  cpu_barrier_init (&self->world, (guint) n);
-  g_mutex_init (&self->error_mutex);
+  executor_spmd_init (&self->spmd);
+  self->world = executor_spmd_barrier_new (&self->spmd, (guint) n);
   self->groups = g_ptr_array_new_with_free_func (cpu_group_free);
 
   for (guint i = 0; i < n; i++)
@@ -528,7 +362,7 @@ executor_cpu_backend_new (const PlannerMesh *mesh, GError **error)
           {
             CpuGroup *g = g_new0 (CpuGroup, 1);
             g->p = mesh->sizes[a];
-            cpu_barrier_init (&g->barrier, g->p);
+            g->barrier = executor_spmd_barrier_new (&self->spmd, g->p);
             g->send = g_new0 (guint8 *, g->p);
             g->recv = g_new0 (guint8 *, g->p);
             g_ptr_array_add (self->groups, g);
