@@ -17,6 +17,7 @@ PACKAGES=(
   libopenblas-dev
   gettext desktop-file-utils appstream
   xvfb xauth python3
+  libopenmpi-dev
 )
 
 # Root runs apt itself; anyone else needs sudo.
@@ -35,7 +36,8 @@ as_root() {
 as_builder() {
   if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ] \
      && [ "$(stat -c %U "$ROOT")" = "$SUDO_USER" ]; then
-    sudo -u "$SUDO_USER" -H -- "$@"
+    # sudo resets PATH to its secure_path, which lacks /usr/local/cuda/bin.
+    sudo -u "$SUDO_USER" -H -- env PATH="$PATH" "$@"
   else
     "$@"
   fi
