@@ -152,12 +152,20 @@ compare_entries (gconstpointer a, gconstpointer b)
   return c;
 }
 
+/* Rows point into the entries: remove them before the entries go. */
+static void
+set_entries (AppSidebar *self, GPtrArray *entries)
+{
+  GtkWidget *child;
+  while (self->list && (child = gtk_widget_get_first_child (GTK_WIDGET (self->list))))
+    gtk_list_box_remove (self->list, child);
+  g_clear_pointer (&self->entries, g_ptr_array_unref);
+  self->entries = entries;
+}
+
 static void
 populate (AppSidebar *self)
 {
-  GtkWidget *child;
-  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->list))))
-    gtk_list_box_remove (self->list, child);
   for (guint i = 0; self->entries && i < self->entries->len; i++)
     {
       const PlannerStoreEntry *e = g_ptr_array_index (self->entries, i);
@@ -194,8 +202,7 @@ list_done (GObject *source, GAsyncResult *result, gpointer user_data)
     }
   AppSidebar *self = APP_SIDEBAR (source);
   g_ptr_array_sort (entries, compare_entries);
-  g_clear_pointer (&self->entries, g_ptr_array_unref);
-  self->entries = entries;
+  set_entries (self, entries);
   populate (self);
 }
 
@@ -207,7 +214,7 @@ app_sidebar_reload (AppSidebar *self)
   g_clear_object (&self->cancellable);
   if (self->store == NULL)
     {
-      g_clear_pointer (&self->entries, g_ptr_array_unref);
+      set_entries (self, NULL);
       populate (self);
       return;
     }
@@ -370,8 +377,8 @@ app_sidebar_dispose (GObject *object)
   AppSidebar *self = APP_SIDEBAR (object);
   g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->cancellable);
+  set_entries (self, NULL);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_SIDEBAR);
-  g_clear_pointer (&self->entries, g_ptr_array_unref);
   g_clear_pointer (&self->hidden, g_hash_table_unref);
   g_clear_object (&self->store);
   G_OBJECT_CLASS (app_sidebar_parent_class)->dispose (object);

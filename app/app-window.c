@@ -1034,6 +1034,14 @@ trial_finished (AppWindow *self, gpointer result_ptr)
     app_sidebar_reload (self->sidebar);
 }
 
+void
+app_window_connect_trial_dialog (AppWindow *self, GtkWidget *dialog)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  g_signal_connect_object (dialog, "finished", G_CALLBACK (trial_finished), self,
+                           G_CONNECT_SWAPPED);
+}
+
 static void
 action_trial_run (GtkWidget *widget, const char *name, GVariant *param)
 {
@@ -1042,8 +1050,7 @@ action_trial_run (GtkWidget *widget, const char *name, GVariant *param)
   if (plan == NULL)
     return;
   GtkWidget *dialog = app_trial_dialog_new (GTK_WINDOW (self), plan);
-  g_signal_connect_object (dialog, "finished", G_CALLBACK (trial_finished), self,
-                           G_CONNECT_SWAPPED);
+  app_window_connect_trial_dialog (self, dialog);
   gtk_window_present (GTK_WINDOW (dialog));
 }
 

@@ -51,6 +51,9 @@ gboolean app_window_export_finish (AppWindow *self, GAsyncResult *result, GError
 /* The accelerators of the window's actions; the application calls it at startup. */
 void app_window_add_accels (GtkApplication *app);
 
+/* Results of @dialog (an AppTrialDialog) show over the graph and are stored with the plan. */
+void app_window_connect_trial_dialog (AppWindow *self, GtkWidget *dialog);
+
 void app_window_show_toast (AppWindow *self, const char *text);
 /* Dismisses every toast shown; pending deletions become final. */
 void app_window_dismiss_toasts (AppWindow *self);

@@ -17,6 +17,8 @@
 #include "app-sidebar.h"
 #include "app-timeline.h"
 #include "app-totals-bar.h"
+#include "app-trial-dialog.h"
+#include "executor-trial.h"
 #include "app-window.h"
 #include "planner-plan-json.h"
 
@@ -471,15 +473,67 @@ test_screenshot (void)
 }
 
 static void
+on_trial_finished (GtkWidget *dialog, gpointer result, gpointer data)
+{
+  const ExecutorTrialResult *r = result;
+  *(gboolean *) data = r->passed ? 1 : 2;
+}
+
+static gboolean
+flag_set (gpointer data)
+{
+  return *(gboolean *) data != 0;
+}
+
+static gboolean
+trial_stored (gpointer data)
+{
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  const PlannerStoreEntry *e = app_sidebar_get_entry (sidebar, app_document_get_store_id (doc ()));
+  return e && e->n_trial_runs == 1;
+}
+
+static void
+test_trial_run (void)
+{
+  /* A small model so the CPU backend runs it in moments. */
+  AppDocument *old = doc ();
+  app_window_load_model (window, "gpt2-tiny", "dp=2,mp=2", "cpu-local", "megatron");
+  wait_for (plan_differs, app_document_get_plan (old), 60, "gpt2-tiny");
+  wait_for (plan_ready, NULL, 60, "gpt2-tiny's plan");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
+  wait_for (stored, NULL, 60, "the save");
+  GtkWidget *dialog = app_trial_dialog_new (GTK_WINDOW (window), plan ());
+  gboolean finished = FALSE;
+  g_signal_connect (dialog, "finished", G_CALLBACK (on_trial_finished), &finished);
+  app_trial_dialog_set_repeat (APP_TRIAL_DIALOG (dialog), 0);
+  gtk_window_present (GTK_WINDOW (dialog));
+  /* The window stores the run with the plan, as after win.trial-run. */
+  app_window_connect_trial_dialog (window, dialog);
+  app_trial_dialog_start (APP_TRIAL_DIALOG (dialog));
+  wait_for (flag_set, &finished, 300, "the trial run");
+  g_assert_cmpint (finished, ==, 1);
+  wait_for (trial_stored, NULL, 30, "the stored trial run");
+  g_autoptr (GPtrArray) runs = planner_store_list_trial_runs (app_window_get_store (window),
+                                                              app_document_get_store_id (doc ()), NULL);
+  g_assert_cmpuint (runs->len, ==, 1);
+  PlannerTrialRun *run = g_ptr_array_index (runs, 0);
+  g_assert_cmpstr (run->backend, ==, "cpu");
+  g_assert_cmpuint (run->devices, ==, 4);
+  g_assert_cmpuint (run->measurements->len, >=, planner_graph_get_n_ops (planner_plan_get_graph (plan ())));
+  gtk_window_destroy (GTK_WINDOW (dialog));
+}
+
+static void
 test_close (void)
 {
   gtk_window_close (GTK_WINDOW (window));
   pump (200);
-  /* Closing made the pending deletion final: only the duplicate is left. */
+  /* The deletion that was still undoable is final now. */
   g_autoptr (PlannerStore) store = planner_store_open (g_getenv ("SHARDSCOPE_DB"), NULL);
-  g_autoptr (GPtrArray) entries = planner_store_list_plans (store, NULL);
-  g_assert_cmpuint (entries->len, ==, 1);
-  g_assert_cmpint (((PlannerStoreEntry *) g_ptr_array_index (entries, 0))->id, !=, saved_id);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (planner_store_get_entry (store, saved_id, &error) == NULL);
+  g_assert_nonnull (error);
 }
 
 int
@@ -506,6 +560,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/app/export", test_export);
   g_test_add_func ("/ui/app/chart-and-store-actions", test_chart_and_store_actions);
   g_test_add_func ("/ui/app/screenshot", test_screenshot);
+  g_test_add_func ("/ui/app/trial-run", test_trial_run);
   g_test_add_func ("/ui/app/close", test_close);
   int status = g_test_run ();
   g_clear_object (&saved_plan);
