@@ -79,8 +79,7 @@ static const char *const migrations[] = {
   "CREATE TABLE op_strategies ("
   "  plan_id INTEGER NOT NULL REFERENCES plans (id) ON DELETE CASCADE,"
   "  op_index INTEGER NOT NULL, op_name TEXT NOT NULL,"
-  "  strategy TEXT NOT NULL,"    /* "FACTOR=AXIS.AXIS,...;p=MASK@INPUT", indices */
-  "  description TEXT NOT NULL," /* "b=dp k=mp", for people */
+  "  strategy TEXT NOT NULL," /* "FACTOR=AXIS.AXIS,...;p=MASK@INPUT", indices */
   "  decision TEXT NOT NULL"
   "    CHECK (decision = 'pinned' OR decision = 'propagated' OR decision = 'defaulted'),"
   "  trace_step INTEGER NOT NULL, pin INTEGER NOT NULL,"
@@ -233,9 +232,9 @@ static const char *const stmt_sql[N_STMTS] = {
   = "INSERT INTO plan_axes (plan_id, axis, bytes, time_s) VALUES (?1, ?2, ?3, ?4)",
   [STMT_INSERT_PIN] = "INSERT INTO pins (plan_id, position, text) VALUES (?1, ?2, ?3)",
   [STMT_INSERT_OP]
-  = "INSERT INTO op_strategies (plan_id, op_index, op_name, strategy, description, decision, "
-    "trace_step, pin, out_layouts, compute_time_s, flops) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+  = "INSERT INTO op_strategies (plan_id, op_index, op_name, strategy, decision, trace_step, "
+    "pin, out_layouts, compute_time_s, flops) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
   [STMT_INSERT_TENSOR] = "INSERT INTO tensor_layouts (plan_id, tensor_index, tensor_name, layout) "
                          "VALUES (?1, ?2, ?3, ?4)",
   [STMT_INSERT_REDISTRIBUTION]
@@ -651,12 +650,19 @@ check_file (const char *path, gboolean *exists, GError **error)
                    page_size);
       return FALSE;
     }
+  /* With a hot WAL (a process died before its checkpoint finished) the WAL holds the pages the
+   * file lacks, and the header may count them already: SQLite recovers that, it is no
+   * truncation. */
+  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
+  GStatBuf wal_st;
+  gboolean hot_wal = g_stat (wal, &wal_st) == 0 && wal_st.st_size > 0;
   guint32 change_counter = be32 (header + 24);
   guint32 n_pages = be32 (header + 28);
   guint32 valid_for = be32 (header + 92);
   guint64 expected = (guint64)n_pages * page_size;
-  if ((guint64)st.st_size % page_size != 0
-      || (n_pages > 0 && change_counter == valid_for && (guint64)st.st_size < expected))
+  if (!hot_wal
+      && ((guint64)st.st_size % page_size != 0
+          || (n_pages > 0 && change_counter == valid_for && (guint64)st.st_size < expected)))
     {
       g_set_error (
           error, PLANNER_ERROR, PLANNER_ERROR_STORE,
@@ -710,11 +716,27 @@ static gboolean
 check_schema (PlannerStore *self, gint64 *version, GError **error)
 {
   gint64 application_id = 0, n_tables = 0;
+  sqlite3_stmt *s = NULL;
 
-  if (!query_int (self, "PRAGMA user_version", version, error)
-      || !query_int (self, "PRAGMA application_id", &application_id, error)
-      || !query_int (self, "SELECT count(*) FROM sqlite_schema", &n_tables, error))
-    return FALSE;
+  /* One statement, one snapshot: another process creating the store commits its tables and
+   * its version together. */
+  if (sqlite3_prepare_v2 (self->db,
+                          "SELECT (SELECT user_version FROM pragma_user_version), "
+                          "(SELECT application_id FROM pragma_application_id), "
+                          "(SELECT count(*) FROM sqlite_schema)",
+                          -1, &s, NULL)
+      != SQLITE_OK)
+    return store_error (self, error, "reading the schema");
+  if (sqlite3_step (s) != SQLITE_ROW)
+    {
+      store_error (self, error, "reading the schema");
+      sqlite3_finalize (s);
+      return FALSE;
+    }
+  *version = sqlite3_column_int64 (s, 0);
+  application_id = sqlite3_column_int64 (s, 1);
+  n_tables = sqlite3_column_int64 (s, 2);
+  sqlite3_finalize (s);
   if (*version > PLANNER_STORE_SCHEMA_VERSION)
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
@@ -771,6 +793,36 @@ migrate (PlannerStore *self, guint target, GError **error)
   return TRUE;
 }
 
+/* Changing the journal mode takes an exclusive lock and does not wait in the busy handler, so
+ * two processes creating the store at once retry here. */
+static gboolean
+set_wal (PlannerStore *self, GError **error)
+{
+  gint64 deadline = g_get_monotonic_time () + BUSY_TIMEOUT_MS * (gint64)1000;
+
+  for (;;)
+    {
+      sqlite3_stmt *s = NULL;
+      int rc = sqlite3_prepare_v2 (self->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+      if (rc == SQLITE_OK)
+        rc = sqlite3_step (s);
+      if (rc == SQLITE_ROW)
+        {
+          /* A file system without shared memory keeps the old mode; the store still works,
+           * each save still one transaction. */
+          if (g_ascii_strcasecmp ((const char *)sqlite3_column_text (s, 0), "wal") != 0)
+            g_warning ("%s: cannot use WAL mode here; using the %s journal", self->path,
+                       (const char *)sqlite3_column_text (s, 0));
+          sqlite3_finalize (s);
+          return TRUE;
+        }
+      sqlite3_finalize (s);
+      if ((rc & 0xff) != SQLITE_BUSY || g_get_monotonic_time () > deadline)
+        return store_error (self, error, "switching to WAL");
+      g_usleep (5000);
+    }
+}
+
 static void
 close_db (PlannerStore *self)
 {
@@ -805,7 +857,9 @@ open_store (const char *path, guint target, GError **error)
     }
 
   self = g_object_new (PLANNER_TYPE_STORE, "path", path, NULL);
-  if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
+  /* The store's own lock serializes every call, so SQLite's per-call mutex is not needed. */
+  if (sqlite3_open_v2 (path, &self->db,
+                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL)
       != SQLITE_OK)
     {
       store_error (self, error, "opening");
@@ -816,11 +870,13 @@ open_store (const char *path, guint target, GError **error)
   sqlite3_busy_timeout (self->db, BUSY_TIMEOUT_MS);
   if (!check_schema (self, &version, error))
     {
+      /* Closing would checkpoint a hot WAL into the file we refuse. */
+      sqlite3_db_config (self->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
       close_db (self);
       return NULL;
     }
   /* Only now that the file is known to be ours (or new) does anything write to it. */
-  if (!exec (self, "PRAGMA journal_mode = WAL", "switching to WAL", error)
+  if (!set_wal (self, error)
       || !exec (self, "PRAGMA synchronous = FULL", "setting synchronous", error)
       || !exec (self, "PRAGMA foreign_keys = ON", "enabling foreign keys", error)
       || !migrate (self, target, error))
@@ -946,6 +1002,19 @@ planner_store_init (PlannerStore *self)
 /* "0=0,3=1.2;p=2@1": factor 0 on axis 0, factor 3 on axes 1 then 2, partial over axis 1 arriving
  * on input 1; "" when replicated. Indices, not names, so decoding is exact and fast. */
 static void
+append_uint (GString *out, guint value)
+{
+  char digits[12];
+  int n = 0;
+
+  do
+    digits[n++] = (char)('0' + value % 10);
+  while ((value /= 10) > 0);
+  while (n > 0)
+    g_string_append_c (out, digits[--n]);
+}
+
+static void
 strategy_encode (GString *out, const PlannerStrategy *s)
 {
   g_string_truncate (out, 0);
@@ -953,12 +1022,24 @@ strategy_encode (GString *out, const PlannerStrategy *s)
     {
       if (s->n_axes[f] == 0)
         continue;
-      g_string_append_printf (out, "%s%u=", out->len > 0 ? "," : "", f);
+      if (out->len > 0)
+        g_string_append_c (out, ',');
+      append_uint (out, f);
+      g_string_append_c (out, '=');
       for (guint i = 0; i < s->n_axes[f]; i++)
-        g_string_append_printf (out, "%s%u", i > 0 ? "." : "", s->axes[f][i]);
+        {
+          if (i > 0)
+            g_string_append_c (out, '.');
+          append_uint (out, s->axes[f][i]);
+        }
     }
   if (s->partial != 0)
-    g_string_append_printf (out, ";p=%u@%u", s->partial, s->partial_input);
+    {
+      g_string_append (out, ";p=");
+      append_uint (out, s->partial);
+      g_string_append_c (out, '@');
+      append_uint (out, s->partial_input);
+    }
 }
 
 static gboolean
@@ -1349,7 +1430,6 @@ insert_ops (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError **erro
     {
       const PlannerOp *op = planner_graph_get_op (graph, i);
       const PlannerOpPlan *p = planner_plan_get_op (plan, i);
-      g_autofree char *description = planner_strategy_describe (&p->strategy, &op->rule, mesh);
       g_autofree char *out = p->has_out_layouts ? out_layouts_text (p, op, mesh) : NULL;
       sqlite3_stmt *s = stmt (self, STMT_INSERT_OP, error);
 
@@ -1360,13 +1440,12 @@ insert_ops (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError **erro
       bind_int (s, 2, i);
       bind_text (s, 3, op->name);
       bind_text (s, 4, code->str);
-      bind_text (s, 5, description);
-      bind_text (s, 6, planner_decision_to_string (p->decision));
-      bind_int (s, 7, p->trace_step);
-      bind_int (s, 8, p->pin);
-      bind_text (s, 9, out);
-      bind_double (s, 10, p->compute_time_s);
-      bind_double (s, 11, p->flops);
+      bind_text (s, 5, planner_decision_to_string (p->decision));
+      bind_int (s, 6, p->trace_step);
+      bind_int (s, 7, p->pin);
+      bind_text (s, 8, out);
+      bind_double (s, 9, p->compute_time_s);
+      bind_double (s, 10, p->flops);
       if (!run (self, s, "saving an op strategy", error))
         return FALSE;
     }
