@@ -1,0 +1,266 @@
+#define G_LOG_DOMAIN "test-db-cli"
+
+#include "config.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <glib/gstdio.h>
+
+/* The store through the built shardscope-cli ($SHARDSCOPE_CLI), as CI uses it: two gpt2 plans
+ * saved with --db/--save, `db list --json` shows both, `compare db:A db:B` compares them, the
+ * exports of stored plans (dtensor compiles, mindspore parses), a derived plan records its
+ * parent, rename/delete/show, exit statuses, and a refused --db file left as it was. */
+
+static const char *cli;
+static char *tmp_dir;
+static char *db;
+
+static int
+run_cli (char **envp, char **out, char **err, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GError) error = NULL;
+  const char *arg;
+  va_list args;
+  int status = 0;
+
+  g_ptr_array_add (argv, (gpointer)cli);
+  va_start (args, err);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer)arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  g_assert_true (g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, out,
+                               err, &status, &error));
+  g_assert_no_error (error);
+  if (WIFEXITED (status))
+    return WEXITSTATUS (status);
+  return -1;
+}
+
+#define CLI(out, err, ...) run_cli (NULL, out, err, __VA_ARGS__, NULL)
+
+static JsonObject *
+parse_object (JsonParser *parser, const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  g_assert_true (json_parser_load_from_data (parser, text, -1, &error));
+  g_assert_no_error (error);
+  return json_node_get_object (json_parser_get_root (parser));
+}
+
+static void
+test_workflow (void)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *py = g_build_filename (tmp_dir, "plan.py", NULL);
+
+  /* Two plans of gpt2, saved. */
+  g_assert_cmpint (CLI (&out, &err, "propagate", "gpt2", "--mesh", "dp=2,mp=4", "--policy",
+                        "megatron", "--db", db, "--save", "A"),
+                   ==, 0);
+  g_assert_nonnull (strstr (out, "saved as db:1"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "propagate", "gpt2", "--mesh", "dp=2,mp=4", "--policy",
+                        "megatron-sp", "--db", db, "--save", "B", "--json"),
+                   ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* db list --json shows both. */
+  g_assert_cmpint (CLI (&out, &err, "db", "list", "--db", db, "--json"), ==, 0);
+  {
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *root = parse_object (parser, out);
+    JsonArray *plans = json_object_get_array_member (root, "plans");
+    g_assert_cmpuint (json_array_get_length (plans), ==, 2);
+    JsonObject *a = json_array_get_object_element (plans, 0);
+    JsonObject *b = json_array_get_object_element (plans, 1);
+    g_assert_cmpstr (json_object_get_string_member (a, "name"), ==, "A");
+    g_assert_cmpstr (json_object_get_string_member (a, "policy"), ==, "megatron");
+    g_assert_cmpstr (json_object_get_string_member (b, "name"), ==, "B");
+    g_assert_cmpstr (json_object_get_string_member (b, "policy"), ==, "megatron-sp");
+    g_assert_cmpstr (json_object_get_string_member (a, "mesh"), ==, "dp=2,mp=4");
+    g_assert_cmpint (json_object_get_int_member (a, "ops"), >, 0);
+    g_assert_true (json_object_get_null_member (b, "parent_id"));
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* compare db:A db:B lists their differences. */
+  g_assert_cmpint (CLI (&out, &err, "compare", "db:A", "db:B", "--db", db, "--json"), ==, 0);
+  {
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *root = parse_object (parser, out);
+    g_assert_cmpuint (json_array_get_length (json_object_get_array_member (root, "ops")), >, 0);
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* Exports of stored plans. */
+  g_assert_cmpint (CLI (&out, &err, "export", "db:B", "--format", "dtensor", "--db", db, "-o", py),
+                   ==, 0);
+  g_assert_nonnull (strstr (err, "not expressed")); /* GPT-2's Conv1D, on stderr */
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_autofree char *python = g_find_program_in_path ("python3");
+  if (python != NULL)
+    {
+      const char *argv[] = { python, "-m", "py_compile", py, NULL };
+      int status;
+      g_assert_true (g_spawn_sync (tmp_dir, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL,
+                                   &err, &status, NULL));
+      if (!g_spawn_check_wait_status (status, NULL))
+        g_error ("py_compile: %s", err);
+      g_clear_pointer (&err, g_free);
+    }
+  g_assert_cmpint (CLI (&out, &err, "export", "db:1", "--format", "mindspore", "--db", db), ==, 0);
+  {
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *root = parse_object (parser, out);
+    g_assert_true (json_object_has_member (root, "parallel_strategy_item"));
+    g_assert_true (json_object_has_member (root, "parallel_layout_item"));
+    JsonObject *c_fc = json_object_get_object_member (
+        json_object_get_object_member (root, "parallel_layout_item"),
+        "transformer.h.0.mlp.c_fc.weight");
+    g_assert_nonnull (c_fc);
+    g_assert_true (json_object_has_member (c_fc, "dev_matrix"));
+    g_assert_true (json_object_has_member (c_fc, "tensor_map"));
+    g_assert_true (json_object_has_member (c_fc, "tensor_shape"));
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "export", "db:A", "--format", "csv", "--db", db), ==, 0);
+  g_assert_true (g_str_has_prefix (out, "kind,index,name,type,decision,from,to,steps,flops,bytes,"
+                                        "estimated_us,measured_us\r\n"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* A derived plan records its parent; show, rename, delete. */
+  g_assert_cmpint (CLI (&out, &err, "propagate", "--from", "db:A", "--pin",
+                        "transformer.h.0.mlp.c_fc=[dp,_,_],[_,_]", "--db", db, "--save", "C"),
+                   ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "show", "C", "--db", db, "--json"), ==, 0);
+  {
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *root = parse_object (parser, out);
+    g_assert_cmpstr (json_object_get_string_member (root, "parent"), ==, "A");
+    g_assert_cmpint (json_object_get_int_member (root, "parent_id"), ==, 1);
+    g_assert_cmpstr (json_object_get_string_member (root, "policy"), ==, "megatron");
+    JsonArray *pins = json_object_get_array_member (root, "pin_rules");
+    gboolean found = FALSE;
+    for (guint i = 0; i < json_array_get_length (pins); i++)
+      found |= g_strcmp0 (json_array_get_string_element (pins, i),
+                          "transformer.h.0.mlp.c_fc=[dp,_,_],[_,_]")
+               == 0;
+    g_assert_true (found);
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "rename", "C", "C'; DROP TABLE plans;--", "--db", db), ==,
+                   0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "delete", "db:A", "--db", db), ==, 0);
+  g_assert_nonnull (strstr (out, "deleted A (db:1)"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "show", "C'; DROP TABLE plans;--", "--db", db, "--json"),
+                   ==, 0);
+  {
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *root = parse_object (parser, out);
+    g_assert_true (json_object_get_null_member (root, "parent_id"));
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* $SHARDSCOPE_DB names the store when --db does not. */
+  g_auto (GStrv) envp = g_environ_setenv (g_get_environ (), "SHARDSCOPE_DB", db, TRUE);
+  g_assert_cmpint (run_cli (envp, &out, &err, "db", "list", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "2 plans"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* Exit statuses: refused 1, bad usage 2. */
+  g_assert_cmpint (CLI (&out, &err, "db", "show", "nope", "--db", db), ==, 1);
+  g_assert_nonnull (strstr (err, "no plan named"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "frob", "--db", db), ==, 2);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "rename", "B", "--db", db), ==, 2);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (
+      CLI (&out, &err, "propagate", "gpt2", "--mesh", "dp=2", "--db", db, "--save", "B"), ==, 1);
+  g_assert_nonnull (strstr (err, "already exists"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_remove (py);
+}
+
+static void
+test_refused_file (void)
+{
+  g_autofree char *path = g_build_filename (tmp_dir, "notes.txt", NULL);
+  g_autofree char *missing = g_build_filename (tmp_dir, "missing.db", NULL);
+  const char *text = "not a plan store, just notes\n";
+  g_autofree char *after = NULL, *out = NULL, *err = NULL;
+
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_assert_cmpint (CLI (&out, &err, "db", "list", "--db", path), ==, 1);
+  g_assert_nonnull (strstr (err, "not an SQLite database"));
+  g_assert_true (g_file_get_contents (path, &after, NULL, NULL));
+  g_assert_cmpstr (after, ==, text);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (
+      CLI (&out, &err, "propagate", "gpt2-tiny", "--mesh", "dp=2", "--db", path, "--save", "x"), ==,
+      1);
+  g_clear_pointer (&after, g_free);
+  g_assert_true (g_file_get_contents (path, &after, NULL, NULL));
+  g_assert_cmpstr (after, ==, text);
+  g_remove (path);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* Reading a store that is not there creates nothing. */
+  g_assert_cmpint (CLI (&out, &err, "db", "list", "--db", missing), ==, 0);
+  g_assert_nonnull (strstr (out, "0 plans"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "export", "db:x", "--format", "csv", "--db", missing), ==, 1);
+  g_assert_false (g_file_test (missing, G_FILE_TEST_EXISTS));
+}
+
+int
+main (int argc, char *argv[])
+{
+  g_test_init (&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
+  cli = g_getenv ("SHARDSCOPE_CLI");
+  tmp_dir = g_dir_make_tmp ("test-db-cli-XXXXXX", NULL);
+  db = g_build_filename (tmp_dir, "plans.db", NULL);
+
+  if (cli == NULL)
+    {
+      g_test_skip ("SHARDSCOPE_CLI is not set: run through meson test");
+      return g_test_run ();
+    }
+  g_test_add_func ("/planner/db-cli/workflow", test_workflow);
+  g_test_add_func ("/planner/db-cli/refused-file", test_refused_file);
+  int status = g_test_run ();
+  g_autofree char *wal = g_strconcat (db, "-wal", NULL);
+  g_autofree char *shm = g_strconcat (db, "-shm", NULL);
+  g_remove (db);
+  g_remove (wal);
+  g_remove (shm);
+  g_rmdir (tmp_dir);
+  return status;
+}
