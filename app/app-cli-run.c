@@ -119,6 +119,41 @@ print_human (PlannerPlan *plan, const ExecutorTrialResult *res)
   printf ("\nforward step: estimated %s, measured %s\n", e, m);
 }
 
+/* The run's per-op and per-redistribution times as the store's measurements; redistributions
+ * by their index in the plan, named as the store names them. */
+static gboolean
+store_trial_run (PlannerPlan *plan, const ExecutorTrialResult *res, GError **error)
+{
+  g_autoptr (GArray) rows = g_array_new (FALSE, FALSE, sizeof (PlannerTrialMeasurement));
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  PlannerStore *store = app_cli_get_store (FALSE, error);
+
+  if (store == NULL)
+    return FALSE;
+  for (guint i = 0; i < res->ops->len; i++)
+    {
+      const ExecutorTiming *t = &g_array_index (res->ops, ExecutorTiming, i);
+      PlannerTrialMeasurement m = { PLANNER_MEASUREMENT_OP, t->name, t->estimated_s * 1e6,
+                                    t->measured_s * 1e6 };
+      g_array_append_val (rows, m);
+    }
+  for (guint i = 0;
+       i < res->redistributions->len && i < planner_plan_get_n_redistributions (plan); i++)
+    {
+      const ExecutorTiming *t = &g_array_index (res->redistributions, ExecutorTiming, i);
+      char *name = planner_store_redistribution_name (plan, i);
+      g_ptr_array_add (names, name);
+      PlannerTrialMeasurement m = { PLANNER_MEASUREMENT_REDISTRIBUTION, name,
+                                    t->estimated_s * 1e6, t->measured_s * 1e6 };
+      g_array_append_val (rows, m);
+    }
+  return planner_store_add_trial_run (store, app_cli_db_plan_id (plan), res->backend,
+                                      res->n_devices, res->max_abs_error, res->max_rel_error,
+                                      (const PlannerTrialMeasurement *)rows->data, rows->len,
+                                      error)
+         != 0;
+}
+
 int
 app_cli_run (const AppCliCommand *command, int argc, char **argv)
 {
@@ -139,6 +174,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   g_autoptr (GOptionContext) context = app_cli_context_new (command);
   g_option_context_add_main_entries (context, backend_entry, NULL);
   g_option_context_add_main_entries (context, entries, NULL);
+  app_cli_add_db_option (context);
   app_cli_add_json_option (context, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
   if (status >= 0)
@@ -153,15 +189,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
                                          "--tolerance > 0");
 
   g_autoptr (GError) error = NULL;
-  if (g_str_has_prefix (argv[1], "db:"))
-    {
-      g_set_error (&error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
-                   "%s: plans from the store are not runnable yet; export the plan to JSON "
-                   "and run that file",
-                   argv[1]);
-      return app_cli_refuse (error);
-    }
-  g_autoptr (PlannerPlan) plan = planner_plan_load_json (argv[1], &error);
+  g_autoptr (PlannerPlan) plan = app_cli_load_plan (argv[1], &error);
   if (plan == NULL)
     return app_cli_refuse (error);
   guint64 need = planner_mesh_n_devices (planner_plan_get_mesh (plan));
@@ -184,6 +212,9 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, backend, &options, NULL,
                                                                   &error);
   if (res == NULL)
+    return app_cli_refuse (error);
+  /* A plan from the store keeps its trial runs (app-cli-db.c). */
+  if (app_cli_db_plan_id (plan) != 0 && !store_trial_run (plan, res, &error))
     return app_cli_refuse (error);
 
   if (json)

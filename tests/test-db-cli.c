@@ -240,6 +240,46 @@ test_refused_file (void)
   g_assert_false (g_file_test (missing, G_FILE_TEST_EXISTS));
 }
 
+/* `run` of a stored plan stores its trial run; the CSV export then has measured times. */
+static void
+test_trial_run (void)
+{
+  g_autofree char *path = g_build_filename (tmp_dir, "trial.db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_cmpint (CLI (&out, &err, "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--policy",
+                        "megatron", "--db", path, "--save", "T"),
+                   ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (
+      CLI (&out, &err, "run", "db:T", "--backend", "cpu", "--repeat", "1", "--db", path), ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "show", "T", "--db", path, "--json"), ==, 0);
+  {
+    g_autoptr (JsonParser) parser = json_parser_new ();
+    JsonObject *root = parse_object (parser, out);
+    JsonArray *runs = json_object_get_array_member (root, "runs");
+    g_assert_cmpuint (json_array_get_length (runs), ==, 1);
+    JsonObject *run = json_array_get_object_element (runs, 0);
+    g_assert_cmpstr (json_object_get_string_member (run, "backend"), ==, "cpu");
+    g_assert_cmpint (json_object_get_int_member (run, "devices"), ==, 4);
+    g_assert_cmpuint (json_array_get_length (json_object_get_array_member (run, "measurements")), >,
+                      0);
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "export", "db:T", "--format", "csv", "--db", path), ==, 0);
+  /* The first op's row ends with a measured time. */
+  g_auto (GStrv) lines = g_strsplit (out, "\r\n", -1);
+  g_assert_true (g_str_has_prefix (lines[1], "op,0,"));
+  g_assert_false (g_str_has_suffix (lines[1], ","));
+  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
+  g_remove (path);
+  g_remove (wal);
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -255,6 +295,7 @@ main (int argc, char *argv[])
     }
   g_test_add_func ("/planner/db-cli/workflow", test_workflow);
   g_test_add_func ("/planner/db-cli/refused-file", test_refused_file);
+  g_test_add_func ("/planner/db-cli/trial-run", test_trial_run);
   int status = g_test_run ();
   g_autofree char *wal = g_strconcat (db, "-wal", NULL);
   g_autofree char *shm = g_strconcat (db, "-shm", NULL);
