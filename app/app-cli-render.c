@@ -23,6 +23,8 @@
 static gboolean
 is_plan_file (const char *arg)
 {
+  if (g_str_has_prefix (arg, "db:"))
+    return TRUE; /* a plan in the store */
   if (!g_str_has_suffix (arg, ".json") || !g_file_test (arg, G_FILE_TEST_IS_REGULAR))
     return FALSE;
   g_autofree char *text = NULL;
@@ -38,6 +40,8 @@ is_plan_file (const char *arg)
 static PlannerPlan *
 load_plan (const char *path, GError **error)
 {
+  if (g_str_has_prefix (path, "db:"))
+    return app_cli_load_plan (path, error);
 #ifdef GRAPHVIEW_HAVE_PLAN_JSON
   return planner_plan_load_json (path, error);
 #else
@@ -108,6 +112,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
   g_autoptr (GOptionContext) context = app_cli_context_new (command);
   g_option_context_add_main_entries (context, entries, NULL);
   app_cli_add_model_options (context, &model_args);
+  app_cli_add_db_option (context);
   app_cli_add_json_option (context, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
   if (status >= 0)
