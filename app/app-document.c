@@ -604,6 +604,15 @@ app_document_get_selected_op (AppDocument *self)
   return self->selected_op;
 }
 
+const char *
+app_document_get_selected_op_name (AppDocument *self)
+{
+  g_return_val_if_fail (APP_IS_DOCUMENT (self), NULL);
+  if (self->selected_op < 0)
+    return NULL;
+  return planner_graph_get_op (self->graph, self->selected_op)->name;
+}
+
 void
 app_document_set_selected_op (AppDocument *self, int op)
 {

@@ -65,6 +65,8 @@ void app_document_replan (AppDocument *self);
 
 /* The op shown in the inspector, -1 for none. */
 int app_document_get_selected_op (AppDocument *self);
+/* The name of the selected op, NULL for none. */
+const char *app_document_get_selected_op_name (AppDocument *self);
 void app_document_set_selected_op (AppDocument *self, int op);
 /* The timeline's trace step, -1 when the whole plan is shown. */
 int app_document_get_step (AppDocument *self);

@@ -98,13 +98,19 @@ app_window_dismiss_toasts (AppWindow *self)
     }
 }
 
+static void
+add_text_toast (AppWindow *self, const char *text, guint timeout)
+{
+  AdwToast *toast = adw_toast_new (text);
+  adw_toast_set_timeout (toast, timeout);
+  add_toast (self, toast);
+}
+
 void
 app_window_show_toast (AppWindow *self, const char *text)
 {
   g_return_if_fail (APP_IS_WINDOW (self));
-  AdwToast *toast = adw_toast_new (text);
-  adw_toast_set_timeout (toast, 4);
-  add_toast (self, toast);
+  add_text_toast (self, text, 4);
 }
 
 static void
@@ -112,9 +118,7 @@ show_error (AppWindow *self, const char *what, const GError *error)
 {
   g_autofree char *text = g_strdup_printf ("%s: %s", what, error->message);
   g_message ("%s", text);
-  AdwToast *toast = adw_toast_new (text);
-  adw_toast_set_timeout (toast, 8);
-  add_toast (self, toast);
+  add_text_toast (self, text, 8);
 }
 
 static void
@@ -130,7 +134,8 @@ update_actions (AppWindow *self)
 {
   AppDocument *doc = self->document;
   PlannerPlan *plan = doc ? app_document_get_plan (doc) : NULL;
-  gboolean has_op = doc && app_document_get_selected_op (doc) >= 0;
+  const char *op_name = doc ? app_document_get_selected_op_name (doc) : NULL;
+  gboolean has_op = op_name != NULL;
   set_action_enabled (self, "undo", doc && app_document_get_can_undo (doc));
   set_action_enabled (self, "redo", doc && app_document_get_can_redo (doc));
   set_action_enabled (self, "save", plan != NULL && self->store != NULL);
@@ -140,12 +145,7 @@ update_actions (AppWindow *self)
   set_action_enabled (self, "compare", plan != NULL);
   set_action_enabled (self, "pin", has_op && plan != NULL);
   set_action_enabled (self, "edit-pin", has_op && plan != NULL);
-  set_action_enabled (self, "unpin",
-                      has_op && app_document_get_op_pin (
-                                    doc, planner_graph_get_op (app_document_get_graph (doc),
-                                                               app_document_get_selected_op (doc))
-                                             ->name)
-                                    != NULL);
+  set_action_enabled (self, "unpin", has_op && app_document_get_op_pin (doc, op_name) != NULL);
 }
 
 static void
@@ -509,6 +509,26 @@ app_window_open_stored (AppWindow *self, gint64 id)
 
 /* ---- saving ----------------------------------------------------------------------- */
 
+/* A name no stored plan has: @base, else "BASE 2", "BASE 3", ... (@base when @entries is
+ * NULL). */
+static char *
+free_plan_name (GPtrArray *entries, const char *base)
+{
+  char *name = g_strdup (base);
+  for (guint n = 2; entries; n++)
+    {
+      gboolean taken = FALSE;
+      for (guint i = 0; i < entries->len && !taken; i++)
+        taken = g_strcmp0 (((PlannerStoreEntry *) g_ptr_array_index (entries, i))->name, name)
+                == 0;
+      if (!taken)
+        break;
+      g_free (name);
+      name = g_strdup_printf ("%s %u", base, n);
+    }
+  return name;
+}
+
 typedef struct
 {
   PlannerStore *store;
@@ -539,19 +559,8 @@ save_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *can
       g_task_return_error (task, error);
       return;
     }
-  /* A free name: the plan's own, else "NAME 2", "NAME 3", ... */
-  g_autofree char *name = g_strdup (req->name);
-  for (guint n = 2;; n++)
-    {
-      gboolean taken = FALSE;
-      for (guint i = 0; i < entries->len && !taken; i++)
-        taken = g_strcmp0 (((PlannerStoreEntry *) g_ptr_array_index (entries, i))->name, name)
-                == 0;
-      if (!taken)
-        break;
-      g_free (name);
-      name = g_strdup_printf ("%s %u", req->name, n);
-    }
+  /* The plan's own name, unless a stored plan has it. */
+  g_autofree char *name = free_plan_name (entries, req->name);
   gint64 id = planner_store_save_plan (req->store, req->plan, name, req->parent, &error);
   if (id == 0)
     g_task_return_error (task, error);
@@ -699,69 +708,78 @@ action_new_plan (GtkWidget *widget, const char *name, GVariant *param)
   gtk_window_present (GTK_WINDOW (dialog));
 }
 
+/* What a file chooser does with the file accepted; @format is the chooser's "format". */
+typedef void (*FileChosenFunc) (AppWindow *self, GFile *file, const char *format);
+
 static void
-open_file_response (GtkNativeDialog *native, int response, AppWindow *self)
+file_chooser_response (GtkNativeDialog *native, int response, AppWindow *self)
 {
   if (response == GTK_RESPONSE_ACCEPT)
     {
       g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (native));
+      FileChosenFunc chosen = g_object_get_data (G_OBJECT (native), "chosen");
       if (file)
-        app_window_open_file (self, file);
+        chosen (self, file, g_object_get_data (G_OBJECT (native), "format"));
     }
   g_object_unref (native);
 }
 
-static void
-add_filter (GtkFileChooser *chooser, const char *label, const char *pattern)
+/* A chooser of @filter_label files (@pattern) that hands the one accepted to @chosen; the
+ * caller shows it. */
+static GtkFileChooserNative *
+file_chooser_new (AppWindow *self, GtkFileChooserAction action, const char *title,
+                  const char *accept_label, const char *filter_label, const char *pattern,
+                  FileChosenFunc chosen)
 {
+  GtkFileChooserNative *native = gtk_file_chooser_native_new (title, GTK_WINDOW (self), action,
+                                                              accept_label, _("_Cancel"));
   g_autoptr (GtkFileFilter) filter = gtk_file_filter_new ();
-  gtk_file_filter_set_name (filter, label);
+  gtk_file_filter_set_name (filter, filter_label);
   gtk_file_filter_add_pattern (filter, pattern);
-  gtk_file_chooser_add_filter (chooser, filter);
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (native), filter);
+  g_object_set_data (G_OBJECT (native), "chosen", chosen);
+  g_signal_connect (native, "response", G_CALLBACK (file_chooser_response), self);
+  return native;
+}
+
+static void
+open_file_chosen (AppWindow *self, GFile *file, const char *format)
+{
+  app_window_open_file (self, file);
 }
 
 static void
 action_open_file (GtkWidget *widget, const char *name, GVariant *param)
 {
-  AppWindow *self = APP_WINDOW (widget);
-  GtkFileChooserNative *native = gtk_file_chooser_native_new (
-      _("Open a Plan, a config.json or a Graph JSON"), GTK_WINDOW (self),
-      GTK_FILE_CHOOSER_ACTION_OPEN, _("_Open"), _("_Cancel"));
-  add_filter (GTK_FILE_CHOOSER (native), _("JSON files"), "*.json");
-  g_signal_connect (native, "response", G_CALLBACK (open_file_response), self);
+  GtkFileChooserNative *native = file_chooser_new (
+      APP_WINDOW (widget), GTK_FILE_CHOOSER_ACTION_OPEN,
+      _("Open a Plan, a config.json or a Graph JSON"), _("_Open"), _("JSON files"), "*.json",
+      open_file_chosen);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
 }
 
 static void
-open_store_response (GtkNativeDialog *native, int response, AppWindow *self)
+open_store_chosen (AppWindow *self, GFile *file, const char *format)
 {
-  if (response == GTK_RESPONSE_ACCEPT)
+  g_autofree char *path = g_file_get_path (file);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerStore) store = path ? planner_store_open (path, &error) : NULL;
+  if (store)
     {
-      g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (native));
-      g_autofree char *path = file ? g_file_get_path (file) : NULL;
-      g_autoptr (GError) error = NULL;
-      g_autoptr (PlannerStore) store = path ? planner_store_open (path, &error) : NULL;
-      if (store)
-        {
-          app_window_set_store (self, store);
-          if (self->settings)
-            g_settings_set_string (self->settings, "last-store", path);
-        }
-      else if (error)
-        show_error (self, path, error);
+      app_window_set_store (self, store);
+      if (self->settings)
+        g_settings_set_string (self->settings, "last-store", path);
     }
-  g_object_unref (native);
+  else if (error)
+    show_error (self, path, error);
 }
 
 static void
 action_open_store (GtkWidget *widget, const char *name, GVariant *param)
 {
-  AppWindow *self = APP_WINDOW (widget);
-  GtkFileChooserNative *native = gtk_file_chooser_native_new (
-      _("Open a Plan Store"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_OPEN, _("_Open"),
-      _("_Cancel"));
-  add_filter (GTK_FILE_CHOOSER (native), _("Plan stores"), "*.db");
-  g_signal_connect (native, "response", G_CALLBACK (open_store_response), self);
+  GtkFileChooserNative *native = file_chooser_new (
+      APP_WINDOW (widget), GTK_FILE_CHOOSER_ACTION_OPEN, _("Open a Plan Store"), _("_Open"),
+      _("Plan stores"), "*.db", open_store_chosen);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
 }
 
@@ -787,16 +805,9 @@ export_done (GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
-export_response (GtkNativeDialog *native, int response, AppWindow *self)
+export_chosen (AppWindow *self, GFile *file, const char *format)
 {
-  if (response == GTK_RESPONSE_ACCEPT)
-    {
-      g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (native));
-      const char *format = g_object_get_data (G_OBJECT (native), "format");
-      if (file)
-        app_window_export_async (self, format, file, export_done, g_file_get_path (file));
-    }
-  g_object_unref (native);
+  app_window_export_async (self, format, file, export_done, g_file_get_path (file));
 }
 
 static void
@@ -805,16 +816,15 @@ choose_export_file (AppWindow *self, const char *format)
   const AppExportFormat *fmt = app_export_format_lookup (format);
   if (fmt == NULL || self->document == NULL)
     return;
-  GtkFileChooserNative *native = gtk_file_chooser_native_new (
-      _("Export"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"), _("_Cancel"));
+  g_autofree char *pattern = g_strconcat ("*", fmt->extension, NULL);
+  GtkFileChooserNative *native
+      = file_chooser_new (self, GTK_FILE_CHOOSER_ACTION_SAVE, _("Export"), _("_Export"),
+                          _(fmt->label), pattern, export_chosen);
   g_autofree char *base = g_strdelimit (g_strdup (app_document_get_name (self->document)),
                                         " /=,", '-');
   g_autofree char *suggested = g_strconcat (base, fmt->extension, NULL);
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (native), suggested);
-  g_autofree char *pattern = g_strconcat ("*", fmt->extension, NULL);
-  add_filter (GTK_FILE_CHOOSER (native), _(fmt->label), pattern);
   g_object_set_data_full (G_OBJECT (native), "format", g_strdup (format), g_free);
-  g_signal_connect (native, "response", G_CALLBACK (export_response), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
 }
 
@@ -902,14 +912,19 @@ action_select_adjacent (GtkWidget *widget, const char *name, GVariant *param)
   app_document_set_selected_op (self->document, CLAMP (op, 0, n - 1));
 }
 
+static const char *
+selected_op_name (AppWindow *self)
+{
+  return self->document ? app_document_get_selected_op_name (self->document) : NULL;
+}
+
 static void
 action_pin (GtkWidget *widget, const char *name, GVariant *param)
 {
   AppWindow *self = APP_WINDOW (widget);
-  int op = self->document ? app_document_get_selected_op (self->document) : -1;
-  if (op < 0)
+  const char *op_name = selected_op_name (self);
+  if (op_name == NULL)
     return;
-  const char *op_name = planner_graph_get_op (app_document_get_graph (self->document), op)->name;
   g_autoptr (GError) error = NULL;
   if (!app_document_pin (self->document, op_name, g_variant_get_string (param, NULL), &error))
     show_error (self, op_name, error);
@@ -925,10 +940,9 @@ static void
 action_unpin (GtkWidget *widget, const char *name, GVariant *param)
 {
   AppWindow *self = APP_WINDOW (widget);
-  int op = self->document ? app_document_get_selected_op (self->document) : -1;
-  if (op >= 0)
-    app_document_unpin (self->document,
-                        planner_graph_get_op (app_document_get_graph (self->document), op)->name);
+  const char *op_name = selected_op_name (self);
+  if (op_name)
+    app_document_unpin (self->document, op_name);
 }
 
 static void
@@ -1091,18 +1105,7 @@ duplicate_thread (GTask *task, gpointer source, gpointer task_data, GCancellable
     }
   g_autoptr (GPtrArray) entries = planner_store_list_plans (store, NULL);
   g_autofree char *base = g_strdup_printf (_("%s (copy)"), planner_plan_get_name (plan));
-  g_autofree char *name = g_strdup (base);
-  for (guint n = 2; entries; n++)
-    {
-      gboolean taken = FALSE;
-      for (guint i = 0; i < entries->len && !taken; i++)
-        taken = g_strcmp0 (((PlannerStoreEntry *) g_ptr_array_index (entries, i))->name, name)
-                == 0;
-      if (!taken)
-        break;
-      g_free (name);
-      name = g_strdup_printf ("%s %u", base, n);
-    }
+  g_autofree char *name = free_plan_name (entries, base);
   gint64 new_id = planner_store_save_plan (store, plan, name, id, &error);
   if (new_id == 0)
     g_task_return_error (task, error);
@@ -1229,39 +1232,13 @@ app_window_get_graph (AppWindow *self)
 }
 
 GtkWidget *
-app_window_get_inspector (AppWindow *self)
+app_window_get_part (AppWindow *self, const char *name)
 {
-  return GTK_WIDGET (self->inspector);
-}
-
-GtkWidget *
-app_window_get_timeline (AppWindow *self)
-{
-  return GTK_WIDGET (self->timeline);
-}
-
-GtkWidget *
-app_window_get_totals_bar (AppWindow *self)
-{
-  return GTK_WIDGET (self->totals_bar);
-}
-
-GtkWidget *
-app_window_get_cost_chart (AppWindow *self)
-{
-  return GTK_WIDGET (self->cost_chart);
-}
-
-GtkWidget *
-app_window_get_sidebar (AppWindow *self)
-{
-  return GTK_WIDGET (self->sidebar);
-}
-
-GtkWidget *
-app_window_get_compare_view (AppWindow *self)
-{
-  return GTK_WIDGET (self->compare_view);
+  g_return_val_if_fail (APP_IS_WINDOW (self), NULL);
+  g_return_val_if_fail (name != NULL, NULL);
+  GObject *part = gtk_widget_get_template_child (GTK_WIDGET (self), APP_TYPE_WINDOW, name);
+  g_return_val_if_fail (GTK_IS_WIDGET (part), NULL);
+  return GTK_WIDGET (part);
 }
 
 const char *

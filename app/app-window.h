@@ -60,12 +60,9 @@ void app_window_dismiss_toasts (AppWindow *self);
 
 /* Parts, for the tests. */
 GraphviewWidget *app_window_get_graph (AppWindow *self);
-GtkWidget *app_window_get_inspector (AppWindow *self);
-GtkWidget *app_window_get_timeline (AppWindow *self);
-GtkWidget *app_window_get_totals_bar (AppWindow *self);
-GtkWidget *app_window_get_cost_chart (AppWindow *self);
-GtkWidget *app_window_get_sidebar (AppWindow *self);
-GtkWidget *app_window_get_compare_view (AppWindow *self);
+/* The part @name: "inspector", "timeline", "totals_bar", "cost_chart", "sidebar",
+ * "compare_view" (the template's ids). */
+GtkWidget *app_window_get_part (AppWindow *self, const char *name);
 /* "empty", "plan" or "compare". */
 const char *app_window_get_mode (AppWindow *self);
 

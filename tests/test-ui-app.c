@@ -129,8 +129,8 @@ test_load_example (void)
   /* megatron pins QKV, attention out and both MLP projections of 12 layers. */
   g_assert_cmpuint (t->n_pinned, >=, 48);
   g_assert_cmpfloat (t->step_time_s, >, 0);
-  g_assert_nonnull (app_totals_bar_get_step_text (APP_TOTALS_BAR (app_window_get_totals_bar (window))));
-  g_assert_cmpuint (app_cost_chart_get_n_layers (APP_COST_CHART (app_window_get_cost_chart (window))), >=, 12);
+  g_assert_nonnull (app_totals_bar_get_step_text (APP_TOTALS_BAR (app_window_get_part (window, "totals_bar"))));
+  g_assert_cmpuint (app_cost_chart_get_n_layers (APP_COST_CHART (app_window_get_part (window, "cost_chart"))), >=, 12);
 }
 
 static gboolean
@@ -158,7 +158,7 @@ test_select_op (void)
   g_assert_cmpuint (it->first_op, ==, op);
 
   /* The inspector lists every strategy of a MatMul on 2 axes and marks the pinned one. */
-  AppInspector *inspector = APP_INSPECTOR (app_window_get_inspector (window));
+  AppInspector *inspector = APP_INSPECTOR (app_window_get_part (window, "inspector"));
   g_assert_cmpuint (app_inspector_get_n_candidates (inspector), >, 4);
   g_assert_cmpint (app_inspector_get_chosen_candidate (inspector), >=, 0);
   g_assert_nonnull (strstr (app_inspector_get_why (inspector), "megatron"));
@@ -169,8 +169,8 @@ test_select_op (void)
 static void
 test_pin (void)
 {
-  AppInspector *inspector = APP_INSPECTOR (app_window_get_inspector (window));
-  AppTotalsBar *bar = APP_TOTALS_BAR (app_window_get_totals_bar (window));
+  AppInspector *inspector = APP_INSPECTOR (app_window_get_part (window, "inspector"));
+  AppTotalsBar *bar = APP_TOTALS_BAR (app_window_get_part (window, "totals_bar"));
   GtkEditable *entry = app_inspector_get_pin_entry (inspector);
   PlannerPlan *before = g_object_ref (plan ());
   PlannerPlanTotals t0 = *planner_plan_get_totals (before);
@@ -224,7 +224,7 @@ stepped_past_one (gpointer data)
 static void
 test_timeline (void)
 {
-  AppTimeline *timeline = APP_TIMELINE (app_window_get_timeline (window));
+  AppTimeline *timeline = APP_TIMELINE (app_window_get_part (window, "timeline"));
   GraphviewRenderer *renderer = graphview_widget_get_renderer (app_window_get_graph (window));
   g_assert_cmpuint (planner_plan_get_n_trace_steps (plan ()), >, 2);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.step-first", NULL));
@@ -260,7 +260,7 @@ stored (gpointer data)
 static gboolean
 sidebar_lists (gpointer data)
 {
-  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_part (window, "sidebar"));
   GPtrArray *entries = app_sidebar_get_entries (sidebar);
   return entries && entries->len == GPOINTER_TO_UINT (data);
 }
@@ -283,7 +283,7 @@ test_save (void)
   g_assert_cmpstr (e->name, ==, app_document_get_name (doc ()));
   g_assert_cmpstr (e->policy, ==, "megatron");
   wait_for (sidebar_lists, GUINT_TO_POINTER (1), 30, "the sidebar's listing");
-  g_assert_cmpuint (app_sidebar_get_n_visible (APP_SIDEBAR (app_window_get_sidebar (window))), ==, 1);
+  g_assert_cmpuint (app_sidebar_get_n_visible (APP_SIDEBAR (app_window_get_part (window, "sidebar"))), ==, 1);
 }
 
 static gboolean
@@ -322,7 +322,7 @@ test_compare (void)
   wait_for (plan_differs, before, 60, "the plan after unpinning");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.compare", NULL));
   g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
-  AppCompareView *view = APP_COMPARE_VIEW (app_window_get_compare_view (window));
+  AppCompareView *view = APP_COMPARE_VIEW (app_window_get_part (window, "compare_view"));
   const PlannerCompare *c = app_compare_view_get_compare (view);
   g_assert_nonnull (c);
   g_assert_true (c->a == saved_plan || planner_plan_equal (c->a, saved_plan));
@@ -404,7 +404,7 @@ test_export (void)
 static gboolean
 sidebar_renamed (gpointer data)
 {
-  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_part (window, "sidebar"));
   const PlannerStoreEntry *e = app_sidebar_get_entry (sidebar, saved_id);
   return e && g_strcmp0 (e->name, "gpt2 c_fc data-parallel") == 0;
 }
@@ -412,7 +412,7 @@ sidebar_renamed (gpointer data)
 static void
 test_chart_and_store_actions (void)
 {
-  AppCostChart *chart = APP_COST_CHART (app_window_get_cost_chart (window));
+  AppCostChart *chart = APP_COST_CHART (app_window_get_part (window, "cost_chart"));
   guint first_op = 0;
   const char *name = app_cost_chart_get_layer (chart, 3, &first_op, NULL, NULL);
   g_assert_nonnull (name);
@@ -425,7 +425,7 @@ test_chart_and_store_actions (void)
   g_autoptr (PlannerStoreEntry) e = planner_store_get_entry (app_window_get_store (window), saved_id, NULL);
   g_assert_cmpstr (e->name, ==, "gpt2 c_fc data-parallel");
   wait_for (sidebar_renamed, NULL, 30, "the sidebar after renaming");
-  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_part (window, "sidebar"));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.duplicate-plan", "x", saved_id));
   wait_for (sidebar_lists, GUINT_TO_POINTER (2), 60, "the duplicate");
   g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 2);
@@ -488,7 +488,7 @@ flag_set (gpointer data)
 static gboolean
 trial_stored (gpointer data)
 {
-  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_sidebar (window));
+  AppSidebar *sidebar = APP_SIDEBAR (app_window_get_part (window, "sidebar"));
   const PlannerStoreEntry *e = app_sidebar_get_entry (sidebar, app_document_get_store_id (doc ()));
   return e && e->n_trial_runs == 1;
 }
