@@ -16,22 +16,11 @@ typedef struct
 
 struct _AppCostChart
 {
-  GtkWidget parent_instance;
-  AppDocument *document;
-  GSignalGroup *signals;
+  AppDocumentView parent_instance;
   GArray *layers; /* Layer */
 };
 
-G_DEFINE_FINAL_TYPE (AppCostChart, app_cost_chart, GTK_TYPE_WIDGET)
-
-enum
-{
-  PROP_0,
-  PROP_DOCUMENT,
-  N_PROPS
-};
-
-static GParamSpec *properties[N_PROPS];
+G_DEFINE_FINAL_TYPE (AppCostChart, app_cost_chart, APP_TYPE_DOCUMENT_VIEW)
 
 #define PAD_X 8.0
 #define PAD_TOP 16.0
@@ -67,10 +56,11 @@ layer_key (const char *name)
 }
 
 static void
-rebuild (AppCostChart *self)
+rebuild (AppDocumentView *view)
 {
+  AppCostChart *self = APP_COST_CHART (view);
   g_array_set_size (self->layers, 0);
-  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
+  PlannerPlan *plan = app_document_view_get_plan (view);
   if (plan)
     {
       PlannerGraph *graph = planner_plan_get_graph (plan);
@@ -140,7 +130,8 @@ app_cost_chart_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
       const Layer *l = &g_array_index (self->layers, Layer, i);
       max = MAX (max, l->compute_s + l->comm_s);
     }
-  int selected_op = self->document ? app_document_get_selected_op (self->document) : -1;
+  AppDocument *doc = app_document_view_get_document (APP_DOCUMENT_VIEW (self));
+  int selected_op = doc ? app_document_get_selected_op (doc) : -1;
   GdkRGBA fg;
   gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
   gboolean dark = fg.red > 0.5;
@@ -199,10 +190,10 @@ void
 app_cost_chart_activate_layer (AppCostChart *self, guint i)
 {
   g_return_if_fail (APP_IS_COST_CHART (self));
-  if (self->document == NULL || i >= self->layers->len)
+  AppDocument *doc = app_document_view_get_document (APP_DOCUMENT_VIEW (self));
+  if (doc == NULL || i >= self->layers->len)
     return;
-  app_document_set_selected_op (self->document,
-                                (int) g_array_index (self->layers, Layer, i).first_op);
+  app_document_set_selected_op (doc, (int) g_array_index (self->layers, Layer, i).first_op);
 }
 
 static void
@@ -242,57 +233,12 @@ app_cost_chart_new (void)
   return g_object_new (APP_TYPE_COST_CHART, NULL);
 }
 
-AppDocument *
-app_cost_chart_get_document (AppCostChart *self)
-{
-  g_return_val_if_fail (APP_IS_COST_CHART (self), NULL);
-  return self->document;
-}
-
-void
-app_cost_chart_set_document (AppCostChart *self, AppDocument *document)
-{
-  g_return_if_fail (APP_IS_COST_CHART (self));
-  if (!g_set_object (&self->document, document))
-    return;
-  g_signal_group_set_target (self->signals, document);
-  rebuild (self);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
-}
-
 static void
 app_cost_chart_dispose (GObject *object)
 {
   AppCostChart *self = APP_COST_CHART (object);
-  if (self->signals)
-    g_signal_group_set_target (self->signals, NULL);
-  g_clear_object (&self->signals);
-  g_clear_object (&self->document);
   g_clear_pointer (&self->layers, g_array_unref);
   G_OBJECT_CLASS (app_cost_chart_parent_class)->dispose (object);
-}
-
-static void
-app_cost_chart_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  AppCostChart *self = APP_COST_CHART (object);
-  switch (prop_id)
-    {
-    case PROP_DOCUMENT: g_value_set_object (value, self->document); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
-}
-
-static void
-app_cost_chart_set_property (GObject *object, guint prop_id, const GValue *value,
-                             GParamSpec *pspec)
-{
-  AppCostChart *self = APP_COST_CHART (object);
-  switch (prop_id)
-    {
-    case PROP_DOCUMENT: app_cost_chart_set_document (self, g_value_get_object (value)); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
 }
 
 static void
@@ -301,14 +247,9 @@ app_cost_chart_class_init (AppCostChartClass *klass)
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_cost_chart_dispose;
-  object_class->get_property = app_cost_chart_get_property;
-  object_class->set_property = app_cost_chart_set_property;
   widget_class->snapshot = app_cost_chart_snapshot;
   widget_class->query_tooltip = on_query_tooltip;
-  properties[PROP_DOCUMENT] = g_param_spec_object ("document", NULL, NULL, APP_TYPE_DOCUMENT,
-                                                   G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-                                                       | G_PARAM_EXPLICIT_NOTIFY);
-  g_object_class_install_properties (object_class, N_PROPS, properties);
+  APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = rebuild;
   gtk_widget_class_set_css_name (widget_class, "costchart");
 }
 
@@ -321,9 +262,8 @@ app_cost_chart_init (AppCostChart *self)
   GtkGesture *click = gtk_gesture_click_new ();
   g_signal_connect (click, "pressed", G_CALLBACK (on_pressed), self);
   gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (click));
-  self->signals = g_signal_group_new (APP_TYPE_DOCUMENT);
-  g_signal_group_connect_swapped (self->signals, "notify::plan", G_CALLBACK (rebuild), self);
-  g_signal_group_connect_swapped (self->signals, "notify::selected-op",
-                                  G_CALLBACK (gtk_widget_queue_draw), self);
+  app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (rebuild));
+  app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::selected-op",
+                            G_CALLBACK (gtk_widget_queue_draw));
   gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
 }

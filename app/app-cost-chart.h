@@ -7,16 +7,14 @@
 
 #include <adwaita.h>
 
-#include "app-document.h"
+#include "app-document-view.h"
 
 G_BEGIN_DECLS
 
 #define APP_TYPE_COST_CHART (app_cost_chart_get_type ())
-G_DECLARE_FINAL_TYPE (AppCostChart, app_cost_chart, APP, COST_CHART, GtkWidget)
+G_DECLARE_FINAL_TYPE (AppCostChart, app_cost_chart, APP, COST_CHART, AppDocumentView)
 
 GtkWidget *app_cost_chart_new (void);
-AppDocument *app_cost_chart_get_document (AppCostChart *self);
-void app_cost_chart_set_document (AppCostChart *self, AppDocument *document);
 guint app_cost_chart_get_n_layers (AppCostChart *self);
 /* Name, first op and costs of layer @i. */
 const char *app_cost_chart_get_layer (AppCostChart *self, guint i, guint *first_op,

@@ -21,7 +21,7 @@ typedef struct
 
 struct _AppInspector
 {
-  GtkWidget parent_instance;
+  AppDocumentView parent_instance;
 
   GtkStack *stack;
   GtkLabel *type_label;
@@ -35,22 +35,17 @@ struct _AppInspector
   GtkLabel *candidates_heading;
   GtkListBox *candidates;
 
-  AppDocument *document;
-  GSignalGroup *signals;
   GArray *rows; /* Candidate, as listed */
   char *pin_error;
 };
 
-G_DEFINE_FINAL_TYPE (AppInspector, app_inspector, GTK_TYPE_WIDGET)
+G_DEFINE_FINAL_TYPE (AppInspector, app_inspector, APP_TYPE_DOCUMENT_VIEW)
 
-enum
+static AppDocument *
+get_document (AppInspector *self)
 {
-  PROP_0,
-  PROP_DOCUMENT,
-  N_PROPS
-};
-
-static GParamSpec *properties[N_PROPS];
+  return app_document_view_get_document (APP_DOCUMENT_VIEW (self));
+}
 
 static void
 set_pin_error (AppInspector *self, const char *message)
@@ -212,7 +207,7 @@ why_markup (AppInspector *self, PlannerPlan *plan, guint op_index)
                               ? g_ptr_array_index ((GPtrArray *) pins, op_plan->pin)
                               : "?";
         gboolean mine = FALSE;
-        GPtrArray *user = app_document_get_pins (self->document);
+        GPtrArray *user = app_document_get_pins (get_document (self));
         for (guint i = 0; i < user->len && !mine; i++)
           mine = g_str_equal (g_ptr_array_index (user, i), pin);
         const char *policy = planner_plan_get_policy (plan);
@@ -273,10 +268,11 @@ why_markup (AppInspector *self, PlannerPlan *plan, guint op_index)
 }
 
 static void
-update (AppInspector *self)
+update (AppDocumentView *view)
 {
-  AppDocument *doc = self->document;
-  PlannerPlan *plan = doc ? app_document_get_plan (doc) : NULL;
+  AppInspector *self = APP_INSPECTOR (view);
+  AppDocument *doc = app_document_view_get_document (view);
+  PlannerPlan *plan = app_document_view_get_plan (view);
   int op_index = doc ? app_document_get_selected_op (doc) : -1;
   g_array_set_size (self->rows, 0);
   GtkWidget *child;
@@ -377,11 +373,10 @@ update (AppInspector *self)
 static void
 pin_from_entry (AppInspector *self)
 {
-  AppDocument *doc = self->document;
-  int op = doc ? app_document_get_selected_op (doc) : -1;
-  if (op < 0)
+  AppDocument *doc = get_document (self);
+  const char *name = doc ? app_document_get_selected_op_name (doc) : NULL;
+  if (name == NULL)
     return;
-  const char *name = planner_graph_get_op (app_document_get_graph (doc), op)->name;
   g_autoptr (GError) error = NULL;
   if (!app_document_pin (doc, name, gtk_editable_get_text (GTK_EDITABLE (self->pin_entry)),
                          &error))
@@ -400,8 +395,8 @@ void
 app_inspector_pin_candidate (AppInspector *self, guint i)
 {
   g_return_if_fail (APP_IS_INSPECTOR (self));
-  AppDocument *doc = self->document;
-  PlannerPlan *plan = doc ? app_document_get_plan (doc) : NULL;
+  AppDocument *doc = get_document (self);
+  PlannerPlan *plan = app_document_view_get_plan (APP_DOCUMENT_VIEW (self));
   int op = doc ? app_document_get_selected_op (doc) : -1;
   if (plan == NULL || op < 0 || i >= self->rows->len)
     return;
@@ -416,24 +411,6 @@ GtkWidget *
 app_inspector_new (void)
 {
   return g_object_new (APP_TYPE_INSPECTOR, NULL);
-}
-
-AppDocument *
-app_inspector_get_document (AppInspector *self)
-{
-  g_return_val_if_fail (APP_IS_INSPECTOR (self), NULL);
-  return self->document;
-}
-
-void
-app_inspector_set_document (AppInspector *self, AppDocument *document)
-{
-  g_return_if_fail (APP_IS_INSPECTOR (self));
-  if (!g_set_object (&self->document, document))
-    return;
-  g_signal_group_set_target (self->signals, document);
-  update (self);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
 }
 
 GtkEditable *
@@ -485,37 +462,10 @@ static void
 app_inspector_dispose (GObject *object)
 {
   AppInspector *self = APP_INSPECTOR (object);
-  if (self->signals)
-    g_signal_group_set_target (self->signals, NULL);
-  g_clear_object (&self->signals);
-  g_clear_object (&self->document);
   g_clear_pointer (&self->rows, g_array_unref);
   g_clear_pointer (&self->pin_error, g_free);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_INSPECTOR);
   G_OBJECT_CLASS (app_inspector_parent_class)->dispose (object);
-}
-
-static void
-app_inspector_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  AppInspector *self = APP_INSPECTOR (object);
-  switch (prop_id)
-    {
-    case PROP_DOCUMENT: g_value_set_object (value, self->document); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
-}
-
-static void
-app_inspector_set_property (GObject *object, guint prop_id, const GValue *value,
-                            GParamSpec *pspec)
-{
-  AppInspector *self = APP_INSPECTOR (object);
-  switch (prop_id)
-    {
-    case PROP_DOCUMENT: app_inspector_set_document (self, g_value_get_object (value)); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
 }
 
 static void
@@ -524,12 +474,7 @@ app_inspector_class_init (AppInspectorClass *klass)
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_inspector_dispose;
-  object_class->get_property = app_inspector_get_property;
-  object_class->set_property = app_inspector_set_property;
-  properties[PROP_DOCUMENT] = g_param_spec_object ("document", NULL, NULL, APP_TYPE_DOCUMENT,
-                                                   G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-                                                       | G_PARAM_EXPLICIT_NOTIFY);
-  g_object_class_install_properties (object_class, N_PROPS, properties);
+  APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = update;
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "inspector");
@@ -553,10 +498,8 @@ app_inspector_init (AppInspector *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
   self->rows = g_array_new (FALSE, FALSE, sizeof (Candidate));
-  self->signals = g_signal_group_new (APP_TYPE_DOCUMENT);
-  g_signal_group_connect_swapped (self->signals, "notify::plan", G_CALLBACK (update), self);
-  g_signal_group_connect_swapped (self->signals, "notify::selected-op", G_CALLBACK (update),
-                                  self);
+  app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (update));
+  app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::selected-op", G_CALLBACK (update));
   g_signal_connect_swapped (self->pin_entry, "activate", G_CALLBACK (pin_from_entry), self);
   g_signal_connect_swapped (self->pin_button, "clicked", G_CALLBACK (pin_from_entry), self);
   g_signal_connect_swapped (self->candidates, "row-activated", G_CALLBACK (on_row_activated),

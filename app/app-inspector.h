@@ -5,16 +5,14 @@
 
 #include <adwaita.h>
 
-#include "app-document.h"
+#include "app-document-view.h"
 
 G_BEGIN_DECLS
 
 #define APP_TYPE_INSPECTOR (app_inspector_get_type ())
-G_DECLARE_FINAL_TYPE (AppInspector, app_inspector, APP, INSPECTOR, GtkWidget)
+G_DECLARE_FINAL_TYPE (AppInspector, app_inspector, APP, INSPECTOR, AppDocumentView)
 
 GtkWidget *app_inspector_new (void);
-AppDocument *app_inspector_get_document (AppInspector *self);
-void app_inspector_set_document (AppInspector *self, AppDocument *document);
 /* The pin editor: activating it pins the selected op; a refusal shows under it. */
 GtkEditable *app_inspector_get_pin_entry (AppInspector *self);
 /* The refusal shown under the pin editor, NULL when none. */

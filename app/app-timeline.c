@@ -10,7 +10,7 @@ static const double speeds[] = { 1, 4, 16 };
 
 struct _AppTimeline
 {
-  GtkWidget parent_instance;
+  AppDocumentView parent_instance;
 
   GtkToggleButton *play_button;
   GtkScale *scale;
@@ -18,19 +18,16 @@ struct _AppTimeline
   GtkDropDown *speed_dropdown;
   GtkLabel *description;
 
-  AppDocument *document;
-  GSignalGroup *signals;
   double speed;
   guint timeout_id;
   gboolean updating;
 };
 
-G_DEFINE_FINAL_TYPE (AppTimeline, app_timeline, GTK_TYPE_WIDGET)
+G_DEFINE_FINAL_TYPE (AppTimeline, app_timeline, APP_TYPE_DOCUMENT_VIEW)
 
 enum
 {
   PROP_0,
-  PROP_DOCUMENT,
   PROP_PLAYING,
   PROP_SPEED,
   N_PROPS
@@ -38,18 +35,32 @@ enum
 
 static GParamSpec *properties[N_PROPS];
 
+static AppDocument *
+get_document (AppTimeline *self)
+{
+  return app_document_view_get_document (APP_DOCUMENT_VIEW (self));
+}
+
 static guint
 n_steps (AppTimeline *self)
 {
-  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
+  PlannerPlan *plan = app_document_view_get_plan (APP_DOCUMENT_VIEW (self));
   return plan ? planner_plan_get_n_trace_steps (plan) : 0;
+}
+
+/* The document's trace step, -1 (the whole plan) without a document. */
+static int
+current_step (AppTimeline *self)
+{
+  AppDocument *doc = get_document (self);
+  return doc ? app_document_get_step (doc) : -1;
 }
 
 static void
 update_description (AppTimeline *self)
 {
-  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
-  int step = self->document ? app_document_get_step (self->document) : -1;
+  PlannerPlan *plan = app_document_view_get_plan (APP_DOCUMENT_VIEW (self));
+  int step = current_step (self);
   if (plan == NULL)
     {
       gtk_label_set_text (self->description, "");
@@ -87,7 +98,7 @@ static void
 sync_from_document (AppTimeline *self)
 {
   guint n = n_steps (self);
-  int step = self->document ? app_document_get_step (self->document) : -1;
+  int step = current_step (self);
   self->updating = TRUE;
   gtk_adjustment_configure (self->adjustment, step < 0 ? n : (double) step, 0, MAX (n, 1), 1, 10,
                             0);
@@ -99,24 +110,26 @@ sync_from_document (AppTimeline *self)
 static void
 on_value_changed (AppTimeline *self)
 {
-  if (self->updating || self->document == NULL)
+  AppDocument *doc = get_document (self);
+  if (self->updating || doc == NULL)
     return;
   guint n = n_steps (self);
   guint v = (guint) (gtk_adjustment_get_value (self->adjustment) + 0.5);
-  app_document_set_step (self->document, v >= n ? -1 : (int) v);
+  app_document_set_step (doc, v >= n ? -1 : (int) v);
 }
 
 void
 app_timeline_step (AppTimeline *self, int delta)
 {
   g_return_if_fail (APP_IS_TIMELINE (self));
-  if (self->document == NULL)
+  AppDocument *doc = get_document (self);
+  if (doc == NULL)
     return;
   int n = (int) n_steps (self);
-  int step = app_document_get_step (self->document);
+  int step = app_document_get_step (doc);
   int pos = step < 0 ? n : step;
   pos = CLAMP (pos + delta, 0, n);
-  app_document_set_step (self->document, pos >= n ? -1 : pos);
+  app_document_set_step (doc, pos >= n ? -1 : pos);
 }
 
 static gboolean
@@ -124,7 +137,7 @@ tick (gpointer data)
 {
   AppTimeline *self = data;
   app_timeline_step (self, 1);
-  if (self->document == NULL || app_document_get_step (self->document) < 0)
+  if (current_step (self) < 0)
     {
       self->timeout_id = 0;
       app_timeline_set_playing (self, FALSE);
@@ -163,8 +176,9 @@ on_play_toggled (AppTimeline *self)
                             playing ? "media-playback-pause-symbolic"
                                     : "media-playback-start-symbolic");
   /* Playing from the whole plan starts over. */
-  if (playing && self->document && app_document_get_step (self->document) < 0)
-    app_document_set_step (self->document, 0);
+  AppDocument *doc = get_document (self);
+  if (playing && doc && app_document_get_step (doc) < 0)
+    app_document_set_step (doc, 0);
   restart_timer (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PLAYING]);
 }
@@ -214,23 +228,12 @@ app_timeline_new (void)
   return g_object_new (APP_TYPE_TIMELINE, NULL);
 }
 
-AppDocument *
-app_timeline_get_document (AppTimeline *self)
+static void
+document_changed (AppDocumentView *view)
 {
-  g_return_val_if_fail (APP_IS_TIMELINE (self), NULL);
-  return self->document;
-}
-
-void
-app_timeline_set_document (AppTimeline *self, AppDocument *document)
-{
-  g_return_if_fail (APP_IS_TIMELINE (self));
-  if (!g_set_object (&self->document, document))
-    return;
+  AppTimeline *self = APP_TIMELINE (view);
   app_timeline_set_playing (self, FALSE);
-  g_signal_group_set_target (self->signals, document);
   sync_from_document (self);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
 }
 
 static void
@@ -238,10 +241,6 @@ app_timeline_dispose (GObject *object)
 {
   AppTimeline *self = APP_TIMELINE (object);
   g_clear_handle_id (&self->timeout_id, g_source_remove);
-  if (self->signals)
-    g_signal_group_set_target (self->signals, NULL);
-  g_clear_object (&self->signals);
-  g_clear_object (&self->document);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_TIMELINE);
   G_OBJECT_CLASS (app_timeline_parent_class)->dispose (object);
 }
@@ -252,7 +251,6 @@ app_timeline_get_property (GObject *object, guint prop_id, GValue *value, GParam
   AppTimeline *self = APP_TIMELINE (object);
   switch (prop_id)
     {
-    case PROP_DOCUMENT: g_value_set_object (value, self->document); break;
     case PROP_PLAYING: g_value_set_boolean (value, app_timeline_get_playing (self)); break;
     case PROP_SPEED: g_value_set_double (value, self->speed); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -266,7 +264,6 @@ app_timeline_set_property (GObject *object, guint prop_id, const GValue *value,
   AppTimeline *self = APP_TIMELINE (object);
   switch (prop_id)
     {
-    case PROP_DOCUMENT: app_timeline_set_document (self, g_value_get_object (value)); break;
     case PROP_PLAYING: app_timeline_set_playing (self, g_value_get_boolean (value)); break;
     case PROP_SPEED: app_timeline_set_speed (self, g_value_get_double (value)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -281,8 +278,8 @@ app_timeline_class_init (AppTimelineClass *klass)
   object_class->dispose = app_timeline_dispose;
   object_class->get_property = app_timeline_get_property;
   object_class->set_property = app_timeline_set_property;
+  APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = document_changed;
   GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
-  properties[PROP_DOCUMENT] = g_param_spec_object ("document", NULL, NULL, APP_TYPE_DOCUMENT, rw);
   properties[PROP_PLAYING] = g_param_spec_boolean ("playing", NULL, NULL, FALSE, rw);
   properties[PROP_SPEED] = g_param_spec_double ("speed", NULL, NULL, 0.25, 16, 4, rw);
   g_object_class_install_properties (object_class, N_PROPS, properties);
@@ -304,11 +301,10 @@ app_timeline_init (AppTimeline *self)
   gtk_widget_init_template (GTK_WIDGET (self));
   self->speed = 4;
   gtk_drop_down_set_selected (self->speed_dropdown, 1);
-  self->signals = g_signal_group_new (APP_TYPE_DOCUMENT);
-  g_signal_group_connect_swapped (self->signals, "notify::plan",
-                                  G_CALLBACK (sync_from_document), self);
-  g_signal_group_connect_swapped (self->signals, "notify::step",
-                                  G_CALLBACK (sync_from_document), self);
+  app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan",
+                            G_CALLBACK (sync_from_document));
+  app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::step",
+                            G_CALLBACK (sync_from_document));
   g_signal_connect_swapped (self->adjustment, "value-changed", G_CALLBACK (on_value_changed),
                             self);
   g_signal_connect_swapped (self->play_button, "toggled", G_CALLBACK (on_play_toggled), self);

@@ -4,16 +4,14 @@
 
 #include <adwaita.h>
 
-#include "app-document.h"
+#include "app-document-view.h"
 
 G_BEGIN_DECLS
 
 #define APP_TYPE_TIMELINE (app_timeline_get_type ())
-G_DECLARE_FINAL_TYPE (AppTimeline, app_timeline, APP, TIMELINE, GtkWidget)
+G_DECLARE_FINAL_TYPE (AppTimeline, app_timeline, APP, TIMELINE, AppDocumentView)
 
 GtkWidget *app_timeline_new (void);
-AppDocument *app_timeline_get_document (AppTimeline *self);
-void app_timeline_set_document (AppTimeline *self, AppDocument *document);
 gboolean app_timeline_get_playing (AppTimeline *self);
 void app_timeline_set_playing (AppTimeline *self, gboolean playing);
 /* Steps per second while playing ("speed" property). */

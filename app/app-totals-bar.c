@@ -7,7 +7,7 @@
 
 struct _AppTotalsBar
 {
-  GtkWidget parent_instance;
+  AppDocumentView parent_instance;
 
   GtkLabel *step;
   GtkLabel *compute;
@@ -15,21 +15,9 @@ struct _AppTotalsBar
   GtkLabel *collectives;
   GtkLabel *memory;
   GtkLevelBar *memory_bar;
-
-  AppDocument *document;
-  GSignalGroup *signals;
 };
 
-G_DEFINE_FINAL_TYPE (AppTotalsBar, app_totals_bar, GTK_TYPE_WIDGET)
-
-enum
-{
-  PROP_0,
-  PROP_DOCUMENT,
-  N_PROPS
-};
-
-static GParamSpec *properties[N_PROPS];
+G_DEFINE_FINAL_TYPE (AppTotalsBar, app_totals_bar, APP_TYPE_DOCUMENT_VIEW)
 
 static void
 set_figure (GtkLabel *label, const char *what, const char *value)
@@ -39,9 +27,10 @@ set_figure (GtkLabel *label, const char *what, const char *value)
 }
 
 static void
-update (AppTotalsBar *self)
+update (AppDocumentView *view)
 {
-  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
+  AppTotalsBar *self = APP_TOTALS_BAR (view);
+  PlannerPlan *plan = app_document_view_get_plan (view);
   gtk_widget_set_visible (GTK_WIDGET (self), plan != NULL);
   if (plan == NULL)
     return;
@@ -121,59 +110,14 @@ app_totals_bar_new (void)
   return g_object_new (APP_TYPE_TOTALS_BAR, NULL);
 }
 
-AppDocument *
-app_totals_bar_get_document (AppTotalsBar *self)
-{
-  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
-  return self->document;
-}
-
-void
-app_totals_bar_set_document (AppTotalsBar *self, AppDocument *document)
-{
-  g_return_if_fail (APP_IS_TOTALS_BAR (self));
-  if (!g_set_object (&self->document, document))
-    return;
-  g_signal_group_set_target (self->signals, document);
-  update (self);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
-}
-
 static void
 app_totals_bar_dispose (GObject *object)
 {
   AppTotalsBar *self = APP_TOTALS_BAR (object);
-  if (self->signals)
-    g_signal_group_set_target (self->signals, NULL);
-  g_clear_object (&self->signals);
-  g_clear_object (&self->document);
   GtkWidget *child;
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
     gtk_widget_unparent (child);
   G_OBJECT_CLASS (app_totals_bar_parent_class)->dispose (object);
-}
-
-static void
-app_totals_bar_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  AppTotalsBar *self = APP_TOTALS_BAR (object);
-  switch (prop_id)
-    {
-    case PROP_DOCUMENT: g_value_set_object (value, self->document); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
-}
-
-static void
-app_totals_bar_set_property (GObject *object, guint prop_id, const GValue *value,
-                             GParamSpec *pspec)
-{
-  AppTotalsBar *self = APP_TOTALS_BAR (object);
-  switch (prop_id)
-    {
-    case PROP_DOCUMENT: app_totals_bar_set_document (self, g_value_get_object (value)); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
 }
 
 static void
@@ -182,12 +126,7 @@ app_totals_bar_class_init (AppTotalsBarClass *klass)
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_totals_bar_dispose;
-  object_class->get_property = app_totals_bar_get_property;
-  object_class->set_property = app_totals_bar_set_property;
-  properties[PROP_DOCUMENT] = g_param_spec_object ("document", NULL, NULL, APP_TYPE_DOCUMENT,
-                                                   G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-                                                       | G_PARAM_EXPLICIT_NOTIFY);
-  g_object_class_install_properties (object_class, N_PROPS, properties);
+  APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = update;
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "totalsbar");
 }
@@ -227,7 +166,6 @@ app_totals_bar_init (AppTotalsBar *self)
   gtk_widget_set_size_request (GTK_WIDGET (self->memory_bar), 80, -1);
   gtk_widget_set_valign (GTK_WIDGET (self->memory_bar), GTK_ALIGN_CENTER);
   gtk_widget_set_parent (GTK_WIDGET (self->memory_bar), GTK_WIDGET (self));
-  self->signals = g_signal_group_new (APP_TYPE_DOCUMENT);
-  g_signal_group_connect_swapped (self->signals, "notify::plan", G_CALLBACK (update), self);
+  app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (update));
   gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
 }

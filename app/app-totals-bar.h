@@ -4,16 +4,14 @@
 
 #include <adwaita.h>
 
-#include "app-document.h"
+#include "app-document-view.h"
 
 G_BEGIN_DECLS
 
 #define APP_TYPE_TOTALS_BAR (app_totals_bar_get_type ())
-G_DECLARE_FINAL_TYPE (AppTotalsBar, app_totals_bar, APP, TOTALS_BAR, GtkWidget)
+G_DECLARE_FINAL_TYPE (AppTotalsBar, app_totals_bar, APP, TOTALS_BAR, AppDocumentView)
 
 GtkWidget *app_totals_bar_new (void);
-AppDocument *app_totals_bar_get_document (AppTotalsBar *self);
-void app_totals_bar_set_document (AppTotalsBar *self, AppDocument *document);
 /* The step-time figure as shown ("123 ms"). */
 const char *app_totals_bar_get_step_text (AppTotalsBar *self);
 /* Everything shown, one line per figure. */
