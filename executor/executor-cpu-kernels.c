@@ -7,21 +7,13 @@
 
 #include "executor-cpu-private.h"
 #include "executor-error.h"
+#include "executor-op-util.h"
 
 /* The reference kernel of every op type, in f32. A kernel sees local shards only: shapes
  * come from the strategy's layouts, global positions from the factor offsets, so the same
  * code runs the unsharded reference (one device, offsets 0) and every shard of a plan. */
 
 typedef const ExecutorOpCall Call;
-
-static gint64
-numel (const ExecutorTensorArg *t)
-{
-  gint64 n = 1;
-  for (guint d = 0; d < t->rank; d++)
-    n *= t->shape[d];
-  return n;
-}
 
 static float *
 in_f32 (Call *c, guint i)
@@ -35,57 +27,16 @@ out_f32 (Call *c, guint i)
   return executor_cpu_f32 (c->outputs[i].buffer);
 }
 
-static gboolean
-kernel_error (GError **error, Call *c, const char *message)
-{
-  g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED, "%s (%s): %s", c->op->name,
-               planner_op_type_to_string (c->op->type), message);
-  return FALSE;
-}
-
-/* Global size of the product of the rule's reduction factors: what a mean divides by, so a
- * shard's partial mean sums to the whole mean. */
-static double
-reduction_count (Call *c)
-{
-  double n = 1;
-  for (guint f = 0; f < c->rule->n_factors; f++)
-    if (c->rule->factors[f].kind == PLANNER_FACTOR_REDUCTION)
-      n *= (double) c->rule->factors[f].size;
-  return n;
-}
-
-/* Global offset of the factor on dim @dim of input @input (0 when the dim has none). */
-static gint64
-dim_offset (Call *c, guint input, guint dim)
-{
-  const PlannerOperandMap *m = &c->rule->inputs[input];
-  if (dim >= m->rank || m->n[dim] == 0)
-    return 0;
-  return c->factor_offsets[m->f[dim][0]];
-}
-
-static void
-row_strides (const gint64 *shape, guint rank, gint64 *strides)
-{
-  gint64 s = 1;
-  for (int d = (int) rank - 1; d >= 0; d--)
-    {
-      strides[d] = s;
-      s *= shape[d];
-    }
-}
-
 /* dst dim i = src dim perm[i]; elements of @es bytes. */
 static void
-permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guint *perm,
-              gsize es, guint8 *dst)
+permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guint *perm, gsize es,
+              guint8 *dst)
 {
   gint64 src_strides[PLANNER_MAX_RANK], dst_shape[PLANNER_MAX_RANK], stride[PLANNER_MAX_RANK];
   gint64 idx[PLANNER_MAX_RANK] = { 0 }, total = 1;
   gboolean identity = TRUE;
 
-  row_strides (src_shape, rank, src_strides);
+  executor_row_strides (src_shape, rank, src_strides);
   for (guint i = 0; i < rank; i++)
     {
       dst_shape[i] = src_shape[perm[i]];
@@ -95,7 +46,7 @@ permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guin
     }
   if (identity || rank == 0)
     {
-      memcpy (dst, src, (gsize) total * es);
+      memcpy (dst, src, (gsize)total * es);
       return;
     }
   gint64 off = 0;
@@ -103,12 +54,12 @@ permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guin
     {
       /* Typed moves for the two storage sizes: a memcpy call per element is slow. */
       if (es == 4)
-        ((guint32 *) dst)[i] = ((const guint32 *) src)[off];
+        ((guint32 *)dst)[i] = ((const guint32 *)src)[off];
       else if (es == 8)
-        ((guint64 *) dst)[i] = ((const guint64 *) src)[off];
+        ((guint64 *)dst)[i] = ((const guint64 *)src)[off];
       else
-        memcpy (dst + (gsize) i * es, src + (gsize) off * es, es);
-      for (int d = (int) rank - 1; d >= 0; d--)
+        memcpy (dst + (gsize)i * es, src + (gsize)off * es, es);
+      for (int d = (int)rank - 1; d >= 0; d--)
         {
           off += stride[d];
           if (++idx[d] < dst_shape[d])
@@ -134,9 +85,10 @@ k_matmul (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *x = &c->inputs[0], *w = &c->inputs[1], *o = &c->outputs[0];
   gboolean tb = c->op->attrs.transpose_b;
-  gint64 k = x->shape[x->rank - 1], n = w->shape[tb ? 0 : 1], m = numel (x) / MAX (k, 1);
-  if (w->shape[tb ? 1 : 0] != k || numel (o) != m * n)
-    return kernel_error (error, c, "local shapes of x, the weight and the output disagree");
+  gint64 k = x->shape[x->rank - 1], n = w->shape[tb ? 0 : 1], m = executor_numel (x) / MAX (k, 1);
+  if (w->shape[tb ? 1 : 0] != k || executor_numel (o) != m * n)
+    return executor_kernel_error (error, c,
+                                  "local shapes of x, the weight and the output disagree");
   executor_cpu_gemm (tb, m, n, k, in_f32 (c, 0), in_f32 (c, 1), out_f32 (c, 0));
   if (c->n_inputs == 3 && c->add_bias)
     add_bias_rows (out_f32 (c, 0), m, in_f32 (c, 2), n);
@@ -152,12 +104,12 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
   gint64 batch = 1, sa[PLANNER_MAX_RANK], sb[PLANNER_MAX_RANK], idx[PLANNER_MAX_RANK] = { 0 };
 
   if (b->shape[rb - 2] != k)
-    return kernel_error (error, c, "local contracting dims disagree");
+    return executor_kernel_error (error, c, "local contracting dims disagree");
   /* Batch strides in matrices, 0 where an operand broadcasts. */
   gint64 acc_a = 1, acc_b = 1;
-  for (int d = (int) ro - 3; d >= 0; d--)
+  for (int d = (int)ro - 3; d >= 0; d--)
     {
-      int da = d - (int) (ro - ra), db = d - (int) (ro - rb);
+      int da = d - (int)(ro - ra), db = d - (int)(ro - rb);
       gint64 size_a = da >= 0 ? a->shape[da] : 1, size_b = db >= 0 ? b->shape[db] : 1;
       sa[d] = size_a == 1 ? 0 : acc_a;
       sb[d] = size_b == 1 ? 0 : acc_b;
@@ -171,7 +123,7 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
   for (gint64 i = 0; i < batch; i++)
     {
       executor_cpu_gemm (FALSE, m, n, k, pa + ia * m * k, pb + ib * k * n, po + i * m * n);
-      for (int d = (int) ro - 3; d >= 0; d--)
+      for (int d = (int)ro - 3; d >= 0; d--)
         {
           ia += sa[d];
           ib += sb[d];
@@ -185,42 +137,10 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
   return TRUE;
 }
 
-typedef struct
-{
-  guint n_ops;
-  char ops[PLANNER_MAX_OPERANDS][PLANNER_MAX_RANK + 1];
-  char out[PLANNER_MAX_RANK + 1];
-  gint64 size[128];
-} Equation;
-
-static gboolean
-parse_equation (Call *c, Equation *eq, GError **error)
-{
-  const char *text = c->op->attrs.equation, *arrow = strstr (text, "->");
-  memset (eq, 0, sizeof *eq);
-  if (arrow == NULL)
-    return kernel_error (error, c, "the equation has no '->'");
-  g_autofree char *lhs = g_strndup (text, arrow - text);
-  g_auto (GStrv) parts = g_strsplit (lhs, ",", -1);
-  eq->n_ops = g_strv_length (parts);
-  if (eq->n_ops > PLANNER_MAX_OPERANDS || strlen (arrow + 2) > PLANNER_MAX_RANK)
-    return kernel_error (error, c, "the equation is too large");
-  g_strlcpy (eq->out, arrow + 2, sizeof eq->out);
-  for (guint i = 0; i < eq->n_ops; i++)
-    {
-      if (strlen (parts[i]) != c->inputs[i].rank)
-        return kernel_error (error, c, "an operand's letters do not match its rank");
-      g_strlcpy (eq->ops[i], parts[i], sizeof eq->ops[i]);
-      for (guint d = 0; parts[i][d]; d++)
-        eq->size[(guchar) parts[i][d] & 127] = c->inputs[i].shape[d];
-    }
-  return TRUE;
-}
-
 /* Any einsum, one output element at a time: the fallback for shapes the GEMM path does not
  * cover (one operand, three or more, letters summed inside one operand). */
 static void
-einsum_naive (Call *c, const Equation *eq, float *out)
+einsum_naive (Call *c, const ExecutorEquation *eq, float *out)
 {
   char letters[128];
   guint n_letters = 0, n_out = strlen (eq->out);
@@ -228,34 +148,34 @@ einsum_naive (Call *c, const Equation *eq, float *out)
   for (guint i = 0; i < 128; i++)
     pos[i] = -1;
   for (guint d = 0; d < n_out; d++)
-    if (pos[(guchar) eq->out[d]] < 0)
+    if (pos[(guchar)eq->out[d]] < 0)
       {
-        pos[(guchar) eq->out[d]] = (int) n_letters;
+        pos[(guchar)eq->out[d]] = (int)n_letters;
         letters[n_letters++] = eq->out[d];
       }
   guint n_free = n_letters;
   for (guint i = 0; i < eq->n_ops; i++)
     for (guint d = 0; eq->ops[i][d]; d++)
-      if (pos[(guchar) eq->ops[i][d]] < 0)
+      if (pos[(guchar)eq->ops[i][d]] < 0)
         {
-          pos[(guchar) eq->ops[i][d]] = (int) n_letters;
+          pos[(guchar)eq->ops[i][d]] = (int)n_letters;
           letters[n_letters++] = eq->ops[i][d];
         }
   gint64 strides[PLANNER_MAX_OPERANDS][128];
   for (guint i = 0; i < eq->n_ops; i++)
     {
       gint64 s[PLANNER_MAX_RANK];
-      row_strides (c->inputs[i].shape, c->inputs[i].rank, s);
+      executor_row_strides (c->inputs[i].shape, c->inputs[i].rank, s);
       for (guint l = 0; l < n_letters; l++)
         strides[i][l] = 0;
       for (guint d = 0; eq->ops[i][d]; d++)
-        strides[i][pos[(guchar) eq->ops[i][d]]] += s[d];
+        strides[i][pos[(guchar)eq->ops[i][d]]] += s[d];
     }
   gint64 idx[128] = { 0 }, n_outer = 1, n_inner = 1;
   for (guint l = 0; l < n_free; l++)
-    n_outer *= eq->size[(guchar) letters[l]];
+    n_outer *= eq->size[(guchar)letters[l]];
   for (guint l = n_free; l < n_letters; l++)
-    n_inner *= eq->size[(guchar) letters[l]];
+    n_inner *= eq->size[(guchar)letters[l]];
   for (gint64 o = 0; o < n_outer; o++)
     {
       double acc = 0;
@@ -270,131 +190,78 @@ einsum_naive (Call *c, const Equation *eq, float *out)
               prod *= in_f32 (c, i)[off];
             }
           acc += prod;
-          for (int l = (int) n_letters - 1; l >= (int) n_free; l--)
+          for (int l = (int)n_letters - 1; l >= (int)n_free; l--)
             {
-              if (++idx[l] < eq->size[(guchar) letters[l]])
+              if (++idx[l] < eq->size[(guchar)letters[l]])
                 break;
               idx[l] = 0;
             }
         }
       /* The output is in the order of eq->out, whose letters are letters[0..n_free). */
       gint64 off = 0, s = 1;
-      for (int d = (int) n_out - 1; d >= 0; d--)
+      for (int d = (int)n_out - 1; d >= 0; d--)
         {
-          off += idx[pos[(guchar) eq->out[d]]] * s;
-          s *= eq->size[(guchar) eq->out[d]];
+          off += idx[pos[(guchar)eq->out[d]]] * s;
+          s *= eq->size[(guchar)eq->out[d]];
         }
-      out[off] = (float) acc;
-      for (int l = (int) n_free - 1; l >= 0; l--)
+      out[off] = (float)acc;
+      for (int l = (int)n_free - 1; l >= 0; l--)
         {
-          if (++idx[l] < eq->size[(guchar) letters[l]])
+          if (++idx[l] < eq->size[(guchar)letters[l]])
             break;
           idx[l] = 0;
         }
     }
 }
 
+/* Two operands as batched GEMMs (executor_einsum_gemm_plan): copies are skipped when an
+ * operand is already in [batch, m, k] / [batch, k, n] order, as in GPT-2's fused c_attn. */
 static void
-append_letter (char *s, char c)
+einsum_gemm (Call *c, const ExecutorEinsumGemm *plan, float *out)
 {
-  gsize n = strlen (s);
-  s[n] = c;
-  s[n + 1] = 0;
-}
-
-/* Two operands: permute A to [batch, m, k] and B to [batch, k, n], one GEMM per batch
- * element, permute the result to the output's letter order. Copies are skipped when an
- * operand is already in that order, as in GPT-2's fused c_attn. */
-static gboolean
-einsum_gemm (Call *c, const Equation *eq, float *out)
-{
-  const char *A = eq->ops[0], *B = eq->ops[1], *O = eq->out;
-  char order_a[PLANNER_MAX_RANK + 1] = "", order_b[PLANNER_MAX_RANK + 1] = "",
-       order_o[PLANNER_MAX_RANK + 1] = "";
-  char bl[9] = "", ml[9] = "", nl[9] = "", kl[9] = "";
-  for (guint d = 0; A[d]; d++)
-    {
-      gboolean in_b = strchr (B, A[d]) != NULL, in_o = strchr (O, A[d]) != NULL;
-      char *dst = in_b && in_o ? bl : in_o ? ml : in_b ? kl : NULL;
-      if (dst == NULL || strchr (A + d + 1, A[d]))
-        return FALSE;
-      append_letter (dst, A[d]);
-    }
-  for (guint d = 0; B[d]; d++)
-    {
-      gboolean in_a = strchr (A, B[d]) != NULL, in_o = strchr (O, B[d]) != NULL;
-      if ((!in_a && !in_o) || strchr (B + d + 1, B[d]))
-        return FALSE;
-      if (!in_a)
-        append_letter (nl, B[d]);
-    }
-  if (strlen (O) != strlen (bl) + strlen (ml) + strlen (nl))
-    return FALSE;
-  g_snprintf (order_a, sizeof order_a, "%s%s%s", bl, ml, kl);
-  g_snprintf (order_b, sizeof order_b, "%s%s%s", bl, kl, nl);
-  g_snprintf (order_o, sizeof order_o, "%s%s%s", bl, ml, nl);
-
-  gint64 nb = 1, m = 1, n = 1, k = 1;
-  for (const char *p = bl; *p; p++)
-    nb *= eq->size[(guchar) *p];
-  for (const char *p = ml; *p; p++)
-    m *= eq->size[(guchar) *p];
-  for (const char *p = nl; *p; p++)
-    n *= eq->size[(guchar) *p];
-  for (const char *p = kl; *p; p++)
-    k *= eq->size[(guchar) *p];
-
+  gint64 nb = plan->batch, m = plan->m, n = plan->n, k = plan->k;
   const float *pa = in_f32 (c, 0), *pb = in_f32 (c, 1);
   g_autofree float *ta = NULL, *tb = NULL, *to = NULL;
-  guint perm[PLANNER_MAX_RANK];
-  if (strcmp (order_a, A) != 0)
+  if (plan->permute_a)
     {
-      for (guint i = 0; order_a[i]; i++)
-        perm[i] = (guint) (strchr (A, order_a[i]) - A);
       ta = g_new (float, MAX (nb * m * k, 1));
-      permute_copy ((const guint8 *) pa, c->inputs[0].shape, strlen (A), perm, 4,
-                    (guint8 *) ta);
+      permute_copy ((const guint8 *)pa, c->inputs[0].shape, plan->rank_a, plan->perm_a, 4,
+                    (guint8 *)ta);
       pa = ta;
     }
-  if (strcmp (order_b, B) != 0)
+  if (plan->permute_b)
     {
-      for (guint i = 0; order_b[i]; i++)
-        perm[i] = (guint) (strchr (B, order_b[i]) - B);
       tb = g_new (float, MAX (nb * k * n, 1));
-      permute_copy ((const guint8 *) pb, c->inputs[1].shape, strlen (B), perm, 4,
-                    (guint8 *) tb);
+      permute_copy ((const guint8 *)pb, c->inputs[1].shape, plan->rank_b, plan->perm_b, 4,
+                    (guint8 *)tb);
       pb = tb;
     }
   float *po = out;
-  if (strcmp (order_o, O) != 0)
+  if (plan->permute_out)
     po = to = g_new (float, MAX (nb * m * n, 1));
   for (gint64 i = 0; i < nb; i++)
     executor_cpu_gemm (FALSE, m, n, k, pa + i * m * k, pb + i * k * n, po + i * m * n);
   if (to)
-    {
-      gint64 shape[PLANNER_MAX_RANK];
-      for (guint i = 0; order_o[i]; i++)
-        shape[i] = eq->size[(guchar) order_o[i]];
-      for (guint i = 0; O[i]; i++)
-        perm[i] = (guint) (strchr (order_o, O[i]) - order_o);
-      permute_copy ((const guint8 *) to, shape, strlen (O), perm, 4, (guint8 *) out);
-    }
-  return TRUE;
+    permute_copy ((const guint8 *)to, plan->shape_bmn, plan->rank_out, plan->perm_out, 4,
+                  (guint8 *)out);
 }
 
 static gboolean
 k_einsum (ExecutorDevice *dev, Call *c, GError **error)
 {
-  Equation eq;
-  if (!parse_equation (c, &eq, error))
+  ExecutorEquation eq;
+  ExecutorEinsumGemm plan;
+  if (!executor_equation_parse (c, &eq, error))
     return FALSE;
   float *out = out_f32 (c, 0);
-  if (eq.n_ops != 2 || !einsum_gemm (c, &eq, out))
+  if (executor_einsum_gemm_plan (&eq, &plan))
+    einsum_gemm (c, &plan, out);
+  else
     einsum_naive (c, &eq, out);
   if (c->n_inputs == eq.n_ops + 1 && c->add_bias)
     {
-      gint64 nb = numel (&c->inputs[eq.n_ops]);
-      add_bias_rows (out, numel (&c->outputs[0]) / MAX (nb, 1), in_f32 (c, eq.n_ops), nb);
+      gint64 nb = executor_numel (&c->inputs[eq.n_ops]);
+      add_bias_rows (out, executor_numel (&c->outputs[0]) / MAX (nb, 1), in_f32 (c, eq.n_ops), nb);
     }
   return TRUE;
 }
@@ -411,7 +278,7 @@ k_conv2d (ExecutorDevice *dev, Call *c, GError **error)
   float *po = out_f32 (c, 0);
 
   if (x[1] != w[1])
-    return kernel_error (error, c, "local input channels of x and the kernel disagree");
+    return executor_kernel_error (error, c, "local input channels of x and the kernel disagree");
   for (gint64 n = 0; n < o[0]; n++)
     for (gint64 oc = 0; oc < o[1]; oc++)
       for (gint64 i = 0; i < o[2]; i++)
@@ -429,11 +296,11 @@ k_conv2d (ExecutorDevice *dev, Call *c, GError **error)
                       gint64 xj = j * sw - pw + v;
                       if (xj < 0 || xj >= x[3])
                         continue;
-                      acc += (double) px[((n * x[1] + ic) * x[2] + yi) * x[3] + xj]
+                      acc += (double)px[((n * x[1] + ic) * x[2] + yi) * x[3] + xj]
                              * pk[((oc * w[1] + ic) * w[2] + u) * w[3] + v];
                     }
                 }
-            po[((n * o[1] + oc) * o[2] + i) * o[3] + j] = (float) acc;
+            po[((n * o[1] + oc) * o[2] + i) * o[3] + j] = (float)acc;
           }
   return TRUE;
 }
@@ -445,17 +312,17 @@ k_binary (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *o = &c->outputs[0];
   guint ro = o->rank;
-  gint64 st[2][PLANNER_MAX_RANK], idx[PLANNER_MAX_RANK] = { 0 }, total = numel (o);
+  gint64 st[2][PLANNER_MAX_RANK], idx[PLANNER_MAX_RANK] = { 0 }, total = executor_numel (o);
   for (guint i = 0; i < 2; i++)
     {
       const ExecutorTensorArg *t = &c->inputs[i];
       gint64 acc = 1;
-      for (int d = (int) ro - 1; d >= 0; d--)
+      for (int d = (int)ro - 1; d >= 0; d--)
         {
-          int di = d - (int) (ro - t->rank);
+          int di = d - (int)(ro - t->rank);
           gint64 size = di >= 0 ? t->shape[di] : 1;
           if (size != 1 && size != o->shape[d])
-            return kernel_error (error, c, "local shapes do not broadcast");
+            return executor_kernel_error (error, c, "local shapes do not broadcast");
           st[i][d] = size == 1 ? 0 : acc;
           acc *= size;
         }
@@ -471,7 +338,7 @@ k_binary (ExecutorDevice *dev, Call *c, GError **error)
                : type == PLANNER_OP_SUB ? x - y
                : type == PLANNER_OP_MUL ? x * y
                                         : x / y;
-      for (int d = (int) ro - 1; d >= 0; d--)
+      for (int d = (int)ro - 1; d >= 0; d--)
         {
           ia += st[0][d];
           ib += st[1][d];
@@ -488,22 +355,22 @@ k_binary (ExecutorDevice *dev, Call *c, GError **error)
 static gboolean
 k_unary (ExecutorDevice *dev, Call *c, GError **error)
 {
-  gint64 n = numel (&c->outputs[0]);
+  gint64 n = executor_numel (&c->outputs[0]);
   const ExecutorTensorArg *in = &c->inputs[0], *o = &c->outputs[0];
-  if (numel (in) != n)
-    return kernel_error (error, c, "local input and output sizes differ");
+  if (executor_numel (in) != n)
+    return executor_kernel_error (error, c, "local input and output sizes differ");
 
   /* Cast moves between the two storage types; every float dtype is stored as f32. */
   if (in->dtype == PLANNER_DTYPE_I64 || o->dtype == PLANNER_DTYPE_I64)
     {
       if (in->dtype == o->dtype)
-        memcpy (o->buffer->data, in->buffer->data, (gsize) n * 8);
+        memcpy (o->buffer->data, in->buffer->data, (gsize)n * 8);
       else if (in->dtype == PLANNER_DTYPE_I64)
         for (gint64 i = 0; i < n; i++)
-          out_f32 (c, 0)[i] = (float) executor_cpu_i64 (in->buffer)[i];
+          out_f32 (c, 0)[i] = (float)executor_cpu_i64 (in->buffer)[i];
       else
         for (gint64 i = 0; i < n; i++)
-          executor_cpu_i64 (o->buffer)[i] = (gint64) in_f32 (c, 0)[i];
+          executor_cpu_i64 (o->buffer)[i] = (gint64)in_f32 (c, 0)[i];
       return TRUE;
     }
 
@@ -541,7 +408,7 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
         y[i] = -x[i];
       break;
     default: /* Cast between float dtypes, Dropout (identity in a forward trial) */
-      memcpy (y, x, (gsize) n * sizeof (float));
+      memcpy (y, x, (gsize)n * sizeof (float));
       break;
     }
   return TRUE;
@@ -551,7 +418,7 @@ static gboolean
 k_softmax (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
-  int axis = c->op->attrs.axis < 0 ? c->op->attrs.axis + (int) t->rank : c->op->attrs.axis;
+  int axis = executor_norm_axis (c->op->attrs.axis, t->rank);
   gint64 outer = 1, inner = 1, n = t->shape[axis];
   for (int d = 0; d < axis; d++)
     outer *= t->shape[d];
@@ -571,7 +438,7 @@ k_softmax (ExecutorDevice *dev, Call *c, GError **error)
         for (gint64 j = 0; j < n; j++)
           sum += py[j * inner] = expf (px[j * inner] - mx);
         for (gint64 j = 0; j < n; j++)
-          py[j * inner] = (float) (py[j * inner] / sum);
+          py[j * inner] = (float)(py[j * inner] / sum);
       }
   return TRUE;
 }
@@ -580,7 +447,7 @@ static gboolean
 k_norm (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
-  gint64 h = t->shape[t->rank - 1], rows = numel (t) / MAX (h, 1);
+  gint64 h = t->shape[t->rank - 1], rows = executor_numel (t) / MAX (h, 1);
   gboolean layer = c->op->type == PLANNER_OP_LAYER_NORM;
   const float *x = in_f32 (c, 0);
   const float *gamma = c->n_inputs > 1 ? in_f32 (c, 1) : NULL;
@@ -596,11 +463,11 @@ k_norm (ExecutorDevice *dev, Call *c, GError **error)
         {
           for (gint64 j = 0; j < h; j++)
             mean += px[j];
-          mean /= (double) h;
+          mean /= (double)h;
         }
       for (gint64 j = 0; j < h; j++)
         sq += (px[j] - mean) * (px[j] - mean);
-      double inv = 1.0 / sqrt (sq / (double) h + eps);
+      double inv = 1.0 / sqrt (sq / (double)h + eps);
       for (gint64 j = 0; j < h; j++)
         {
           double v = (px[j] - mean) * inv;
@@ -608,7 +475,7 @@ k_norm (ExecutorDevice *dev, Call *c, GError **error)
             v *= gamma[j];
           if (beta)
             v += beta[j];
-          py[j] = (float) v;
+          py[j] = (float)v;
         }
     }
   return TRUE;
@@ -620,23 +487,22 @@ static gboolean
 k_embedding (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *ids = &c->inputs[0], *table = &c->inputs[1];
-  gint64 n = numel (ids), v_local = table->shape[0], h = table->shape[1];
-  int fv = planner_op_rule_factor_index (c->rule, "vocab");
+  gint64 n = executor_numel (ids), v_local = table->shape[0], h = table->shape[1];
   /* A vocab-parallel shard answers the ids in its range and zeros elsewhere: the outputs
    * are partial sums over the vocab axes. */
-  gint64 first = fv >= 0 ? c->factor_offsets[fv] : 0;
+  gint64 first = executor_factor_offset (c, "vocab");
   const gint64 *pid = executor_cpu_i64 (ids->buffer);
   const float *pt = in_f32 (c, 1);
   float *out = out_f32 (c, 0);
   if (ids->dtype != PLANNER_DTYPE_I64)
-    return kernel_error (error, c, "ids must be i64");
+    return executor_kernel_error (error, c, "ids must be i64");
   for (gint64 i = 0; i < n; i++)
     {
       gint64 row = pid[i] - first;
       if (row >= 0 && row < v_local)
-        memcpy (out + i * h, pt + row * h, (gsize) h * sizeof (float));
+        memcpy (out + i * h, pt + row * h, (gsize)h * sizeof (float));
       else
-        memset (out + i * h, 0, (gsize) h * sizeof (float));
+        memset (out + i * h, 0, (gsize)h * sizeof (float));
     }
   return TRUE;
 }
@@ -646,11 +512,11 @@ k_reshape (ExecutorDevice *dev, Call *c, GError **error)
 {
   /* Only the major-most factor of a merged dim may be split, so a shard keeps its elements
    * in the same order under the new shape. */
-  gint64 n = numel (&c->inputs[0]);
-  if (n != numel (&c->outputs[0]))
-    return kernel_error (error, c, "local input and output sizes differ");
+  gint64 n = executor_numel (&c->inputs[0]);
+  if (n != executor_numel (&c->outputs[0]))
+    return executor_kernel_error (error, c, "local input and output sizes differ");
   memcpy (c->outputs[0].buffer->data, c->inputs[0].buffer->data,
-          (gsize) n * executor_storage_size (c->inputs[0].dtype));
+          (gsize)n * executor_storage_size (c->inputs[0].dtype));
   return TRUE;
 }
 
@@ -659,7 +525,7 @@ k_transpose (ExecutorDevice *dev, Call *c, GError **error)
 {
   guint perm[PLANNER_MAX_RANK];
   for (guint d = 0; d < c->inputs[0].rank; d++)
-    perm[d] = (guint) c->op->attrs.ints[d];
+    perm[d] = (guint)c->op->attrs.ints[d];
   permute_copy (c->inputs[0].buffer->data, c->inputs[0].shape, c->inputs[0].rank, perm,
                 executor_storage_size (c->inputs[0].dtype), c->outputs[0].buffer->data);
   return TRUE;
@@ -671,28 +537,25 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
   const ExecutorTensorArg *t = &c->inputs[0];
   guint32 reduced = 0;
   for (guint i = 0; i < c->op->attrs.n_ints; i++)
-    {
-      gint64 a = c->op->attrs.ints[i];
-      reduced |= 1u << (a < 0 ? a + t->rank : a);
-    }
+    reduced |= 1u << executor_norm_axis ((int)c->op->attrs.ints[i], t->rank);
   if (c->op->attrs.n_ints == 0)
     reduced = (1u << t->rank) - 1;
   /* Output stride of each input dim: 0 on reduced dims. */
-  gint64 ost[PLANNER_MAX_RANK], acc = 1, idx[PLANNER_MAX_RANK] = { 0 }, total = numel (t);
-  for (int d = (int) t->rank - 1; d >= 0; d--)
+  gint64 ost[PLANNER_MAX_RANK], acc = 1, idx[PLANNER_MAX_RANK] = { 0 }, total = executor_numel (t);
+  for (int d = (int)t->rank - 1; d >= 0; d--)
     {
       ost[d] = (reduced >> d) & 1 ? 0 : acc;
       if (!((reduced >> d) & 1))
         acc *= t->shape[d];
     }
-  gint64 n_out = numel (&c->outputs[0]);
+  gint64 n_out = executor_numel (&c->outputs[0]);
   g_autofree double *sum = g_new0 (double, MAX (n_out, 1));
   const float *x = in_f32 (c, 0);
   gint64 o = 0;
   for (gint64 i = 0; i < total; i++)
     {
       sum[o] += x[i];
-      for (int d = (int) t->rank - 1; d >= 0; d--)
+      for (int d = (int)t->rank - 1; d >= 0; d--)
         {
           o += ost[d];
           if (++idx[d] < t->shape[d])
@@ -701,9 +564,9 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
           idx[d] = 0;
         }
     }
-  double scale = c->op->type == PLANNER_OP_REDUCE_MEAN ? 1.0 / reduction_count (c) : 1.0;
+  double scale = c->op->type == PLANNER_OP_REDUCE_MEAN ? 1.0 / executor_reduction_count (c) : 1.0;
   for (gint64 i = 0; i < n_out; i++)
-    out_f32 (c, 0)[i] = (float) (sum[i] * scale);
+    out_f32 (c, 0)[i] = (float)(sum[i] * scale);
   return TRUE;
 }
 
@@ -719,17 +582,11 @@ axis_blocks (const ExecutorTensorArg *t, int axis, gint64 *outer, gint64 *inner)
     *inner *= t->shape[d];
 }
 
-static int
-norm_axis (int axis, guint rank)
-{
-  return axis < 0 ? axis + (int) rank : axis;
-}
-
 static gboolean
 k_concat (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *o = &c->outputs[0];
-  int axis = norm_axis (c->op->attrs.axis, o->rank);
+  int axis = executor_norm_axis (c->op->attrs.axis, o->rank);
   gsize es = executor_storage_size (o->dtype);
   gint64 outer, inner, at = 0;
   axis_blocks (o, axis, &outer, &inner);
@@ -737,8 +594,8 @@ k_concat (ExecutorDevice *dev, Call *c, GError **error)
     {
       gint64 len = c->inputs[i].shape[axis] * inner;
       for (gint64 r = 0; r < outer; r++)
-        memcpy (o->buffer->data + (gsize) (r * o->shape[axis] * inner + at) * es,
-                c->inputs[i].buffer->data + (gsize) (r * len) * es, (gsize) len * es);
+        memcpy (o->buffer->data + (gsize)(r * o->shape[axis] * inner + at) * es,
+                c->inputs[i].buffer->data + (gsize)(r * len) * es, (gsize)len * es);
       at += len;
     }
   return TRUE;
@@ -748,7 +605,7 @@ static gboolean
 k_split (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
-  int axis = norm_axis (c->op->attrs.axis, t->rank);
+  int axis = executor_norm_axis (c->op->attrs.axis, t->rank);
   gsize es = executor_storage_size (t->dtype);
   gint64 outer, inner;
   gint64 at = c->op->type == PLANNER_OP_SLICE ? c->op->attrs.start : 0;
@@ -758,9 +615,8 @@ k_split (ExecutorDevice *dev, Call *c, GError **error)
     {
       gint64 len = c->outputs[i].shape[axis] * inner;
       for (gint64 r = 0; r < outer; r++)
-        memcpy (c->outputs[i].buffer->data + (gsize) (r * len) * es,
-                t->buffer->data + (gsize) (r * t->shape[axis] * inner + at) * es,
-                (gsize) len * es);
+        memcpy (c->outputs[i].buffer->data + (gsize)(r * len) * es,
+                t->buffer->data + (gsize)(r * t->shape[axis] * inner + at) * es, (gsize)len * es);
       at += len;
     }
   return TRUE;
@@ -772,7 +628,7 @@ static gboolean
 k_rotary (ExecutorDevice *dev, Call *c, GError **error)
 {
   const gint64 *s = c->inputs[0].shape;
-  gint64 half = s[3] / 2, first = dim_offset (c, 0, 2);
+  gint64 half = s[3] / 2, first = executor_dim_offset (c, 0, 2);
   const float *x = in_f32 (c, 0);
   float *y = out_f32 (c, 0);
   /* Hugging Face's rotate_half: pairs (i, i + D/2), angle position * theta^(-2i/D); the
@@ -782,13 +638,13 @@ k_rotary (ExecutorDevice *dev, Call *c, GError **error)
       {
         const float *px = x + (b * s[2] + p) * s[3];
         float *py = y + (b * s[2] + p) * s[3];
-        double pos = (double) (first + p);
+        double pos = (double)(first + p);
         for (gint64 i = 0; i < half; i++)
           {
-            double angle = pos * pow (c->op->attrs.theta, -2.0 * (double) i / (double) s[3]);
+            double angle = pos * pow (c->op->attrs.theta, -2.0 * (double)i / (double)s[3]);
             double cs = cos (angle), sn = sin (angle);
-            py[i] = (float) (px[i] * cs - px[i + half] * sn);
-            py[i + half] = (float) (px[i + half] * cs + px[i] * sn);
+            py[i] = (float)(px[i] * cs - px[i + half] * sn);
+            py[i + half] = (float)(px[i + half] * cs + px[i] * sn);
           }
       }
   return TRUE;
@@ -800,11 +656,10 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
   const gint64 *q = c->inputs[0].shape, *k = c->inputs[1].shape, *v = c->inputs[2].shape;
   gint64 sq = q[2], sk = k[2], d = q[3], dv = v[3];
   if (k[1] == 0 || q[1] % k[1] != 0 || k[3] != d)
-    return kernel_error (error, c, "local heads or head dims of q, k and v disagree");
+    return executor_kernel_error (error, c, "local heads or head dims of q, k and v disagree");
   gint64 group = q[1] / k[1];
-  int fsq = planner_op_rule_factor_index (c->rule, "sq");
-  gint64 q_first = fsq >= 0 ? c->factor_offsets[fsq] : 0;
-  double scale = c->op->attrs.scale > 0 ? c->op->attrs.scale : 1.0 / sqrt ((double) d);
+  gint64 q_first = executor_factor_offset (c, "sq");
+  double scale = c->op->attrs.scale > 0 ? c->op->attrs.scale : 1.0 / sqrt ((double)d);
   g_autofree float *scores = g_new (float, MAX (sq * sk, 1));
   const float *pq = in_f32 (c, 0), *pk = in_f32 (c, 1), *pv = in_f32 (c, 2);
   float *po = out_f32 (c, 0);
@@ -826,15 +681,14 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
             gint64 last = c->op->attrs.causal ? MIN (q_first + i, sk - 1) : sk - 1;
             float mx = -INFINITY;
             for (gint64 j = 0; j <= last; j++)
-              mx = MAX (mx, row[j] * (float) scale);
+              mx = MAX (mx, row[j] * (float)scale);
             double sum = 0;
             for (gint64 j = 0; j <= last; j++)
-              sum += row[j] = expf (row[j] * (float) scale - mx);
+              sum += row[j] = expf (row[j] * (float)scale - mx);
             for (gint64 j = 0; j < sk; j++)
-              row[j] = j <= last ? (float) (row[j] / sum) : 0.0f;
+              row[j] = j <= last ? (float)(row[j] / sum) : 0.0f;
           }
-        executor_cpu_gemm (FALSE, sq, dv, sk, scores, vh,
-                           po + (b * q[1] + h) * sq * dv);
+        executor_cpu_gemm (FALSE, sq, dv, sk, scores, vh, po + (b * q[1] + h) * sq * dv);
       }
   return TRUE;
 }
@@ -843,11 +697,11 @@ static gboolean
 k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *logits = &c->inputs[0], *labels = &c->inputs[1];
-  gint64 v = logits->shape[logits->rank - 1], rows = numel (labels);
+  gint64 v = logits->shape[logits->rank - 1], rows = executor_numel (labels);
   const float *x = in_f32 (c, 0);
   const gint64 *y = executor_cpu_i64 (labels->buffer);
   if (labels->dtype != PLANNER_DTYPE_I64)
-    return kernel_error (error, c, "labels must be i64");
+    return executor_kernel_error (error, c, "labels must be i64");
   double total = 0;
   for (gint64 r = 0; r < rows; r++)
     {
@@ -855,19 +709,19 @@ k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
       if (y[r] < 0 || y[r] >= v)
         {
           g_autofree char *msg = g_strdup_printf (
-            "label %" G_GINT64_FORMAT " is outside the %" G_GINT64_FORMAT " classes", y[r], v);
-          return kernel_error (error, c, msg);
+              "label %" G_GINT64_FORMAT " is outside the %" G_GINT64_FORMAT " classes", y[r], v);
+          return executor_kernel_error (error, c, msg);
         }
       float mx = -INFINITY;
       for (gint64 j = 0; j < v; j++)
         mx = MAX (mx, row[j]);
       double sum = 0;
       for (gint64 j = 0; j < v; j++)
-        sum += exp ((double) (row[j] - mx));
+        sum += exp ((double)(row[j] - mx));
       total += log (sum) + mx - row[y[r]];
     }
   /* A mean over the global rows: a shard of the rows gives its share of the mean. */
-  out_f32 (c, 0)[0] = (float) (total / reduction_count (c));
+  out_f32 (c, 0)[0] = (float)(total / executor_reduction_count (c));
   return TRUE;
 }
 
