@@ -169,57 +169,37 @@ format_date (gint64 microseconds)
 }
 
 static void
-add_string_or_null (JsonBuilder *b, const char *member, const char *value)
-{
-  json_builder_set_member_name (b, member);
-  if (value != NULL)
-    json_builder_add_string_value (b, value);
-  else
-    json_builder_add_null_value (b);
-}
-
-static void
 add_entry_json (JsonBuilder *b, const PlannerStoreEntry *e)
 {
   const PlannerPlanTotals *t = &e->totals;
   g_autofree char *created = format_date (e->created);
 
-  json_builder_set_member_name (b, "id");
-  json_builder_add_int_value (b, e->id);
-  add_string_or_null (b, "name", e->name);
-  add_string_or_null (b, "model", e->model);
-  add_string_or_null (b, "source", e->model_source);
-  add_string_or_null (b, "mesh", e->mesh);
-  add_string_or_null (b, "hardware", e->hardware);
-  add_string_or_null (b, "policy", e->policy);
-  add_string_or_null (b, "created", created);
+  app_cli_json_add_int (b, "id", e->id);
+  app_cli_json_add_string (b, "name", e->name);
+  app_cli_json_add_string (b, "model", e->model);
+  app_cli_json_add_string (b, "source", e->model_source);
+  app_cli_json_add_string (b, "mesh", e->mesh);
+  app_cli_json_add_string (b, "hardware", e->hardware);
+  app_cli_json_add_string (b, "policy", e->policy);
+  app_cli_json_add_string (b, "created", created);
   json_builder_set_member_name (b, "parent_id");
   if (e->parent_id > 0)
     json_builder_add_int_value (b, e->parent_id);
   else
     json_builder_add_null_value (b);
-  add_string_or_null (b, "parent", e->parent_name);
-  json_builder_set_member_name (b, "pins");
-  json_builder_add_int_value (b, e->n_pins);
-  json_builder_set_member_name (b, "trial_runs");
-  json_builder_add_int_value (b, e->n_trial_runs);
-  json_builder_set_member_name (b, "ops");
-  json_builder_add_int_value (b, t->n_ops);
-  json_builder_set_member_name (b, "pinned");
-  json_builder_add_int_value (b, t->n_pinned);
-  json_builder_set_member_name (b, "propagated");
-  json_builder_add_int_value (b, t->n_propagated);
-  json_builder_set_member_name (b, "defaulted");
-  json_builder_add_int_value (b, t->n_defaulted);
-  json_builder_set_member_name (b, "redistributions");
-  json_builder_add_int_value (b, t->n_redistributions);
-  json_builder_set_member_name (b, "comm_bytes");
-  json_builder_add_int_value (b, (gint64)t->comm_bytes);
+  app_cli_json_add_string (b, "parent", e->parent_name);
+  app_cli_json_add_int (b, "pins", e->n_pins);
+  app_cli_json_add_int (b, "trial_runs", e->n_trial_runs);
+  app_cli_json_add_int (b, "ops", t->n_ops);
+  app_cli_json_add_int (b, "pinned", t->n_pinned);
+  app_cli_json_add_int (b, "propagated", t->n_propagated);
+  app_cli_json_add_int (b, "defaulted", t->n_defaulted);
+  app_cli_json_add_int (b, "redistributions", t->n_redistributions);
+  app_cli_json_add_int (b, "comm_bytes", (gint64)t->comm_bytes);
   app_cli_json_add_number (b, "comm_time_us", t->comm_time_s * 1e6);
   app_cli_json_add_number (b, "compute_time_us", t->compute_time_s * 1e6);
   app_cli_json_add_number (b, "step_time_us", t->step_time_s * 1e6);
-  json_builder_set_member_name (b, "memory_per_device_bytes");
-  json_builder_add_int_value (b, (gint64)t->memory_per_device_bytes);
+  app_cli_json_add_int (b, "memory_per_device_bytes", (gint64)t->memory_per_device_bytes);
 }
 
 static void
@@ -228,12 +208,10 @@ add_run_json (JsonBuilder *b, const PlannerTrialRun *run, gboolean measurements)
   g_autofree char *created = format_date (run->created);
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "id");
-  json_builder_add_int_value (b, run->id);
-  add_string_or_null (b, "backend", run->backend);
-  json_builder_set_member_name (b, "devices");
-  json_builder_add_int_value (b, run->devices);
-  add_string_or_null (b, "date", created);
+  app_cli_json_add_int (b, "id", run->id);
+  app_cli_json_add_string (b, "backend", run->backend);
+  app_cli_json_add_int (b, "devices", run->devices);
+  app_cli_json_add_string (b, "date", created);
   app_cli_json_add_number (b, "max_abs_error", run->max_abs_error);
   app_cli_json_add_number (b, "max_rel_error", run->max_rel_error);
   if (measurements)
@@ -245,8 +223,8 @@ add_run_json (JsonBuilder *b, const PlannerTrialRun *run, gboolean measurements)
           const PlannerTrialMeasurement *m
               = &g_array_index (run->measurements, PlannerTrialMeasurement, i);
           json_builder_begin_object (b);
-          add_string_or_null (b, "kind", planner_measurement_kind_to_string (m->kind));
-          add_string_or_null (b, "name", m->name);
+          app_cli_json_add_string (b, "kind", planner_measurement_kind_to_string (m->kind));
+          app_cli_json_add_string (b, "name", m->name);
           app_cli_json_add_number (b, "estimated_us", m->estimated_us);
           app_cli_json_add_number (b, "measured_us", m->measured_us);
           json_builder_end_object (b);
@@ -254,13 +232,6 @@ add_run_json (JsonBuilder *b, const PlannerTrialRun *run, gboolean measurements)
       json_builder_end_array (b);
     }
   json_builder_end_object (b);
-}
-
-static void
-print_builder (JsonBuilder *b)
-{
-  g_autoptr (JsonNode) root = json_builder_get_root (b);
-  app_cli_json_print (root);
 }
 
 /* ---- subcommands ---- */
@@ -272,19 +243,15 @@ lookup (PlannerStore *s, const char *spec, GError **error)
   return planner_store_lookup (s, g_str_has_prefix (spec, "db:") ? spec + 3 : spec, error);
 }
 
+/* The plans of the store at @path (PlannerStoreEntry). */
 static int
-db_list (PlannerStore *s, gboolean json)
+print_list (const char *path, GPtrArray *entries, gboolean json)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GPtrArray) entries = planner_store_list_plans (s, &error);
-
-  if (entries == NULL)
-    return app_cli_refuse (error);
   if (json)
     {
       g_autoptr (JsonBuilder) b = json_builder_new ();
       json_builder_begin_object (b);
-      add_string_or_null (b, "db", planner_store_get_path (s));
+      app_cli_json_add_string (b, "db", path);
       json_builder_set_member_name (b, "plans");
       json_builder_begin_array (b);
       for (guint i = 0; i < entries->len; i++)
@@ -295,12 +262,11 @@ db_list (PlannerStore *s, gboolean json)
         }
       json_builder_end_array (b);
       json_builder_end_object (b);
-      print_builder (b);
+      app_cli_json_print_builder (b);
       return APP_CLI_EXIT_OK;
     }
 
-  printf ("%s: %u plan%s\n", planner_store_get_path (s), entries->len,
-          entries->len == 1 ? "" : "s");
+  printf ("%s: %u plan%s\n", path, entries->len, entries->len == 1 ? "" : "s");
   if (entries->len == 0)
     return APP_CLI_EXIT_OK;
   printf ("%5s  %-24s %-20s %-12s %-12s %-20s %12s %10s  %s\n", "id", "name", "model", "mesh",
@@ -321,6 +287,17 @@ db_list (PlannerStore *s, gboolean json)
 }
 
 static int
+db_list (PlannerStore *s, gboolean json)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) entries = planner_store_list_plans (s, &error);
+
+  if (entries == NULL)
+    return app_cli_refuse (error);
+  return print_list (planner_store_get_path (s), entries, json);
+}
+
+static int
 db_show (PlannerStore *s, const char *spec, gboolean json)
 {
   g_autoptr (GError) error = NULL;
@@ -338,7 +315,7 @@ db_show (PlannerStore *s, const char *spec, gboolean json)
     {
       g_autoptr (JsonBuilder) b = json_builder_new ();
       json_builder_begin_object (b);
-      add_string_or_null (b, "db", planner_store_get_path (s));
+      app_cli_json_add_string (b, "db", planner_store_get_path (s));
       add_entry_json (b, e);
       json_builder_set_member_name (b, "pin_rules");
       json_builder_begin_array (b);
@@ -351,18 +328,15 @@ db_show (PlannerStore *s, const char *spec, gboolean json)
         add_run_json (b, g_ptr_array_index (runs, i), TRUE);
       json_builder_end_array (b);
       json_builder_end_object (b);
-      print_builder (b);
+      app_cli_json_print_builder (b);
       return APP_CLI_EXIT_OK;
     }
 
   const PlannerPlanTotals *t = &e->totals;
   g_autofree char *name = printable (e->name);
   g_autofree char *created = format_date (e->created);
-  g_autofree char *step = app_cli_format_seconds (t->step_time_s);
-  g_autofree char *compute = app_cli_format_seconds (t->compute_time_s);
-  g_autofree char *comm = app_cli_format_seconds (t->comm_time_s);
-  g_autofree char *comm_bytes = app_cli_format_bytes (t->comm_bytes);
-  g_autofree char *memory = app_cli_format_bytes (t->memory_per_device_bytes);
+  g_auto (AppCliTotalsText) text = { 0 };
+  app_cli_totals_text_init (&text, t);
   printf ("plan %s (db:%" G_GINT64_FORMAT ") in %s\n", name, e->id, planner_store_get_path (s));
   printf ("  model      %s (%s)\n", e->model, e->model_source);
   printf ("  mesh       %s, hardware %s, policy %s\n", e->mesh, e->hardware,
@@ -375,8 +349,10 @@ db_show (PlannerStore *s, const char *spec, gboolean json)
     }
   printf ("  ops        %u: %u pinned, %u propagated, %u defaulted\n", t->n_ops, t->n_pinned,
           t->n_propagated, t->n_defaulted);
-  printf ("  redistributions %u: %s sent, %s forward\n", t->n_redistributions, comm_bytes, comm);
-  printf ("  step       %s (forward compute %s), memory %s per device\n", step, compute, memory);
+  printf ("  redistributions %u: %s sent, %s forward\n", t->n_redistributions, text.comm_bytes,
+          text.comm);
+  printf ("  step       %s (forward compute %s), memory %s per device\n", text.step,
+          text.compute, text.memory);
   printf ("pins (%u):\n", pins->len);
   for (guint i = 0; i < pins->len; i++)
     {
@@ -415,9 +391,8 @@ db_delete (PlannerStore *s, char **specs, int n, gboolean json)
       if (json)
         {
           json_builder_begin_object (b);
-          json_builder_set_member_name (b, "id");
-          json_builder_add_int_value (b, id);
-          add_string_or_null (b, "name", e->name);
+          app_cli_json_add_int (b, "id", id);
+          app_cli_json_add_string (b, "name", e->name);
           json_builder_end_object (b);
         }
       else
@@ -429,7 +404,7 @@ db_delete (PlannerStore *s, char **specs, int n, gboolean json)
   json_builder_end_array (b);
   json_builder_end_object (b);
   if (json)
-    print_builder (b);
+    app_cli_json_print_builder (b);
   return APP_CLI_EXIT_OK;
 }
 
@@ -447,12 +422,11 @@ db_rename (PlannerStore *s, const char *spec, const char *new_name, gboolean jso
     {
       g_autoptr (JsonBuilder) b = json_builder_new ();
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "id");
-      json_builder_add_int_value (b, id);
-      add_string_or_null (b, "old_name", e->name);
-      add_string_or_null (b, "name", new_name);
+      app_cli_json_add_int (b, "id", id);
+      app_cli_json_add_string (b, "old_name", e->name);
+      app_cli_json_add_string (b, "name", new_name);
       json_builder_end_object (b);
-      print_builder (b);
+      app_cli_json_print_builder (b);
     }
   else
     {
@@ -467,7 +441,7 @@ int
 app_cli_db (const AppCliCommand *command, int argc, char **argv)
 {
   gboolean json = FALSE;
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
+  g_autoptr (GOptionContext) context = app_cli_options_new (command, NULL, NULL, TRUE, &json);
 
   g_option_context_set_description (context,
                                     "Subcommands:\n"
@@ -476,8 +450,6 @@ app_cli_db (const AppCliCommand *command, int argc, char **argv)
                                     "  delete PLAN...       delete plans (and their trial runs)\n"
                                     "  rename PLAN NAME     give a plan another name\n"
                                     "PLAN is a name or an id, with or without 'db:'.\n");
-  app_cli_add_db_option (context);
-  app_cli_add_json_option (context, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, G_MAXINT);
   if (status >= 0)
     return status;
@@ -511,20 +483,8 @@ app_cli_db (const AppCliCommand *command, int argc, char **argv)
   if (which == 0 && !g_file_test (path, G_FILE_TEST_EXISTS))
     {
       /* Nothing saved yet: an empty list, and no file created for it. */
-      if (json)
-        {
-          g_autoptr (JsonBuilder) b = json_builder_new ();
-          json_builder_begin_object (b);
-          add_string_or_null (b, "db", path);
-          json_builder_set_member_name (b, "plans");
-          json_builder_begin_array (b);
-          json_builder_end_array (b);
-          json_builder_end_object (b);
-          print_builder (b);
-        }
-      else
-        printf ("%s: 0 plans\n", path);
-      return APP_CLI_EXIT_OK;
+      g_autoptr (GPtrArray) none = g_ptr_array_new ();
+      return print_list (path, none, json);
     }
   PlannerStore *s = app_cli_get_store (FALSE, &error);
   if (s == NULL)

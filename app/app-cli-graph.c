@@ -54,14 +54,23 @@ static void
 json_add_tensor (JsonBuilder *b, const PlannerTensor *t)
 {
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "name");
-  json_builder_add_string_value (b, t->name);
-  json_builder_set_member_name (b, "kind");
-  json_builder_add_string_value (b, tensor_kind_name (t->kind));
+  app_cli_json_add_string (b, "name", t->name);
+  app_cli_json_add_string (b, "kind", tensor_kind_name (t->kind));
   app_cli_json_add_shape (b, "shape", t->shape, t->rank);
-  json_builder_set_member_name (b, "dtype");
-  json_builder_add_string_value (b, planner_dtype_to_string (t->dtype));
+  app_cli_json_add_string (b, "dtype", planner_dtype_to_string (t->dtype));
   json_builder_end_object (b);
+}
+
+/* @member: an array of the tensors @ids of @graph. */
+static void
+json_add_tensors (JsonBuilder *b, const char *member, PlannerGraph *graph, const guint *ids,
+                  guint n)
+{
+  json_builder_set_member_name (b, member);
+  json_builder_begin_array (b);
+  for (guint i = 0; i < n; i++)
+    json_add_tensor (b, planner_graph_get_tensor (graph, ids[i]));
+  json_builder_end_array (b);
 }
 
 /* ---- models ---- */
@@ -81,8 +90,7 @@ int
 app_cli_models (const AppCliCommand *command, int argc, char **argv)
 {
   gboolean json = FALSE;
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context = app_cli_options_new (command, NULL, NULL, FALSE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 0, 0);
   if (status >= 0)
     return status;
@@ -100,10 +108,8 @@ app_cli_models (const AppCliCommand *command, int argc, char **argv)
         {
           g_autofree char *description = zoo_description (names[i]);
           json_builder_begin_object (b);
-          json_builder_set_member_name (b, "name");
-          json_builder_add_string_value (b, names[i]);
-          json_builder_set_member_name (b, "description");
-          json_builder_add_string_value (b, description);
+          app_cli_json_add_string (b, "name", names[i]);
+          app_cli_json_add_string (b, "description", description);
           json_builder_end_object (b);
         }
       json_builder_end_array (b);
@@ -113,8 +119,7 @@ app_cli_models (const AppCliCommand *command, int argc, char **argv)
         json_builder_add_string_value (b, types[i]);
       json_builder_end_array (b);
       json_builder_end_object (b);
-      g_autoptr (JsonNode) root = json_builder_get_root (b);
-      app_cli_json_print (root);
+      app_cli_json_print_builder (b);
       return APP_CLI_EXIT_OK;
     }
 
@@ -178,23 +183,12 @@ json_add_op_list (JsonBuilder *b, PlannerGraph *graph)
     {
       const PlannerOp *op = planner_graph_get_op (graph, i);
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "index");
-      json_builder_add_int_value (b, i);
-      json_builder_set_member_name (b, "name");
-      json_builder_add_string_value (b, op->name);
-      json_builder_set_member_name (b, "type");
-      json_builder_add_string_value (b, planner_op_type_to_string (op->type));
+      app_cli_json_add_int (b, "index", i);
+      app_cli_json_add_string (b, "name", op->name);
+      app_cli_json_add_string (b, "type", planner_op_type_to_string (op->type));
       app_cli_json_add_number (b, "flops", op->rule.flops);
-      json_builder_set_member_name (b, "inputs");
-      json_builder_begin_array (b);
-      for (guint k = 0; k < op->n_inputs; k++)
-        json_add_tensor (b, planner_graph_get_tensor (graph, op->inputs[k]));
-      json_builder_end_array (b);
-      json_builder_set_member_name (b, "outputs");
-      json_builder_begin_array (b);
-      for (guint k = 0; k < op->n_outputs; k++)
-        json_add_tensor (b, planner_graph_get_tensor (graph, op->outputs[k]));
-      json_builder_end_array (b);
+      json_add_tensors (b, "inputs", graph, op->inputs, op->n_inputs);
+      json_add_tensors (b, "outputs", graph, op->outputs, op->n_outputs);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -210,10 +204,8 @@ app_cli_graph (const AppCliCommand *command, int argc, char **argv)
       "List every op with its type and input and output shapes", NULL },
     { NULL },
   };
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  g_option_context_add_main_entries (context, entries, NULL);
-  app_cli_add_model_options (context, &model_args);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context
+      = app_cli_options_new (command, entries, &model_args, FALSE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
   if (status >= 0)
     return status;
@@ -238,27 +230,18 @@ app_cli_graph (const AppCliCommand *command, int argc, char **argv)
     {
       g_autoptr (JsonBuilder) b = json_builder_new ();
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "name");
-      json_builder_add_string_value (b, planner_graph_get_name (graph));
-      json_builder_set_member_name (b, "source");
-      json_builder_add_string_value (b, planner_graph_get_source (graph));
-      json_builder_set_member_name (b, "ops");
-      json_builder_add_int_value (b, n_ops);
-      json_builder_set_member_name (b, "tensors");
-      json_builder_add_int_value (b, n_tensors);
-      json_builder_set_member_name (b, "parameters");
-      json_builder_add_int_value (b, (gint64)params);
-      json_builder_set_member_name (b, "parameter_bytes");
-      json_builder_add_int_value (b, (gint64)param_bytes);
+      app_cli_json_add_string (b, "name", planner_graph_get_name (graph));
+      app_cli_json_add_string (b, "source", planner_graph_get_source (graph));
+      app_cli_json_add_int (b, "ops", n_ops);
+      app_cli_json_add_int (b, "tensors", n_tensors);
+      app_cli_json_add_int (b, "parameters", (gint64)params);
+      app_cli_json_add_int (b, "parameter_bytes", (gint64)param_bytes);
       app_cli_json_add_number (b, "flops", flops);
       json_builder_set_member_name (b, "op_types");
       json_builder_begin_object (b);
       for (guint t = 0; t < PLANNER_N_OP_TYPES; t++)
         if (per_type[t])
-          {
-            json_builder_set_member_name (b, planner_op_type_to_string (t));
-            json_builder_add_int_value (b, per_type[t]);
-          }
+          app_cli_json_add_int (b, planner_op_type_to_string (t), per_type[t]);
       json_builder_end_object (b);
       json_builder_set_member_name (b, "inputs");
       json_builder_begin_array (b);
@@ -266,16 +249,11 @@ app_cli_graph (const AppCliCommand *command, int argc, char **argv)
         if (planner_graph_get_tensor (graph, i)->kind == PLANNER_TENSOR_INPUT)
           json_add_tensor (b, planner_graph_get_tensor (graph, i));
       json_builder_end_array (b);
-      json_builder_set_member_name (b, "outputs");
-      json_builder_begin_array (b);
-      for (guint i = 0; i < outputs->len; i++)
-        json_add_tensor (b, planner_graph_get_tensor (graph, g_array_index (outputs, guint, i)));
-      json_builder_end_array (b);
+      json_add_tensors (b, "outputs", graph, (const guint *)outputs->data, outputs->len);
       if (ops)
         json_add_op_list (b, graph);
       json_builder_end_object (b);
-      g_autoptr (JsonNode) root = json_builder_get_root (b);
-      app_cli_json_print (root);
+      app_cli_json_print_builder (b);
       return APP_CLI_EXIT_OK;
     }
 
@@ -427,10 +405,8 @@ json_add_operand_views (JsonBuilder *b, const char *member, const OperandView *v
   for (guint i = 0; i < n; i++)
     {
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "layout");
-      json_builder_add_string_value (b, views[i].layout);
-      json_builder_set_member_name (b, "placements");
-      json_builder_add_string_value (b, views[i].placements);
+      app_cli_json_add_string (b, "layout", views[i].layout);
+      app_cli_json_add_string (b, "placements", views[i].placements);
       app_cli_json_add_shape (b, "local_shape", views[i].local, views[i].rank);
       json_builder_end_object (b);
     }
@@ -445,38 +421,22 @@ print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
   g_autofree char *mesh_text = planner_mesh_to_string (mesh);
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "op");
-  json_builder_add_string_value (b, op->name);
-  json_builder_set_member_name (b, "type");
-  json_builder_add_string_value (b, planner_op_type_to_string (op->type));
-  json_builder_set_member_name (b, "mesh");
-  json_builder_add_string_value (b, mesh_text);
-  json_builder_set_member_name (b, "devices");
-  json_builder_add_int_value (b, (gint64)planner_mesh_n_devices (mesh));
-  json_builder_set_member_name (b, "hardware");
-  json_builder_add_string_value (b, planner_hardware_get_name (hw));
-  json_builder_set_member_name (b, "inputs");
-  json_builder_begin_array (b);
-  for (guint i = 0; i < op->n_inputs; i++)
-    json_add_tensor (b, planner_graph_get_tensor (graph, op->inputs[i]));
-  json_builder_end_array (b);
-  json_builder_set_member_name (b, "outputs");
-  json_builder_begin_array (b);
-  for (guint i = 0; i < op->n_outputs; i++)
-    json_add_tensor (b, planner_graph_get_tensor (graph, op->outputs[i]));
-  json_builder_end_array (b);
+  app_cli_json_add_string (b, "op", op->name);
+  app_cli_json_add_string (b, "type", planner_op_type_to_string (op->type));
+  app_cli_json_add_string (b, "mesh", mesh_text);
+  app_cli_json_add_int (b, "devices", (gint64)planner_mesh_n_devices (mesh));
+  app_cli_json_add_string (b, "hardware", planner_hardware_get_name (hw));
+  json_add_tensors (b, "inputs", graph, op->inputs, op->n_inputs);
+  json_add_tensors (b, "outputs", graph, op->outputs, op->n_outputs);
   json_builder_set_member_name (b, "factors");
   json_builder_begin_array (b);
   for (guint f = 0; f < op->rule.n_factors; f++)
     {
       const PlannerFactor *factor = &op->rule.factors[f];
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "name");
-      json_builder_add_string_value (b, factor->name);
-      json_builder_set_member_name (b, "size");
-      json_builder_add_int_value (b, factor->size);
-      json_builder_set_member_name (b, "kind");
-      json_builder_add_string_value (b, factor_kind_name (factor->kind));
+      app_cli_json_add_string (b, "name", factor->name);
+      app_cli_json_add_int (b, "size", factor->size);
+      app_cli_json_add_string (b, "kind", factor_kind_name (factor->kind));
       json_builder_set_member_name (b, "splittable");
       json_builder_add_boolean_value (b, factor->splittable);
       json_builder_end_object (b);
@@ -489,14 +449,10 @@ print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
     {
       const StrategyView *v = &views[s];
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "index");
-      json_builder_add_int_value (b, s);
-      json_builder_set_member_name (b, "factors");
-      json_builder_add_string_value (b, v->factors);
-      json_builder_set_member_name (b, "pin");
-      json_builder_add_string_value (b, v->pin);
-      json_builder_set_member_name (b, "parts");
-      json_builder_add_int_value (b, (gint64)v->parts);
+      app_cli_json_add_int (b, "index", s);
+      app_cli_json_add_string (b, "factors", v->factors);
+      app_cli_json_add_string (b, "pin", v->pin);
+      app_cli_json_add_int (b, "parts", (gint64)v->parts);
       app_cli_json_add_number (b, "local_flops", v->local_flops);
       app_cli_json_add_number (b, "compute_seconds", v->seconds);
       json_add_operand_views (b, "inputs", v->in, v->n_in);
@@ -505,8 +461,7 @@ print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
     }
   json_builder_end_array (b);
   json_builder_end_object (b);
-  g_autoptr (JsonNode) root = json_builder_get_root (b);
-  app_cli_json_print (root);
+  app_cli_json_print_builder (b);
 }
 
 static void
@@ -599,10 +554,8 @@ app_cli_strategies (const AppCliCommand *command, int argc, char **argv)
       "NAME|FILE" },
     { NULL },
   };
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  g_option_context_add_main_entries (context, entries, NULL);
-  app_cli_add_model_options (context, &model_args);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context
+      = app_cli_options_new (command, entries, &model_args, FALSE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
   if (status >= 0)
     return status;

@@ -103,20 +103,16 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
         printf ("  over %s: %s, %s\n", mesh->names[a], bytes, time);
       }
 
-  g_autofree char *comm_bytes = app_cli_format_bytes (t->comm_bytes);
-  g_autofree char *comm = app_cli_format_seconds (t->comm_time_s);
-  g_autofree char *compute = app_cli_format_seconds (t->compute_time_s);
-  g_autofree char *backward = app_cli_format_seconds (t->backward_comm_time_s);
-  g_autofree char *sync = app_cli_format_seconds (t->grad_sync_time_s);
-  g_autofree char *step = app_cli_format_seconds (t->step_time_s);
-  printf ("Per device, forward: communication %s in %s, compute %s\n", comm_bytes, comm, compute);
-  printf ("Training step:   %s (compute x%g, backward communication %s, gradient sync %s)\n", step,
-          1 + constants->backward_factor, backward, sync);
+  g_auto (AppCliTotalsText) text = { 0 };
+  app_cli_totals_text_init (&text, t);
+  printf ("Per device, forward: communication %s in %s, compute %s\n", text.comm_bytes, text.comm,
+          text.compute);
+  printf ("Training step:   %s (compute x%g, backward communication %s, gradient sync %s)\n",
+          text.step, 1 + constants->backward_factor, text.backward, text.sync);
 
   guint64 capacity = planner_hardware_memory_bytes (hw);
-  g_autofree char *memory = app_cli_format_bytes (t->memory_per_device_bytes);
   g_autofree char *capacity_text = app_cli_format_bytes (capacity);
-  printf ("Memory/device:   %s of %s = %g GB (%.1f%%)%s\n", memory, capacity_text,
+  printf ("Memory/device:   %s of %s = %g GB (%.1f%%)%s\n", text.memory, capacity_text,
           planner_hardware_get_memory_GB (hw),
           capacity ? 100.0 * (double)t->memory_per_device_bytes / (double)capacity : 0.0,
           t->memory_per_device_bytes > capacity ? ": DOES NOT FIT" : "");
@@ -271,11 +267,8 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "PLAN" },
     { NULL },
   };
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  g_option_context_add_main_entries (context, entries, NULL);
-  app_cli_add_model_options (context, &model_args);
-  app_cli_add_db_option (context);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context
+      = app_cli_options_new (command, entries, &model_args, TRUE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, from_given (argc, argv) ? 0 : 1, 1);
   if (status >= 0)
     return status;
@@ -346,9 +339,7 @@ int
 app_cli_compare (const AppCliCommand *command, int argc, char **argv)
 {
   gboolean json = FALSE;
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  app_cli_add_db_option (context);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context = app_cli_options_new (command, NULL, NULL, TRUE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 2, 2);
   if (status >= 0)
     return status;
@@ -454,9 +445,7 @@ app_cli_export (const AppCliCommand *command, int argc, char **argv)
       "Write to this file (default: standard output)", "FILE" },
     { NULL },
   };
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  g_option_context_add_main_entries (context, entries, NULL);
-  app_cli_add_db_option (context);
+  g_autoptr (GOptionContext) context = app_cli_options_new (command, entries, NULL, TRUE, NULL);
   GString *description = g_string_new ("Formats:\n");
   for (guint i = 0; i < G_N_ELEMENTS (export_formats); i++)
     g_string_append_printf (description, "  %-12s %s\n", export_formats[i].name,

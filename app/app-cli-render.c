@@ -12,9 +12,6 @@
 #include "planner-hardware.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
-#ifdef GRAPHVIEW_HAVE_PLAN_JSON
-#include "planner-plan-json.h"
-#endif
 
 /* shardscope-cli render MODEL|PLAN --png|--svg|--pdf FILE [--expand all|none|GLOB]
  *                [--step K] [--compare PLAN]
@@ -35,22 +32,6 @@ is_plan_file (const char *arg)
   if (length > 4096)
     text[4096] = '\0';
   return strstr (text, "\"shardscope_plan\"") != NULL;
-}
-
-static PlannerPlan *
-load_plan (const char *path, GError **error)
-{
-  if (g_str_has_prefix (path, "db:"))
-    return app_cli_load_plan (path, error);
-#ifdef GRAPHVIEW_HAVE_PLAN_JSON
-  return planner_plan_load_json (path, error);
-#else
-  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-               "%s: this build reads no plan files yet; render the model with --mesh and "
-               "--policy instead",
-               path);
-  return NULL;
-#endif
 }
 
 static PlannerPlan *
@@ -109,11 +90,8 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
       "With --mesh: hardware profile (default " APP_CLI_DEFAULT_HARDWARE ")", "NAME|FILE" },
     { NULL },
   };
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  g_option_context_add_main_entries (context, entries, NULL);
-  app_cli_add_model_options (context, &model_args);
-  app_cli_add_db_option (context);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context
+      = app_cli_options_new (command, entries, &model_args, TRUE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
   if (status >= 0)
     return status;
@@ -140,7 +118,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
     {
       if (mesh)
         return app_cli_usage_error (command, "%s is a plan: it has its mesh already", argv[1]);
-      plan = load_plan (argv[1], &error);
+      plan = app_cli_load_plan (argv[1], &error);
       if (plan == NULL)
         return app_cli_refuse (error);
       graph = g_object_ref (planner_plan_get_graph (plan));
@@ -163,7 +141,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
     {
       if (plan == NULL)
         return app_cli_usage_error (command, "--compare needs a plan to compare with");
-      other = load_plan (compare, &error);
+      other = app_cli_load_plan (compare, &error);
       if (other == NULL)
         return app_cli_refuse (error);
       if (planner_graph_get_n_ops (planner_plan_get_graph (other))
@@ -223,8 +201,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
 
   g_autoptr (JsonBuilder) builder = json_builder_new ();
   json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "items");
-  json_builder_add_int_value (builder, graphview_model_get_n_items (model));
+  app_cli_json_add_int (builder, "items", graphview_model_get_n_items (model));
   app_cli_json_add_number (builder, "layout_ms", layout_ms);
   json_builder_set_member_name (builder, "files");
   json_builder_begin_array (builder);
@@ -236,10 +213,8 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
         return app_cli_refuse (error);
       static const char *const names[] = { "png", "svg", "pdf" };
       json_builder_begin_object (builder);
-      json_builder_set_member_name (builder, "path");
-      json_builder_add_string_value (builder, outputs[i].path);
-      json_builder_set_member_name (builder, "format");
-      json_builder_add_string_value (builder, names[outputs[i].format]);
+      app_cli_json_add_string (builder, "path", outputs[i].path);
+      app_cli_json_add_string (builder, "format", names[outputs[i].format]);
       app_cli_json_add_number (builder, "width", vp.width);
       app_cli_json_add_number (builder, "height", vp.height);
       app_cli_json_add_number (builder, "scale", vp.scale);
@@ -252,9 +227,6 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
   json_builder_end_array (builder);
   json_builder_end_object (builder);
   if (json)
-    {
-      g_autoptr (JsonNode) root = json_builder_get_root (builder);
-      app_cli_json_print (root);
-    }
+    app_cli_json_print_builder (builder);
   return APP_CLI_EXIT_OK;
 }

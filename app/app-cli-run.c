@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app-cli.h"
+#include "app-trial-store.h"
 #include <unistd.h>
 
 #include "executor-calibrate.h"
@@ -16,18 +17,9 @@
 
 /* `run` proves a plan on a backend; `calibrate` measures a hardware profile there. */
 
-static char *backend_name;
-
-static void
-clear_backend_name (void)
-{
-  g_clear_pointer (&backend_name, g_free);
-}
-
-static GOptionEntry backend_entry[] = {
-  { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend_name, "cpu, cuda or nccl (cpu)", "NAME" },
-  { NULL },
-};
+/* --backend NAME into the string @name: the first option of both commands. */
+#define BACKEND_ENTRY(name)                                                                    \
+  { "backend", 'b', 0, G_OPTION_ARG_STRING, &(name), "cpu, cuda or nccl (cpu)", "NAME" }
 
 typedef struct
 {
@@ -119,49 +111,25 @@ print_human (PlannerPlan *plan, const ExecutorTrialResult *res)
   printf ("\nforward step: estimated %s, measured %s\n", e, m);
 }
 
-/* The run's per-op and per-redistribution times as the store's measurements; redistributions
- * by their index in the plan, named as the store names them. */
 static gboolean
 store_trial_run (PlannerPlan *plan, const ExecutorTrialResult *res, GError **error)
 {
-  g_autoptr (GArray) rows = g_array_new (FALSE, FALSE, sizeof (PlannerTrialMeasurement));
-  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   PlannerStore *store = app_cli_get_store (FALSE, error);
 
-  if (store == NULL)
-    return FALSE;
-  for (guint i = 0; i < res->ops->len; i++)
-    {
-      const ExecutorTiming *t = &g_array_index (res->ops, ExecutorTiming, i);
-      PlannerTrialMeasurement m = { PLANNER_MEASUREMENT_OP, t->name, t->estimated_s * 1e6,
-                                    t->measured_s * 1e6 };
-      g_array_append_val (rows, m);
-    }
-  for (guint i = 0;
-       i < res->redistributions->len && i < planner_plan_get_n_redistributions (plan); i++)
-    {
-      const ExecutorTiming *t = &g_array_index (res->redistributions, ExecutorTiming, i);
-      char *name = planner_store_redistribution_name (plan, i);
-      g_ptr_array_add (names, name);
-      PlannerTrialMeasurement m = { PLANNER_MEASUREMENT_REDISTRIBUTION, name,
-                                    t->estimated_s * 1e6, t->measured_s * 1e6 };
-      g_array_append_val (rows, m);
-    }
-  return planner_store_add_trial_run (store, app_cli_db_plan_id (plan), res->backend,
-                                      res->n_devices, res->max_abs_error, res->max_rel_error,
-                                      (const PlannerTrialMeasurement *)rows->data, rows->len,
-                                      error)
-         != 0;
+  return store != NULL
+         && app_trial_store_add (store, app_cli_db_plan_id (plan), plan, res, error) != 0;
 }
 
 int
 app_cli_run (const AppCliCommand *command, int argc, char **argv)
 {
+  g_autofree char *backend_name = NULL;
   gint devices = 0, repeat = 5, warmup = 1;
   gint64 seed = 1;
   double tolerance = 1e-5;
   gboolean json = FALSE;
   GOptionEntry entries[] = {
+    BACKEND_ENTRY (backend_name),
     { "devices", 'n', 0, G_OPTION_ARG_INT, &devices,
       "devices to run on; must match the plan's mesh (default: the mesh's)", "N" },
     { "repeat", 'r', 0, G_OPTION_ARG_INT, &repeat, "timed runs, median (5)", "K" },
@@ -171,19 +139,11 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
       "largest relative error that matches (1e-5)", "T" },
     { NULL },
   };
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  g_option_context_add_main_entries (context, backend_entry, NULL);
-  g_option_context_add_main_entries (context, entries, NULL);
-  app_cli_add_db_option (context);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context = app_cli_options_new (command, entries, NULL, TRUE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
   if (status >= 0)
-    {
-      clear_backend_name ();
-      return status;
-    }
-  g_autofree char *backend = backend_name ? g_strdup (backend_name) : g_strdup ("cpu");
-  clear_backend_name ();
+    return status;
+  const char *backend = backend_name ? backend_name : "cpu";
   if (repeat < 0 || warmup < 0 || devices < 0 || tolerance <= 0)
     return app_cli_usage_error (command, "--repeat, --warmup and --devices must be >= 0 and "
                                          "--tolerance > 0");
@@ -220,8 +180,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   if (json)
     {
       g_autofree char *text = executor_trial_result_to_json (res);
-      g_autoptr (JsonNode) root = json_from_string (text, NULL);
-      app_cli_json_print (root);
+      app_cli_json_print_text (text);
     }
   else
     print_human (plan, res);
@@ -244,11 +203,12 @@ print_progress (double fraction, const char *what, gpointer user_data)
 int
 app_cli_calibrate (const AppCliCommand *command, int argc, char **argv)
 {
-  g_autofree char *output = NULL;
+  g_autofree char *output = NULL, *backend_name = NULL;
   gint devices = 4, iterations = 20;
   gint64 max_bytes = 16 << 20;
   gboolean json = FALSE;
   GOptionEntry entries[] = {
+    BACKEND_ENTRY (backend_name),
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "profile file to write", "FILE" },
     { "devices", 'n', 0, G_OPTION_ARG_INT, &devices,
       "largest group measured; groups of 2, 4, ... up to it (4)", "N" },
@@ -257,15 +217,12 @@ app_cli_calibrate (const AppCliCommand *command, int argc, char **argv)
     { "iterations", 0, 0, G_OPTION_ARG_INT, &iterations, "timed iterations, median (20)", "I" },
     { NULL },
   };
-  g_autoptr (GOptionContext) context = app_cli_context_new (command);
-  g_option_context_add_main_entries (context, backend_entry, NULL);
-  g_option_context_add_main_entries (context, entries, NULL);
-  app_cli_add_json_option (context, &json);
+  g_autoptr (GOptionContext) context
+      = app_cli_options_new (command, entries, NULL, FALSE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 0, 0);
-  g_autofree char *backend = backend_name ? g_strdup (backend_name) : g_strdup ("cpu");
-  clear_backend_name ();
   if (status >= 0)
     return status;
+  const char *backend = backend_name ? backend_name : "cpu";
   if (output == NULL)
     return app_cli_usage_error (command, "-o FILE is required");
   if (devices < 2 || iterations < 1 || max_bytes < 8)
@@ -287,8 +244,7 @@ app_cli_calibrate (const AppCliCommand *command, int argc, char **argv)
   if (json)
     {
       g_autofree char *text = planner_hardware_to_json (hw);
-      g_autoptr (JsonNode) root = json_from_string (text, NULL);
-      app_cli_json_print (root);
+      app_cli_json_print_text (text);
       return APP_CLI_EXIT_OK;
     }
   printf ("wrote %s\n", output);

@@ -53,6 +53,12 @@ GOptionContext *app_cli_context_new (const AppCliCommand *command);
 void app_cli_add_model_options (GOptionContext *context, AppCliModelArgs *args);
 void app_cli_add_json_option (GOptionContext *context, gboolean *json);
 
+/* app_cli_context_new() with the command's own @entries (NULL for none), then the common
+ * options it takes: --batch, --seq, --layers and --dtype into @model_args, --db where @db,
+ * --json into @json (a NULL or FALSE leaves one out). */
+GOptionContext *app_cli_options_new (const AppCliCommand *command, const GOptionEntry *entries,
+                                     AppCliModelArgs *model_args, gboolean db, gboolean *json);
+
 /* Parses the options and checks that between @min_args and @max_args positional arguments
  * remain (argv[0] is the command). Returns -1 to go on, else the exit status to return. */
 int app_cli_parse (const AppCliCommand *command, GOptionContext *context, int *argc,
@@ -80,12 +86,35 @@ char *app_cli_format_flops (double flops);
 char *app_cli_format_bytes (guint64 bytes);
 char *app_cli_format_seconds (double seconds);
 
+/* A plan's totals as text output shows them: times by app_cli_format_seconds(), sizes by
+ * app_cli_format_bytes(). */
+typedef struct
+{
+  char *step;       /* training step */
+  char *compute;    /* forward compute */
+  char *comm;       /* forward communication time */
+  char *comm_bytes; /* forward communication bytes */
+  char *backward;   /* backward communication */
+  char *sync;       /* gradient sync */
+  char *memory;     /* memory per device */
+} AppCliTotalsText;
+
+void app_cli_totals_text_init (AppCliTotalsText *text, const PlannerPlanTotals *totals);
+void app_cli_totals_text_clear (AppCliTotalsText *text);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (AppCliTotalsText, app_cli_totals_text_clear)
+
 /* JSON helpers: numbers that are whole are written as integers. */
 void app_cli_json_add_number (JsonBuilder *builder, const char *member, double value);
 void app_cli_json_add_shape (JsonBuilder *builder, const char *member, const gint64 *shape,
                              guint rank);
+/* @value, or null when it is NULL. */
+void app_cli_json_add_string (JsonBuilder *builder, const char *member, const char *value);
+void app_cli_json_add_int (JsonBuilder *builder, const char *member, gint64 value);
 /* Writes @root to stdout, two-space indented, "key": value, one trailing newline. */
 void app_cli_json_print (JsonNode *root);
+/* The same for what @builder built, and for JSON text made elsewhere. */
+void app_cli_json_print_builder (JsonBuilder *builder);
+void app_cli_json_print_text (const char *json);
 
 /* ---- commands (app-cli-graph.c) ---- */
 

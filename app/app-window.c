@@ -16,6 +16,7 @@
 #include "app-totals-bar.h"
 #include "app-trial-dialog.h"
 #include "app-trial-results.h"
+#include "app-trial-store.h"
 #include "planner-model.h"
 #include "planner-plan-json.h"
 
@@ -1015,33 +1016,9 @@ trial_finished (AppWindow *self, gpointer result_ptr)
       return;
     }
   /* Stored with the plan: one measurement per op and per redistribution. */
-  PlannerPlan *plan = app_document_get_plan (doc);
-  g_autoptr (GArray) rows = g_array_new (FALSE, FALSE, sizeof (PlannerTrialMeasurement));
-  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  for (guint i = 0; i < result->ops->len; i++)
-    {
-      const ExecutorTiming *t = &g_array_index (result->ops, ExecutorTiming, i);
-      PlannerTrialMeasurement m = { PLANNER_MEASUREMENT_OP, t->name, t->estimated_s * 1e6,
-                                    t->measured_s * 1e6 };
-      g_array_append_val (rows, m);
-    }
-  for (guint i = 0; i < result->redistributions->len
-                    && i < planner_plan_get_n_redistributions (plan);
-       i++)
-    {
-      const ExecutorTiming *t = &g_array_index (result->redistributions, ExecutorTiming, i);
-      char *rname = planner_store_redistribution_name (plan, i);
-      g_ptr_array_add (names, rname);
-      PlannerTrialMeasurement m = { PLANNER_MEASUREMENT_REDISTRIBUTION, rname,
-                                    t->estimated_s * 1e6, t->measured_s * 1e6 };
-      g_array_append_val (rows, m);
-    }
   g_autoptr (GError) error = NULL;
-  if (planner_store_add_trial_run (self->store, app_document_get_store_id (doc), result->backend,
-                                   result->n_devices, result->max_abs_error,
-                                   result->max_rel_error,
-                                   (const PlannerTrialMeasurement *) rows->data, rows->len,
-                                   &error)
+  if (app_trial_store_add (self->store, app_document_get_store_id (doc),
+                           app_document_get_plan (doc), result, &error)
       == 0)
     show_error (self, _("The trial run was not stored"), error);
   else
