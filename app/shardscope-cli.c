@@ -9,6 +9,7 @@
 
 #include "app-cli.h"
 #include "planner-error.h"
+#include "planner-json.h"
 
 /* shardscope-cli: the headless front end. Each subcommand is one row of this table; the
  * handlers live in app-cli-*.c and share the helpers below. */
@@ -328,35 +329,6 @@ app_cli_json_add_shape (JsonBuilder *builder, const char *member, const gint64 *
   json_builder_end_array (builder);
 }
 
-static void
-write_scalar (GString *out, JsonNode *node)
-{
-  if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_DOUBLE)
-    {
-      /* The shortest text that reads back to the same double. */
-      double v = json_node_get_double (node);
-      char buf[G_ASCII_DTOSTR_BUF_SIZE];
-      if (!isfinite (v))
-        {
-          g_string_append (out, "null");
-          return;
-        }
-      for (int digits = 15; digits <= 17; digits++)
-        {
-          g_ascii_formatd (buf, sizeof buf, digits == 15 ? "%.15g" : digits == 16 ? "%.16g" : "%.17g", v);
-          if (g_ascii_strtod (buf, NULL) == v)
-            break;
-        }
-      g_string_append (out, buf);
-      if (strpbrk (buf, ".eE") == NULL)
-        g_string_append (out, ".0");
-      return;
-    }
-  /* Strings, integers, booleans and null: json-glib escapes them. */
-  g_autofree char *text = json_to_string (node, FALSE);
-  g_string_append (out, text);
-}
-
 static gboolean
 is_scalar_array (JsonArray *array)
 {
@@ -392,12 +364,12 @@ write_node (GString *out, JsonNode *node, guint indent)
       json_object_iter_init_ordered (&iter, object);
       while (json_object_iter_next_ordered (&iter, &name, &member))
         {
-          g_autoptr (JsonNode) key = json_node_init_string (json_node_alloc (), name);
-          g_autofree char *key_text = json_to_string (key, FALSE);
           if (!first)
             g_string_append (out, ",\n");
           first = FALSE;
-          g_string_append_printf (out, "%*s%s: ", indent + 2, "", key_text);
+          g_string_append_printf (out, "%*s", indent + 2, "");
+          planner_json_append_string (out, name);
+          g_string_append (out, ": ");
           write_node (out, member, indent + 2);
         }
       g_string_append_printf (out, "\n%*s}", indent, "");
@@ -418,7 +390,7 @@ write_node (GString *out, JsonNode *node, guint indent)
             {
               if (i)
                 g_string_append (out, ", ");
-              write_scalar (out, json_array_get_element (array, i));
+              planner_json_append_scalar (out, json_array_get_element (array, i));
             }
           g_string_append_c (out, ']');
           return;
@@ -434,7 +406,7 @@ write_node (GString *out, JsonNode *node, guint indent)
       g_string_append_printf (out, "\n%*s]", indent, "");
     }
   else
-    write_scalar (out, node);
+    planner_json_append_scalar (out, node);
 }
 
 void

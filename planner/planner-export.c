@@ -8,6 +8,7 @@
 
 #include "planner-error.h"
 #include "planner-export.h"
+#include "planner-json.h"
 #include "planner-plan-json.h"
 
 /* ---- text ---- */
@@ -95,29 +96,6 @@ planner_export_csv_field (GString *out, const char *text)
       g_string_append_c (out, *p);
     }
   g_string_append_c (out, '"');
-}
-
-/* The shortest decimal text that reads back as @value. */
-static void
-append_double (GString *out, double value)
-{
-  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
-
-  /* Whole numbers (FLOPs, most byte counts) as integers, not 8.192e+04. */
-  if (value == (double)(gint64)value && value > -1e15 && value < 1e15)
-    {
-      g_string_append_printf (out, "%" G_GINT64_FORMAT, (gint64)value);
-      return;
-    }
-  for (int precision = 1; precision <= 17; precision++)
-    {
-      char format[8];
-      g_snprintf (format, sizeof format, "%%.%dg", precision);
-      g_ascii_formatd (buffer, sizeof buffer, format, value);
-      if (g_ascii_strtod (buffer, NULL) == value)
-        break;
-    }
-  g_string_append (out, buffer);
 }
 
 /* "model.layers.12.mlp.up_proj" -> "model.layers.*.mlp.up_proj": every all-digit path component
@@ -1335,7 +1313,7 @@ static char *
 number_text (double value)
 {
   GString *out = g_string_new (NULL);
-  append_double (out, value);
+  planner_json_append_number (out, value);
   return g_string_free (out, FALSE);
 }
 

@@ -82,69 +82,6 @@ attr_is_default (const PlannerOpAttrs *attrs, const PlannerOpAttrs *defaults, gu
 
 /* ---- Writing */
 
-/* NULL becomes null (a graph without a name or source). */
-static void
-append_string (GString *out, const char *text)
-{
-  if (text == NULL)
-    {
-      g_string_append (out, "null");
-      return;
-    }
-  g_string_append_c (out, '"');
-  for (const char *p = text; *p != '\0'; p++)
-    {
-      switch (*p)
-        {
-        case '"':
-          g_string_append (out, "\\\"");
-          break;
-        case '\\':
-          g_string_append (out, "\\\\");
-          break;
-        case '\n':
-          g_string_append (out, "\\n");
-          break;
-        case '\t':
-          g_string_append (out, "\\t");
-          break;
-        default:
-          if ((guchar)*p < 0x20)
-            g_string_append_printf (out, "\\u%04x", (guchar)*p);
-          else
-            g_string_append_c (out, *p);
-        }
-    }
-  g_string_append_c (out, '"');
-}
-
-/* The shortest text that reads back as the same double ("1e-05", not json-glib's
- * "1.0000000000000001e-05"). */
-static void
-append_double (GString *out, double value)
-{
-  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
-
-  if (!isfinite (value))
-    {
-      /* JSON has no infinities; no attribute the planner uses can hold one. */
-      g_warn_if_reached ();
-      value = 0;
-    }
-  for (int precision = 15; precision <= 17; precision++)
-    {
-      char format[8];
-
-      g_snprintf (format, sizeof format, "%%.%dg", precision);
-      g_ascii_formatd (buffer, sizeof buffer, format, value);
-      if (g_ascii_strtod (buffer, NULL) == value)
-        break;
-    }
-  g_string_append (out, buffer);
-  if (strpbrk (buffer, ".eEn") == NULL)
-    g_string_append (out, ".0");
-}
-
 static void
 append_ints (GString *out, const gint64 *values, guint n)
 {
@@ -162,7 +99,7 @@ append_tensor_names (GString *out, PlannerGraph *graph, const guint *ids, guint 
     {
       if (i > 0)
         g_string_append (out, ", ");
-      append_string (out, planner_graph_get_tensor (graph, ids[i])->name);
+      planner_json_append_string (out, planner_graph_get_tensor (graph, ids[i])->name);
     }
   g_string_append_c (out, ']');
 }
@@ -180,7 +117,7 @@ append_attrs (GString *out, const PlannerOpAttrs *attrs)
         continue;
       g_string_append (out, first ? ", \"attrs\": {" : ", ");
       first = FALSE;
-      append_string (out, attr_fields[i].name);
+      planner_json_append_string (out, attr_fields[i].name);
       g_string_append (out, ": ");
       switch (attr_fields[i].kind)
         {
@@ -194,13 +131,19 @@ append_attrs (GString *out, const PlannerOpAttrs *attrs)
           g_string_append (out, *CFIELD (attrs, i, gboolean) ? "true" : "false");
           break;
         case ATTR_DOUBLE:
-          append_double (out, *CFIELD (attrs, i, double));
+          {
+            double value = *CFIELD (attrs, i, double);
+            /* JSON has no infinities; no attribute the planner uses can hold one. */
+            g_warn_if_fail (isfinite (value));
+            planner_json_append_double (out, isfinite (value) ? value : 0);
+          }
           break;
         case ATTR_DTYPE:
-          append_string (out, planner_dtype_to_string (*CFIELD (attrs, i, PlannerDType)));
+          planner_json_append_string (out,
+                                      planner_dtype_to_string (*CFIELD (attrs, i, PlannerDType)));
           break;
         case ATTR_STRING:
-          append_string (out, CFIELD (attrs, i, char));
+          planner_json_append_string (out, CFIELD (attrs, i, char));
           break;
         case ATTR_INTS:
           append_ints (out, attrs->ints, attrs->n_ints);
@@ -227,9 +170,9 @@ planner_graph_to_json (PlannerGraph *graph)
 
   g_string_append_printf (
       out, "{\n  \"shardscope_graph\": %d,\n  \"name\": ", PLANNER_GRAPH_JSON_VERSION);
-  append_string (out, planner_graph_get_name (graph));
+  planner_json_append_string (out, planner_graph_get_name (graph));
   g_string_append (out, ",\n  \"source\": ");
-  append_string (out, planner_graph_get_source (graph));
+  planner_json_append_string (out, planner_graph_get_source (graph));
 
   /* Tensors in id order: the reader adds them in this order, so ids survive the trip. */
   g_string_append (out, ",\n  \"tensors\": [");
@@ -238,11 +181,11 @@ planner_graph_to_json (PlannerGraph *graph)
       const PlannerTensor *t = planner_graph_get_tensor (graph, i);
 
       g_string_append (out, i > 0 ? ",\n    {\"name\": " : "\n    {\"name\": ");
-      append_string (out, t->name);
+      planner_json_append_string (out, t->name);
       g_string_append (out, ", \"dtype\": ");
-      append_string (out, planner_dtype_to_string (t->dtype));
+      planner_json_append_string (out, planner_dtype_to_string (t->dtype));
       g_string_append (out, ", \"kind\": ");
-      append_string (out, tensor_kinds[t->kind]);
+      planner_json_append_string (out, tensor_kinds[t->kind]);
       g_string_append (out, ", \"shape\": ");
       append_ints (out, t->shape, t->rank);
       g_string_append_c (out, '}');
@@ -253,9 +196,9 @@ planner_graph_to_json (PlannerGraph *graph)
       const PlannerOp *op = planner_graph_get_op (graph, i);
 
       g_string_append (out, i > 0 ? ",\n    {\"name\": " : "\n    {\"name\": ");
-      append_string (out, op->name);
+      planner_json_append_string (out, op->name);
       g_string_append (out, ", \"type\": ");
-      append_string (out, planner_op_type_to_string (op->type));
+      planner_json_append_string (out, planner_op_type_to_string (op->type));
       append_attrs (out, &op->attrs);
       g_string_append (out, ", \"inputs\": ");
       append_tensor_names (out, graph, op->inputs, op->n_inputs);
@@ -858,21 +801,14 @@ planner_graph_from_json (const char *text, GError **error)
 PlannerGraph *
 planner_graph_load_json (const char *path, GError **error)
 {
-  g_autofree char *text = NULL;
   g_autoptr (JsonNode) root = NULL;
   g_autoptr (GError) local_error = NULL;
   PlannerGraph *graph;
-  gsize length;
 
   g_return_val_if_fail (path != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (!g_file_get_contents (path, &text, &length, &local_error))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "%s", local_error->message);
-      return NULL;
-    }
-  root = planner_json_parse (text, length, path, error);
+  root = planner_json_load_file (path, NULL, error);
   if (root == NULL)
     return NULL;
   graph = planner_graph_from_json_node (root, &local_error);

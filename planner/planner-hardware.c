@@ -9,6 +9,7 @@
 
 #include "planner-error.h"
 #include "planner-hardware.h"
+#include "planner-json.h"
 
 /* PlannerDType has no count member; i64 is its last value. */
 #define N_DTYPES (PLANNER_DTYPE_I64 + 1)
@@ -882,51 +883,14 @@ planner_hardware_from_json (const char *text, GError **error)
   return g_steal_pointer (&hw);
 }
 
-/* Writing profiles.
- *
- * json-glib 1.6's generator appends ".0" to every double printed without a '.', which turns
- * 1e-05 into the invalid "1e-05.0", and calibrated times are exactly such numbers. So the
- * profile, whose shape is fixed, is written here: strings still go through json-glib for their
- * escaping, numbers are written as the shortest text that reads back to the same double, and
- * each measured point is one line. */
-
-static void
-append_string (GString *out, const char *text)
-{
-  g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (), text);
-  g_autoptr (JsonGenerator) generator = json_generator_new ();
-  g_autofree char *quoted = NULL;
-
-  json_generator_set_root (generator, node);
-  quoted = json_generator_to_data (generator, NULL);
-  g_string_append (out, quoted);
-}
-
-static void
-append_double (GString *out, double value)
-{
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-
-  g_assert (isfinite (value));
-  for (int precision = 1; precision <= 17; precision++)
-    {
-      char format[8];
-
-      g_snprintf (format, sizeof format, "%%.%dg", precision);
-      g_ascii_formatd (buf, sizeof buf, format, value);
-      /* Exponent form only where plain digits would be long: 370, not 3.7e+02. */
-      if (g_ascii_strtod (buf, NULL) == value
-          && (strchr (buf, 'e') == NULL || fabs (value) < 1e-4 || fabs (value) >= 1e17))
-        break;
-    }
-  g_string_append (out, buf);
-}
+/* Writing profiles: by hand, as the shape is fixed, with figures as people write them
+ * (planner_json_append_number(): 370, 2.5, 1e-05) and each measured point on one line. */
 
 static void
 append_member (GString *out, int indent, const char *name)
 {
   g_string_append_printf (out, "%*s", indent, "");
-  append_string (out, name);
+  planner_json_append_string (out, name);
   g_string_append (out, ": ");
 }
 
@@ -941,10 +905,10 @@ planner_hardware_to_json (const PlannerHardware *hw)
   append_member (out, 2, "shardscope_hardware");
   g_string_append_printf (out, "%d,\n", FORMAT_VERSION);
   append_member (out, 2, "name");
-  append_string (out, hw->name);
+  planner_json_append_string (out, hw->name);
   g_string_append (out, ",\n");
   append_member (out, 2, "description");
-  append_string (out, hw->description);
+  planner_json_append_string (out, hw->description);
   g_string_append (out, ",\n");
 
   append_member (out, 2, "peak_tflops");
@@ -952,16 +916,16 @@ planner_hardware_to_json (const PlannerHardware *hw)
   for (PlannerDType dtype = 0; dtype < N_DTYPES; dtype++)
     {
       append_member (out, 4, planner_dtype_to_string (dtype));
-      append_double (out, hw->peak_tflops[dtype]);
+      planner_json_append_number (out, hw->peak_tflops[dtype]);
       g_string_append (out, dtype + 1 < N_DTYPES ? ",\n" : "\n");
     }
   g_string_append (out, "  },\n");
 
   append_member (out, 2, "memory_bandwidth_GBps");
-  append_double (out, hw->memory_bandwidth_GBps);
+  planner_json_append_number (out, hw->memory_bandwidth_GBps);
   g_string_append (out, ",\n");
   append_member (out, 2, "memory_GB");
-  append_double (out, hw->memory_GB);
+  planner_json_append_number (out, hw->memory_GB);
   g_string_append (out, ",\n");
   append_member (out, 2, "node_size");
   g_string_append_printf (out, "%u,\n", hw->node_size);
@@ -973,13 +937,13 @@ planner_hardware_to_json (const PlannerHardware *hw)
       append_member (out, 4, link_kind_names[i]);
       g_string_append (out, "{\n");
       append_member (out, 6, "name");
-      append_string (out, hw->links[i].name);
+      planner_json_append_string (out, hw->links[i].name);
       g_string_append (out, ",\n");
       append_member (out, 6, "bandwidth_GBps");
-      append_double (out, hw->links[i].bandwidth_GBps);
+      planner_json_append_number (out, hw->links[i].bandwidth_GBps);
       g_string_append (out, ",\n");
       append_member (out, 6, "latency_us");
-      append_double (out, hw->links[i].latency_us);
+      planner_json_append_number (out, hw->links[i].latency_us);
       g_string_append (out, i + 1 < PLANNER_N_LINKS ? "\n    },\n" : "\n    }\n");
     }
   g_string_append (out, hw->curves->len > 0 ? "  },\n" : "  }\n");
@@ -994,10 +958,10 @@ planner_hardware_to_json (const PlannerHardware *hw)
 
           g_string_append (out, "    {\n");
           append_member (out, 6, "step");
-          append_string (out, step_kind_names[curve->kind]);
+          planner_json_append_string (out, step_kind_names[curve->kind]);
           g_string_append (out, ",\n");
           append_member (out, 6, "link");
-          append_string (out, link_kind_names[curve->link]);
+          planner_json_append_string (out, link_kind_names[curve->link]);
           g_string_append (out, ",\n");
           append_member (out, 6, "p");
           g_string_append_printf (out, "%u,\n", curve->p);
@@ -1009,7 +973,7 @@ planner_hardware_to_json (const PlannerHardware *hw)
                   = &g_array_index (curve->points, PlannerMeasuredPoint, j);
 
               g_string_append_printf (out, "        [%" G_GUINT64_FORMAT ", ", point->bytes);
-              append_double (out, point->seconds);
+              planner_json_append_number (out, point->seconds);
               g_string_append (out, j + 1 < curve->points->len ? "],\n" : "]\n");
             }
           g_string_append (out, i + 1 < hw->curves->len ? "      ]\n    },\n" : "      ]\n    }\n");

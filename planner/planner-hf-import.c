@@ -157,31 +157,6 @@ planner_hf_model_types (void)
   return names;
 }
 
-JsonNode *
-planner_json_parse (const char *text, gssize length, const char *what, GError **error)
-{
-  g_autoptr (JsonParser) parser = json_parser_new ();
-  g_autoptr (GError) local_error = NULL;
-
-  if (!json_parser_load_from_data (parser, text, length, &local_error))
-    {
-      /* json-glib says "<data>:LINE:COL: ..."; put the file's name there instead. */
-      if (g_str_has_prefix (local_error->message, "<data>:"))
-        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s%s", what,
-                     local_error->message + strlen ("<data>"));
-      else
-        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: %s", what,
-                     local_error->message);
-      return NULL;
-    }
-  if (json_parser_get_root (parser) == NULL)
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: empty file", what);
-      return NULL;
-    }
-  return json_parser_steal_root (parser);
-}
-
 /* ---- Reading config fields: the first error sticks, later reads return their fallback. */
 
 #define REQUIRED G_MININT64
@@ -1115,53 +1090,34 @@ planner_hf_import_json (const char *config_json_text, const PlannerModelOptions 
   g_autoptr (JsonNode) root = NULL;
   g_autofree char *encoded = NULL;
   g_autofree char *source_base = NULL;
+  JsonObject *config;
 
   g_return_val_if_fail (config_json_text != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   root = planner_json_parse (config_json_text, -1, "config", error);
-  if (root == NULL)
+  if (root == NULL || (config = planner_json_expect_object (root, "config", error)) == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-                   "config: expected a JSON object");
-      return NULL;
-    }
   encoded = g_base64_encode ((const guchar *)config_json_text, strlen (config_json_text));
   source_base = g_strconcat (PLANNER_HF_TEXT_SOURCE_SCHEME, encoded, NULL);
-  return planner_hf_build (json_node_get_object (root), options, "config", source_base, NULL,
-                           error);
+  return planner_hf_build (config, options, "config", source_base, NULL, error);
 }
 
 PlannerGraph *
 planner_hf_import_file (const char *path, const PlannerModelOptions *options, GError **error)
 {
-  g_autofree char *text = NULL;
   g_autofree char *absolute = NULL;
   g_autoptr (JsonNode) root = NULL;
-  gsize length;
-  g_autoptr (GError) local_error = NULL;
+  JsonObject *config;
 
   g_return_val_if_fail (path != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (!g_file_get_contents (path, &text, &length, &local_error))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "%s", local_error->message);
-      return NULL;
-    }
-  root = planner_json_parse (text, length, path, error);
-  if (root == NULL)
+  root = planner_json_load_file (path, NULL, error);
+  if (root == NULL || (config = planner_json_expect_object (root, path, error)) == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: expected a JSON object",
-                   path);
-      return NULL;
-    }
   absolute = g_canonicalize_filename (path, NULL);
-  return planner_hf_build (json_node_get_object (root), options, path, absolute, NULL, error);
+  return planner_hf_build (config, options, path, absolute, NULL, error);
 }
 
 PlannerGraph *

@@ -3,6 +3,7 @@
 
 #include <json-glib/json-glib.h>
 
+#include "planner-json.h"
 #include "planner-model.h"
 
 G_BEGIN_DECLS
@@ -13,9 +14,6 @@ G_BEGIN_DECLS
 GResource *planner_data_get_resource (void);
 
 #define PLANNER_RESOURCE_PREFIX "/io/github/shardscope/planner/"
-
-/* Parses JSON text; a syntax error is PLANNER_ERROR_MALFORMED_FILE "WHAT:LINE:COL: ...". */
-JsonNode *planner_json_parse (const char *text, gssize length, const char *what, GError **error);
 
 /* Builds a graph from a parsed config.json. @what names the config in messages; the graph's
  * source is "SOURCE_BASE?batch=..&seq=..&layers=..&dtype=.." and its name @name, or the

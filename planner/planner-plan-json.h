@@ -12,6 +12,7 @@
 
 #include <json-glib/json-glib.h>
 
+#include "planner-json.h"
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -42,10 +43,6 @@ JsonNode *planner_plan_summary_to_json (PlannerPlan *plan);
  * to, bytes, time_s, describe and its steps. */
 JsonNode *planner_plan_redistribution_to_json (PlannerPlan *plan, guint i);
 
-/* JSON text of @node, two-space indented ("key": value), short scalar arrays and small flat
- * objects on one line, and doubles as the shortest text that reads back to the same double.
- * json-glib 1.6's generator writes 1e-05 as the invalid "1e-05.0", and plan times are such
- * numbers. Non-finite doubles are written as null. */
-char *planner_json_to_string (JsonNode *node);
+/* planner_json_to_string() (planner-json.h) writes plan files. */
 
 G_END_DECLS

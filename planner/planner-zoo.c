@@ -206,12 +206,9 @@ planner_zoo_describe (const char *name)
 PlannerGraph *
 planner_model_load (const char *model, const PlannerModelOptions *options, GError **error)
 {
-  g_autofree char *text = NULL;
   g_autofree char *absolute = NULL;
   g_autoptr (JsonNode) root = NULL;
-  g_autoptr (GError) local_error = NULL;
   JsonObject *object;
-  gsize length;
 
   g_return_val_if_fail (model != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
@@ -226,21 +223,9 @@ planner_model_load (const char *model, const PlannerModelOptions *options, GErro
                    "\"%s\" is neither a zoo model (%s) nor a file", model, names);
       return NULL;
     }
-  if (!g_file_get_contents (model, &text, &length, &local_error))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "%s", local_error->message);
-      return NULL;
-    }
-  root = planner_json_parse (text, length, model, error);
-  if (root == NULL)
+  root = planner_json_load_file (model, NULL, error);
+  if (root == NULL || (object = planner_json_expect_object (root, model, error)) == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: expected a JSON object",
-                   model);
-      return NULL;
-    }
-  object = json_node_get_object (root);
   absolute = g_canonicalize_filename (model, NULL);
   if (json_object_has_member (object, "shardscope_graph"))
     return graph_json_model (root, options, model, absolute, NULL, error);

@@ -1,0 +1,297 @@
+#define G_LOG_DOMAIN "planner-json"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-json.h"
+
+/* ---- reading ---- */
+
+JsonNode *
+planner_json_parse (const char *text, gssize length, const char *what, GError **error)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) local_error = NULL;
+
+  g_return_val_if_fail (text != NULL && what != NULL, NULL);
+
+  if (!json_parser_load_from_data (parser, text, length, &local_error))
+    {
+      /* json-glib says "<data>:LINE:COL: ..."; put the file's name there instead. */
+      if (g_str_has_prefix (local_error->message, "<data>:"))
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s%s", what,
+                     local_error->message + strlen ("<data>"));
+      else
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: %s", what,
+                     local_error->message);
+      return NULL;
+    }
+  if (json_parser_get_root (parser) == NULL)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: empty file", what);
+      return NULL;
+    }
+  return json_parser_steal_root (parser);
+}
+
+JsonNode *
+planner_json_load_file (const char *path, const char *kind, GError **error)
+{
+  g_autofree char *text = NULL;
+  g_autoptr (GError) local_error = NULL;
+  gsize length;
+
+  g_return_val_if_fail (path != NULL, NULL);
+
+  if (!g_file_get_contents (path, &text, &length, &local_error))
+    {
+      if (kind != NULL)
+        g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot read %s %s: %s", kind, path,
+                     local_error->message);
+      else
+        g_set_error_literal (error, PLANNER_ERROR, PLANNER_ERROR_IO, local_error->message);
+      return NULL;
+    }
+  return planner_json_parse (text, length, path, error);
+}
+
+JsonObject *
+planner_json_expect_object (JsonNode *root, const char *what, GError **error)
+{
+  g_return_val_if_fail (root != NULL && what != NULL, NULL);
+
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: expected a JSON object",
+                   what);
+      return NULL;
+    }
+  return json_node_get_object (root);
+}
+
+/* ---- writing scalars ---- */
+
+static gboolean
+needs_escape (const char *text)
+{
+  for (const char *p = text; *p != '\0'; p++)
+    if (*p == '"' || *p == '\\' || (guchar)*p < 0x20 || *p == 0x7f)
+      return TRUE;
+  return FALSE;
+}
+
+void
+planner_json_append_string (GString *out, const char *text)
+{
+  g_return_if_fail (out != NULL);
+
+  if (text == NULL)
+    {
+      g_string_append (out, "null");
+      return;
+    }
+  /* Names and layouts need no escaping; the rest goes through json-glib's own escaping, so a
+   * string reads the same in every file and output we write. */
+  if (!needs_escape (text))
+    {
+      g_string_append_c (out, '"');
+      g_string_append (out, text);
+      g_string_append_c (out, '"');
+      return;
+    }
+  g_autoptr (JsonNode) node = json_node_init_string (json_node_alloc (), text);
+  g_autofree char *quoted = json_to_string (node, FALSE);
+  g_string_append (out, quoted);
+}
+
+void
+planner_json_append_number (GString *out, double value)
+{
+  static const char *const formats[] = { "%.15g", "%.16g", "%.17g" };
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_return_if_fail (out != NULL);
+
+  /* %.15g's digits are the shortest whenever 15 are enough (trailing zeros go), and %.17g
+   * always reads back. Exponents only below 1e-4 and from 1e15 on: 370, not 3.7e+02. */
+  for (guint i = 0; i < G_N_ELEMENTS (formats); i++)
+    {
+      g_ascii_formatd (buf, sizeof buf, formats[i], value);
+      if (g_ascii_strtod (buf, NULL) == value)
+        break;
+    }
+  g_string_append (out, buf);
+}
+
+void
+planner_json_append_double (GString *out, double value)
+{
+  g_return_if_fail (out != NULL);
+
+  if (!isfinite (value))
+    {
+      g_string_append (out, "null");
+      return;
+    }
+  gsize start = out->len;
+  planner_json_append_number (out, value);
+  /* Keep it a double for readers that type numbers by their text. */
+  if (strpbrk (out->str + start, ".eE") == NULL)
+    g_string_append (out, ".0");
+}
+
+void
+planner_json_append_scalar (GString *out, JsonNode *node)
+{
+  g_return_if_fail (out != NULL && node != NULL);
+
+  if (JSON_NODE_HOLDS_NULL (node))
+    {
+      g_string_append (out, "null");
+      return;
+    }
+  g_return_if_fail (JSON_NODE_HOLDS_VALUE (node));
+  switch (json_node_get_value_type (node))
+    {
+    case G_TYPE_INT64:
+      g_string_append_printf (out, "%" G_GINT64_FORMAT, json_node_get_int (node));
+      break;
+    case G_TYPE_DOUBLE:
+      planner_json_append_double (out, json_node_get_double (node));
+      break;
+    case G_TYPE_BOOLEAN:
+      g_string_append (out, json_node_get_boolean (node) ? "true" : "false");
+      break;
+    case G_TYPE_STRING:
+      planner_json_append_string (out, json_node_get_string (node));
+      break;
+    default:
+      g_return_if_reached ();
+    }
+}
+
+/* ---- writing documents ---- */
+
+static gboolean
+is_container (JsonNode *node)
+{
+  return JSON_NODE_HOLDS_OBJECT (node) || JSON_NODE_HOLDS_ARRAY (node);
+}
+
+/* Scalars, or arrays/objects of scalars one level deep: candidates for one line. */
+static gboolean
+is_flat (JsonNode *node, guint depth)
+{
+  if (!is_container (node))
+    return TRUE;
+  if (depth > 1)
+    return FALSE;
+  if (JSON_NODE_HOLDS_ARRAY (node))
+    {
+      JsonArray *array = json_node_get_array (node);
+      for (guint i = 0; i < json_array_get_length (array); i++)
+        if (!is_flat (json_array_get_element (array, i), depth + 1))
+          return FALSE;
+      return TRUE;
+    }
+  JsonObjectIter iter;
+  const char *name;
+  JsonNode *member;
+  json_object_iter_init_ordered (&iter, json_node_get_object (node));
+  while (json_object_iter_next_ordered (&iter, &name, &member))
+    if (!is_flat (member, depth + 1))
+      return FALSE;
+  return TRUE;
+}
+
+/* Lines up to this long hold a whole flat array or object. */
+#define LINE_WIDTH 100
+
+static void write_node (GString *out, JsonNode *node, guint indent, gboolean compact);
+
+/* One element or member: separated from the one before it, on its own line unless @compact. */
+static void
+begin_item (GString *out, guint i, guint indent, gboolean compact)
+{
+  if (i > 0)
+    g_string_append (out, compact ? ", " : ",\n");
+  if (!compact)
+    g_string_append_printf (out, "%*s", indent + 2, "");
+}
+
+static void
+write_container (GString *out, JsonNode *node, guint indent, gboolean compact)
+{
+  gboolean object = JSON_NODE_HOLDS_OBJECT (node);
+  guint n = object ? json_object_get_size (json_node_get_object (node))
+                   : json_array_get_length (json_node_get_array (node));
+
+  if (n == 0)
+    {
+      g_string_append (out, object ? "{}" : "[]");
+      return;
+    }
+  g_string_append_c (out, object ? '{' : '[');
+  if (!compact)
+    g_string_append_c (out, '\n');
+  if (object)
+    {
+      JsonObjectIter iter;
+      const char *name;
+      JsonNode *member;
+      guint i = 0;
+      json_object_iter_init_ordered (&iter, json_node_get_object (node));
+      while (json_object_iter_next_ordered (&iter, &name, &member))
+        {
+          begin_item (out, i++, indent, compact);
+          planner_json_append_string (out, name);
+          g_string_append (out, ": ");
+          write_node (out, member, indent + 2, compact);
+        }
+    }
+  else
+    for (guint i = 0; i < n; i++)
+      {
+        begin_item (out, i, indent, compact);
+        write_node (out, json_array_get_element (json_node_get_array (node), i), indent + 2,
+                    compact);
+      }
+  if (!compact)
+    g_string_append_printf (out, "\n%*s", indent, "");
+  g_string_append_c (out, object ? '}' : ']');
+}
+
+static void
+write_node (GString *out, JsonNode *node, guint indent, gboolean compact)
+{
+  if (!is_container (node))
+    {
+      planner_json_append_scalar (out, node);
+      return;
+    }
+  if (!compact && is_flat (node, 0))
+    {
+      gsize start = out->len;
+      write_node (out, node, indent, TRUE);
+      gsize line = start;
+      while (line > 0 && out->str[line - 1] != '\n')
+        line--;
+      if (out->len - line <= LINE_WIDTH)
+        return;
+      g_string_truncate (out, start);
+    }
+  write_container (out, node, indent, compact);
+}
+
+char *
+planner_json_to_string (JsonNode *node)
+{
+  g_return_val_if_fail (node != NULL, NULL);
+  GString *out = g_string_new (NULL);
+  write_node (out, node, 0, FALSE);
+  g_string_append_c (out, '\n');
+  return g_string_free (out, FALSE);
+}
