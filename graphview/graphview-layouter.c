@@ -230,6 +230,19 @@ inches (double points)
   return g_strdup (g_ascii_formatd (buffer, sizeof buffer, "%.4f", points / 72.0));
 }
 
+/* Nodes are boxes of the size add_nodes() gives them, edges plain lines. */
+static void
+set_node_and_edge_defaults (Agraph_t *g)
+{
+  agattr (g, AGNODE, (char *)"shape", (char *)"box");
+  agattr (g, AGNODE, (char *)"fixedsize", (char *)"true");
+  /* We draw our own labels; an empty one keeps dot from measuring text. */
+  agattr (g, AGNODE, (char *)"label", (char *)"");
+  agattr (g, AGNODE, (char *)"width", (char *)"1");
+  agattr (g, AGNODE, (char *)"height", (char *)"0.5");
+  agattr (g, AGEDGE, (char *)"arrowhead", (char *)"none");
+}
+
 static Agraph_t *
 new_graph (guint n_nodes, gboolean routed)
 {
@@ -249,13 +262,7 @@ new_graph (guint n_nodes, gboolean routed)
     }
   else
     agattr (g, AGRAPH, (char *)"splines", (char *)(routed ? "spline" : "line"));
-  agattr (g, AGNODE, (char *)"shape", (char *)"box");
-  agattr (g, AGNODE, (char *)"fixedsize", (char *)"true");
-  /* We draw our own labels; an empty one keeps dot from measuring text. */
-  agattr (g, AGNODE, (char *)"label", (char *)"");
-  agattr (g, AGNODE, (char *)"width", (char *)"1");
-  agattr (g, AGNODE, (char *)"height", (char *)"0.5");
-  agattr (g, AGEDGE, (char *)"arrowhead", (char *)"none");
+  set_node_and_edge_defaults (g);
   return g;
 }
 
@@ -498,12 +505,7 @@ run_flat (GVC_t *gvc, PlannerGraph *graph)
                             &sizes[2 * k + 1]);
   gint64 start = g_get_monotonic_time ();
   Agraph_t *g = agopen ((char *)"flat", Agdirected, NULL);
-  agattr (g, AGNODE, (char *)"shape", (char *)"box");
-  agattr (g, AGNODE, (char *)"fixedsize", (char *)"true");
-  agattr (g, AGNODE, (char *)"label", (char *)"");
-  agattr (g, AGNODE, (char *)"width", (char *)"1");
-  agattr (g, AGNODE, (char *)"height", (char *)"0.5");
-  agattr (g, AGEDGE, (char *)"arrowhead", (char *)"none");
+  set_node_and_edge_defaults (g);
   g_autofree Agnode_t **nodes = add_nodes (g, n, sizes);
   for (guint k = 0; k < n; k++)
     {

@@ -665,11 +665,18 @@ frame_init (Frame *f, GraphviewRenderer *self, cairo_t *cr, const GraphviewViewp
   f->shapes = f->text && vp->scale >= 1.25;
 }
 
-static void
-apply_viewport (cairo_t *cr, const GraphviewViewport *vp)
+/* Saves @cr and draws in world coordinates from here on; FALSE (and nothing saved) before
+ * the layout arrives. */
+static gboolean
+frame_begin (Frame *f, GraphviewRenderer *self, cairo_t *cr, const GraphviewViewport *vp)
 {
+  if (!graphview_renderer_is_ready (self))
+    return FALSE;
+  cairo_save (cr);
   cairo_scale (cr, vp->scale, vp->scale);
   cairo_translate (cr, -vp->x, -vp->y);
+  frame_init (f, self, cr, vp);
+  return TRUE;
 }
 
 static void
@@ -723,6 +730,17 @@ static gboolean
 item_visible (Frame *f, guint item)
 {
   return graphview_rect_intersects (item_rect (f, item), &f->visible);
+}
+
+/* Moves @i to the first item from @i on that the frame shows; FALSE when none is left. */
+static gboolean
+seek_visible_item (Frame *f, guint *i)
+{
+  guint n = graphview_model_get_n_items (f->self->model);
+  for (; *i < n; (*i)++)
+    if (item_visible (f, *i))
+      return TRUE;
+  return FALSE;
 }
 
 /* @straight: a line from end to end, for zoom levels where curves cannot be told apart. */
@@ -905,6 +923,41 @@ draw_matrix (Frame *f, guint op, const GraphviewRect *r)
     }
 }
 
+static guint
+op_fill_kind (GraphviewRenderer *self, guint op)
+{
+  return op_category (planner_graph_get_op (self->graph, op)->type);
+}
+
+/* 0 propagated, 1 pinned, 2 defaulted. */
+static guint
+op_border_kind (GraphviewRenderer *self, guint op)
+{
+  guint d = self->decision[op];
+  return d == PLANNER_DECIDED_PINNED ? 1 : d == PLANNER_DECIDED_DEFAULTED ? 2 : 0;
+}
+
+/* A new path of the nodes of the @ops items whose op @kind_of puts in @kind; FALSE when it
+ * is empty. */
+static gboolean
+path_op_nodes (Frame *f, GArray *ops, guint (*kind_of) (GraphviewRenderer *self, guint op),
+               guint kind)
+{
+  gboolean any = FALSE;
+  cairo_new_path (f->cr);
+  for (guint i = 0; i < ops->len; i++)
+    {
+      guint item = g_array_index (ops, guint, i);
+      guint op = graphview_model_get_item (f->self->model, item)->first_op;
+      if (kind_of (f->self, op) != kind)
+        continue;
+      const GraphviewRect *r = item_rect (f, item);
+      cairo_rectangle (f->cr, r->x, r->y, r->width, r->height);
+      any = TRUE;
+    }
+  return any;
+}
+
 static void
 draw_op_nodes (Frame *f, GArray *ops)
 {
@@ -913,46 +966,18 @@ draw_op_nodes (Frame *f, GArray *ops)
   gboolean borders = 40 * f->scale >= 4;
 
   for (guint c = 0; c < N_CATEGORIES; c++)
-    {
-      gboolean any = FALSE;
-      cairo_new_path (cr);
-      for (guint i = 0; i < ops->len; i++)
-        {
-          guint item = g_array_index (ops, guint, i);
-          guint op = graphview_model_get_item (self->model, item)->first_op;
-          if (op_category (planner_graph_get_op (self->graph, op)->type) != c)
-            continue;
-          const GraphviewRect *r = item_rect (f, item);
-          cairo_rectangle (cr, r->x, r->y, r->width, r->height);
-          any = TRUE;
-        }
-      if (any)
-        {
-          set_rgb (cr, category_fill[c]);
-          cairo_fill (cr);
-        }
-    }
+    if (path_op_nodes (f, ops, op_fill_kind, c))
+      {
+        set_rgb (cr, category_fill[c]);
+        cairo_fill (cr);
+      }
 
   /* Borders tell how the op was decided: plain propagated, thick blue pinned, dashed amber
    * defaulted. */
   static const double dash[] = { 4.0 };
   for (guint kind = 0; kind < 4 && borders; kind++)
     {
-      gboolean any = FALSE;
-      cairo_new_path (cr);
-      for (guint i = 0; i < ops->len; i++)
-        {
-          guint item = g_array_index (ops, guint, i);
-          guint op = graphview_model_get_item (self->model, item)->first_op;
-          guint d = self->decision[op];
-          guint k = d == PLANNER_DECIDED_PINNED ? 1 : d == PLANNER_DECIDED_DEFAULTED ? 2 : 0;
-          if (k != kind)
-            continue;
-          const GraphviewRect *r = item_rect (f, item);
-          cairo_rectangle (cr, r->x, r->y, r->width, r->height);
-          any = TRUE;
-        }
-      if (!any)
+      if (!path_op_nodes (f, ops, op_border_kind, kind))
         continue;
       set_rgb (cr, kind == 1 ? pinned : kind == 2 ? defaulted : border);
       cairo_set_line_width (cr, (kind == 1 ? 2.5 : kind == 2 ? 1.8 : 1.0) / f->scale);
@@ -1098,21 +1123,15 @@ graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   g_return_if_fail (cr != NULL && viewport != NULL && viewport->scale > 0);
-  if (!graphview_renderer_is_ready (self))
-    return;
-  cairo_save (cr);
-  apply_viewport (cr, viewport);
   Frame f;
-  frame_init (&f, self, cr, viewport);
+  if (!frame_begin (&f, self, cr, viewport))
+    return;
   draw_frames (&f);
   draw_edges (&f);
 
   g_autoptr (GArray) ops = g_array_new (FALSE, FALSE, sizeof (guint));
-  guint n = graphview_model_get_n_items (self->model);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; seek_visible_item (&f, &i); i++)
     {
-      if (!item_visible (&f, i))
-        continue;
       if (graphview_model_get_item (self->model, i)->kind == GRAPHVIEW_ITEM_BLOCK)
         draw_block_node (&f, i);
       else
@@ -1163,11 +1182,8 @@ draw_step_overlay (Frame *f)
   cairo_t *cr = f->cr;
   if (self->plan == NULL || self->step < 0)
     return;
-  guint n = graphview_model_get_n_items (self->model);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; seek_visible_item (f, &i); i++)
     {
-      if (!item_visible (f, i))
-        continue;
       const GraphviewItem *it = graphview_model_get_item (self->model, i);
       const GraphviewRect *r = item_rect (f, i);
       Summary s;
@@ -1211,11 +1227,8 @@ draw_compare_overlay (Frame *f)
   cairo_t *cr = f->cr;
   if (self->plan == NULL || self->other == NULL)
     return;
-  guint n = graphview_model_get_n_items (self->model);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; seek_visible_item (f, &i); i++)
     {
-      if (!item_visible (f, i))
-        continue;
       const GraphviewItem *it = graphview_model_get_item (self->model, i);
       guint differs = 0;
       for (guint op = it->first_op; op < it->first_op + it->n_ops; op++)
@@ -1255,12 +1268,9 @@ graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   g_return_if_fail (cr != NULL && viewport != NULL && viewport->scale > 0);
-  if (!graphview_renderer_is_ready (self))
-    return;
-  cairo_save (cr);
-  apply_viewport (cr, viewport);
   Frame f;
-  frame_init (&f, self, cr, viewport);
+  if (!frame_begin (&f, self, cr, viewport))
+    return;
   draw_step_overlay (&f);
   draw_compare_overlay (&f);
   guint n = graphview_model_get_n_items (self->model);
