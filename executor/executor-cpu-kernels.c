@@ -32,19 +32,10 @@ static void
 permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guint *perm, gsize es,
               guint8 *dst)
 {
-  gint64 src_strides[PLANNER_MAX_RANK], dst_shape[PLANNER_MAX_RANK], stride[PLANNER_MAX_RANK];
-  gint64 idx[PLANNER_MAX_RANK] = { 0 }, total = 1;
-  gboolean identity = TRUE;
-
-  executor_row_strides (src_shape, rank, src_strides);
-  for (guint i = 0; i < rank; i++)
-    {
-      dst_shape[i] = src_shape[perm[i]];
-      stride[i] = src_strides[perm[i]];
-      total *= dst_shape[i];
-      identity &= perm[i] == i;
-    }
-  if (identity || rank == 0)
+  ExecutorWalk w;
+  gboolean plain = executor_permute_walk (src_shape, rank, perm, &w);
+  gint64 idx[PLANNER_MAX_RANK] = { 0 }, total = executor_walk_numel (&w);
+  if (plain)
     {
       memcpy (dst, src, (gsize)total * es);
       return;
@@ -61,10 +52,10 @@ permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guin
         memcpy (dst + (gsize)i * es, src + (gsize)off * es, es);
       for (int d = (int)rank - 1; d >= 0; d--)
         {
-          off += stride[d];
-          if (++idx[d] < dst_shape[d])
+          off += w.stride[d];
+          if (++idx[d] < w.shape[d])
             break;
-          off -= stride[d] * dst_shape[d];
+          off -= w.stride[d] * w.shape[d];
           idx[d] = 0;
         }
     }
@@ -83,13 +74,11 @@ add_bias_rows (float *out, gint64 rows, const float *bias, gint64 n)
 static gboolean
 k_matmul (ExecutorDevice *dev, Call *c, GError **error)
 {
-  const ExecutorTensorArg *x = &c->inputs[0], *w = &c->inputs[1], *o = &c->outputs[0];
-  gboolean tb = c->op->attrs.transpose_b;
-  gint64 k = x->shape[x->rank - 1], n = w->shape[tb ? 0 : 1], m = executor_numel (x) / MAX (k, 1);
-  if (w->shape[tb ? 1 : 0] != k || executor_numel (o) != m * n)
-    return executor_kernel_error (error, c,
-                                  "local shapes of x, the weight and the output disagree");
-  executor_cpu_gemm (tb, m, n, k, in_f32 (c, 0), in_f32 (c, 1), out_f32 (c, 0));
+  gint64 m, n, k;
+  if (!executor_matmul_dims (c, &m, &n, &k, error))
+    return FALSE;
+  executor_cpu_gemm (c->op->attrs.transpose_b, m, n, k, in_f32 (c, 0), in_f32 (c, 1),
+                     out_f32 (c, 0));
   if (c->n_inputs == 3 && c->add_bias)
     add_bias_rows (out_f32 (c, 0), m, in_f32 (c, 2), n);
   return TRUE;
@@ -98,41 +87,18 @@ k_matmul (ExecutorDevice *dev, Call *c, GError **error)
 static gboolean
 k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
 {
-  const ExecutorTensorArg *a = &c->inputs[0], *b = &c->inputs[1], *o = &c->outputs[0];
-  guint ra = a->rank, rb = b->rank, ro = o->rank;
-  gint64 m = a->shape[ra - 2], k = a->shape[ra - 1], n = b->shape[rb - 1];
-  gint64 batch = 1, sa[PLANNER_MAX_RANK], sb[PLANNER_MAX_RANK], idx[PLANNER_MAX_RANK] = { 0 };
-
-  if (b->shape[rb - 2] != k)
-    return executor_kernel_error (error, c, "local contracting dims disagree");
-  /* Batch strides in matrices, 0 where an operand broadcasts. */
-  gint64 acc_a = 1, acc_b = 1;
-  for (int d = (int)ro - 3; d >= 0; d--)
-    {
-      int da = d - (int)(ro - ra), db = d - (int)(ro - rb);
-      gint64 size_a = da >= 0 ? a->shape[da] : 1, size_b = db >= 0 ? b->shape[db] : 1;
-      sa[d] = size_a == 1 ? 0 : acc_a;
-      sb[d] = size_b == 1 ? 0 : acc_b;
-      acc_a *= size_a;
-      acc_b *= size_b;
-      batch *= o->shape[d];
-    }
+  ExecutorBatchGemm bg;
+  if (!executor_batch_matmul_plan (c, &bg, error))
+    return FALSE;
   const float *pa = in_f32 (c, 0), *pb = in_f32 (c, 1);
   float *po = out_f32 (c, 0);
-  gint64 ia = 0, ib = 0;
-  for (gint64 i = 0; i < batch; i++)
+  for (gint64 o = 0; o < bg.n_outer; o++)
     {
-      executor_cpu_gemm (FALSE, m, n, k, pa + ia * m * k, pb + ib * k * n, po + i * m * n);
-      for (int d = (int)ro - 3; d >= 0; d--)
-        {
-          ia += sa[d];
-          ib += sb[d];
-          if (++idx[d] < o->shape[d])
-            break;
-          ia -= sa[d] * o->shape[d];
-          ib -= sb[d] * o->shape[d];
-          idx[d] = 0;
-        }
+      gint64 ia, ib;
+      executor_batch_gemm_offsets (&bg, o, &ia, &ib);
+      for (gint64 j = 0; j < bg.n_inner; j++)
+        executor_cpu_gemm (FALSE, bg.m, bg.n, bg.k, pa + ia + j * bg.stride_a,
+                           pb + ib + j * bg.stride_b, po + (o * bg.n_inner + j) * bg.m * bg.n);
     }
   return TRUE;
 }
@@ -142,40 +108,13 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
 static void
 einsum_naive (Call *c, const ExecutorEquation *eq, float *out)
 {
-  char letters[128];
-  guint n_letters = 0, n_out = strlen (eq->out);
-  int pos[128];
-  for (guint i = 0; i < 128; i++)
-    pos[i] = -1;
-  for (guint d = 0; d < n_out; d++)
-    if (pos[(guchar)eq->out[d]] < 0)
-      {
-        pos[(guchar)eq->out[d]] = (int)n_letters;
-        letters[n_letters++] = eq->out[d];
-      }
-  guint n_free = n_letters;
-  for (guint i = 0; i < eq->n_ops; i++)
-    for (guint d = 0; eq->ops[i][d]; d++)
-      if (pos[(guchar)eq->ops[i][d]] < 0)
-        {
-          pos[(guchar)eq->ops[i][d]] = (int)n_letters;
-          letters[n_letters++] = eq->ops[i][d];
-        }
-  gint64 strides[PLANNER_MAX_OPERANDS][128];
-  for (guint i = 0; i < eq->n_ops; i++)
-    {
-      gint64 s[PLANNER_MAX_RANK];
-      executor_row_strides (c->inputs[i].shape, c->inputs[i].rank, s);
-      for (guint l = 0; l < n_letters; l++)
-        strides[i][l] = 0;
-      for (guint d = 0; eq->ops[i][d]; d++)
-        strides[i][pos[(guchar)eq->ops[i][d]]] += s[d];
-    }
+  ExecutorEinsumIndex ix;
+  executor_einsum_index (c, eq, &ix);
   gint64 idx[128] = { 0 }, n_outer = 1, n_inner = 1;
-  for (guint l = 0; l < n_free; l++)
-    n_outer *= eq->size[(guchar)letters[l]];
-  for (guint l = n_free; l < n_letters; l++)
-    n_inner *= eq->size[(guchar)letters[l]];
+  for (guint l = 0; l < ix.n_free; l++)
+    n_outer *= ix.size[l];
+  for (guint l = ix.n_free; l < ix.n_letters; l++)
+    n_inner *= ix.size[l];
   for (gint64 o = 0; o < n_outer; o++)
     {
       double acc = 0;
@@ -185,29 +124,25 @@ einsum_naive (Call *c, const ExecutorEquation *eq, float *out)
           for (guint i = 0; i < eq->n_ops; i++)
             {
               gint64 off = 0;
-              for (guint l = 0; l < n_letters; l++)
-                off += idx[l] * strides[i][l];
+              for (guint l = 0; l < ix.n_letters; l++)
+                off += idx[l] * ix.stride[i][l];
               prod *= in_f32 (c, i)[off];
             }
           acc += prod;
-          for (int l = (int)n_letters - 1; l >= (int)n_free; l--)
+          for (int l = (int)ix.n_letters - 1; l >= (int)ix.n_free; l--)
             {
-              if (++idx[l] < eq->size[(guchar)letters[l]])
+              if (++idx[l] < ix.size[l])
                 break;
               idx[l] = 0;
             }
         }
-      /* The output is in the order of eq->out, whose letters are letters[0..n_free). */
-      gint64 off = 0, s = 1;
-      for (int d = (int)n_out - 1; d >= 0; d--)
-        {
-          off += idx[pos[(guchar)eq->out[d]]] * s;
-          s *= eq->size[(guchar)eq->out[d]];
-        }
+      gint64 off = 0;
+      for (guint l = 0; l < ix.n_free; l++)
+        off += idx[l] * ix.out_stride[l];
       out[off] = (float)acc;
-      for (int l = (int)n_free - 1; l >= 0; l--)
+      for (int l = (int)ix.n_free - 1; l >= 0; l--)
         {
-          if (++idx[l] < eq->size[(guchar)letters[l]])
+          if (++idx[l] < ix.size[l])
             break;
           idx[l] = 0;
         }
@@ -269,39 +204,14 @@ k_einsum (ExecutorDevice *dev, Call *c, GError **error)
 static gboolean
 k_conv2d (ExecutorDevice *dev, Call *c, GError **error)
 {
-  const gint64 *x = c->inputs[0].shape, *w = c->inputs[1].shape, *o = c->outputs[0].shape;
-  const PlannerOpAttrs *at = &c->op->attrs;
-  gint64 sh = at->n_ints >= 2 ? at->ints[0] : 1, sw = at->n_ints >= 2 ? at->ints[1] : 1;
-  gint64 ph = at->n_ints >= 4 ? at->ints[2] : 0, pw = at->n_ints >= 4 ? at->ints[3] : 0;
-  const float *px = in_f32 (c, 0), *pk = in_f32 (c, 1);
+  ExecutorConv2d conv;
+  if (!executor_conv2d_dims (c, &conv, error))
+    return FALSE;
   const float *bias = c->n_inputs == 3 && c->add_bias ? in_f32 (c, 2) : NULL;
   float *po = out_f32 (c, 0);
-
-  if (x[1] != w[1])
-    return executor_kernel_error (error, c, "local input channels of x and the kernel disagree");
-  for (gint64 n = 0; n < o[0]; n++)
-    for (gint64 oc = 0; oc < o[1]; oc++)
-      for (gint64 i = 0; i < o[2]; i++)
-        for (gint64 j = 0; j < o[3]; j++)
-          {
-            double acc = bias ? bias[oc] : 0;
-            for (gint64 ic = 0; ic < x[1]; ic++)
-              for (gint64 u = 0; u < w[2]; u++)
-                {
-                  gint64 yi = i * sh - ph + u;
-                  if (yi < 0 || yi >= x[2])
-                    continue;
-                  for (gint64 v = 0; v < w[3]; v++)
-                    {
-                      gint64 xj = j * sw - pw + v;
-                      if (xj < 0 || xj >= x[3])
-                        continue;
-                      acc += (double)px[((n * x[1] + ic) * x[2] + yi) * x[3] + xj]
-                             * pk[((oc * w[1] + ic) * w[2] + u) * w[3] + v];
-                    }
-                }
-            po[((n * o[1] + oc) * o[2] + i) * o[3] + j] = (float)acc;
-          }
+  gint64 total = executor_numel (&c->outputs[0]);
+  for (gint64 e = 0; e < total; e++)
+    po[e] = executor_math_conv2d_at (in_f32 (c, 0), in_f32 (c, 1), bias, &conv, e);
   return TRUE;
 }
 
@@ -311,41 +221,25 @@ static gboolean
 k_binary (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *o = &c->outputs[0];
-  guint ro = o->rank;
-  gint64 st[2][PLANNER_MAX_RANK], idx[PLANNER_MAX_RANK] = { 0 }, total = executor_numel (o);
-  for (guint i = 0; i < 2; i++)
-    {
-      const ExecutorTensorArg *t = &c->inputs[i];
-      gint64 acc = 1;
-      for (int d = (int)ro - 1; d >= 0; d--)
-        {
-          int di = d - (int)(ro - t->rank);
-          gint64 size = di >= 0 ? t->shape[di] : 1;
-          if (size != 1 && size != o->shape[d])
-            return executor_kernel_error (error, c, "local shapes do not broadcast");
-          st[i][d] = size == 1 ? 0 : acc;
-          acc *= size;
-        }
-    }
+  ExecutorWalk wa, wb;
+  if (!executor_broadcast_walk (&c->inputs[0], o, &wa)
+      || !executor_broadcast_walk (&c->inputs[1], o, &wb))
+    return executor_kernel_error (error, c, "local shapes do not broadcast");
   const float *a = in_f32 (c, 0), *b = in_f32 (c, 1);
   float *out = out_f32 (c, 0);
-  PlannerOpType type = c->op->type;
-  gint64 ia = 0, ib = 0;
+  ExecutorBinary op = executor_binary_of (c->op);
+  gint64 idx[PLANNER_MAX_RANK] = { 0 }, total = executor_numel (o), ia = 0, ib = 0;
   for (gint64 i = 0; i < total; i++)
     {
-      float x = a[ia], y = b[ib];
-      out[i] = type == PLANNER_OP_ADD   ? x + y
-               : type == PLANNER_OP_SUB ? x - y
-               : type == PLANNER_OP_MUL ? x * y
-                                        : x / y;
-      for (int d = (int)ro - 1; d >= 0; d--)
+      out[i] = executor_math_binary (op, a[ia], b[ib]);
+      for (int d = (int)o->rank - 1; d >= 0; d--)
         {
-          ia += st[0][d];
-          ib += st[1][d];
+          ia += wa.stride[d];
+          ib += wb.stride[d];
           if (++idx[d] < o->shape[d])
             break;
-          ia -= st[0][d] * o->shape[d];
-          ib -= st[1][d] * o->shape[d];
+          ia -= wa.stride[d] * o->shape[d];
+          ib -= wb.stride[d] * o->shape[d];
           idx[d] = 0;
         }
     }
@@ -376,41 +270,12 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
 
   const float *x = in_f32 (c, 0);
   float *y = out_f32 (c, 0);
-  switch (c->op->type)
-    {
-    case PLANNER_OP_RELU:
-      for (gint64 i = 0; i < n; i++)
-        y[i] = x[i] > 0 ? x[i] : 0;
-      break;
-    case PLANNER_OP_GELU:
-      if (c->op->attrs.variant == 1)
-        for (gint64 i = 0; i < n; i++)
-          y[i] = 0.5f * x[i]
-                 * (1.0f + tanhf (0.7978845608028654f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
-      else
-        for (gint64 i = 0; i < n; i++)
-          y[i] = 0.5f * x[i] * (1.0f + erff (x[i] * 0.7071067811865476f));
-      break;
-    case PLANNER_OP_SILU:
-      for (gint64 i = 0; i < n; i++)
-        y[i] = x[i] / (1.0f + expf (-x[i]));
-      break;
-    case PLANNER_OP_TANH:
-      for (gint64 i = 0; i < n; i++)
-        y[i] = tanhf (x[i]);
-      break;
-    case PLANNER_OP_EXP:
-      for (gint64 i = 0; i < n; i++)
-        y[i] = expf (x[i]);
-      break;
-    case PLANNER_OP_NEG:
-      for (gint64 i = 0; i < n; i++)
-        y[i] = -x[i];
-      break;
-    default: /* Cast between float dtypes, Dropout (identity in a forward trial) */
-      memcpy (y, x, (gsize)n * sizeof (float));
-      break;
-    }
+  ExecutorUnary op = executor_unary_of (c->op);
+  if (op == EXECUTOR_UNARY_COPY)
+    memcpy (y, x, (gsize)n * sizeof (float));
+  else
+    for (gint64 i = 0; i < n; i++)
+      y[i] = executor_math_unary (op, x[i]);
   return TRUE;
 }
 
@@ -419,27 +284,12 @@ k_softmax (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
   int axis = executor_norm_axis (c->op->attrs.axis, t->rank);
-  gint64 outer = 1, inner = 1, n = t->shape[axis];
-  for (int d = 0; d < axis; d++)
-    outer *= t->shape[d];
-  for (guint d = axis + 1; d < t->rank; d++)
-    inner *= t->shape[d];
-  const float *x = in_f32 (c, 0);
-  float *y = out_f32 (c, 0);
+  gint64 outer, inner, n = t->shape[axis];
+  executor_axis_blocks (t, axis, &outer, &inner);
   for (gint64 o = 0; o < outer; o++)
     for (gint64 i = 0; i < inner; i++)
-      {
-        const float *px = x + o * n * inner + i;
-        float *py = y + o * n * inner + i;
-        float mx = -INFINITY;
-        for (gint64 j = 0; j < n; j++)
-          mx = MAX (mx, px[j * inner]);
-        double sum = 0;
-        for (gint64 j = 0; j < n; j++)
-          sum += py[j * inner] = expf (px[j * inner] - mx);
-        for (gint64 j = 0; j < n; j++)
-          py[j * inner] = (float)(py[j * inner] / sum);
-      }
+      executor_math_softmax (in_f32 (c, 0) + o * n * inner + i, out_f32 (c, 0) + o * n * inner + i,
+                             n, inner);
   return TRUE;
 }
 
@@ -448,36 +298,11 @@ k_norm (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
   gint64 h = t->shape[t->rank - 1], rows = executor_numel (t) / MAX (h, 1);
-  gboolean layer = c->op->type == PLANNER_OP_LAYER_NORM;
-  const float *x = in_f32 (c, 0);
   const float *gamma = c->n_inputs > 1 ? in_f32 (c, 1) : NULL;
   const float *beta = c->n_inputs > 2 ? in_f32 (c, 2) : NULL;
-  float *y = out_f32 (c, 0);
-  double eps = c->op->attrs.eps;
   for (gint64 r = 0; r < rows; r++)
-    {
-      const float *px = x + r * h;
-      float *py = y + r * h;
-      double mean = 0, sq = 0;
-      if (layer)
-        {
-          for (gint64 j = 0; j < h; j++)
-            mean += px[j];
-          mean /= (double)h;
-        }
-      for (gint64 j = 0; j < h; j++)
-        sq += (px[j] - mean) * (px[j] - mean);
-      double inv = 1.0 / sqrt (sq / (double)h + eps);
-      for (gint64 j = 0; j < h; j++)
-        {
-          double v = (px[j] - mean) * inv;
-          if (gamma)
-            v *= gamma[j];
-          if (beta)
-            v += beta[j];
-          py[j] = (float)v;
-        }
-    }
+    executor_math_norm_row (in_f32 (c, 0) + r * h, out_f32 (c, 0) + r * h, h, gamma, beta,
+                            c->op->attrs.eps, c->op->type == PLANNER_OP_LAYER_NORM);
   return TRUE;
 }
 
@@ -508,19 +333,6 @@ k_embedding (ExecutorDevice *dev, Call *c, GError **error)
 }
 
 static gboolean
-k_reshape (ExecutorDevice *dev, Call *c, GError **error)
-{
-  /* Only the major-most factor of a merged dim may be split, so a shard keeps its elements
-   * in the same order under the new shape. */
-  gint64 n = executor_numel (&c->inputs[0]);
-  if (n != executor_numel (&c->outputs[0]))
-    return executor_kernel_error (error, c, "local input and output sizes differ");
-  memcpy (c->outputs[0].buffer->data, c->inputs[0].buffer->data,
-          (gsize)n * executor_storage_size (c->inputs[0].dtype));
-  return TRUE;
-}
-
-static gboolean
 k_transpose (ExecutorDevice *dev, Call *c, GError **error)
 {
   guint perm[PLANNER_MAX_RANK];
@@ -535,11 +347,7 @@ static gboolean
 k_reduce (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
-  guint32 reduced = 0;
-  for (guint i = 0; i < c->op->attrs.n_ints; i++)
-    reduced |= 1u << executor_norm_axis ((int)c->op->attrs.ints[i], t->rank);
-  if (c->op->attrs.n_ints == 0)
-    reduced = (1u << t->rank) - 1;
+  guint32 reduced = executor_reduced_dims (c);
   /* Output stride of each input dim: 0 on reduced dims. */
   gint64 ost[PLANNER_MAX_RANK], acc = 1, idx[PLANNER_MAX_RANK] = { 0 }, total = executor_numel (t);
   for (int d = (int)t->rank - 1; d >= 0; d--)
@@ -570,125 +378,46 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
   return TRUE;
 }
 
-/* Concat and Split move [outer][size_i * inner] blocks along one axis. */
-static void
-axis_blocks (const ExecutorTensorArg *t, int axis, gint64 *outer, gint64 *inner)
-{
-  *outer = 1;
-  *inner = 1;
-  for (int d = 0; d < axis; d++)
-    *outer *= t->shape[d];
-  for (guint d = axis + 1; d < t->rank; d++)
-    *inner *= t->shape[d];
-}
-
-static gboolean
-k_concat (ExecutorDevice *dev, Call *c, GError **error)
-{
-  const ExecutorTensorArg *o = &c->outputs[0];
-  int axis = executor_norm_axis (c->op->attrs.axis, o->rank);
-  gsize es = executor_storage_size (o->dtype);
-  gint64 outer, inner, at = 0;
-  axis_blocks (o, axis, &outer, &inner);
-  for (guint i = 0; i < c->n_inputs; i++)
-    {
-      gint64 len = c->inputs[i].shape[axis] * inner;
-      for (gint64 r = 0; r < outer; r++)
-        memcpy (o->buffer->data + (gsize)(r * o->shape[axis] * inner + at) * es,
-                c->inputs[i].buffer->data + (gsize)(r * len) * es, (gsize)len * es);
-      at += len;
-    }
-  return TRUE;
-}
-
-static gboolean
-k_split (ExecutorDevice *dev, Call *c, GError **error)
-{
-  const ExecutorTensorArg *t = &c->inputs[0];
-  int axis = executor_norm_axis (c->op->attrs.axis, t->rank);
-  gsize es = executor_storage_size (t->dtype);
-  gint64 outer, inner;
-  gint64 at = c->op->type == PLANNER_OP_SLICE ? c->op->attrs.start : 0;
-  axis_blocks (t, axis, &outer, &inner);
-  at *= inner;
-  for (guint i = 0; i < c->n_outputs; i++)
-    {
-      gint64 len = c->outputs[i].shape[axis] * inner;
-      for (gint64 r = 0; r < outer; r++)
-        memcpy (c->outputs[i].buffer->data + (gsize)(r * len) * es,
-                t->buffer->data + (gsize)(r * t->shape[axis] * inner + at) * es, (gsize)len * es);
-      at += len;
-    }
-  return TRUE;
-}
-
 /* ---- attention ---- */
 
 static gboolean
 k_rotary (ExecutorDevice *dev, Call *c, GError **error)
 {
   const gint64 *s = c->inputs[0].shape;
-  gint64 half = s[3] / 2, first = executor_dim_offset (c, 0, 2);
-  const float *x = in_f32 (c, 0);
-  float *y = out_f32 (c, 0);
-  /* Hugging Face's rotate_half: pairs (i, i + D/2), angle position * theta^(-2i/D); the
-   * position is the global sequence index. */
+  gint64 first = executor_dim_offset (c, 0, 2);
+  /* The position is the global sequence index. */
   for (gint64 b = 0; b < s[0] * s[1]; b++)
     for (gint64 p = 0; p < s[2]; p++)
-      {
-        const float *px = x + (b * s[2] + p) * s[3];
-        float *py = y + (b * s[2] + p) * s[3];
-        double pos = (double)(first + p);
-        for (gint64 i = 0; i < half; i++)
-          {
-            double angle = pos * pow (c->op->attrs.theta, -2.0 * (double)i / (double)s[3]);
-            double cs = cos (angle), sn = sin (angle);
-            py[i] = (float)(px[i] * cs - px[i + half] * sn);
-            py[i + half] = (float)(px[i + half] * cs + px[i] * sn);
-          }
-      }
+      for (gint64 i = 0; i < s[3] / 2; i++)
+        executor_math_rotary_pair (in_f32 (c, 0) + (b * s[2] + p) * s[3],
+                                   out_f32 (c, 0) + (b * s[2] + p) * s[3], i, s[3],
+                                   (double)(first + p), c->op->attrs.theta);
   return TRUE;
 }
 
 static gboolean
 k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
 {
-  const gint64 *q = c->inputs[0].shape, *k = c->inputs[1].shape, *v = c->inputs[2].shape;
-  gint64 sq = q[2], sk = k[2], d = q[3], dv = v[3];
-  if (k[1] == 0 || q[1] % k[1] != 0 || k[3] != d)
-    return executor_kernel_error (error, c, "local heads or head dims of q, k and v disagree");
-  gint64 group = q[1] / k[1];
-  gint64 q_first = executor_factor_offset (c, "sq");
-  double scale = c->op->attrs.scale > 0 ? c->op->attrs.scale : 1.0 / sqrt ((double)d);
-  g_autofree float *scores = g_new (float, MAX (sq * sk, 1));
+  const gint64 *q = c->inputs[0].shape, *k = c->inputs[1].shape;
+  ExecutorSdpa s;
+  if (!executor_sdpa_dims (c, &s, error))
+    return FALSE;
+  g_autofree float *scores = g_new (float, MAX (s.sq * s.sk, 1));
   const float *pq = in_f32 (c, 0), *pk = in_f32 (c, 1), *pv = in_f32 (c, 2);
   float *po = out_f32 (c, 0);
 
   for (gint64 b = 0; b < q[0]; b++)
     for (gint64 h = 0; h < q[1]; h++)
       {
-        /* Query heads are kv-head major (HF repeat_kv), locally as globally. */
-        gint64 kvh = h / group;
-        const float *qh = pq + (b * q[1] + h) * sq * d;
-        const float *kh = pk + (b * k[1] + kvh) * sk * d;
-        const float *vh = pv + (b * k[1] + kvh) * sk * dv;
-        executor_cpu_gemm (TRUE, sq, sk, d, qh, kh, scores);
-        for (gint64 i = 0; i < sq; i++)
-          {
-            float *row = scores + i * sk;
-            /* Causal, aligned top-left as PyTorch's is_causal: key j sees query i when j is
-             * not after i, in global positions (the keys are never split). */
-            gint64 last = c->op->attrs.causal ? MIN (q_first + i, sk - 1) : sk - 1;
-            float mx = -INFINITY;
-            for (gint64 j = 0; j <= last; j++)
-              mx = MAX (mx, row[j] * (float)scale);
-            double sum = 0;
-            for (gint64 j = 0; j <= last; j++)
-              sum += row[j] = expf (row[j] * (float)scale - mx);
-            for (gint64 j = 0; j < sk; j++)
-              row[j] = j <= last ? (float)(row[j] / sum) : 0.0f;
-          }
-        executor_cpu_gemm (FALSE, sq, dv, sk, scores, vh, po + (b * q[1] + h) * sq * dv);
+        gint64 kvh = h / s.group;
+        const float *qh = pq + (b * q[1] + h) * s.sq * s.d;
+        const float *kh = pk + (b * k[1] + kvh) * s.sk * s.d;
+        const float *vh = pv + (b * k[1] + kvh) * s.sk * s.dv;
+        executor_cpu_gemm (TRUE, s.sq, s.sk, s.d, qh, kh, scores);
+        for (gint64 i = 0; i < s.sq; i++)
+          executor_math_attention_row (scores + i * s.sk, s.sk, (float)s.scale, c->op->attrs.causal,
+                                       s.q_first + i);
+        executor_cpu_gemm (FALSE, s.sq, s.dv, s.sk, scores, vh, po + (b * q[1] + h) * s.sq * s.dv);
       }
   return TRUE;
 }
@@ -698,62 +427,23 @@ k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *logits = &c->inputs[0], *labels = &c->inputs[1];
   gint64 v = logits->shape[logits->rank - 1], rows = executor_numel (labels);
-  const float *x = in_f32 (c, 0);
   const gint64 *y = executor_cpu_i64 (labels->buffer);
   if (labels->dtype != PLANNER_DTYPE_I64)
     return executor_kernel_error (error, c, "labels must be i64");
   double total = 0;
   for (gint64 r = 0; r < rows; r++)
     {
-      const float *row = x + r * v;
       if (y[r] < 0 || y[r] >= v)
         {
           g_autofree char *msg = g_strdup_printf (
               "label %" G_GINT64_FORMAT " is outside the %" G_GINT64_FORMAT " classes", y[r], v);
           return executor_kernel_error (error, c, msg);
         }
-      float mx = -INFINITY;
-      for (gint64 j = 0; j < v; j++)
-        mx = MAX (mx, row[j]);
-      double sum = 0;
-      for (gint64 j = 0; j < v; j++)
-        sum += exp ((double)(row[j] - mx));
-      total += log (sum) + mx - row[y[r]];
+      total += executor_math_cross_entropy_row (in_f32 (c, 0) + r * v, v, y[r]);
     }
   /* A mean over the global rows: a shard of the rows gives its share of the mean. */
   out_f32 (c, 0)[0] = (float)(total / executor_reduction_count (c));
   return TRUE;
 }
 
-const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = {
-  [PLANNER_OP_MATMUL] = k_matmul,
-  [PLANNER_OP_BATCH_MATMUL] = k_batch_matmul,
-  [PLANNER_OP_EINSUM] = k_einsum,
-  [PLANNER_OP_ADD] = k_binary,
-  [PLANNER_OP_SUB] = k_binary,
-  [PLANNER_OP_MUL] = k_binary,
-  [PLANNER_OP_DIV] = k_binary,
-  [PLANNER_OP_RELU] = k_unary,
-  [PLANNER_OP_GELU] = k_unary,
-  [PLANNER_OP_SILU] = k_unary,
-  [PLANNER_OP_TANH] = k_unary,
-  [PLANNER_OP_EXP] = k_unary,
-  [PLANNER_OP_NEG] = k_unary,
-  [PLANNER_OP_CAST] = k_unary,
-  [PLANNER_OP_DROPOUT] = k_unary,
-  [PLANNER_OP_SOFTMAX] = k_softmax,
-  [PLANNER_OP_LAYER_NORM] = k_norm,
-  [PLANNER_OP_RMS_NORM] = k_norm,
-  [PLANNER_OP_EMBEDDING] = k_embedding,
-  [PLANNER_OP_RESHAPE] = k_reshape,
-  [PLANNER_OP_TRANSPOSE] = k_transpose,
-  [PLANNER_OP_REDUCE_SUM] = k_reduce,
-  [PLANNER_OP_REDUCE_MEAN] = k_reduce,
-  [PLANNER_OP_CONCAT] = k_concat,
-  [PLANNER_OP_SPLIT] = k_split,
-  [PLANNER_OP_SLICE] = k_split,
-  [PLANNER_OP_ROTARY_EMBEDDING] = k_rotary,
-  [PLANNER_OP_SDPA] = k_sdpa,
-  [PLANNER_OP_CROSS_ENTROPY] = k_cross_entropy,
-  [PLANNER_OP_CONV2D] = k_conv2d,
-};
+const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = EXECUTOR_KERNEL_TABLE;

@@ -1,7 +1,8 @@
 /* executor-cuda-kernels.cu: the device kernels of the cuda and nccl backends.
  *
  * Each kernel mirrors one reference kernel of executor-cpu-kernels.c, down to where it
- * accumulates in double, so a shard on the GPU rounds as the CPU reference does. What to
+ * accumulates in double, so a shard on the GPU rounds as the CPU reference does: the
+ * arithmetic of an element or a row is the reference's own (executor-kernel-math.h). What to
  * compute (local shapes, strides, factor offsets) comes from executor-cuda-ops.c; these
  * only walk memory. config.h is included as in every source file; it is plain #defines and
  * compiles under nvcc.
@@ -32,7 +33,7 @@ blocks_for (int64_t n)
        i += (int64_t) gridDim.x * blockDim.x)
 
 __device__ int64_t
-walk_offset (const ExecutorCudaWalk &w, int64_t i)
+walk_offset (const ExecutorWalk &w, int64_t i)
 {
   int64_t off = 0;
   for (int d = w.rank - 1; d >= 0; d--)
@@ -46,31 +47,17 @@ walk_offset (const ExecutorCudaWalk &w, int64_t i)
 
 template <typename T>
 __global__ void
-gather_kernel (T *dst, const T *src, ExecutorCudaWalk walk, int64_t n)
+gather_kernel (T *dst, const T *src, ExecutorWalk walk, int64_t n)
 {
   FOR_EACH (i, n)
     dst[i] = src[walk_offset (walk, i)];
 }
 
 __global__ void
-unary_kernel (ExecutorCudaUnary op, const float *x, float *y, int64_t n)
+unary_kernel (ExecutorUnary op, const float *x, float *y, int64_t n)
 {
   FOR_EACH (i, n)
-    {
-      float v = x[i];
-      switch (op)
-        {
-        case EXECUTOR_CUDA_RELU: y[i] = v > 0 ? v : 0; break;
-        case EXECUTOR_CUDA_GELU_ERF: y[i] = 0.5f * v * (1.0f + erff (v * 0.7071067811865476f)); break;
-        case EXECUTOR_CUDA_GELU_TANH:
-          y[i] = 0.5f * v * (1.0f + tanhf (0.7978845608028654f * (v + 0.044715f * v * v * v)));
-          break;
-        case EXECUTOR_CUDA_SILU: y[i] = v / (1.0f + expf (-v)); break;
-        case EXECUTOR_CUDA_TANH: y[i] = tanhf (v); break;
-        case EXECUTOR_CUDA_EXP: y[i] = expf (v); break;
-        case EXECUTOR_CUDA_NEG: y[i] = -v; break;
-        }
-    }
+    y[i] = executor_math_unary (op, x[i]);
 }
 
 __global__ void
@@ -91,36 +78,21 @@ convert_kernel (ExecutorCudaConvert kind, const void *x, void *y, int64_t n)
 }
 
 __global__ void
-binary_kernel (ExecutorCudaBinary op, const float *a, ExecutorCudaWalk wa, const float *b,
-               ExecutorCudaWalk wb, float *out, int64_t n)
+binary_kernel (ExecutorBinary op, const float *a, ExecutorWalk wa, const float *b,
+               ExecutorWalk wb, float *out, int64_t n)
 {
   FOR_EACH (i, n)
-    {
-      float x = a[walk_offset (wa, i)], y = b[walk_offset (wb, i)];
-      out[i] = op == EXECUTOR_CUDA_ADD   ? x + y
-               : op == EXECUTOR_CUDA_SUB ? x - y
-               : op == EXECUTOR_CUDA_MUL ? x * y
-                                         : x / y;
-    }
+    out[i] = executor_math_binary (op, a[walk_offset (wa, i)], b[walk_offset (wb, i)]);
 }
 
-/* One thread per softmax row, as the reference: float max, double sum. */
+/* One thread per softmax row, as the reference. */
 __global__ void
 softmax_kernel (const float *x, float *y, int64_t outer, int64_t n, int64_t inner)
 {
   FOR_EACH (r, outer * inner)
     {
       int64_t o = r / inner, i = r % inner;
-      const float *px = x + o * n * inner + i;
-      float *py = y + o * n * inner + i;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < n; j++)
-        mx = fmaxf (mx, px[j * inner]);
-      double sum = 0;
-      for (int64_t j = 0; j < n; j++)
-        sum += py[j * inner] = expf (px[j * inner] - mx);
-      for (int64_t j = 0; j < n; j++)
-        py[j * inner] = (float) (py[j * inner] / sum);
+      executor_math_softmax (x + o * n * inner + i, y + o * n * inner + i, n, inner);
     }
 }
 
@@ -129,19 +101,7 @@ attention_softmax_kernel (float *scores, int64_t rows, int64_t rows_per_head, in
                           float scale, bool causal, int64_t q_first)
 {
   FOR_EACH (r, rows)
-    {
-      int64_t i = r % rows_per_head;
-      float *row = scores + r * sk;
-      int64_t last = causal ? (q_first + i < sk - 1 ? q_first + i : sk - 1) : sk - 1;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j <= last; j++)
-        mx = fmaxf (mx, row[j] * scale);
-      double sum = 0;
-      for (int64_t j = 0; j <= last; j++)
-        sum += row[j] = expf (row[j] * scale - mx);
-      for (int64_t j = 0; j < sk; j++)
-        row[j] = j <= last ? (float) (row[j] / sum) : 0.0f;
-    }
+    executor_math_attention_row (scores + r * sk, sk, scale, causal, q_first + r % rows_per_head);
 }
 
 __global__ void
@@ -149,29 +109,7 @@ norm_kernel (const float *x, const float *gamma, const float *beta, float *y, in
              int64_t h, double eps, bool layer)
 {
   FOR_EACH (r, rows)
-    {
-      const float *px = x + r * h;
-      float *py = y + r * h;
-      double mean = 0, sq = 0;
-      if (layer)
-        {
-          for (int64_t j = 0; j < h; j++)
-            mean += px[j];
-          mean /= (double) h;
-        }
-      for (int64_t j = 0; j < h; j++)
-        sq += (px[j] - mean) * (px[j] - mean);
-      double inv = 1.0 / sqrt (sq / (double) h + eps);
-      for (int64_t j = 0; j < h; j++)
-        {
-          double v = (px[j] - mean) * inv;
-          if (gamma)
-            v *= gamma[j];
-          if (beta)
-            v += beta[j];
-          py[j] = (float) v;
-        }
-    }
+    executor_math_norm_row (x + r * h, y + r * h, h, gamma, beta, eps, layer);
 }
 
 __global__ void
@@ -186,7 +124,7 @@ embedding_kernel (const int64_t *ids, const float *table, float *out, int64_t n,
 }
 
 __global__ void
-reduce_kernel (const float *x, float *out, ExecutorCudaWalk kept, ExecutorCudaWalk reduced,
+reduce_kernel (const float *x, float *out, ExecutorWalk kept, ExecutorWalk reduced,
                int64_t n_out, int64_t n_red, double scale)
 {
   FOR_EACH (o, n_out)
@@ -207,13 +145,7 @@ rotary_kernel (const float *x, float *y, int64_t bh, int64_t s, int64_t d, int64
   FOR_EACH (e, bh * s * half)
     {
       int64_t i = e % half, row = e / half, p = row % s;
-      const float *px = x + row * d;
-      float *py = y + row * d;
-      double pos = (double) (first + p);
-      double angle = pos * pow (theta, -2.0 * (double) i / (double) d);
-      double cs = cos (angle), sn = sin (angle);
-      py[i] = (float) (px[i] * cs - px[i + half] * sn);
-      py[i + half] = (float) (px[i + half] * cs + px[i] * sn);
+      executor_math_rotary_pair (x + row * d, y + row * d, i, d, (double) (first + p), theta);
     }
 }
 
@@ -223,20 +155,13 @@ cross_entropy_rows_kernel (const float *logits, const int64_t *labels, double *r
 {
   FOR_EACH (r, rows)
     {
-      const float *row = logits + r * v;
       if (labels[r] < 0 || labels[r] >= v)
         {
           *bad = 1;
           row_loss[r] = 0;
           continue;
         }
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < v; j++)
-        mx = fmaxf (mx, row[j]);
-      double sum = 0;
-      for (int64_t j = 0; j < v; j++)
-        sum += exp ((double) (row[j] - mx));
-      row_loss[r] = log (sum) + mx - row[labels[r]];
+      row_loss[r] = executor_math_cross_entropy_row (logits + r * v, v, labels[r]);
     }
 }
 
@@ -250,37 +175,11 @@ cross_entropy_total_kernel (const double *row_loss, float *out, int64_t rows, do
   out[0] = (float) (total / divisor);
 }
 
-struct Conv
-{
-  int64_t x[4], w[4], y[4];
-  int64_t sh, sw, ph, pw;
-};
-
 __global__ void
-conv2d_kernel (const float *px, const float *pk, const float *bias, float *po, Conv c)
+conv2d_kernel (const float *px, const float *pk, const float *bias, float *po, ExecutorConv2d c)
 {
   FOR_EACH (e, c.y[0] * c.y[1] * c.y[2] * c.y[3])
-    {
-      int64_t j = e % c.y[3], i = (e / c.y[3]) % c.y[2], oc = (e / (c.y[3] * c.y[2])) % c.y[1],
-             n = e / (c.y[3] * c.y[2] * c.y[1]);
-      double acc = bias ? bias[oc] : 0;
-      for (int64_t ic = 0; ic < c.x[1]; ic++)
-        for (int64_t u = 0; u < c.w[2]; u++)
-          {
-            int64_t yi = i * c.sh - c.ph + u;
-            if (yi < 0 || yi >= c.x[2])
-              continue;
-            for (int64_t v = 0; v < c.w[3]; v++)
-              {
-                int64_t xj = j * c.sw - c.pw + v;
-                if (xj < 0 || xj >= c.x[3])
-                  continue;
-                acc += (double) px[((n * c.x[1] + ic) * c.x[2] + yi) * c.x[3] + xj]
-                       * pk[((oc * c.w[1] + ic) * c.w[2] + u) * c.w[3] + v];
-              }
-          }
-      po[e] = (float) acc;
-    }
+    po[e] = executor_math_conv2d_at (px, pk, bias, &c, e);
 }
 
 __global__ void
@@ -344,7 +243,7 @@ extern "C" {
 
 void
 executor_cuda_launch_gather (cudaStream_t stream, void *dst, const void *src, unsigned elem_size,
-                             const ExecutorCudaWalk *walk)
+                             const ExecutorWalk *walk)
 {
   int64_t n = 1;
   for (int d = 0; d < walk->rank; d++)
@@ -360,7 +259,7 @@ executor_cuda_launch_gather (cudaStream_t stream, void *dst, const void *src, un
 }
 
 void
-executor_cuda_launch_unary (cudaStream_t stream, ExecutorCudaUnary op, const float *x, float *y,
+executor_cuda_launch_unary (cudaStream_t stream, ExecutorUnary op, const float *x, float *y,
                             int64_t n)
 {
   if (n > 0)
@@ -376,9 +275,9 @@ executor_cuda_launch_convert (cudaStream_t stream, ExecutorCudaConvert kind, con
 }
 
 void
-executor_cuda_launch_binary (cudaStream_t stream, ExecutorCudaBinary op, const float *a,
-                             const ExecutorCudaWalk *walk_a, const float *b,
-                             const ExecutorCudaWalk *walk_b, float *out)
+executor_cuda_launch_binary (cudaStream_t stream, ExecutorBinary op, const float *a,
+                             const ExecutorWalk *walk_a, const float *b,
+                             const ExecutorWalk *walk_b, float *out)
 {
   int64_t n = 1;
   for (int d = 0; d < walk_a->rank; d++)
@@ -426,7 +325,7 @@ executor_cuda_launch_embedding (cudaStream_t stream, const int64_t *ids, const f
 
 void
 executor_cuda_launch_reduce (cudaStream_t stream, const float *x, float *out,
-                             const ExecutorCudaWalk *kept, const ExecutorCudaWalk *reduced,
+                             const ExecutorWalk *kept, const ExecutorWalk *reduced,
                              double scale)
 {
   int64_t n_out = 1, n_red = 1;
@@ -462,24 +361,11 @@ executor_cuda_launch_cross_entropy (cudaStream_t stream, const float *logits,
 
 void
 executor_cuda_launch_conv2d (cudaStream_t stream, const float *x, const float *w,
-                             const float *bias, float *y, const int64_t *x_shape,
-                             const int64_t *w_shape, const int64_t *y_shape, int64_t sh, int64_t sw,
-                             int64_t ph, int64_t pw)
+                             const float *bias, float *y, const ExecutorConv2d *conv)
 {
-  Conv c;
-  for (int i = 0; i < 4; i++)
-    {
-      c.x[i] = x_shape[i];
-      c.w[i] = w_shape[i];
-      c.y[i] = y_shape[i];
-    }
-  c.sh = sh;
-  c.sw = sw;
-  c.ph = ph;
-  c.pw = pw;
-  int64_t n = c.y[0] * c.y[1] * c.y[2] * c.y[3];
+  int64_t n = conv->y[0] * conv->y[1] * conv->y[2] * conv->y[3];
   if (n > 0)
-    conv2d_kernel<<<blocks_for (n), kThreads, 0, stream>>> (x, w, bias, y, c);
+    conv2d_kernel<<<blocks_for (n), kThreads, 0, stream>>> (x, w, bias, y, *conv);
 }
 
 void

@@ -10,7 +10,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#define EXECUTOR_CUDA_MAX_RANK 8
+#include "executor-kernel-math.h"
+
 #define EXECUTOR_CUDA_MAX_EINSUM_OPS 4
 #define EXECUTOR_CUDA_MAX_EINSUM_LETTERS 24
 
@@ -18,34 +19,6 @@
 extern "C"
 {
 #endif
-
-  /* A strided walk: element i of a dense tensor of @shape sits at sum idx[d] * stride[d] of
-   * the source. */
-  typedef struct
-  {
-    int rank;
-    int64_t shape[EXECUTOR_CUDA_MAX_RANK];
-    int64_t stride[EXECUTOR_CUDA_MAX_RANK];
-  } ExecutorCudaWalk;
-
-  typedef enum
-  {
-    EXECUTOR_CUDA_RELU,
-    EXECUTOR_CUDA_GELU_ERF,
-    EXECUTOR_CUDA_GELU_TANH,
-    EXECUTOR_CUDA_SILU,
-    EXECUTOR_CUDA_TANH,
-    EXECUTOR_CUDA_EXP,
-    EXECUTOR_CUDA_NEG,
-  } ExecutorCudaUnary;
-
-  typedef enum
-  {
-    EXECUTOR_CUDA_ADD,
-    EXECUTOR_CUDA_SUB,
-    EXECUTOR_CUDA_MUL,
-    EXECUTOR_CUDA_DIV,
-  } ExecutorCudaBinary;
 
   typedef enum
   {
@@ -69,15 +42,15 @@ extern "C"
   } ExecutorCudaEinsum;
 
   void executor_cuda_launch_gather (cudaStream_t stream, void *dst, const void *src,
-                                    unsigned elem_size, const ExecutorCudaWalk *walk);
-  void executor_cuda_launch_unary (cudaStream_t stream, ExecutorCudaUnary op, const float *x,
-                                   float *y, int64_t n);
+                                    unsigned elem_size, const ExecutorWalk *walk);
+  void executor_cuda_launch_unary (cudaStream_t stream, ExecutorUnary op, const float *x, float *y,
+                                   int64_t n);
   void executor_cuda_launch_convert (cudaStream_t stream, ExecutorCudaConvert kind, const void *x,
                                      void *y, int64_t n);
   /* @a and @b walk the output's shape with their broadcast strides (0 where they broadcast). */
-  void executor_cuda_launch_binary (cudaStream_t stream, ExecutorCudaBinary op, const float *a,
-                                    const ExecutorCudaWalk *walk_a, const float *b,
-                                    const ExecutorCudaWalk *walk_b, float *out);
+  void executor_cuda_launch_binary (cudaStream_t stream, ExecutorBinary op, const float *a,
+                                    const ExecutorWalk *walk_a, const float *b,
+                                    const ExecutorWalk *walk_b, float *out);
   void executor_cuda_launch_softmax (cudaStream_t stream, const float *x, float *y, int64_t outer,
                                      int64_t n, int64_t inner);
   /* Rows of @sk scores, @rows_per_head rows a head: scaled, causally masked (query row i sees
@@ -93,7 +66,7 @@ extern "C"
                                        int64_t first);
   /* out[o] = scale * sum over @reduced of x[kept(o) + reduced(r)]. */
   void executor_cuda_launch_reduce (cudaStream_t stream, const float *x, float *out,
-                                    const ExecutorCudaWalk *kept, const ExecutorCudaWalk *reduced,
+                                    const ExecutorWalk *kept, const ExecutorWalk *reduced,
                                     double scale);
   void executor_cuda_launch_rotary (cudaStream_t stream, const float *x, float *y, int64_t bh,
                                     int64_t s, int64_t d, int64_t first, double theta);
@@ -102,9 +75,7 @@ extern "C"
                                            const int64_t *labels, double *row_loss, float *out,
                                            int64_t rows, int64_t v, double divisor, int *bad);
   void executor_cuda_launch_conv2d (cudaStream_t stream, const float *x, const float *w,
-                                    const float *bias, float *y, const int64_t *x_shape,
-                                    const int64_t *w_shape, const int64_t *y_shape, int64_t sh,
-                                    int64_t sw, int64_t ph, int64_t pw);
+                                    const float *bias, float *y, const ExecutorConv2d *conv);
   void executor_cuda_launch_einsum (cudaStream_t stream, const ExecutorCudaEinsum *e, float *out,
                                     int64_t n_out);
   void executor_cuda_launch_add_rows (cudaStream_t stream, float *out, int64_t rows,
