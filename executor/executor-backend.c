@@ -2,7 +2,9 @@
 
 #include "config.h"
 
-#include "executor-backend.h"
+#include <string.h>
+
+#include "executor-backend-private.h"
 #include "executor-error.h"
 
 typedef ExecutorBackend *(*BackendNew) (const PlannerMesh *mesh, GError **error);
@@ -149,18 +151,36 @@ executor_device_buffer_free (ExecutorDevice *device, ExecutorBuffer *buffer)
     device->backend->klass->buffer_free (device, buffer);
 }
 
+/* The wrappers check what every backend would: a backend's functions only move memory. */
+static gboolean
+check_range (ExecutorDevice *device, ExecutorBuffer *b, gsize offset, gsize bytes,
+             const char *what, GError **error)
+{
+  if (offset > b->bytes || bytes > b->bytes - offset)
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
+                   "device %u: %s of %" G_GSIZE_FORMAT " bytes at %" G_GSIZE_FORMAT
+                   " is outside a buffer of %" G_GSIZE_FORMAT,
+                   device->index, what, bytes, offset, b->bytes);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 executor_device_upload (ExecutorDevice *device, ExecutorBuffer *dst, const void *src,
                         gsize bytes, GError **error)
 {
-  return device->backend->klass->upload (device, dst, 0, src, bytes, error);
+  return check_range (device, dst, 0, bytes, "upload", error)
+         && device->backend->klass->upload (device, dst, 0, src, bytes, error);
 }
 
 gboolean
 executor_device_download (ExecutorDevice *device, ExecutorBuffer *src, void *dst, gsize bytes,
                           GError **error)
 {
-  return device->backend->klass->download (device, src, 0, dst, bytes, error);
+  return check_range (device, src, 0, bytes, "download", error)
+         && device->backend->klass->download (device, src, 0, dst, bytes, error);
 }
 
 gboolean
@@ -168,8 +188,13 @@ executor_device_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_
                          gsize dst_pitch, ExecutorBuffer *src, gsize src_offset,
                          gsize src_pitch, gsize width, gsize height, GError **error)
 {
-  return device->backend->klass->copy_2d (device, dst, dst_offset, dst_pitch, src, src_offset,
-                                          src_pitch, width, height, error);
+  if (height == 0 || width == 0)
+    return TRUE;
+  gsize dst_span = (height - 1) * dst_pitch + width, src_span = (height - 1) * src_pitch + width;
+  return check_range (device, dst, dst_offset, dst_span, "2-D copy (destination)", error)
+         && check_range (device, src, src_offset, src_span, "2-D copy (source)", error)
+         && device->backend->klass->copy_2d (device, dst, dst_offset, dst_pitch, src, src_offset,
+                                             src_pitch, width, height, error);
 }
 
 gboolean
@@ -179,8 +204,39 @@ executor_device_collective (ExecutorDevice *device, PlannerStepKind kind, guint 
 {
   g_return_val_if_fail (kind != PLANNER_STEP_SLICE, FALSE);
   g_return_val_if_fail (axis < device->backend->mesh.n_axes, FALSE);
-  return device->backend->klass->collective (device, kind, axis, send, recv, count, dtype,
-                                             error);
+
+  gsize p = device->backend->mesh.sizes[axis], chunk = count * executor_storage_size (dtype);
+  gsize send_bytes = chunk, recv_bytes = chunk;
+  switch (kind)
+    {
+    case PLANNER_STEP_ALL_GATHER:
+      recv_bytes = p * chunk;
+      break;
+    case PLANNER_STEP_REDUCE_SCATTER:
+      send_bytes = p * chunk;
+      break;
+    case PLANNER_STEP_ALL_TO_ALL:
+      send_bytes = recv_bytes = p * chunk;
+      break;
+    case PLANNER_STEP_ALL_REDUCE:
+      break;
+    default:
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED, "%s is not a collective",
+                   planner_step_kind_to_string (kind));
+      return FALSE;
+    }
+  if ((kind == PLANNER_STEP_ALL_REDUCE || kind == PLANNER_STEP_REDUCE_SCATTER)
+      && dtype != PLANNER_DTYPE_F32)
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
+                   "%s sums f32 buffers only, not %s", planner_step_kind_to_string (kind),
+                   planner_dtype_to_string (dtype));
+      return FALSE;
+    }
+  return check_range (device, send, 0, send_bytes, "collective send", error)
+         && check_range (device, recv, 0, recv_bytes, "collective receive", error)
+         && device->backend->klass->collective (device, kind, axis, send, recv, count, dtype,
+                                                error);
 }
 
 gboolean
@@ -213,4 +269,41 @@ double
 executor_device_timer_end (ExecutorDevice *device)
 {
   return device->backend->klass->timer_end (device);
+}
+
+void
+executor_backend_init (ExecutorBackend *self, const ExecutorBackendClass *klass,
+                       const PlannerMesh *mesh, gsize device_size)
+{
+  guint n = (guint)planner_mesh_n_devices (mesh);
+  g_assert (device_size >= sizeof (ExecutorDevice));
+  self->klass = klass;
+  self->mesh = *mesh;
+  self->n_devices = n;
+  self->devices = g_new0 (ExecutorDevice *, MAX (n, 1));
+  for (guint i = 0; i < n; i++)
+    {
+      ExecutorDevice *d = g_malloc0 (device_size);
+      d->backend = self;
+      d->index = i;
+      planner_mesh_device_coords (mesh, i, d->coords);
+      self->devices[i] = d;
+    }
+}
+
+void
+executor_backend_clear (ExecutorBackend *self)
+{
+  for (guint i = 0; self->devices && i < self->n_devices; i++)
+    g_free (self->devices[i]);
+  g_clear_pointer (&self->devices, g_free);
+}
+
+guint
+executor_group_leader (const PlannerMesh *mesh, const ExecutorDevice *device, guint axis)
+{
+  guint coords[PLANNER_MAX_AXES];
+  memcpy (coords, device->coords, sizeof coords);
+  coords[axis] = 0;
+  return (guint)planner_mesh_device_id (mesh, coords);
 }

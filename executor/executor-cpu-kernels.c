@@ -15,18 +15,6 @@
 
 typedef const ExecutorOpCall Call;
 
-static float *
-in_f32 (Call *c, guint i)
-{
-  return executor_cpu_f32 (c->inputs[i].buffer);
-}
-
-static float *
-out_f32 (Call *c, guint i)
-{
-  return executor_cpu_f32 (c->outputs[i].buffer);
-}
-
 /* dst dim i = src dim perm[i]; elements of @es bytes. */
 static void
 permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guint *perm, gsize es,
@@ -77,10 +65,10 @@ k_matmul (ExecutorDevice *dev, Call *c, GError **error)
   gint64 m, n, k;
   if (!executor_matmul_dims (c, &m, &n, &k, error))
     return FALSE;
-  executor_cpu_gemm (c->op->attrs.transpose_b, m, n, k, in_f32 (c, 0), in_f32 (c, 1),
-                     out_f32 (c, 0));
+  executor_cpu_gemm (c->op->attrs.transpose_b, m, n, k, executor_in_f32 (c, 0),
+                     executor_in_f32 (c, 1), executor_out_f32 (c, 0));
   if (c->n_inputs == 3 && c->add_bias)
-    add_bias_rows (out_f32 (c, 0), m, in_f32 (c, 2), n);
+    add_bias_rows (executor_out_f32 (c, 0), m, executor_in_f32 (c, 2), n);
   return TRUE;
 }
 
@@ -90,8 +78,8 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorBatchGemm bg;
   if (!executor_batch_matmul_plan (c, &bg, error))
     return FALSE;
-  const float *pa = in_f32 (c, 0), *pb = in_f32 (c, 1);
-  float *po = out_f32 (c, 0);
+  const float *pa = executor_in_f32 (c, 0), *pb = executor_in_f32 (c, 1);
+  float *po = executor_out_f32 (c, 0);
   for (gint64 o = 0; o < bg.n_outer; o++)
     {
       gint64 ia, ib;
@@ -126,7 +114,7 @@ einsum_naive (Call *c, const ExecutorEquation *eq, float *out)
               gint64 off = 0;
               for (guint l = 0; l < ix.n_letters; l++)
                 off += idx[l] * ix.stride[i][l];
-              prod *= in_f32 (c, i)[off];
+              prod *= executor_in_f32 (c, i)[off];
             }
           acc += prod;
           for (int l = (int)ix.n_letters - 1; l >= (int)ix.n_free; l--)
@@ -155,7 +143,7 @@ static void
 einsum_gemm (Call *c, const ExecutorEinsumGemm *plan, float *out)
 {
   gint64 nb = plan->batch, m = plan->m, n = plan->n, k = plan->k;
-  const float *pa = in_f32 (c, 0), *pb = in_f32 (c, 1);
+  const float *pa = executor_in_f32 (c, 0), *pb = executor_in_f32 (c, 1);
   g_autofree float *ta = NULL, *tb = NULL, *to = NULL;
   if (plan->permute_a)
     {
@@ -188,7 +176,7 @@ k_einsum (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorEinsumGemm plan;
   if (!executor_equation_parse (c, &eq, error))
     return FALSE;
-  float *out = out_f32 (c, 0);
+  float *out = executor_out_f32 (c, 0);
   if (executor_einsum_gemm_plan (&eq, &plan))
     einsum_gemm (c, &plan, out);
   else
@@ -196,7 +184,8 @@ k_einsum (ExecutorDevice *dev, Call *c, GError **error)
   if (c->n_inputs == eq.n_ops + 1 && c->add_bias)
     {
       gint64 nb = executor_numel (&c->inputs[eq.n_ops]);
-      add_bias_rows (out, executor_numel (&c->outputs[0]) / MAX (nb, 1), in_f32 (c, eq.n_ops), nb);
+      add_bias_rows (out, executor_numel (&c->outputs[0]) / MAX (nb, 1),
+                     executor_in_f32 (c, eq.n_ops), nb);
     }
   return TRUE;
 }
@@ -207,11 +196,12 @@ k_conv2d (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorConv2d conv;
   if (!executor_conv2d_dims (c, &conv, error))
     return FALSE;
-  const float *bias = c->n_inputs == 3 && c->add_bias ? in_f32 (c, 2) : NULL;
-  float *po = out_f32 (c, 0);
+  const float *bias = c->n_inputs == 3 && c->add_bias ? executor_in_f32 (c, 2) : NULL;
+  float *po = executor_out_f32 (c, 0);
   gint64 total = executor_numel (&c->outputs[0]);
   for (gint64 e = 0; e < total; e++)
-    po[e] = executor_math_conv2d_at (in_f32 (c, 0), in_f32 (c, 1), bias, &conv, e);
+    po[e]
+        = executor_math_conv2d_at (executor_in_f32 (c, 0), executor_in_f32 (c, 1), bias, &conv, e);
   return TRUE;
 }
 
@@ -225,8 +215,8 @@ k_binary (ExecutorDevice *dev, Call *c, GError **error)
   if (!executor_broadcast_walk (&c->inputs[0], o, &wa)
       || !executor_broadcast_walk (&c->inputs[1], o, &wb))
     return executor_kernel_error (error, c, "local shapes do not broadcast");
-  const float *a = in_f32 (c, 0), *b = in_f32 (c, 1);
-  float *out = out_f32 (c, 0);
+  const float *a = executor_in_f32 (c, 0), *b = executor_in_f32 (c, 1);
+  float *out = executor_out_f32 (c, 0);
   ExecutorBinary op = executor_binary_of (c->op);
   gint64 idx[PLANNER_MAX_RANK] = { 0 }, total = executor_numel (o), ia = 0, ib = 0;
   for (gint64 i = 0; i < total; i++)
@@ -261,15 +251,15 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
         memcpy (o->buffer->data, in->buffer->data, (gsize)n * 8);
       else if (in->dtype == PLANNER_DTYPE_I64)
         for (gint64 i = 0; i < n; i++)
-          out_f32 (c, 0)[i] = (float)executor_cpu_i64 (in->buffer)[i];
+          executor_out_f32 (c, 0)[i] = (float)executor_cpu_i64 (in->buffer)[i];
       else
         for (gint64 i = 0; i < n; i++)
-          executor_cpu_i64 (o->buffer)[i] = (gint64)in_f32 (c, 0)[i];
+          executor_cpu_i64 (o->buffer)[i] = (gint64)executor_in_f32 (c, 0)[i];
       return TRUE;
     }
 
-  const float *x = in_f32 (c, 0);
-  float *y = out_f32 (c, 0);
+  const float *x = executor_in_f32 (c, 0);
+  float *y = executor_out_f32 (c, 0);
   ExecutorUnary op = executor_unary_of (c->op);
   if (op == EXECUTOR_UNARY_COPY)
     memcpy (y, x, (gsize)n * sizeof (float));
@@ -288,8 +278,8 @@ k_softmax (ExecutorDevice *dev, Call *c, GError **error)
   executor_axis_blocks (t, axis, &outer, &inner);
   for (gint64 o = 0; o < outer; o++)
     for (gint64 i = 0; i < inner; i++)
-      executor_math_softmax (in_f32 (c, 0) + o * n * inner + i, out_f32 (c, 0) + o * n * inner + i,
-                             n, inner);
+      executor_math_softmax (executor_in_f32 (c, 0) + o * n * inner + i,
+                             executor_out_f32 (c, 0) + o * n * inner + i, n, inner);
   return TRUE;
 }
 
@@ -298,11 +288,11 @@ k_norm (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
   gint64 h = t->shape[t->rank - 1], rows = executor_numel (t) / MAX (h, 1);
-  const float *gamma = c->n_inputs > 1 ? in_f32 (c, 1) : NULL;
-  const float *beta = c->n_inputs > 2 ? in_f32 (c, 2) : NULL;
+  const float *gamma = c->n_inputs > 1 ? executor_in_f32 (c, 1) : NULL;
+  const float *beta = c->n_inputs > 2 ? executor_in_f32 (c, 2) : NULL;
   for (gint64 r = 0; r < rows; r++)
-    executor_math_norm_row (in_f32 (c, 0) + r * h, out_f32 (c, 0) + r * h, h, gamma, beta,
-                            c->op->attrs.eps, c->op->type == PLANNER_OP_LAYER_NORM);
+    executor_math_norm_row (executor_in_f32 (c, 0) + r * h, executor_out_f32 (c, 0) + r * h, h,
+                            gamma, beta, c->op->attrs.eps, c->op->type == PLANNER_OP_LAYER_NORM);
   return TRUE;
 }
 
@@ -317,8 +307,8 @@ k_embedding (ExecutorDevice *dev, Call *c, GError **error)
    * are partial sums over the vocab axes. */
   gint64 first = executor_factor_offset (c, "vocab");
   const gint64 *pid = executor_cpu_i64 (ids->buffer);
-  const float *pt = in_f32 (c, 1);
-  float *out = out_f32 (c, 0);
+  const float *pt = executor_in_f32 (c, 1);
+  float *out = executor_out_f32 (c, 0);
   if (ids->dtype != PLANNER_DTYPE_I64)
     return executor_kernel_error (error, c, "ids must be i64");
   for (gint64 i = 0; i < n; i++)
@@ -358,7 +348,7 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
     }
   gint64 n_out = executor_numel (&c->outputs[0]);
   g_autofree double *sum = g_new0 (double, MAX (n_out, 1));
-  const float *x = in_f32 (c, 0);
+  const float *x = executor_in_f32 (c, 0);
   gint64 o = 0;
   for (gint64 i = 0; i < total; i++)
     {
@@ -374,7 +364,7 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
     }
   double scale = c->op->type == PLANNER_OP_REDUCE_MEAN ? 1.0 / executor_reduction_count (c) : 1.0;
   for (gint64 i = 0; i < n_out; i++)
-    out_f32 (c, 0)[i] = (float)(sum[i] * scale);
+    executor_out_f32 (c, 0)[i] = (float)(sum[i] * scale);
   return TRUE;
 }
 
@@ -389,8 +379,8 @@ k_rotary (ExecutorDevice *dev, Call *c, GError **error)
   for (gint64 b = 0; b < s[0] * s[1]; b++)
     for (gint64 p = 0; p < s[2]; p++)
       for (gint64 i = 0; i < s[3] / 2; i++)
-        executor_math_rotary_pair (in_f32 (c, 0) + (b * s[2] + p) * s[3],
-                                   out_f32 (c, 0) + (b * s[2] + p) * s[3], i, s[3],
+        executor_math_rotary_pair (executor_in_f32 (c, 0) + (b * s[2] + p) * s[3],
+                                   executor_out_f32 (c, 0) + (b * s[2] + p) * s[3], i, s[3],
                                    (double)(first + p), c->op->attrs.theta);
   return TRUE;
 }
@@ -403,8 +393,9 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
   if (!executor_sdpa_dims (c, &s, error))
     return FALSE;
   g_autofree float *scores = g_new (float, MAX (s.sq * s.sk, 1));
-  const float *pq = in_f32 (c, 0), *pk = in_f32 (c, 1), *pv = in_f32 (c, 2);
-  float *po = out_f32 (c, 0);
+  const float *pq = executor_in_f32 (c, 0), *pk = executor_in_f32 (c, 1),
+              *pv = executor_in_f32 (c, 2);
+  float *po = executor_out_f32 (c, 0);
 
   for (gint64 b = 0; b < q[0]; b++)
     for (gint64 h = 0; h < q[1]; h++)
@@ -439,10 +430,10 @@ k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
               "label %" G_GINT64_FORMAT " is outside the %" G_GINT64_FORMAT " classes", y[r], v);
           return executor_kernel_error (error, c, msg);
         }
-      total += executor_math_cross_entropy_row (in_f32 (c, 0) + r * v, v, y[r]);
+      total += executor_math_cross_entropy_row (executor_in_f32 (c, 0) + r * v, v, y[r]);
     }
   /* A mean over the global rows: a shard of the rows gives its share of the mean. */
-  out_f32 (c, 0)[0] = (float)(total / executor_reduction_count (c));
+  executor_out_f32 (c, 0)[0] = (float)(total / executor_reduction_count (c));
   return TRUE;
 }
 

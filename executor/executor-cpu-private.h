@@ -1,26 +1,14 @@
 /* executor-cpu-private.h: what the CPU backend's files share. */
 #pragma once
 
-#include "executor-backend.h"
+#include "executor-backend-private.h"
 
 G_BEGIN_DECLS
-
-struct _ExecutorBuffer
-{
-  gsize bytes;
-  guint8 *data;
-};
-
-static inline float *
-executor_cpu_f32 (ExecutorBuffer *buffer)
-{
-  return (float *) buffer->data;
-}
 
 static inline gint64 *
 executor_cpu_i64 (ExecutorBuffer *buffer)
 {
-  return (gint64 *) buffer->data;
+  return (gint64 *)buffer->data;
 }
 
 /* The reference kernel of every op type (executor-cpu-kernels.c). */

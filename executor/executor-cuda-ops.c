@@ -21,30 +21,10 @@ stream_of (ExecutorDevice *dev)
   return ((ExecutorCudaDevice *)dev)->stream;
 }
 
-static float *
-in_f32 (Call *c, guint i)
-{
-  return (float *)c->inputs[i].buffer->data;
-}
-
-static float *
-out_f32 (Call *c, guint i)
-{
-  return (float *)c->outputs[i].buffer->data;
-}
-
 static gboolean
 launched (ExecutorDevice *dev, Call *c, GError **error)
 {
   return executor_cuda_launched (dev, c->op->name, error);
-}
-
-static gboolean
-copy_bytes (ExecutorDevice *dev, void *dst, const void *src, gsize bytes, GError **error)
-{
-  return executor_cuda_ok (
-      cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of (dev)), dev,
-      "a device-to-device copy", error);
 }
 
 /* dst dim i = src dim perm[i]. */
@@ -54,7 +34,7 @@ permute_copy (ExecutorDevice *dev, const void *src, const gint64 *src_shape, gui
 {
   ExecutorWalk w;
   if (executor_permute_walk (src_shape, rank, perm, &w))
-    return copy_bytes (dev, dst, src, (gsize)executor_walk_numel (&w) * es, error);
+    return executor_cuda_copy (dev, dst, src, (gsize)executor_walk_numel (&w) * es, error);
   executor_cuda_launch_gather (stream_of (dev), dst, src, es, &w);
   return executor_cuda_launched (dev, "a permutation", error);
 }
@@ -74,11 +54,11 @@ k_matmul (ExecutorDevice *dev, Call *c, GError **error)
 {
   gint64 m, n, k;
   if (!executor_matmul_dims (c, &m, &n, &k, error)
-      || !executor_cuda_gemm (dev, c->op->attrs.transpose_b, m, n, k, in_f32 (c, 0), in_f32 (c, 1),
-                              out_f32 (c, 0), 1, 0, 0, 0, error))
+      || !executor_cuda_gemm (dev, c->op->attrs.transpose_b, m, n, k, executor_in_f32 (c, 0),
+                              executor_in_f32 (c, 1), executor_out_f32 (c, 0), 1, 0, 0, 0, error))
     return FALSE;
   if (c->n_inputs == 3 && c->add_bias)
-    return add_bias_rows (dev, c, out_f32 (c, 0), m, in_f32 (c, 2), n, error);
+    return add_bias_rows (dev, c, executor_out_f32 (c, 0), m, executor_in_f32 (c, 2), n, error);
   return TRUE;
 }
 
@@ -88,8 +68,8 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorBatchGemm bg;
   if (!executor_batch_matmul_plan (c, &bg, error))
     return FALSE;
-  const float *pa = in_f32 (c, 0), *pb = in_f32 (c, 1);
-  float *po = out_f32 (c, 0);
+  const float *pa = executor_in_f32 (c, 0), *pb = executor_in_f32 (c, 1);
+  float *po = executor_out_f32 (c, 0);
   /* The innermost batch dim is one strided-batched call; the outer ones loop. */
   for (gint64 o = 0; o < bg.n_outer; o++)
     {
@@ -133,7 +113,7 @@ einsum_naive (ExecutorDevice *dev, Call *c, const ExecutorEquation *eq, float *o
         n_total *= ix.size[l];
     }
   for (guint i = 0; i < eq->n_ops; i++)
-    e.ops[i] = in_f32 (c, i);
+    e.ops[i] = executor_in_f32 (c, i);
   executor_cuda_launch_einsum (stream_of (dev), &e, out, n_total);
   return launched (dev, c, error);
 }
@@ -142,7 +122,7 @@ static gboolean
 einsum_gemm (ExecutorDevice *dev, Call *c, const ExecutorEinsumGemm *plan, float *out,
              GError **error)
 {
-  const float *pa = in_f32 (c, 0), *pb = in_f32 (c, 1);
+  const float *pa = executor_in_f32 (c, 0), *pb = executor_in_f32 (c, 1);
   float *ta = NULL, *tb = NULL, *to = NULL;
   gboolean ok = TRUE;
   gint64 nb = plan->batch, m = plan->m, n = plan->n, k = plan->k;
@@ -177,14 +157,14 @@ k_einsum (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorEinsumGemm plan;
   if (!executor_equation_parse (c, &eq, error))
     return FALSE;
-  float *out = out_f32 (c, 0);
+  float *out = executor_out_f32 (c, 0);
   gboolean ok = executor_einsum_gemm_plan (&eq, &plan) ? einsum_gemm (dev, c, &plan, out, error)
                                                        : einsum_naive (dev, c, &eq, out, error);
   if (ok && c->n_inputs == eq.n_ops + 1 && c->add_bias)
     {
       gint64 nb = executor_numel (&c->inputs[eq.n_ops]);
       ok = add_bias_rows (dev, c, out, executor_numel (&c->outputs[0]) / MAX (nb, 1),
-                          in_f32 (c, eq.n_ops), nb, error);
+                          executor_in_f32 (c, eq.n_ops), nb, error);
     }
   return ok;
 }
@@ -195,9 +175,9 @@ k_conv2d (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorConv2d conv;
   if (!executor_conv2d_dims (c, &conv, error))
     return FALSE;
-  executor_cuda_launch_conv2d (stream_of (dev), in_f32 (c, 0), in_f32 (c, 1),
-                               c->n_inputs == 3 && c->add_bias ? in_f32 (c, 2) : NULL,
-                               out_f32 (c, 0), &conv);
+  executor_cuda_launch_conv2d (stream_of (dev), executor_in_f32 (c, 0), executor_in_f32 (c, 1),
+                               c->n_inputs == 3 && c->add_bias ? executor_in_f32 (c, 2) : NULL,
+                               executor_out_f32 (c, 0), &conv);
   return launched (dev, c, error);
 }
 
@@ -210,8 +190,8 @@ k_binary (ExecutorDevice *dev, Call *c, GError **error)
   if (!executor_broadcast_walk (&c->inputs[0], &c->outputs[0], &wa)
       || !executor_broadcast_walk (&c->inputs[1], &c->outputs[0], &wb))
     return executor_kernel_error (error, c, "local shapes do not broadcast");
-  executor_cuda_launch_binary (stream_of (dev), executor_binary_of (c->op), in_f32 (c, 0), &wa,
-                               in_f32 (c, 1), &wb, out_f32 (c, 0));
+  executor_cuda_launch_binary (stream_of (dev), executor_binary_of (c->op), executor_in_f32 (c, 0),
+                               &wa, executor_in_f32 (c, 1), &wb, executor_out_f32 (c, 0));
   return launched (dev, c, error);
 }
 
@@ -228,7 +208,7 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
   if (in->dtype == PLANNER_DTYPE_I64 || o->dtype == PLANNER_DTYPE_I64)
     {
       if (in->dtype == o->dtype)
-        return copy_bytes (dev, o->buffer->data, in->buffer->data, (gsize)n * 8, error);
+        return executor_cuda_copy (dev, o->buffer->data, in->buffer->data, (gsize)n * 8, error);
       executor_cuda_launch_convert (
           s, in->dtype == PLANNER_DTYPE_I64 ? EXECUTOR_CUDA_I64_TO_F32 : EXECUTOR_CUDA_F32_TO_I64,
           in->buffer->data, o->buffer->data, n);
@@ -236,8 +216,9 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
     }
   ExecutorUnary op = executor_unary_of (c->op);
   if (op == EXECUTOR_UNARY_COPY)
-    return copy_bytes (dev, out_f32 (c, 0), in_f32 (c, 0), (gsize)n * sizeof (float), error);
-  executor_cuda_launch_unary (s, op, in_f32 (c, 0), out_f32 (c, 0), n);
+    return executor_cuda_copy (dev, executor_out_f32 (c, 0), executor_in_f32 (c, 0),
+                               (gsize)n * sizeof (float), error);
+  executor_cuda_launch_unary (s, op, executor_in_f32 (c, 0), executor_out_f32 (c, 0), n);
   return launched (dev, c, error);
 }
 
@@ -248,8 +229,8 @@ k_softmax (ExecutorDevice *dev, Call *c, GError **error)
   int axis = executor_norm_axis (c->op->attrs.axis, t->rank);
   gint64 outer, inner;
   executor_axis_blocks (t, axis, &outer, &inner);
-  executor_cuda_launch_softmax (stream_of (dev), in_f32 (c, 0), out_f32 (c, 0), outer,
-                                t->shape[axis], inner);
+  executor_cuda_launch_softmax (stream_of (dev), executor_in_f32 (c, 0), executor_out_f32 (c, 0),
+                                outer, t->shape[axis], inner);
   return launched (dev, c, error);
 }
 
@@ -258,9 +239,10 @@ k_norm (ExecutorDevice *dev, Call *c, GError **error)
 {
   const ExecutorTensorArg *t = &c->inputs[0];
   gint64 h = t->shape[t->rank - 1], rows = executor_numel (t) / MAX (h, 1);
-  executor_cuda_launch_norm (stream_of (dev), in_f32 (c, 0), c->n_inputs > 1 ? in_f32 (c, 1) : NULL,
-                             c->n_inputs > 2 ? in_f32 (c, 2) : NULL, out_f32 (c, 0), rows, h,
-                             c->op->attrs.eps, c->op->type == PLANNER_OP_LAYER_NORM);
+  executor_cuda_launch_norm (
+      stream_of (dev), executor_in_f32 (c, 0), c->n_inputs > 1 ? executor_in_f32 (c, 1) : NULL,
+      c->n_inputs > 2 ? executor_in_f32 (c, 2) : NULL, executor_out_f32 (c, 0), rows, h,
+      c->op->attrs.eps, c->op->type == PLANNER_OP_LAYER_NORM);
   return launched (dev, c, error);
 }
 
@@ -273,9 +255,10 @@ k_embedding (ExecutorDevice *dev, Call *c, GError **error)
   if (ids->dtype != PLANNER_DTYPE_I64)
     return executor_kernel_error (error, c, "ids must be i64");
   /* A vocab-parallel shard answers the ids in its range and zeros elsewhere. */
-  executor_cuda_launch_embedding (stream_of (dev), (const gint64 *)ids->buffer->data, in_f32 (c, 1),
-                                  out_f32 (c, 0), executor_numel (ids), table->shape[0],
-                                  table->shape[1], executor_factor_offset (c, "vocab"));
+  executor_cuda_launch_embedding (stream_of (dev), (const gint64 *)ids->buffer->data,
+                                  executor_in_f32 (c, 1), executor_out_f32 (c, 0),
+                                  executor_numel (ids), table->shape[0], table->shape[1],
+                                  executor_factor_offset (c, "vocab"));
   return launched (dev, c, error);
 }
 
@@ -305,7 +288,8 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
       w->stride[w->rank++] = strides[d];
     }
   double scale = c->op->type == PLANNER_OP_REDUCE_MEAN ? 1.0 / executor_reduction_count (c) : 1.0;
-  executor_cuda_launch_reduce (stream_of (dev), in_f32 (c, 0), out_f32 (c, 0), &kept, &red, scale);
+  executor_cuda_launch_reduce (stream_of (dev), executor_in_f32 (c, 0), executor_out_f32 (c, 0),
+                               &kept, &red, scale);
   return launched (dev, c, error);
 }
 
@@ -316,8 +300,9 @@ k_rotary (ExecutorDevice *dev, Call *c, GError **error)
 {
   const gint64 *s = c->inputs[0].shape;
   /* The position is the global sequence index. */
-  executor_cuda_launch_rotary (stream_of (dev), in_f32 (c, 0), out_f32 (c, 0), s[0] * s[1], s[2],
-                               s[3], executor_dim_offset (c, 0, 2), c->op->attrs.theta);
+  executor_cuda_launch_rotary (stream_of (dev), executor_in_f32 (c, 0), executor_out_f32 (c, 0),
+                               s[0] * s[1], s[2], s[3], executor_dim_offset (c, 0, 2),
+                               c->op->attrs.theta);
   return launched (dev, c, error);
 }
 
@@ -332,8 +317,9 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
   float *scores = executor_cuda_scratch (dev, (gsize)MAX (heads * sq * sk, 1) * 4, error);
   if (scores == NULL)
     return FALSE;
-  const float *pq = in_f32 (c, 0), *pk = in_f32 (c, 1), *pv = in_f32 (c, 2);
-  float *po = out_f32 (c, 0);
+  const float *pq = executor_in_f32 (c, 0), *pk = executor_in_f32 (c, 1),
+              *pv = executor_in_f32 (c, 2);
+  float *po = executor_out_f32 (c, 0);
   gboolean ok = TRUE;
   /* The @group query heads of one kv head are one strided batch against that head's keys
    * and values. */
@@ -371,8 +357,8 @@ k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
   if (ok)
     {
       executor_cuda_launch_cross_entropy (
-          d->stream, in_f32 (c, 0), (const gint64 *)labels->buffer->data, row_loss, out_f32 (c, 0),
-          rows, v, executor_reduction_count (c), d->flag);
+          d->stream, executor_in_f32 (c, 0), (const gint64 *)labels->buffer->data, row_loss,
+          executor_out_f32 (c, 0), rows, v, executor_reduction_count (c), d->flag);
       ok = launched (dev, c, error)
            && executor_cuda_ok (
                cudaMemcpyAsync (&bad, d->flag, sizeof (int), cudaMemcpyDeviceToHost, d->stream),

@@ -10,17 +10,11 @@
 
 #include <cublas_v2.h>
 
-#include "executor-backend.h"
+#include "executor-backend-private.h"
 #include "executor-cuda-kernels.h"
 #include "executor-spmd.h"
 
 G_BEGIN_DECLS
-
-struct _ExecutorBuffer
-{
-  gsize bytes;
-  guint8 *data; /* device memory from the device's pool */
-};
 
 /* What cuBLAS multiplies in; tensors are stored as f32 either way and accumulated in f32. */
 typedef enum
@@ -30,8 +24,6 @@ typedef enum
   EXECUTOR_CUDA_GEMM_F16,
 } ExecutorCudaGemmType;
 
-typedef struct _ExecutorCudaGroup ExecutorCudaGroup;
-
 typedef struct
 {
   ExecutorDevice base;
@@ -40,17 +32,16 @@ typedef struct
   cudaMemPool_t pool;
   cublasHandle_t blas;
   cudaEvent_t timer_start, timer_stop;
-  cudaEvent_t ready, mid, done; /* collectives between virtual devices */
-  int *flag;                    /* one device int kernels report through */
-  ExecutorCudaGroup *groups[PLANNER_MAX_AXES];
+  /* Collectives between virtual devices: recorded at each stage, peers' streams wait on it. */
+  cudaEvent_t stage_events[EXECUTOR_SPMD_N_STAGES];
+  int *flag; /* one device int kernels report through */
 } ExecutorCudaDevice;
 
 typedef struct
 {
   ExecutorBackend base;
-  ExecutorSpmd spmd;
+  ExecutorSpmd spmd; /* threads, barriers an abort opens, the first error, the axis groups */
   ExecutorBarrier *world;
-  GPtrArray *groups; /* ExecutorCudaGroup */
   ExecutorCudaGemmType gemm_type;
   gboolean virtual_devices; /* every device on one GPU */
 } ExecutorCudaBackend;
@@ -80,6 +71,9 @@ gboolean executor_cuda_ok (cudaError_t status, ExecutorDevice *device, const cha
 /* After a kernel launch: a bad launch configuration is reported here. */
 gboolean executor_cuda_launched (ExecutorDevice *device, const char *what, GError **error);
 gboolean executor_cuda_sync (ExecutorDevice *device, GError **error);
+/* A device-to-device copy on the device's stream. */
+gboolean executor_cuda_copy (ExecutorDevice *device, void *dst, const void *src, gsize bytes,
+                             GError **error);
 /* Stream-ordered scratch from the device's pool; free it with executor_cuda_scratch_free. */
 void *executor_cuda_scratch (ExecutorDevice *device, gsize bytes, GError **error);
 void executor_cuda_scratch_free (ExecutorDevice *device, void *ptr);

@@ -17,15 +17,6 @@
  * devices as it would overlap real ones. Their times measure HBM, not links: the backend
  * never calibrates a profile. */
 
-struct _ExecutorCudaGroup
-{
-  ExecutorBarrier *barrier;
-  guint p;
-  ExecutorCudaDevice **members; /* by rank */
-  guint8 **send;
-  guint8 **recv;
-};
-
 static const char *
 gemm_type_name (ExecutorCudaGemmType type)
 {
@@ -144,27 +135,10 @@ cuda_buffer_free (ExecutorDevice *device, ExecutorBuffer *buffer)
 }
 
 static gboolean
-check_range (ExecutorDevice *device, ExecutorBuffer *b, gsize offset, gsize bytes, const char *what,
-             GError **error)
-{
-  if (offset > b->bytes || bytes > b->bytes - offset)
-    {
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
-                   "device %u: %s of %" G_GSIZE_FORMAT " bytes at %" G_GSIZE_FORMAT
-                   " is outside a buffer of %" G_GSIZE_FORMAT,
-                   device->index, what, bytes, offset, b->bytes);
-      return FALSE;
-    }
-  return TRUE;
-}
-
-static gboolean
 cuda_upload (ExecutorDevice *device, ExecutorBuffer *dst, gsize offset, const void *src,
              gsize bytes, GError **error)
 {
   ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
-  if (!check_range (device, dst, offset, bytes, "upload", error))
-    return FALSE;
   /* The caller may free @src on return: wait for the copy. */
   return executor_cuda_ok (
              cudaMemcpyAsync (dst->data + offset, src, bytes, cudaMemcpyHostToDevice, d->stream),
@@ -177,8 +151,6 @@ cuda_download (ExecutorDevice *device, ExecutorBuffer *src, gsize offset, void *
                GError **error)
 {
   ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
-  if (!check_range (device, src, offset, bytes, "download", error))
-    return FALSE;
   return executor_cuda_ok (
              cudaMemcpyAsync (dst, src->data + offset, bytes, cudaMemcpyDeviceToHost, d->stream),
              device, "downloading", error)
@@ -191,12 +163,6 @@ cuda_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_offset, gsi
               GError **error)
 {
   ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
-  if (height == 0 || width == 0)
-    return TRUE;
-  gsize dst_span = (height - 1) * dst_pitch + width, src_span = (height - 1) * src_pitch + width;
-  if (!check_range (device, dst, dst_offset, dst_span, "2-D copy (destination)", error)
-      || !check_range (device, src, src_offset, src_span, "2-D copy (source)", error))
-    return FALSE;
   cudaError_t status
       = height == 1
             ? cudaMemcpyAsync (dst->data + dst_offset, src->data + src_offset, width,
@@ -277,136 +243,57 @@ executor_cuda_gemm (ExecutorDevice *device, gboolean trans_b, gint64 m, gint64 n
 
 /* ---- collectives between virtual devices ---- */
 
+/* Records the stage's event, waits for the group, and makes the stream wait for every
+ * peer's event of that stage. */
 static gboolean
-wait_peers (ExecutorCudaDevice *d, ExecutorCudaGroup *g, gsize event_offset, GError **error)
+cuda_sync (ExecutorDevice *device, ExecutorSpmdGroup *g, ExecutorSpmdStage stage, GError **error)
 {
+  ExecutorCudaBackend *self = (ExecutorCudaBackend *)device->backend;
+  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
+  if (!executor_cuda_ok (cudaEventRecord (d->stage_events[stage], d->stream), device,
+                         "recording an event", error)
+      || !executor_spmd_barrier_wait (&self->spmd, g->barrier, error))
+    return FALSE;
   for (guint q = 0; q < g->p; q++)
     {
-      ExecutorCudaDevice *peer = g->members[q];
-      if (peer == d)
-        continue;
-      cudaEvent_t ev = *(cudaEvent_t *)((guint8 *)peer + event_offset);
-      if (!executor_cuda_ok (cudaStreamWaitEvent (d->stream, ev, 0), &d->base,
-                             "waiting for a peer's event", error))
+      ExecutorCudaDevice *peer = (ExecutorCudaDevice *)g->members[q];
+      if (peer != d
+          && !executor_cuda_ok (cudaStreamWaitEvent (d->stream, peer->stage_events[stage], 0),
+                                device, "waiting for a peer's event", error))
         return FALSE;
     }
   return TRUE;
 }
 
-/* Records @ev, waits for the group, and makes the stream wait for every peer's @ev. */
-static gboolean
-group_sync (ExecutorCudaBackend *self, ExecutorCudaDevice *d, ExecutorCudaGroup *g, cudaEvent_t ev,
-            gsize event_offset, GError **error)
+gboolean
+executor_cuda_copy (ExecutorDevice *device, void *dst, const void *src, gsize bytes, GError **error)
 {
-  return executor_cuda_ok (cudaEventRecord (ev, d->stream), &d->base, "recording an event", error)
-         && executor_spmd_barrier_wait (&self->spmd, g->barrier, error)
-         && wait_peers (d, g, event_offset, error);
+  return executor_cuda_ok (cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                            ((ExecutorCudaDevice *)device)->stream),
+                           device, "a device-to-device copy", error);
 }
 
+/* A reduction kernel per rank on the receiving device's stream. */
 static gboolean
-copy_d2d (ExecutorCudaDevice *d, void *dst, const void *src, gsize bytes, GError **error)
-{
-  return executor_cuda_ok (cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice, d->stream),
-                           &d->base, "a device-to-device copy", error);
-}
-
-/* Sums ranks' chunks in rank order into @dst (as the cpu backend, so every replica is
- * bit-identical). */
-static gboolean
-sum_ranks (ExecutorCudaDevice *d, ExecutorCudaGroup *g, float *dst, gsize first, gsize count,
-           GError **error)
+cuda_sum (ExecutorDevice *device, ExecutorSpmdGroup *g, float *dst, gsize first, gsize count,
+          GError **error)
 {
   for (guint q = 0; q < g->p; q++)
-    executor_cuda_launch_accumulate (d->stream, dst, (const float *)g->send[q] + first,
-                                     (gint64)count, q == 0);
-  return executor_cuda_launched (&d->base, "a reduction kernel", error);
+    executor_cuda_launch_accumulate (((ExecutorCudaDevice *)device)->stream, dst,
+                                     (const float *)g->send[q] + first, (gint64)count, q == 0);
+  return executor_cuda_launched (device, "a reduction kernel", error);
 }
+
+static const ExecutorSpmdMemory cuda_memory = {
+  cuda_sync, executor_cuda_copy, cuda_sum, executor_cuda_scratch, executor_cuda_scratch_free,
+};
 
 static gboolean
 cuda_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, ExecutorBuffer *send,
                  ExecutorBuffer *recv, gsize count, PlannerDType dtype, GError **error)
 {
-  ExecutorCudaBackend *self = (ExecutorCudaBackend *)device->backend;
-  ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
-  ExecutorCudaGroup *g = d->groups[axis];
-  guint p = g->p, rank = device->coords[axis];
-  gsize es = executor_storage_size (dtype), chunk = count * es;
-  gsize send_bytes = chunk, recv_bytes = chunk;
-
-  switch (kind)
-    {
-    case PLANNER_STEP_ALL_GATHER:
-      recv_bytes = p * chunk;
-      break;
-    case PLANNER_STEP_REDUCE_SCATTER:
-      send_bytes = p * chunk;
-      break;
-    case PLANNER_STEP_ALL_TO_ALL:
-      send_bytes = recv_bytes = p * chunk;
-      break;
-    case PLANNER_STEP_ALL_REDUCE:
-      break;
-    default:
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED, "%s is not a collective",
-                   planner_step_kind_to_string (kind));
-      return FALSE;
-    }
-  if ((kind == PLANNER_STEP_ALL_REDUCE || kind == PLANNER_STEP_REDUCE_SCATTER)
-      && dtype != PLANNER_DTYPE_F32)
-    {
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
-                   "%s sums f32 buffers only, not %s", planner_step_kind_to_string (kind),
-                   planner_dtype_to_string (dtype));
-      return FALSE;
-    }
-  if (!check_range (device, send, 0, send_bytes, "collective send", error)
-      || !check_range (device, recv, 0, recv_bytes, "collective receive", error))
-    return FALSE;
-
-  g->send[rank] = send->data;
-  g->recv[rank] = recv->data;
-  if (!group_sync (self, d, g, d->ready, G_STRUCT_OFFSET (ExecutorCudaDevice, ready), error))
-    return FALSE;
-
-  gboolean ok = TRUE;
-  switch (kind)
-    {
-    case PLANNER_STEP_ALL_GATHER:
-      for (guint q = 0; ok && q < p; q++)
-        ok = copy_d2d (d, recv->data + q * chunk, g->send[q], chunk, error);
-      break;
-    case PLANNER_STEP_ALL_TO_ALL:
-      for (guint q = 0; ok && q < p; q++)
-        ok = copy_d2d (d, recv->data + q * chunk, g->send[q] + rank * chunk, chunk, error);
-      break;
-    case PLANNER_STEP_REDUCE_SCATTER:
-      ok = sum_ranks (d, g, (float *)recv->data, rank * count, count, error);
-      break;
-    case PLANNER_STEP_ALL_REDUCE:
-      {
-        /* Each rank sums one range into its own result, then copies the others' ranges:
-         * ranges are disjoint, so send == recv is safe. */
-        gsize lo = count * rank / p, hi = count * (rank + 1) / p;
-        float *tmp = executor_cuda_scratch (device, (hi - lo) * sizeof (float), error);
-        ok = tmp != NULL && sum_ranks (d, g, tmp, lo, hi - lo, error)
-             && copy_d2d (d, (float *)recv->data + lo, tmp, (hi - lo) * sizeof (float), error);
-        executor_cuda_scratch_free (device, tmp);
-        ok = ok
-             && group_sync (self, d, g, d->mid, G_STRUCT_OFFSET (ExecutorCudaDevice, mid), error);
-        for (guint q = 0; ok && q < p; q++)
-          if (q != rank)
-            {
-              gsize qlo = count * q / p, qhi = count * (q + 1) / p;
-              ok = copy_d2d (d, (float *)recv->data + qlo, (const float *)g->recv[q] + qlo,
-                             (qhi - qlo) * sizeof (float), error);
-            }
-      }
-      break;
-    default:
-      g_assert_not_reached ();
-    }
-  /* Nobody reuses a buffer a peer still reads. */
-  return ok && group_sync (self, d, g, d->done, G_STRUCT_OFFSET (ExecutorCudaDevice, done), error);
+  return executor_spmd_collective (&((ExecutorCudaBackend *)device->backend)->spmd, &cuda_memory,
+                                   device, kind, axis, send, recv, count, dtype, error);
 }
 
 /* ---- run, barrier, timers ---- */
@@ -498,16 +385,6 @@ cuda_memory_available (ExecutorBackend *backend)
 
 /* ---- setup ---- */
 
-static void
-group_free (gpointer data)
-{
-  ExecutorCudaGroup *g = data;
-  g_free (g->members);
-  g_free (g->send);
-  g_free (g->recv);
-  g_free (g);
-}
-
 static ExecutorCudaGemmType
 gemm_type_from_env (void)
 {
@@ -528,7 +405,6 @@ device_setup (ExecutorCudaDevice *d, GError **error)
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = d->ordinal;
-  cudaEvent_t *sync_events[] = { &d->ready, &d->mid, &d->done };
   if (!executor_cuda_ok (cudaSetDevice (d->ordinal), dev, "selecting the GPU", error)
       || !executor_cuda_ok (cudaStreamCreateWithFlags (&d->stream, cudaStreamNonBlocking), dev,
                             "creating a stream", error)
@@ -539,9 +415,9 @@ device_setup (ExecutorCudaDevice *d, GError **error)
       || !executor_cuda_ok (cudaMalloc ((void **)&d->flag, sizeof (int)), dev, "allocating a flag",
                             error))
     return FALSE;
-  for (guint i = 0; i < G_N_ELEMENTS (sync_events); i++)
-    if (!executor_cuda_ok (cudaEventCreateWithFlags (sync_events[i], cudaEventDisableTiming), dev,
-                           "creating an event", error))
+  for (guint i = 0; i < EXECUTOR_SPMD_N_STAGES; i++)
+    if (!executor_cuda_ok (cudaEventCreateWithFlags (&d->stage_events[i], cudaEventDisableTiming),
+                           dev, "creating an event", error))
       return FALSE;
   /* Freed memory stays in the pool between trials instead of going back to the driver. */
   guint64 keep = G_MAXUINT64;
@@ -564,7 +440,8 @@ device_teardown (ExecutorCudaDevice *d)
     cudaStreamSynchronize (d->stream);
   if (d->blas)
     cublasDestroy (d->blas);
-  cudaEvent_t events[] = { d->timer_start, d->timer_stop, d->ready, d->mid, d->done };
+  cudaEvent_t events[2 + EXECUTOR_SPMD_N_STAGES] = { d->timer_start, d->timer_stop };
+  memcpy (events + 2, d->stage_events, sizeof d->stage_events);
   for (guint i = 0; i < G_N_ELEMENTS (events); i++)
     if (events[i])
       cudaEventDestroy (events[i]);
@@ -583,61 +460,27 @@ executor_cuda_backend_setup (ExecutorCudaBackend *self, const ExecutorBackendCla
                              gpointer data, GError **error)
 {
   ExecutorBackend *base = &self->base;
-  guint64 n = planner_mesh_n_devices (mesh);
-  base->klass = klass;
-  base->mesh = *mesh;
-  base->n_devices = (guint)n;
-  base->devices = g_new0 (ExecutorDevice *, MAX (n, 1));
+  executor_backend_init (base, klass, mesh, MAX (device_size, sizeof (ExecutorCudaDevice)));
   executor_spmd_init (&self->spmd);
-  self->groups = g_ptr_array_new_with_free_func (group_free);
   self->gemm_type = gemm_type_from_env ();
   self->virtual_devices = virtual_devices;
 
   guint n_local = 0;
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; i < base->n_devices; i++)
     {
-      ExecutorCudaDevice *d = g_malloc0 (MAX (device_size, sizeof (ExecutorCudaDevice)));
-      d->base.backend = base;
-      d->base.index = i;
-      planner_mesh_device_coords (mesh, i, d->base.coords);
+      ExecutorCudaDevice *d = (ExecutorCudaDevice *)base->devices[i];
       gboolean local = is_local == NULL || is_local (i, data);
       d->ordinal = !local ? -1 : virtual_devices ? gpu : (int)n_local;
       n_local += local;
-      base->devices[i] = &d->base;
     }
   self->world = executor_spmd_barrier_new (&self->spmd, n_local);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; i < base->n_devices; i++)
     {
       ExecutorCudaDevice *d = (ExecutorCudaDevice *)base->devices[i];
       if (d->ordinal >= 0 && !device_setup (d, error))
         return FALSE;
     }
-  /* One group per (axis, coordinates on the other axes), as on the cpu backend: the device
-   * with coordinate 0 on the axis creates it, the others find it there. */
-  for (guint a = 0; a < mesh->n_axes; a++)
-    for (guint i = 0; i < n; i++)
-      {
-        ExecutorCudaDevice *d = (ExecutorCudaDevice *)base->devices[i];
-        guint coords[PLANNER_MAX_AXES];
-        memcpy (coords, d->base.coords, sizeof coords);
-        coords[a] = 0;
-        ExecutorCudaDevice *leader
-            = (ExecutorCudaDevice *)base->devices[planner_mesh_device_id (mesh, coords)];
-        if (leader == d)
-          {
-            ExecutorCudaGroup *g = g_new0 (ExecutorCudaGroup, 1);
-            g->p = mesh->sizes[a];
-            g->barrier = executor_spmd_barrier_new (&self->spmd, g->p);
-            g->members = g_new0 (ExecutorCudaDevice *, g->p);
-            g->send = g_new0 (guint8 *, g->p);
-            g->recv = g_new0 (guint8 *, g->p);
-            g_ptr_array_add (self->groups, g);
-            d->groups[a] = g;
-          }
-        else
-          d->groups[a] = leader->groups[a];
-        d->groups[a]->members[d->base.coords[a]] = d;
-      }
+  executor_spmd_groups_init (&self->spmd, base);
   return TRUE;
 }
 
@@ -645,14 +488,9 @@ void
 executor_cuda_backend_teardown (ExecutorCudaBackend *self)
 {
   ExecutorBackend *base = &self->base;
-  for (guint i = 0; i < base->n_devices; i++)
-    if (base->devices[i])
-      {
-        device_teardown ((ExecutorCudaDevice *)base->devices[i]);
-        g_free (base->devices[i]);
-      }
-  g_free (base->devices);
-  g_clear_pointer (&self->groups, g_ptr_array_unref);
+  for (guint i = 0; base->devices && i < base->n_devices; i++)
+    device_teardown ((ExecutorCudaDevice *)base->devices[i]);
+  executor_backend_clear (base);
   executor_spmd_clear (&self->spmd);
 }
 

@@ -141,9 +141,6 @@ nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
   NcclDevice *d = (NcclDevice *)device;
   ncclComm_t comm = d->axis[axis];
   cudaStream_t stream = d->cuda.stream;
-  guint p = device->backend->mesh.sizes[axis];
-  gsize es = executor_storage_size (dtype);
-  gsize send_elems = count, recv_elems = count;
   ncclResult_t r;
 
   if (comm == NULL)
@@ -154,41 +151,7 @@ nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
                    device->index);
       return FALSE;
     }
-  switch (kind)
-    {
-    case PLANNER_STEP_ALL_GATHER:
-      recv_elems = p * count;
-      break;
-    case PLANNER_STEP_REDUCE_SCATTER:
-      send_elems = p * count;
-      break;
-    case PLANNER_STEP_ALL_TO_ALL:
-      send_elems = recv_elems = p * count;
-      break;
-    case PLANNER_STEP_ALL_REDUCE:
-      break;
-    default:
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED, "%s is not a collective",
-                   planner_step_kind_to_string (kind));
-      return FALSE;
-    }
-  if ((kind == PLANNER_STEP_ALL_REDUCE || kind == PLANNER_STEP_REDUCE_SCATTER)
-      && dtype != PLANNER_DTYPE_F32)
-    {
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
-                   "%s sums f32 buffers only, not %s", planner_step_kind_to_string (kind),
-                   planner_dtype_to_string (dtype));
-      return FALSE;
-    }
-  if (send_elems * es > send->bytes || recv_elems * es > recv->bytes)
-    {
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED,
-                   "device %u: %s of %" G_GSIZE_FORMAT " elements a rank does not fit its "
-                   "buffers",
-                   device->index, planner_step_kind_to_string (kind), count);
-      return FALSE;
-    }
-
+  /* The wrapper checked the kind, the dtype and the buffers. */
   switch (kind)
     {
     case PLANNER_STEP_ALL_GATHER:
@@ -204,17 +167,19 @@ nccl_collective (ExecutorDevice *device, PlannerStepKind kind, guint axis, Execu
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
       r = ncclAlltoAll (send->data, recv->data, count, nccl_type (dtype), comm, stream);
 #else
-      /* Before ncclAlltoAll: grouped point-to-point, chunk q to and from rank q. */
-      r = ncclGroupStart ();
-      for (guint q = 0; q < p && (r == ncclSuccess || r == ncclInProgress); q++)
-        {
-          r = ncclSend (send->data + q * count * es, count, nccl_type (dtype), (int)q, comm,
-                        stream);
-          if (r == ncclSuccess || r == ncclInProgress)
-            r = ncclRecv (recv->data + q * count * es, count, nccl_type (dtype), (int)q, comm,
-                          stream);
-        }
       {
+        /* Before ncclAlltoAll: grouped point-to-point, chunk q to and from rank q. */
+        guint p = device->backend->mesh.sizes[axis];
+        gsize es = executor_storage_size (dtype);
+        r = ncclGroupStart ();
+        for (guint q = 0; q < p && (r == ncclSuccess || r == ncclInProgress); q++)
+          {
+            r = ncclSend (send->data + q * count * es, count, nccl_type (dtype), (int)q, comm,
+                          stream);
+            if (r == ncclSuccess || r == ncclInProgress)
+              r = ncclRecv (recv->data + q * count * es, count, nccl_type (dtype), (int)q, comm,
+                            stream);
+          }
         ncclResult_t end = ncclGroupEnd ();
         if (r == ncclSuccess || r == ncclInProgress)
           r = end;
@@ -408,10 +373,7 @@ split_axes (NcclBackend *self, GError **error)
       for (guint i = self->local_first; i < self->local_first + self->n_local; i++)
         {
           NcclDevice *d = (NcclDevice *)base->devices[i];
-          guint coords[PLANNER_MAX_AXES];
-          memcpy (coords, d->cuda.base.coords, sizeof coords);
-          coords[a] = 0;
-          int color = (int)planner_mesh_device_id (mesh, coords);
+          int color = (int)executor_group_leader (mesh, &d->cuda.base, a);
           cudaSetDevice (d->cuda.ordinal);
           if (r == ncclSuccess || r == ncclInProgress)
             r = ncclCommSplit (d->world, color, (int)d->cuda.base.coords[a], &d->axis[a], &config);

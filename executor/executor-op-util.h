@@ -4,10 +4,23 @@
  * rule tables. */
 #pragma once
 
-#include "executor-backend.h"
+#include "executor-backend-private.h"
 #include "executor-kernel-math.h"
 
 G_BEGIN_DECLS
+
+/* Input (output) @i of @c as f32: every float dtype is stored as f32. */
+static inline float *
+executor_in_f32 (const ExecutorOpCall *c, guint i)
+{
+  return (float *)c->inputs[i].buffer->data;
+}
+
+static inline float *
+executor_out_f32 (const ExecutorOpCall *c, guint i)
+{
+  return (float *)c->outputs[i].buffer->data;
+}
 
 gint64 executor_numel (const ExecutorTensorArg *t);
 /* Row-major strides of @shape, in elements. */

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "executor-backend-private.h"
 #include "executor-error.h"
 #include "executor-spmd.h"
 
@@ -25,17 +26,30 @@ barrier_free (gpointer data)
   g_free (b);
 }
 
+static void
+group_free (gpointer data)
+{
+  ExecutorSpmdGroup *g = data;
+  g_free (g->members);
+  g_free (g->send);
+  g_free (g->recv);
+  g_free (g);
+}
+
 void
 executor_spmd_init (ExecutorSpmd *self)
 {
   memset (self, 0, sizeof *self);
   g_mutex_init (&self->error_mutex);
   self->barriers = g_ptr_array_new_with_free_func (barrier_free);
+  self->groups = g_ptr_array_new_with_free_func (group_free);
 }
 
 void
 executor_spmd_clear (ExecutorSpmd *self)
 {
+  g_clear_pointer (&self->groups, g_ptr_array_unref);
+  g_clear_pointer (&self->group_of, g_free);
   g_clear_pointer (&self->barriers, g_ptr_array_unref);
   g_mutex_clear (&self->error_mutex);
   g_clear_error (&self->first_error);
@@ -105,6 +119,94 @@ executor_spmd_abort (ExecutorSpmd *self)
       g_cond_broadcast (&b->cond);
       g_mutex_unlock (&b->mutex);
     }
+}
+
+void
+executor_spmd_groups_init (ExecutorSpmd *self, ExecutorBackend *backend)
+{
+  const PlannerMesh *mesh = &backend->mesh;
+  self->group_of = g_new0 (ExecutorSpmdGroup *, MAX (backend->n_devices, 1) * PLANNER_MAX_AXES);
+  /* The leader, the group's lowest device id, creates it; the others find it there. */
+  for (guint a = 0; a < mesh->n_axes; a++)
+    for (guint i = 0; i < backend->n_devices; i++)
+      {
+        ExecutorDevice *d = backend->devices[i];
+        guint leader = executor_group_leader (mesh, d, a);
+        ExecutorSpmdGroup *g = self->group_of[leader * PLANNER_MAX_AXES + a];
+        if (leader == i)
+          {
+            g = g_new0 (ExecutorSpmdGroup, 1);
+            g->p = mesh->sizes[a];
+            g->barrier = executor_spmd_barrier_new (self, g->p);
+            g->members = g_new0 (ExecutorDevice *, g->p);
+            g->send = g_new0 (guint8 *, g->p);
+            g->recv = g_new0 (guint8 *, g->p);
+            g_ptr_array_add (self->groups, g);
+          }
+        g->members[d->coords[a]] = d;
+        self->group_of[i * PLANNER_MAX_AXES + a] = g;
+      }
+}
+
+ExecutorSpmdGroup *
+executor_spmd_group (ExecutorSpmd *self, ExecutorDevice *device, guint axis)
+{
+  return self->group_of[device->index * PLANNER_MAX_AXES + axis];
+}
+
+gboolean
+executor_spmd_collective (ExecutorSpmd *self, const ExecutorSpmdMemory *mem, ExecutorDevice *device,
+                          PlannerStepKind kind, guint axis, ExecutorBuffer *send,
+                          ExecutorBuffer *recv, gsize count, PlannerDType dtype, GError **error)
+{
+  ExecutorSpmdGroup *g = executor_spmd_group (self, device, axis);
+  guint p = g->p, rank = device->coords[axis];
+  gsize chunk = count * executor_storage_size (dtype);
+
+  g->send[rank] = send->data;
+  g->recv[rank] = recv->data;
+  if (!mem->sync (device, g, EXECUTOR_SPMD_READY, error))
+    return FALSE;
+
+  gboolean ok = TRUE;
+  switch (kind)
+    {
+    case PLANNER_STEP_ALL_GATHER:
+      for (guint q = 0; ok && q < p; q++)
+        ok = mem->copy (device, recv->data + q * chunk, g->send[q], chunk, error);
+      break;
+    case PLANNER_STEP_ALL_TO_ALL:
+      for (guint q = 0; ok && q < p; q++)
+        ok = mem->copy (device, recv->data + q * chunk, g->send[q] + rank * chunk, chunk, error);
+      break;
+    case PLANNER_STEP_REDUCE_SCATTER:
+      ok = mem->sum (device, g, (float *)recv->data, rank * count, count, error);
+      break;
+    case PLANNER_STEP_ALL_REDUCE:
+      {
+        /* Each rank sums one range into its own result, then copies the others' ranges:
+         * ranges are disjoint, so send == recv is safe. */
+        gsize lo = count * rank / p, hi = count * (rank + 1) / p;
+        float *tmp = mem->scratch (device, (hi - lo) * sizeof (float), error);
+        ok = tmp != NULL && mem->sum (device, g, tmp, lo, hi - lo, error)
+             && mem->copy (device, (float *)recv->data + lo, tmp, (hi - lo) * sizeof (float),
+                           error);
+        mem->scratch_free (device, tmp);
+        ok = ok && mem->sync (device, g, EXECUTOR_SPMD_MID, error);
+        for (guint q = 0; ok && q < p; q++)
+          if (q != rank)
+            {
+              gsize qlo = count * q / p, qhi = count * (q + 1) / p;
+              ok = mem->copy (device, (float *)recv->data + qlo, (const float *)g->recv[q] + qlo,
+                              (qhi - qlo) * sizeof (float), error);
+            }
+      }
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+  /* Nobody reuses a buffer a peer still reads. */
+  return ok && mem->sync (device, g, EXECUTOR_SPMD_DONE, error);
 }
 
 typedef struct
