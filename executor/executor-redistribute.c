@@ -155,3 +155,17 @@ executor_redist_step_run (ExecutorDevice *device, const PlannerRedistStep *step,
       return FALSE;
     }
 }
+
+guint
+executor_partial_member (const PlannerMesh *mesh, guint32 partial, const guint *coords, guint *n)
+{
+  guint m = 0;
+  *n = 1;
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (partial & (1u << a))
+      {
+        m = m * mesh->sizes[a] + coords[a];
+        *n *= mesh->sizes[a];
+      }
+  return m;
+}

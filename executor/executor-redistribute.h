@@ -11,6 +11,12 @@
 
 G_BEGIN_DECLS
 
+/* Which member a device at @coords is of the group that holds partial sums of one value
+ * (the mesh axes set in @partial): mixed radix over those axes in axis order. @n: how many
+ * members the group has. */
+guint executor_partial_member (const PlannerMesh *mesh, guint32 partial, const guint *coords,
+                               guint *n);
+
 /* The layout after @step applied to @before, checked against what the step says it gives.
  * Refuses (EXECUTOR_ERROR_INVALID_PLAN, naming @what) a step that does not apply. */
 gboolean executor_redist_step_check (const PlannerRedistStep *step, const PlannerLayout *before,

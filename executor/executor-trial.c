@@ -354,21 +354,6 @@ block_copy (guint8 *global, const gint64 *gshape, guint rank, const gint64 *offs
     }
 }
 
-/* Which member of its partial group a device is, and how many there are. */
-static guint
-partial_member (const PlannerMesh *mesh, guint32 partial, const guint *coords, guint *n)
-{
-  guint m = 0;
-  *n = 1;
-  for (guint a = 0; a < mesh->n_axes; a++)
-    if (partial & (1u << a))
-      {
-        m = m * mesh->sizes[a] + coords[a];
-        *n *= mesh->sizes[a];
-      }
-  return m;
-}
-
 /* The local shard of a source value on one device. A partial layout (a test feeding an op
  * partial inputs) gets unequal shares that sum to the whole. */
 static void
@@ -381,7 +366,7 @@ make_shard (const Value *v, const PlannerMesh *mesh, const guint *coords, guint8
               out, FALSE);
   if (v->layout.partial && v->dtype == PLANNER_DTYPE_F32)
     {
-      guint n, m = partial_member (mesh, v->layout.partial, coords, &n);
+      guint n, m = executor_partial_member (mesh, v->layout.partial, coords, &n);
       float w = (float) (m + 1) / (float) (n * (n + 1) / 2);
       float *f = (float *) out;
       for (gsize i = 0; i < v->bytes / 4; i++)
@@ -606,7 +591,7 @@ compare_value (Program *p, const Value *v, guint8 **shards, const guint8 *ref)
     {
       guint coords[PLANNER_MAX_AXES], n_members;
       planner_mesh_device_coords (&p->mesh, d, coords);
-      if (partial_member (&p->mesh, v->layout.partial, coords, &n_members) != 0)
+      if (executor_partial_member (&p->mesh, v->layout.partial, coords, &n_members) != 0)
         continue;
       memset (sum, 0, sizeof (double) * MAX (n_local, 1));
       for (guint m = 0; m < n_members; m++)
@@ -1046,14 +1031,40 @@ executor_trial_run_named (PlannerPlan *plan, const char *backend_name,
   return executor_trial_run (plan, backend, options, cancellable, error);
 }
 
-/* JSON has no infinity or NaN: a non-finite error is written as null. */
+/* One member each. JSON has no infinity or NaN: a non-finite error is written as null, as
+ * is a NULL string. */
 static void
-add_double (JsonBuilder *b, double v)
+add_double (JsonBuilder *b, const char *member, double v)
 {
+  json_builder_set_member_name (b, member);
   if (isfinite (v))
     json_builder_add_double_value (b, v);
   else
     json_builder_add_null_value (b);
+}
+
+static void
+add_string (JsonBuilder *b, const char *member, const char *v)
+{
+  json_builder_set_member_name (b, member);
+  if (v)
+    json_builder_add_string_value (b, v);
+  else
+    json_builder_add_null_value (b);
+}
+
+static void
+add_int (JsonBuilder *b, const char *member, gint64 v)
+{
+  json_builder_set_member_name (b, member);
+  json_builder_add_int_value (b, v);
+}
+
+static void
+add_bool (JsonBuilder *b, const char *member, gboolean v)
+{
+  json_builder_set_member_name (b, member);
+  json_builder_add_boolean_value (b, v);
 }
 
 static void
@@ -1065,16 +1076,11 @@ add_timings (JsonBuilder *b, const char *member, GArray *timings, gboolean is_op
     {
       const ExecutorTiming *t = &g_array_index (timings, ExecutorTiming, i);
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "name");
-      json_builder_add_string_value (b, t->name);
-      json_builder_set_member_name (b, is_op ? "type" : "steps");
-      json_builder_add_string_value (b, t->what);
-      json_builder_set_member_name (b, "estimated_us");
-      add_double (b, t->estimated_s * 1e6);
-      json_builder_set_member_name (b, "measured_us");
-      add_double (b, t->measured_s * 1e6);
-      json_builder_set_member_name (b, "max_rel_error");
-      add_double (b, t->max_rel_error);
+      add_string (b, "name", t->name);
+      add_string (b, is_op ? "type" : "steps", t->what);
+      add_double (b, "estimated_us", t->estimated_s * 1e6);
+      add_double (b, "measured_us", t->measured_s * 1e6);
+      add_double (b, "max_rel_error", t->max_rel_error);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -1086,45 +1092,27 @@ executor_trial_result_to_json (const ExecutorTrialResult *res)
   g_return_val_if_fail (res != NULL, NULL);
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "backend");
-  json_builder_add_string_value (b, res->backend);
-  json_builder_set_member_name (b, "devices");
-  json_builder_add_int_value (b, res->n_devices);
-  json_builder_set_member_name (b, "seed");
-  json_builder_add_int_value (b, (gint64) res->seed);
-  json_builder_set_member_name (b, "repeat");
-  json_builder_add_int_value (b, res->repeat);
-  json_builder_set_member_name (b, "tolerance");
-  add_double (b, res->tolerance);
-  json_builder_set_member_name (b, "reduced_precision_as_f32");
-  json_builder_add_boolean_value (b, res->reduced_precision_as_f32);
-  json_builder_set_member_name (b, "passed");
-  json_builder_add_boolean_value (b, res->passed);
-  json_builder_set_member_name (b, "max_abs_error");
-  add_double (b, res->max_abs_error);
-  json_builder_set_member_name (b, "max_rel_error");
-  add_double (b, res->max_rel_error);
-  json_builder_set_member_name (b, "mismatch");
-  if (res->mismatch)
-    json_builder_add_string_value (b, res->mismatch);
-  else
-    json_builder_add_null_value (b);
-  json_builder_set_member_name (b, "estimated_step_us");
-  add_double (b, res->estimated_step_s * 1e6);
-  json_builder_set_member_name (b, "measured_step_us");
-  add_double (b, res->measured_step_s * 1e6);
+  add_string (b, "backend", res->backend);
+  add_int (b, "devices", res->n_devices);
+  add_int (b, "seed", (gint64)res->seed);
+  add_int (b, "repeat", res->repeat);
+  add_double (b, "tolerance", res->tolerance);
+  add_bool (b, "reduced_precision_as_f32", res->reduced_precision_as_f32);
+  add_bool (b, "passed", res->passed);
+  add_double (b, "max_abs_error", res->max_abs_error);
+  add_double (b, "max_rel_error", res->max_rel_error);
+  add_string (b, "mismatch", res->mismatch);
+  add_double (b, "estimated_step_us", res->estimated_step_s * 1e6);
+  add_double (b, "measured_step_us", res->measured_step_s * 1e6);
   json_builder_set_member_name (b, "outputs");
   json_builder_begin_array (b);
   for (guint i = 0; i < res->outputs->len; i++)
     {
       const ExecutorOutputError *e = &g_array_index (res->outputs, ExecutorOutputError, i);
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "name");
-      json_builder_add_string_value (b, e->name);
-      json_builder_set_member_name (b, "max_abs_error");
-      add_double (b, e->max_abs_error);
-      json_builder_set_member_name (b, "max_rel_error");
-      add_double (b, e->max_rel_error);
+      add_string (b, "name", e->name);
+      add_double (b, "max_abs_error", e->max_abs_error);
+      add_double (b, "max_rel_error", e->max_rel_error);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);

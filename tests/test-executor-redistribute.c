@@ -54,20 +54,6 @@ typedef struct
   float **results; /* per device */
 } Job;
 
-static guint
-partial_member (const PlannerMesh *mesh, guint32 partial, const guint *coords, guint *n)
-{
-  guint m = 0;
-  *n = 1;
-  for (guint a = 0; a < mesh->n_axes; a++)
-    if (partial & (1u << a))
-      {
-        m = m * mesh->sizes[a] + coords[a];
-        *n *= mesh->sizes[a];
-      }
-  return m;
-}
-
 /* The local shard of @layout on @coords: integers, so partial shares sum exactly. */
 static void
 local_shard (const PlannerMesh *mesh, const PlannerLayout *layout, const guint *coords,
@@ -76,7 +62,7 @@ local_shard (const PlannerMesh *mesh, const PlannerLayout *layout, const guint *
   gint64 off[RANK];
   planner_layout_local_shape (layout, mesh, shape, local);
   planner_layout_local_offset (layout, mesh, shape, coords, off);
-  guint n, m = partial_member (mesh, layout->partial, coords, &n);
+  guint n, m = executor_partial_member (mesh, layout->partial, coords, &n);
   gint64 k = 0;
   for (gint64 i = 0; i < local[0]; i++)
     for (gint64 j = 0; j < local[1]; j++)
