@@ -11,25 +11,7 @@
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
-
-static PlannerPlan *
-make_plan (const char *model, const PlannerModelOptions *options, const char *mesh_text,
-           const char *policy)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerGraph) graph = planner_model_load (model, options, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerHardware) hw = planner_hardware_lookup ("h100-sxm", &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
-  g_assert_no_error (error);
-  g_autoptr (GPtrArray) pins = planner_policy_expand (policy, graph, mesh, NULL, &error);
-  g_assert_no_error (error);
-  PlannerPlan *plan = planner_propagate (graph, mesh, hw, pins, NULL, &error);
-  g_assert_no_error (error);
-  planner_plan_set_policy (plan, policy);
-  return plan;
-}
+#include "test-util.h"
 
 /* Forward steps of @kind in the listed redistributions of @plan. */
 static void
@@ -106,8 +88,8 @@ static void
 test_megatron_vs_sp (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) a = make_plan ("llama-tiny", NULL, "dp=2,mp=2", "megatron");
-  g_autoptr (PlannerPlan) b = make_plan ("llama-tiny", NULL, "dp=2,mp=2", "megatron-sp");
+  g_autoptr (PlannerPlan) a = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) b = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron-sp", NULL);
   g_autoptr (PlannerCompare) c = planner_compare_new (a, b, &error);
   g_assert_no_error (error);
   PlannerGraph *graph = planner_plan_get_graph (a);
@@ -195,7 +177,7 @@ static void
 test_same (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) a = make_plan ("gpt2-tiny", NULL, "dp=2,mp=2", "megatron");
+  g_autoptr (PlannerPlan) a = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
   g_autofree char *text = planner_plan_to_json (a);
   g_autoptr (PlannerPlan) b = planner_plan_from_json (text, &error);
   g_assert_no_error (error);
@@ -229,9 +211,11 @@ test_different_models (void)
   PlannerModelOptions options;
   planner_model_options_init (&options);
   options.batch = 4;
-  g_autoptr (PlannerPlan) llama = make_plan ("llama-tiny", NULL, "dp=2,mp=2", "megatron");
-  g_autoptr (PlannerPlan) gpt2 = make_plan ("gpt2-tiny", NULL, "dp=2,mp=2", "megatron");
-  g_autoptr (PlannerPlan) small = make_plan ("llama-tiny", &options, "dp=2,mp=2", "megatron");
+  g_autoptr (PlannerPlan) llama
+      = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) gpt2 = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerGraph) small_graph = test_util_model ("llama-tiny", &options);
+  g_autoptr (PlannerPlan) small = test_util_plan (small_graph, "dp=2,mp=2", NULL, "megatron", NULL);
 
   g_assert_null (planner_compare_new (llama, gpt2, &error));
   g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT);
@@ -250,8 +234,8 @@ static void
 test_other_mesh (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) a = make_plan ("llama-tiny", NULL, "dp=2,mp=2", "megatron");
-  g_autoptr (PlannerPlan) b = make_plan ("llama-tiny", NULL, "dp=4,mp=2", "megatron");
+  g_autoptr (PlannerPlan) a = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) b = test_util_model_plan ("llama-tiny", "dp=4,mp=2", "megatron", NULL);
   g_autoptr (PlannerCompare) c = planner_compare_new (a, b, &error);
   g_assert_no_error (error);
   /* Same axis names and the same policy: the same layouts everywhere. */
@@ -269,8 +253,8 @@ static void
 test_json_and_text (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) a = make_plan ("llama-tiny", NULL, "dp=2,mp=2", "megatron");
-  g_autoptr (PlannerPlan) b = make_plan ("llama-tiny", NULL, "dp=2,mp=2", "megatron-sp");
+  g_autoptr (PlannerPlan) a = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) b = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron-sp", NULL);
   g_autoptr (PlannerCompare) c = planner_compare_new (a, b, &error);
   g_assert_no_error (error);
 

@@ -5,28 +5,9 @@
 #include <math.h>
 
 #include "planner-cost.h"
+#include "test-util.h"
 
 #define MiB (G_GUINT64_CONSTANT (1) << 20)
-
-static PlannerHardware *
-builtin (const char *name)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerHardware *hw = planner_hardware_new_builtin (name, &error);
-
-  g_assert_no_error (error);
-  return hw;
-}
-
-static PlannerMesh *
-mesh (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerMesh *m = planner_mesh_parse (text, &error);
-
-  g_assert_no_error (error);
-  return m;
-}
 
 /* Relative comparison: the hand arithmetic below is rounded to 7 digits. */
 static void
@@ -36,69 +17,59 @@ assert_close (double got, double want, double rel)
     g_error ("got %.12g, want %.12g (relative tolerance %g)", got, want, rel);
 }
 
-/* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node (NVLink 4: 370 GB/s, 2.5 us/step):
- *   latency   2 (p-1) alpha = 2 * 7 * 2.5 us = 35 us
- *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 370e9 = 117440512 / 370e9 = 317.4068 us
- *   total     352.4068 us */
-static void
-test_all_reduce (void)
+/* One collective over one mesh axis: its time, worked out by hand in the comment, and the
+ * bytes it sends per device in a group of @group. */
+typedef struct
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
-  g_autoptr (PlannerMesh) m = mesh ("mp=8");
+  const char *path;
+  const char *hardware;
+  const char *mesh;
+  PlannerStepKind kind;
+  guint axis;
+  guint64 n_in, n_out;
+  double time_s;
+  guint group;
+  guint64 bytes;
+} CollectiveCase;
 
-  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB),
-                352.4068e-6, 1e-6);
-  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_REDUCE, 8, 64 * MiB, 64 * MiB), ==,
-                    117440512);
-}
+static const CollectiveCase collective_cases[] = {
+  /* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node (NVLink 4: 370 GB/s, 2.5 us/step):
+   *   latency   2 (p-1) alpha = 2 * 7 * 2.5 us = 35 us
+   *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 370e9 = 117440512 / 370e9 = 317.4068 us
+   *   total     352.4068 us */
+  { "/planner/cost/all-reduce", "h100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB,
+    352.4068e-6, 8, 117440512 },
+  /* AllGather on dp of dp=4,mp=8 on h100-sxm: dp crosses nodes (NDR IB: 47 GB/s, 8 us/step),
+   * n_in 4 MiB -> n_out 16 MiB:
+   *   latency   (p-1) alpha = 3 * 8 us = 24 us
+   *   bandwidth (p-1)/p n_out / B = 0.75 * 16777216 / 47e9 = 12582912 / 47e9 = 267.7215 us
+   *   total     291.7215 us */
+  { "/planner/cost/all-gather", "h100-sxm", "dp=4,mp=8", PLANNER_STEP_ALL_GATHER, 0, 4 * MiB,
+    16 * MiB, 291.7215e-6, 4, 12582912 },
+  /* ReduceScatter on mp of dp=4,mp=8 on h100-sxm, intra, n_in 8 MiB -> n_out 1 MiB:
+   *   latency   7 * 2.5 us = 17.5 us
+   *   bandwidth 0.875 * 8388608 / 370e9 = 7340032 / 370e9 = 19.83792 us
+   *   total     37.33792 us */
+  { "/planner/cost/reduce-scatter", "h100-sxm", "dp=4,mp=8", PLANNER_STEP_REDUCE_SCATTER, 1,
+    8 * MiB, MiB, 37.33792e-6, 8, 7340032 },
+  /* AllToAll on mp=4 on a100-sxm, intra (NVLink 3: 225 GB/s, 2.5 us/step), 4 MiB local:
+   *   latency   3 * 2.5 us = 7.5 us
+   *   bandwidth 0.75 * 4194304 / 225e9 = 3145728 / 225e9 = 13.98101 us
+   *   total     21.48101 us */
+  { "/planner/cost/all-to-all", "a100-sxm", "mp=4", PLANNER_STEP_ALL_TO_ALL, 0, 4 * MiB, 4 * MiB,
+    21.48101e-6, 4, 3145728 },
+};
 
-/* AllGather on dp of dp=4,mp=8 on h100-sxm: dp crosses nodes (NDR IB: 47 GB/s, 8 us/step),
- * n_in 4 MiB -> n_out 16 MiB:
- *   latency   (p-1) alpha = 3 * 8 us = 24 us
- *   bandwidth (p-1)/p n_out / B = 0.75 * 16777216 / 47e9 = 12582912 / 47e9 = 267.7215 us
- *   total     291.7215 us */
 static void
-test_all_gather (void)
+test_collective (gconstpointer data)
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
-  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=8");
+  const CollectiveCase *c = data;
+  g_autoptr (PlannerHardware) hw = test_util_hardware (c->hardware);
+  g_autoptr (PlannerMesh) m = test_util_mesh (c->mesh);
 
-  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_GATHER, 0, 4 * MiB, 16 * MiB),
-                291.7215e-6, 1e-6);
-  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_GATHER, 4, 4 * MiB, 16 * MiB), ==,
-                    12582912);
-}
-
-/* ReduceScatter on mp of dp=4,mp=8 on h100-sxm, intra, n_in 8 MiB -> n_out 1 MiB:
- *   latency   7 * 2.5 us = 17.5 us
- *   bandwidth 0.875 * 8388608 / 370e9 = 7340032 / 370e9 = 19.83792 us
- *   total     37.33792 us */
-static void
-test_reduce_scatter (void)
-{
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
-  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=8");
-
-  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_REDUCE_SCATTER, 1, 8 * MiB, MiB),
-                37.33792e-6, 1e-6);
-  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_REDUCE_SCATTER, 8, 8 * MiB, MiB), ==,
-                    7340032);
-}
-
-/* AllToAll on mp=4 on a100-sxm, intra (NVLink 3: 225 GB/s, 2.5 us/step), 4 MiB local:
- *   latency   3 * 2.5 us = 7.5 us
- *   bandwidth 0.75 * 4194304 / 225e9 = 3145728 / 225e9 = 13.98101 us
- *   total     21.48101 us */
-static void
-test_all_to_all (void)
-{
-  g_autoptr (PlannerHardware) hw = builtin ("a100-sxm");
-  g_autoptr (PlannerMesh) m = mesh ("mp=4");
-
-  assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_TO_ALL, 0, 4 * MiB, 4 * MiB),
-                21.48101e-6, 1e-6);
-  g_assert_cmpuint (planner_cost_step_bytes (PLANNER_STEP_ALL_TO_ALL, 4, 4 * MiB, 4 * MiB), ==,
-                    3145728);
+  assert_close (planner_cost_step_time (hw, m, c->kind, c->axis, c->n_in, c->n_out), c->time_s,
+                1e-6);
+  g_assert_cmpuint (planner_cost_step_bytes (c->kind, c->group, c->n_in, c->n_out), ==, c->bytes);
 }
 
 /* Slice on mp=8 on h100-sxm, 8 MiB -> 1 MiB: a local copy of n_out at HBM speed,
@@ -106,8 +77,8 @@ test_all_to_all (void)
 static void
 test_slice (void)
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
-  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=8");
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=4,mp=8");
 
   assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_SLICE, 1, 8 * MiB, MiB), 313.0078e-9,
                 1e-6);
@@ -119,8 +90,8 @@ test_slice (void)
 static void
 test_p1_is_free (void)
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
-  g_autoptr (PlannerMesh) m = mesh ("dp=1,mp=8");
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=1,mp=8");
 
   for (PlannerStepKind kind = 0; kind < PLANNER_N_STEP_KINDS; kind++)
     {
@@ -156,8 +127,8 @@ test_step_bytes (void)
 static void
 test_link_choice (void)
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
-  g_autoptr (PlannerMesh) m = mesh ("dp=8,mp=8");
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=8,mp=8");
   double dp = planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 0, MiB, MiB);
   double mp = planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, MiB, MiB);
 
@@ -187,7 +158,7 @@ test_link_choice (void)
 static void
 test_compute (void)
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
 
   /* Compute-bound: 989e12 FLOPs in bf16 is one second; in f32 (67 TFLOP/s) 14.76 s. */
   assert_close (planner_cost_compute_time (hw, PLANNER_DTYPE_BF16, 989e12, 1e6), 1.0, 1e-12);
@@ -200,7 +171,7 @@ test_compute (void)
 static PlannerHardware *
 with_points (const guint64 *bytes, const double *seconds, guint n)
 {
-  PlannerHardware *hw = builtin ("h100-sxm");
+  PlannerHardware *hw = test_util_hardware ("h100-sxm");
 
   for (guint i = 0; i < n; i++)
     planner_hardware_add_measurement (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, bytes[i],
@@ -220,9 +191,9 @@ test_interpolation (void)
   static const guint64 bytes[] = { MiB, 2 * MiB, 4 * MiB };
   static const double seconds[] = { 20e-6, 30e-6, 40e-6 };
   g_autoptr (PlannerHardware) hw = with_points (bytes, seconds, G_N_ELEMENTS (bytes));
-  g_autoptr (PlannerMesh) m8 = mesh ("mp=8");
-  g_autoptr (PlannerMesh) m4 = mesh ("mp=4");
-  g_autoptr (PlannerMesh) dp = mesh ("dp=2,mp=8");
+  g_autoptr (PlannerMesh) m8 = test_util_mesh ("mp=8");
+  g_autoptr (PlannerMesh) m4 = test_util_mesh ("mp=4");
+  g_autoptr (PlannerMesh) dp = test_util_mesh ("dp=2,mp=8");
 
   /* At the points, and linearly between them. */
   assert_close (measured (hw, MiB), 20e-6, 1e-12);
@@ -342,7 +313,7 @@ test_monotone_time (void)
 static void
 test_sweep (void)
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
   g_autoptr (GRand) rand = g_rand_new_with_seed (42);
 
   /* The formula of h100-sxm intra at p = 8: 2 * 7 * 2.5 us + 1.75 n / 370 GB/s. */
@@ -397,10 +368,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
 
-  g_test_add_func ("/planner/cost/all-reduce", test_all_reduce);
-  g_test_add_func ("/planner/cost/all-gather", test_all_gather);
-  g_test_add_func ("/planner/cost/reduce-scatter", test_reduce_scatter);
-  g_test_add_func ("/planner/cost/all-to-all", test_all_to_all);
+  for (guint i = 0; i < G_N_ELEMENTS (collective_cases); i++)
+    g_test_add_data_func (collective_cases[i].path, &collective_cases[i], test_collective);
   g_test_add_func ("/planner/cost/slice", test_slice);
   g_test_add_func ("/planner/cost/p1-is-free", test_p1_is_free);
   g_test_add_func ("/planner/cost/step-bytes", test_step_bytes);

@@ -8,48 +8,17 @@
 
 #include <glib/gstdio.h>
 
+#include "test-util.h"
+
 /* The store through the built shardscope-cli ($SHARDSCOPE_CLI), as CI uses it: two gpt2 plans
  * saved with --db/--save, `db list --json` shows both, `compare db:A db:B` compares them, the
  * exports of stored plans (dtensor compiles, mindspore parses), a derived plan records its
  * parent, rename/delete/show, exit statuses, and a refused --db file left as it was. */
 
-static const char *cli;
 static char *tmp_dir;
 static char *db;
 
-static int
-run_cli (char **envp, char **out, char **err, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr (GError) error = NULL;
-  const char *arg;
-  va_list args;
-  int status = 0;
-
-  g_ptr_array_add (argv, (gpointer)cli);
-  va_start (args, err);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer)arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  g_assert_true (g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, out,
-                               err, &status, &error));
-  g_assert_no_error (error);
-  if (WIFEXITED (status))
-    return WEXITSTATUS (status);
-  return -1;
-}
-
-#define CLI(out, err, ...) run_cli (NULL, out, err, __VA_ARGS__, NULL)
-
-static JsonObject *
-parse_object (JsonParser *parser, const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  g_assert_true (json_parser_load_from_data (parser, text, -1, &error));
-  g_assert_no_error (error);
-  return json_node_get_object (json_parser_get_root (parser));
-}
+#define CLI(out, err, ...) test_util_run_cli ((const char *const[]){ __VA_ARGS__, NULL }, out, err)
 
 static void
 test_workflow (void)
@@ -74,7 +43,7 @@ test_workflow (void)
   g_assert_cmpint (CLI (&out, &err, "db", "list", "--db", db, "--json"), ==, 0);
   {
     g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *root = parse_object (parser, out);
+    JsonObject *root = test_util_parse_object (parser, out);
     JsonArray *plans = json_object_get_array_member (root, "plans");
     g_assert_cmpuint (json_array_get_length (plans), ==, 2);
     JsonObject *a = json_array_get_object_element (plans, 0);
@@ -94,7 +63,7 @@ test_workflow (void)
   g_assert_cmpint (CLI (&out, &err, "compare", "db:A", "db:B", "--db", db, "--json"), ==, 0);
   {
     g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *root = parse_object (parser, out);
+    JsonObject *root = test_util_parse_object (parser, out);
     g_assert_cmpuint (json_array_get_length (json_object_get_array_member (root, "ops")), >, 0);
   }
   g_clear_pointer (&out, g_free);
@@ -120,7 +89,7 @@ test_workflow (void)
   g_assert_cmpint (CLI (&out, &err, "export", "db:1", "--format", "mindspore", "--db", db), ==, 0);
   {
     g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *root = parse_object (parser, out);
+    JsonObject *root = test_util_parse_object (parser, out);
     g_assert_true (json_object_has_member (root, "parallel_strategy_item"));
     g_assert_true (json_object_has_member (root, "parallel_layout_item"));
     JsonObject *c_fc = json_object_get_object_member (
@@ -148,7 +117,7 @@ test_workflow (void)
   g_assert_cmpint (CLI (&out, &err, "db", "show", "C", "--db", db, "--json"), ==, 0);
   {
     g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *root = parse_object (parser, out);
+    JsonObject *root = test_util_parse_object (parser, out);
     g_assert_cmpstr (json_object_get_string_member (root, "parent"), ==, "A");
     g_assert_cmpint (json_object_get_int_member (root, "parent_id"), ==, 1);
     g_assert_cmpstr (json_object_get_string_member (root, "policy"), ==, "megatron");
@@ -174,7 +143,7 @@ test_workflow (void)
                    ==, 0);
   {
     g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *root = parse_object (parser, out);
+    JsonObject *root = test_util_parse_object (parser, out);
     g_assert_true (json_object_get_null_member (root, "parent_id"));
   }
   g_clear_pointer (&out, g_free);
@@ -182,7 +151,8 @@ test_workflow (void)
 
   /* $SHARDSCOPE_DB names the store when --db does not. */
   g_auto (GStrv) envp = g_environ_setenv (g_get_environ (), "SHARDSCOPE_DB", db, TRUE);
-  g_assert_cmpint (run_cli (envp, &out, &err, "db", "list", NULL), ==, 0);
+  g_assert_cmpint (
+      test_util_run_cli_in (envp, (const char *const[]){ "db", "list", NULL }, &out, &err), ==, 0);
   g_assert_nonnull (strstr (out, "2 plans"));
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
@@ -259,7 +229,7 @@ test_trial_run (void)
   g_assert_cmpint (CLI (&out, &err, "db", "show", "T", "--db", path, "--json"), ==, 0);
   {
     g_autoptr (JsonParser) parser = json_parser_new ();
-    JsonObject *root = parse_object (parser, out);
+    JsonObject *root = test_util_parse_object (parser, out);
     JsonArray *runs = json_object_get_array_member (root, "runs");
     g_assert_cmpuint (json_array_get_length (runs), ==, 1);
     JsonObject *run = json_array_get_object_element (runs, 0);
@@ -275,20 +245,17 @@ test_trial_run (void)
   g_auto (GStrv) lines = g_strsplit (out, "\r\n", -1);
   g_assert_true (g_str_has_prefix (lines[1], "op,0,"));
   g_assert_false (g_str_has_suffix (lines[1], ","));
-  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
-  g_remove (path);
-  g_remove (wal);
+  test_util_remove_db (path);
 }
 
 int
 main (int argc, char *argv[])
 {
   g_test_init (&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
-  cli = g_getenv ("SHARDSCOPE_CLI");
-  tmp_dir = g_dir_make_tmp ("test-db-cli-XXXXXX", NULL);
+  tmp_dir = test_util_tmp_dir_new ("test-db-cli-XXXXXX");
   db = g_build_filename (tmp_dir, "plans.db", NULL);
 
-  if (cli == NULL)
+  if (g_getenv ("SHARDSCOPE_CLI") == NULL)
     {
       g_test_skip ("SHARDSCOPE_CLI is not set: run through meson test");
       return g_test_run ();
@@ -297,11 +264,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/db-cli/refused-file", test_refused_file);
   g_test_add_func ("/planner/db-cli/trial-run", test_trial_run);
   int status = g_test_run ();
-  g_autofree char *wal = g_strconcat (db, "-wal", NULL);
-  g_autofree char *shm = g_strconcat (db, "-shm", NULL);
-  g_remove (db);
-  g_remove (wal);
-  g_remove (shm);
+  test_util_remove_db (db);
   g_rmdir (tmp_dir);
   return status;
 }

@@ -13,6 +13,7 @@
 #include "planner-policy.h"
 #include "planner-propagate.h"
 #include "planner-store.h"
+#include "test-util.h"
 
 /* Exports: the DTensor script's styles for Megatron and sequence-parallel plans, what it
  * cannot express listed and never dropped, any op name made into Python that compiles and
@@ -21,30 +22,12 @@
 
 static char *tmp_dir;
 
+/* Exports name the plan: every plan here is "test plan". */
 static PlannerPlan *
 plan_of_graph (PlannerGraph *graph, const char *mesh_text, const char *policy,
                const char *const *extra_pins)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerHardware) hw = planner_hardware_new_builtin ("h100-sxm", &error);
-  g_assert_no_error (error);
-  g_autoptr (GPtrArray) pins = NULL;
-  if (policy != NULL)
-    pins = planner_policy_expand (policy, graph, mesh, NULL, &error);
-  else
-    pins = g_ptr_array_new_with_free_func ((GDestroyNotify)planner_pin_free);
-  g_assert_no_error (error);
-  for (guint i = 0; extra_pins != NULL && extra_pins[i] != NULL; i++)
-    {
-      PlannerPin *pin = planner_pin_parse (extra_pins[i], mesh, &error);
-      g_assert_no_error (error);
-      g_ptr_array_add (pins, pin);
-    }
-  PlannerPlan *plan = planner_propagate (graph, mesh, hw, pins, NULL, &error);
-  g_assert_no_error (error);
-  planner_plan_set_policy (plan, policy);
+  PlannerPlan *plan = test_util_plan (graph, mesh_text, NULL, policy, extra_pins);
   planner_plan_set_name (plan, "test plan");
   return plan;
 }
@@ -52,9 +35,7 @@ plan_of_graph (PlannerGraph *graph, const char *mesh_text, const char *policy,
 static PlannerPlan *
 make_plan (const char *model, const char *mesh_text, const char *policy)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerGraph) graph = planner_model_load (model, NULL, &error);
-  g_assert_no_error (error);
+  g_autoptr (PlannerGraph) graph = test_util_model (model, NULL);
   return plan_of_graph (graph, mesh_text, policy, NULL);
 }
 
@@ -656,18 +637,26 @@ check_mindspore (PlannerPlan *plan, const char *text)
     }
 }
 
+/* The MindSpore export of @plan, checked by check_mindspore(); @parser holds it, @notes gets
+ * what it cannot express. Returns its "parallel_layout_item". */
+static JsonObject *
+mindspore_layouts (PlannerPlan *plan, JsonParser *parser, GPtrArray *notes)
+{
+  g_autofree char *text = planner_export_mindspore (plan, notes);
+
+  check_mindspore (plan, text);
+  g_assert_true (json_parser_load_from_data (parser, text, -1, NULL));
+  return json_object_get_object_member (json_node_get_object (json_parser_get_root (parser)),
+                                        "parallel_layout_item");
+}
+
 static void
 test_mindspore (void)
 {
   g_autoptr (PlannerPlan) plan = make_plan ("llama-tiny", "dp=2,mp=2", "megatron");
   g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *text = planner_export_mindspore (plan, notes);
   g_autoptr (JsonParser) parser = json_parser_new ();
-
-  check_mindspore (plan, text);
-  g_assert_true (json_parser_load_from_data (parser, text, -1, NULL));
-  JsonObject *layouts = json_object_get_object_member (
-      json_node_get_object (json_parser_get_root (parser)), "parallel_layout_item");
+  JsonObject *layouts = mindspore_layouts (plan, parser, notes);
   /* q_proj's weight [N, K] is split on N over mp, the minor axis: [-1 -> dim 1 whole]. */
   JsonObject *q = json_object_get_object_member (layouts, "model.layers.0.self_attn.q_proj.weight");
   JsonArray *map = json_object_get_array_member (q, "tensor_map");
@@ -694,13 +683,8 @@ test_mindspore_merged_axes (void)
   const char *pins[] = { adjacent, apart, NULL };
   g_autoptr (PlannerPlan) plan = plan_of_graph (graph, "a=2,b=2,c=2", NULL, pins);
   g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *text = planner_export_mindspore (plan, notes);
   g_autoptr (JsonParser) parser = json_parser_new ();
-
-  check_mindspore (plan, text);
-  g_assert_true (json_parser_load_from_data (parser, text, -1, NULL));
-  JsonObject *layouts = json_object_get_object_member (
-      json_node_get_object (json_parser_get_root (parser)), "parallel_layout_item");
+  JsonObject *layouts = mindspore_layouts (plan, parser, notes);
   g_autofree char *w1 = g_strconcat (g_ptr_array_index (names, 1), ".weight", NULL);
   g_autofree char *w2 = g_strconcat (g_ptr_array_index (names, 2), ".weight", NULL);
   JsonObject *item = json_object_get_object_member (layouts, w1);

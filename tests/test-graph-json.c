@@ -8,22 +8,15 @@
 
 #include "planner-error.h"
 #include "planner-model.h"
+#include "test-util.h"
 
 /* Graph JSON: write -> read gives an equal graph; bad files are refused, never crash. */
 
+/* Zoo graphs at sequence length 32 (the mlp has none). */
 static PlannerGraph *
 zoo (const char *name, gint64 layers)
 {
-  PlannerModelOptions options;
-  g_autoptr (GError) error = NULL;
-  PlannerGraph *graph;
-
-  planner_model_options_init (&options);
-  options.layers = layers;
-  options.seq = g_str_equal (name, "mlp") ? 0 : 32;
-  graph = planner_zoo_build (name, &options, &error);
-  g_assert_no_error (error);
-  return graph;
+  return test_util_model_sized (name, layers, g_str_equal (name, "mlp") ? 0 : 32);
 }
 
 static void
@@ -447,11 +440,8 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/graph-json/hand-written", test_hand_written);
   g_test_add_func ("/planner/graph-json/zoo-mlp", test_zoo_mlp);
   for (guint i = 0; i < G_N_ELEMENTS (bad_graphs); i++)
-    {
-      g_autofree char *path = g_strdup_printf ("/planner/graph-json/bad/%s", bad_graphs[i].name);
-
-      g_test_add_data_func (path, &bad_graphs[i], test_bad_graph);
-    }
+    test_util_add_named ("/planner/graph-json/bad", bad_graphs[i].name, &bad_graphs[i],
+                         test_bad_graph);
   g_test_add_func ("/planner/graph-json/damaged", test_damaged);
   return g_test_run ();
 }

@@ -6,6 +6,7 @@
 
 #include "planner-error.h"
 #include "planner-graph.h"
+#include "test-util.h"
 
 /* The operator graph (semantics.md 1): ops in topological order, one producer and many
  * consumers per tensor, tied parameters as one tensor, refusals that leave the graph as it
@@ -251,16 +252,6 @@ test_hash_equal (void)
 }
 
 static void
-expect_error (GError *error, int code, const char *fragment)
-{
-  g_assert_nonnull (error);
-  g_test_message ("%s", error->message);
-  g_assert_error (error, PLANNER_ERROR, code);
-  if (strstr (error->message, fragment) == NULL)
-    g_error ("message '%s' lacks '%s'", error->message, fragment);
-}
-
-static void
 test_bad_input (void)
 {
   Mlp m;
@@ -273,45 +264,49 @@ test_bad_input (void)
   /* Negative and zero dims. */
   g_assert_cmpint (
       planner_graph_add_input (g, "z", PLANNER_DTYPE_F32, 2, (gint64[]){ 4, 0 }, &error), ==, -1);
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "tensor z: dim 1 is 0; dims must be > 0");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                          "tensor z: dim 1 is 0; dims must be > 0");
   g_clear_error (&error);
   g_assert_cmpint (
       planner_graph_add_parameter (g, "n", PLANNER_DTYPE_F32, 1, (gint64[]){ -8 }, &error), ==, -1);
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "tensor n: dim 0 is -8");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "tensor n: dim 0 is -8");
   g_clear_error (&error);
 
   /* Names are unique. */
   g_assert_cmpint (planner_graph_add_input (g, "x", PLANNER_DTYPE_F32, 1, (gint64[]){ 4 }, &error),
                    ==, -1);
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor x is defined twice");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor x is defined twice");
   g_clear_error (&error);
   g_assert_cmpint (planner_graph_add_op (g, "act", PLANNER_OP_RELU, NULL, (guint[]){ m.x }, 1, 1,
                                          (const char *[]){ "other" }, &error),
                    ==, -1);
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "op name 'act' is empty or used twice");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH,
+                          "op name 'act' is empty or used twice");
   g_clear_error (&error);
 
   /* A dangling input id. */
   g_assert_cmpint (
       planner_graph_add_op (g, "bad", PLANNER_OP_RELU, NULL, (guint[]){ 999 }, 1, 1, NULL, &error),
       ==, -1);
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "refers to tensor #999, which does not exist");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH,
+                          "refers to tensor #999, which does not exist");
   g_clear_error (&error);
 
   /* Shapes that do not fit the rule: x[8,16] @ fc2.weight[32,16]. */
   g_assert_cmpint (planner_graph_add_op (g, "bad_mm", PLANNER_OP_MATMUL, NULL,
                                          (guint[]){ m.x, m.w2 }, 2, 1, NULL, &error),
                    ==, -1);
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
-                "bad_mm (MatMul): dim 1 of input 0 (size 16) does not match dim 0 of input 1 "
-                "(size 32)");
+  test_util_assert_error (
+      error, PLANNER_ERROR_SHAPE_MISMATCH,
+      "bad_mm (MatMul): dim 1 of input 0 (size 16) does not match dim 0 of input 1 "
+      "(size 32)");
   g_clear_error (&error);
 
   /* An output name that is taken is refused and nothing is half-added. */
   g_assert_cmpint (planner_graph_add_op (g, "relu", PLANNER_OP_RELU, NULL, (guint[]){ m.x }, 1, 1,
                                          (const char *[]){ "fc1.weight" }, &error),
                    ==, -1);
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor fc1.weight is defined twice");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor fc1.weight is defined twice");
   g_clear_error (&error);
   PlannerOpAttrs attrs;
   planner_op_attrs_init (&attrs);
@@ -322,7 +317,7 @@ test_bad_input (void)
   g_assert_cmpint (planner_graph_add_op (g, "halves", PLANNER_OP_SPLIT, &attrs, (guint[]){ m.x }, 1,
                                          2, (const char *[]){ "left", "x" }, &error),
                    ==, -1);
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor x is defined twice");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH, "tensor x is defined twice");
   g_clear_error (&error);
   g_assert_cmpint (planner_graph_find_tensor (g, "left"), ==, -1);
 
@@ -330,8 +325,8 @@ test_bad_input (void)
   g_assert_cmpint (planner_graph_add_op (g, "emb", PLANNER_OP_EMBEDDING, NULL,
                                          (guint[]){ m.x, m.w1 }, 2, 1, NULL, &error),
                    ==, -1);
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
-                "emb (Embedding): the ids (input 0) must be i64");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                          "emb (Embedding): the ids (input 0) must be i64");
   g_clear_error (&error);
 
   /* None of the refusals changed the graph. */
@@ -349,7 +344,7 @@ test_check (void)
 
   g_autoptr (PlannerGraph) empty = planner_graph_new ();
   g_assert_false (planner_graph_check (empty, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "the graph has no ops");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH, "the graph has no ops");
   g_clear_error (&error);
 
   /* No output marked. */
@@ -359,7 +354,7 @@ test_check (void)
                                  NULL, NULL);
   g_assert_cmpint (op, ==, 0);
   g_assert_false (planner_graph_check (g, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "marks no output");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH, "marks no output");
   g_clear_error (&error);
   planner_graph_mark_output (g, planner_graph_op_output (g, 0, 0));
   g_assert_true (planner_graph_check (g, NULL));
@@ -369,7 +364,8 @@ test_check (void)
       planner_graph_add_parameter (g, "unused.weight", PLANNER_DTYPE_F32, 1, (gint64[]){ 4 }, NULL),
       >=, 0);
   g_assert_false (planner_graph_check (g, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_GRAPH, "parameter unused.weight is used by no op");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_GRAPH,
+                          "parameter unused.weight is used by no op");
 }
 
 int

@@ -2,31 +2,15 @@
 
 #include "config.h"
 
-#include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <string.h>
+
+#include "test-util.h"
 
 /* shardscope-cli render, as CI runs it: the gpt2 and LLaMA-2-70B-shaped megatron plans to PNG
  * and SVG, and its exit statuses (0 done, 1 refused, 2 bad usage). */
 
 static char *dir;
-
-static int
-run (const char *const *args, char **err)
-{
-  const char *cli = g_getenv ("SHARDSCOPE_CLI");
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer)cli);
-  for (guint i = 0; args[i]; i++)
-    g_ptr_array_add (argv, (gpointer)args[i]);
-  g_ptr_array_add (argv, NULL);
-  g_autoptr (GError) error = NULL;
-  int status = 0;
-  g_spawn_sync (NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, err, &status,
-                &error);
-  g_assert_no_error (error);
-  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
-}
 
 static void
 assert_file_starts (const char *path, const char *magic, gsize magic_length)
@@ -47,7 +31,7 @@ test_render (gconstpointer data)
   const char *args[] = { "render", model, "--mesh", "dp=2,mp=4", "--policy", "megatron",
                          "--png",  png,   "--svg",  svg,         NULL };
   g_autofree char *err = NULL;
-  g_assert_cmpint (run (args, &err), ==, 0);
+  g_assert_cmpint (test_util_run_cli (args, NULL, &err), ==, 0);
   assert_file_starts (png, "\x89PNG", 4);
   assert_file_starts (svg, "<?xml", 5);
   g_unlink (png);
@@ -62,11 +46,11 @@ test_statuses (void)
   const char *bad_expand[] = { "render", "gpt2", "--expand", "no.such.block", "--png", png, NULL };
   const char *step_without_plan[] = { "render", "gpt2", "--step", "3", "--png", png, NULL };
   g_autofree char *e1 = NULL, *e2 = NULL, *e3 = NULL;
-  g_assert_cmpint (run (no_output, &e1), ==, 2);
+  g_assert_cmpint (test_util_run_cli (no_output, NULL, &e1), ==, 2);
   g_assert_nonnull (strstr (e1, "--png"));
-  g_assert_cmpint (run (bad_expand, &e2), ==, 1);
+  g_assert_cmpint (test_util_run_cli (bad_expand, NULL, &e2), ==, 1);
   g_assert_nonnull (strstr (e2, "transformer.h.0-11"));
-  g_assert_cmpint (run (step_without_plan, &e3), ==, 2);
+  g_assert_cmpint (test_util_run_cli (step_without_plan, NULL, &e3), ==, 2);
   g_assert_false (g_file_test (png, G_FILE_TEST_EXISTS));
 }
 
@@ -74,17 +58,14 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  if (g_getenv ("SHARDSCOPE_CLI") == NULL)
-    {
-      g_test_message ("SHARDSCOPE_CLI is not set: nothing to run");
-      return g_test_run ();
-    }
-  dir = g_dir_make_tmp ("graphview-cli-XXXXXX", NULL);
+  if (!test_util_have_cli ())
+    return g_test_run ();
+  dir = test_util_tmp_dir_new ("graphview-cli-XXXXXX");
   g_test_add_data_func ("/graphview/cli/render-gpt2", "gpt2", test_render);
   g_test_add_data_func ("/graphview/cli/render-llama-70b", "llama-70b", test_render);
   g_test_add_func ("/graphview/cli/statuses", test_statuses);
   int status = g_test_run ();
-  g_rmdir (dir);
+  test_util_tmp_dir_remove (dir);
   g_free (dir);
   return status;
 }

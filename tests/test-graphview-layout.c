@@ -7,18 +7,9 @@
 #include "graphview-layouter.h"
 #include "graphview-model.h"
 #include "planner-model.h"
+#include "test-util.h"
 
 /* Folding of repeated blocks and the hierarchical dot layout (issue 6). */
-
-static PlannerGraph *
-zoo (const char *name)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerGraph *graph = planner_zoo_build (name, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (graph);
-  return graph;
-}
 
 static GraphviewLayout *
 layout_of (GraphviewLayouter *layouter, GraphviewModel *model)
@@ -68,7 +59,7 @@ assert_positions_and_no_overlap (GraphviewModel *model, GraphviewLayout *layout)
 static void
 test_llama_folds (void)
 {
-  g_autoptr (PlannerGraph) graph = zoo ("llama-70b");
+  g_autoptr (PlannerGraph) graph = test_util_model ("llama-70b", NULL);
   g_autoptr (GraphviewModel) model = graphview_model_new (graph);
 
   g_assert_cmpuint (graphview_model_get_n_runs (model), ==, 1);
@@ -117,7 +108,7 @@ test_llama_folds (void)
 static void
 test_expand_one (void)
 {
-  g_autoptr (PlannerGraph) graph = zoo ("llama-70b");
+  g_autoptr (PlannerGraph) graph = test_util_model ("llama-70b", NULL);
   g_autoptr (GraphviewModel) model = graphview_model_new (graph);
   const GraphviewRun *run = graphview_model_get_run (model, 0);
   guint folded = graphview_model_get_n_items (model);
@@ -152,7 +143,7 @@ test_expand_one (void)
 static void
 test_small_no_overlap (void)
 {
-  g_autoptr (PlannerGraph) graph = zoo ("gpt2-tiny");
+  g_autoptr (PlannerGraph) graph = test_util_model ("gpt2-tiny", NULL);
   g_autoptr (GraphviewModel) model = graphview_model_new (graph);
   g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
 
@@ -180,7 +171,7 @@ test_small_no_overlap (void)
 static void
 test_blocks_reused (void)
 {
-  g_autoptr (PlannerGraph) graph = zoo ("gpt2");
+  g_autoptr (PlannerGraph) graph = test_util_model ("gpt2", NULL);
   g_autoptr (GraphviewModel) model = graphview_model_new (graph);
   g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
   graphview_model_expand_all (model);
@@ -258,7 +249,7 @@ test_big_group_split (void)
 static void
 test_cancel (void)
 {
-  g_autoptr (PlannerGraph) graph = zoo ("gpt2");
+  g_autoptr (PlannerGraph) graph = test_util_model ("gpt2", NULL);
   g_autoptr (GraphviewModel) model = graphview_model_new (graph);
   g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
   g_autoptr (GCancellable) cancellable = g_cancellable_new ();
@@ -283,7 +274,7 @@ async_done (GObject *source, GAsyncResult *result, gpointer user_data)
 static void
 test_async (void)
 {
-  g_autoptr (PlannerGraph) graph = zoo ("llama-70b");
+  g_autoptr (PlannerGraph) graph = test_util_model ("llama-70b", NULL);
   g_autoptr (GraphviewModel) model = graphview_model_new (graph);
   g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
   GraphviewLayout *layout = NULL;

@@ -12,6 +12,7 @@
 #include "planner-model.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
+#include "test-util.h"
 
 /* Drawing plans: files, pixels inside nodes, the step and comparison overlays (issue 6). */
 
@@ -24,21 +25,6 @@ typedef struct
   GraphviewRenderer *renderer;
   char *dir;
 } Fixture;
-
-static PlannerPlan *
-plan_of (PlannerGraph *graph, const char *mesh_text, const char *policy)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerHardware) hw = planner_hardware_lookup ("h100-sxm", &error);
-  g_assert_no_error (error);
-  g_autoptr (GPtrArray) pins = planner_policy_expand (policy, graph, mesh, NULL, &error);
-  g_assert_no_error (error);
-  PlannerPlan *plan = planner_propagate (graph, mesh, hw, pins, NULL, &error);
-  g_assert_no_error (error);
-  return plan;
-}
 
 static void
 relayout (Fixture *f)
@@ -54,30 +40,20 @@ relayout (Fixture *f)
 static void
 fixture_setup (Fixture *f, gconstpointer data)
 {
-  g_autoptr (GError) error = NULL;
-  f->graph = planner_zoo_build (data ? data : "gpt2", NULL, &error);
-  g_assert_no_error (error);
-  f->plan = plan_of (f->graph, "dp=2,mp=4", "megatron");
+  f->graph = test_util_model (data ? data : "gpt2", NULL);
+  f->plan = test_util_plan (f->graph, "dp=2,mp=4", NULL, "megatron", NULL);
   f->model = graphview_model_new (f->graph);
   f->layouter = graphview_layouter_new ();
   f->renderer = graphview_renderer_new (f->model);
   graphview_renderer_set_plan (f->renderer, f->plan);
   relayout (f);
-  f->dir = g_dir_make_tmp ("graphview-XXXXXX", &error);
-  g_assert_no_error (error);
+  f->dir = test_util_tmp_dir_new ("graphview-XXXXXX");
 }
 
 static void
 fixture_teardown (Fixture *f, gconstpointer data)
 {
-  g_autoptr (GDir) dir = g_dir_open (f->dir, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *path = g_build_filename (f->dir, name, NULL);
-      g_unlink (path);
-    }
-  g_rmdir (f->dir);
+  test_util_tmp_dir_remove (f->dir);
   g_free (f->dir);
   g_object_unref (f->renderer);
   g_object_unref (f->layouter);
@@ -254,7 +230,7 @@ test_step_overlay (Fixture *f, gconstpointer data)
 static void
 test_compare (Fixture *f, gconstpointer data)
 {
-  g_autoptr (PlannerPlan) dp = plan_of (f->graph, "dp=2,mp=4", "dp");
+  g_autoptr (PlannerPlan) dp = test_util_plan (f->graph, "dp=2,mp=4", NULL, "dp", NULL);
   graphview_renderer_set_compare_plan (f->renderer, dp);
   guint differ = 0;
   for (guint op = 0; op < planner_graph_get_n_ops (f->graph); op++)

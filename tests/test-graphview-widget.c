@@ -7,6 +7,7 @@
 #include "planner-model.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
+#include "test-util.h"
 
 /* GraphviewWidget under Xvfb: asynchronous layout, fit, zoom anchored at the pointer and
  * clamped, selection and hit testing, folding, and a snapshot of both layers. */
@@ -54,15 +55,8 @@ wait_ready (Fixture *f, guint count)
 static void
 fixture_setup (Fixture *f, gconstpointer data)
 {
-  g_autoptr (GError) error = NULL;
-  f->graph = planner_zoo_build ("gpt2", NULL, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse ("dp=2,mp=4", &error);
-  g_autoptr (PlannerHardware) hw = planner_hardware_lookup ("h100-sxm", &error);
-  g_autoptr (GPtrArray) pins = planner_policy_expand ("megatron", f->graph, mesh, NULL, &error);
-  g_assert_no_error (error);
-  f->plan = planner_propagate (f->graph, mesh, hw, pins, NULL, &error);
-  g_assert_no_error (error);
+  f->graph = test_util_model ("gpt2", NULL);
+  f->plan = test_util_plan (f->graph, "dp=2,mp=4", NULL, "megatron", NULL);
   f->model = graphview_model_new (f->graph);
 
   f->window = gtk_window_new ();

@@ -8,27 +8,7 @@
 
 #include "planner-error.h"
 #include "planner-hardware.h"
-
-static PlannerHardware *
-builtin (const char *name)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerHardware *hw = planner_hardware_new_builtin (name, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (hw);
-  return hw;
-}
-
-static PlannerMesh *
-mesh (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerMesh *m = planner_mesh_parse (text, &error);
-
-  g_assert_no_error (error);
-  return m;
-}
+#include "test-util.h"
 
 typedef struct
 {
@@ -56,7 +36,7 @@ test_builtins (void)
   for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
     {
       const Figures *f = &expected[i];
-      g_autoptr (PlannerHardware) hw = builtin (f->name);
+      g_autoptr (PlannerHardware) hw = test_util_hardware (f->name);
       const PlannerLink *intra = planner_hardware_get_link (hw, PLANNER_LINK_INTRA);
       const PlannerLink *inter = planner_hardware_get_link (hw, PLANNER_LINK_INTER);
 
@@ -81,8 +61,8 @@ test_builtins (void)
     }
 
   {
-    g_autoptr (PlannerHardware) h100 = builtin ("h100-sxm");
-    g_autoptr (PlannerHardware) cpu = builtin ("cpu-local");
+    g_autoptr (PlannerHardware) h100 = test_util_hardware ("h100-sxm");
+    g_autoptr (PlannerHardware) cpu = test_util_hardware ("cpu-local");
 
     g_assert_cmpuint (planner_hardware_get_node_size (h100), ==, 8);
     g_assert_cmpfloat (planner_hardware_get_link (h100, PLANNER_LINK_INTRA)->latency_us, ==, 2.5);
@@ -95,7 +75,7 @@ test_builtins (void)
 static void
 test_builtins_match_resources (void)
 {
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm"); /* registers the resource */
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm"); /* registers the resource */
   g_autoptr (GError) error = NULL;
   g_auto (GStrv) children = g_resources_enumerate_children (
       "/io/github/shardscope/planner/hardware/", G_RESOURCE_LOOKUP_FLAGS_NONE, &error);
@@ -188,11 +168,11 @@ test_axis_link (void)
     { "dp=2,mp=2", 2, "ei" }, /* the node size is the profile's, not always 8 */
     { "dp=4,mp=8", 1024, "ii" },
   };
-  g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autoptr (PlannerMesh) m = mesh (cases[i].mesh);
+      g_autoptr (PlannerMesh) m = test_util_mesh (cases[i].mesh);
 
       planner_hardware_set_node_size (hw, cases[i].node_size);
       g_assert_cmpuint (m->n_axes, ==, strlen (cases[i].links));
@@ -215,7 +195,7 @@ test_roundtrip (void)
 {
   for (const char *const *name = planner_hardware_builtin_names (); *name; name++)
     {
-      g_autoptr (PlannerHardware) hw = builtin (*name);
+      g_autoptr (PlannerHardware) hw = test_util_hardware (*name);
       g_autoptr (GError) error = NULL;
       g_autofree char *text = planner_hardware_to_json (hw);
       g_autoptr (PlannerHardware) back = planner_hardware_from_json (text, &error);
@@ -229,7 +209,7 @@ test_roundtrip (void)
 
   /* Figures that have no short decimal form, edited ones, and measurements. */
   {
-    g_autoptr (PlannerHardware) hw = builtin ("h100-sxm");
+    g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
     g_autoptr (GError) error = NULL;
     PlannerLink link = { "NVLink \"4\" \\ custom", 1.0 / 3.0, 0 };
     g_autofree char *text = NULL;

@@ -9,6 +9,7 @@
 
 #include "planner-error.h"
 #include "planner-model.h"
+#include "test-util.h"
 
 /* The Hugging Face importer and the zoo: parameter counts against the published figures,
  * op names and shapes per family, overrides, sources, and refusals. */
@@ -36,21 +37,6 @@ load_shared (const char *file, const PlannerModelOptions *options)
       return NULL;
     }
   graph = planner_hf_import_file (path, options, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (graph);
-  return graph;
-}
-
-static PlannerGraph *
-zoo (const char *name, gint64 layers)
-{
-  PlannerModelOptions options;
-  g_autoptr (GError) error = NULL;
-  PlannerGraph *graph;
-
-  planner_model_options_init (&options);
-  options.layers = layers;
-  graph = planner_zoo_build (name, &options, &error);
   g_assert_no_error (error);
   g_assert_nonnull (graph);
   return graph;
@@ -163,7 +149,7 @@ test_zoo_params (void)
   g_assert_cmpuint (g_strv_length ((char **)names), ==, G_N_ELEMENTS (expected));
   for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
     {
-      g_autoptr (PlannerGraph) graph = zoo (expected[i].name, 0);
+      g_autoptr (PlannerGraph) graph = test_util_model (expected[i].name, NULL);
 
       g_test_message ("%s: %" G_GUINT64_FORMAT " parameters, %u ops", expected[i].name,
                       planner_graph_get_parameter_count (graph), planner_graph_get_n_ops (graph));
@@ -294,8 +280,8 @@ test_llama (void)
 static void
 test_gqa (void)
 {
-  g_autoptr (PlannerGraph) llama70 = zoo ("llama-70b", 2);
-  g_autoptr (PlannerGraph) mistral = zoo ("mistral", 1);
+  g_autoptr (PlannerGraph) llama70 = test_util_model_sized ("llama-70b", 2, 0);
+  g_autoptr (PlannerGraph) mistral = test_util_model_sized ("mistral", 1, 0);
 
   /* 8 kv heads of 128: k and v are 1024 wide while q is 8192. */
   g_assert_cmpint (op (llama70, "model.layers.1.self_attn.q_proj")->attrs.heads, ==, 64);
@@ -320,7 +306,7 @@ test_gqa (void)
 static void
 test_qwen2 (void)
 {
-  g_autoptr (PlannerGraph) graph = zoo ("qwen2", 0);
+  g_autoptr (PlannerGraph) graph = test_util_model ("qwen2", NULL);
   const PlannerTensor *embed = tensor (graph, "model.embed_tokens.weight");
 
   /* q/k/v biases, no o_proj bias. */
@@ -424,7 +410,7 @@ test_overrides (void)
   PlannerModelOptions options;
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerGraph) graph = NULL;
-  g_autoptr (PlannerGraph) tiny = zoo ("gpt2-tiny", 0);
+  g_autoptr (PlannerGraph) tiny = test_util_model ("gpt2-tiny", NULL);
 
   planner_model_options_init (&options);
   options.batch = 2;
@@ -537,7 +523,7 @@ test_source_roundtrip (void)
 
   for (guint i = 0; names[i] != NULL; i++)
     {
-      g_autoptr (PlannerGraph) graph = zoo (names[i], 0);
+      g_autoptr (PlannerGraph) graph = test_util_model (names[i], NULL);
 
       /* Zoo sources name the zoo entry, not a path. */
       g_assert_true (g_str_has_prefix (planner_graph_get_source (graph), names[i]));
@@ -734,11 +720,7 @@ test_bad_config (gconstpointer data)
   g_autoptr (PlannerGraph) graph = planner_hf_import_json (bad->config, NULL, &error);
 
   g_assert_null (graph);
-  g_assert_nonnull (error);
-  g_test_message ("%s", error->message);
-  g_assert_error (error, PLANNER_ERROR, bad->code);
-  if (strstr (error->message, bad->fragment) == NULL)
-    g_error ("message \"%s\" lacks \"%s\"", error->message, bad->fragment);
+  test_util_assert_error (error, bad->code, bad->fragment);
 }
 
 static void
@@ -790,11 +772,8 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/hf-import/model-load", test_model_load);
   g_test_add_func ("/planner/hf-import/zoo-listing", test_zoo_listing);
   for (guint i = 0; i < G_N_ELEMENTS (bad_configs); i++)
-    {
-      g_autofree char *path = g_strdup_printf ("/planner/hf-import/bad/%s", bad_configs[i].name);
-
-      g_test_add_data_func (path, &bad_configs[i], test_bad_config);
-    }
+    test_util_add_named ("/planner/hf-import/bad", bad_configs[i].name, &bad_configs[i],
+                         test_bad_config);
   g_test_add_func ("/planner/hf-import/bad/file", test_bad_file);
   return g_test_run ();
 }

@@ -6,20 +6,12 @@
 
 #include "planner-error.h"
 #include "planner-layout.h"
+#include "test-util.h"
 
 /* Layouts (semantics.md 3): both text notations are one object, parse and print are exact
  * inverses, and validation names the tensor, the dim, the sizes and the axes. */
 
 #define N_RANDOM 3000
-
-static PlannerMesh *
-mesh (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerMesh *m = planner_mesh_parse (text, &error);
-  g_assert_no_error (error);
-  return m;
-}
 
 /* A random mesh of 1-5 axes, sizes 1-6 (size-1 axes and non-powers of two included). */
 static PlannerMesh *
@@ -141,7 +133,7 @@ test_notations (void)
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autoptr (PlannerMesh) m = mesh (cases[i].mesh);
+      g_autoptr (PlannerMesh) m = test_util_mesh (cases[i].mesh);
       g_autoptr (GError) error = NULL;
       PlannerLayout a, b;
 
@@ -160,7 +152,7 @@ test_notations (void)
     }
 
   /* Spacing is free on input, canonical on output. */
-  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=2");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=4,mp=2");
   PlannerLayout l;
   g_assert_false (planner_layout_parse ("  [ dp + mp , _ ]   partial( ) ", m, &l, NULL));
   g_assert_true (planner_layout_parse ("  [ dp , _ ]   partial( mp ) ", m, &l, NULL));
@@ -183,7 +175,7 @@ test_notations (void)
 static void
 test_queries (void)
 {
-  g_autoptr (PlannerMesh) m = mesh ("dp=2,mp=3,sp=5");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=2,mp=3,sp=5");
   PlannerLayout l;
   g_assert_true (planner_layout_parse ("[sp+dp,_,_] partial(mp)", m, &l, NULL));
   g_assert_cmphex (planner_layout_split_mask (&l), ==, 0x5);
@@ -211,7 +203,7 @@ test_queries (void)
 static void
 test_local_shape (void)
 {
-  g_autoptr (PlannerMesh) m = mesh ("dp=2,mp=3");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=2,mp=3");
   const gint64 shape[] = { 12, 5, 6 };
   gint64 local[3], offset[3];
   guint coords[PLANNER_MAX_AXES] = { 1, 0 };
@@ -291,7 +283,7 @@ test_local_tiling_random (void)
 static void
 test_validate (void)
 {
-  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=2");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=4,mp=2");
   g_autoptr (GError) error = NULL;
   const gint64 shape[] = { 6, 8 };
   PlannerLayout l;
@@ -403,7 +395,7 @@ test_parse_errors (void)
     { "(S(0), R) x", 2, PLANNER_ERROR_PARSE, "the end of the placements" },
     { "(S(0, R)", 2, PLANNER_ERROR_PARSE, "')'" },
   };
-  g_autoptr (PlannerMesh) m = mesh ("dp=4,mp=2");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=4,mp=2");
 
   for (guint i = 0; i < G_N_ELEMENTS (bracket); i++)
     {

@@ -6,6 +6,7 @@
 
 #include "planner-error.h"
 #include "planner-op-rule.h"
+#include "test-util.h"
 
 /* Op rules as factor tables (semantics.md 4), checked op type by op type against counts
  * derived by hand.
@@ -260,15 +261,6 @@ static const OpCase cases[] = {
 };
 /* clang-format on */
 
-static PlannerMesh *
-mesh (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerMesh *m = planner_mesh_parse (text, &error);
-  g_assert_no_error (error);
-  return m;
-}
-
 static void
 case_attrs (const OpCase *c, PlannerOpAttrs *attrs)
 {
@@ -408,13 +400,13 @@ test_op_case (gconstpointer data)
   g_assert_cmpstr (shapes->str, ==, c->output_shapes);
   g_assert_cmpfloat (rule.flops, >=, 0);
 
-  g_autoptr (PlannerMesh) m2 = mesh ("a=2,b=2");
-  g_autoptr (PlannerMesh) m3 = mesh ("a=2,b=2,c=2");
+  g_autoptr (PlannerMesh) m2 = test_util_mesh ("a=2,b=2");
+  g_autoptr (PlannerMesh) m3 = test_util_mesh ("a=2,b=2,c=2");
   check_strategies (c, &rule, m2, c->count_2x2);
   check_strategies (c, &rule, m3, c->count_2x2x2);
 
   /* The picked strategy: layouts in bracket notation and local shapes. */
-  g_autoptr (PlannerMesh) pm = mesh (c->pick_mesh);
+  g_autoptr (PlannerMesh) pm = test_util_mesh (c->pick_mesh);
   g_autoptr (GArray) all = planner_op_rule_enumerate (&rule, pm);
   const PlannerStrategy *pick = NULL;
   for (guint s = 0; s < all->len && !pick; s++)
@@ -521,7 +513,7 @@ static void
 test_flops (void)
 {
   PlannerOpRule rule;
-  g_autoptr (PlannerMesh) m = mesh ("a=2,b=2");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("a=2,b=2");
 
   /* MatMul x[8,16] @ W[16,32]: 2 * 8 * 16 * 32. */
   build_case (&cases[0], &rule);
@@ -554,16 +546,6 @@ build (PlannerOpRule *rule, PlannerOpType type, const PlannerOpAttrs *attrs, gui
 }
 
 static void
-expect_error (GError *error, int code, const char *fragment)
-{
-  g_assert_nonnull (error);
-  g_test_message ("%s", error->message);
-  g_assert_error (error, PLANNER_ERROR, code);
-  if (strstr (error->message, fragment) == NULL)
-    g_error ("message '%s' lacks '%s'", error->message, fragment);
-}
-
-static void
 test_shape_mismatch (void)
 {
   PlannerOpRule rule;
@@ -574,8 +556,8 @@ test_shape_mismatch (void)
   const gint64 x[] = { 4, 16 }, w[] = { 32, 8 };
   const gint64 *mm[] = { x, w };
   g_assert_false (build (&rule, PLANNER_OP_MATMUL, NULL, 2, ranks, mm, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
-                "dim 1 of input 0 (size 16) does not match dim 0 of input 1 (size 32)");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                          "dim 1 of input 0 (size 16) does not match dim 0 of input 1 (size 32)");
   g_assert_nonnull (strstr (error->message, "model.layers.0.op (MatMul)"));
   g_clear_error (&error);
 
@@ -583,19 +565,20 @@ test_shape_mismatch (void)
   const gint64 w2[] = { 16, 8 }, bias[] = { 16 };
   const gint64 *mmb[] = { x, w2, bias };
   g_assert_false (build (&rule, PLANNER_OP_MATMUL, NULL, 3, ranks, mmb, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "bias (input 2) must have shape [8]");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                          "bias (input 2) must have shape [8]");
   g_clear_error (&error);
 
   /* Wrong number of inputs. */
   g_assert_false (build (&rule, PLANNER_OP_MATMUL, NULL, 1, ranks, mm, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "takes 2 to 3 inputs, got 1");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "takes 2 to 3 inputs, got 1");
   g_clear_error (&error);
 
   /* Broadcasting that does not fit. */
   const gint64 a[] = { 4, 6 }, b[] = { 4, 5 };
   const gint64 *ab[] = { a, b };
   g_assert_false (build (&rule, PLANNER_OP_ADD, NULL, 2, ranks, ab, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "does not broadcast");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "does not broadcast");
   g_clear_error (&error);
 
   /* Heads that do not divide the output features. */
@@ -604,7 +587,7 @@ test_shape_mismatch (void)
   attrs.heads = 3;
   g_assert_false (
       build (&rule, PLANNER_OP_MATMUL, &attrs, 2, ranks, (const gint64 *[]){ x, w2 }, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "not a whole number of 3 heads");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "not a whole number of 3 heads");
   g_clear_error (&error);
 
   /* SDPA with 6 query heads over 4 kv heads. */
@@ -612,7 +595,7 @@ test_shape_mismatch (void)
   const gint64 q[] = { 2, 6, 16, 8 }, k[] = { 2, 4, 16, 8 };
   g_assert_false (
       build (&rule, PLANNER_OP_SDPA, NULL, 3, r4, (const gint64 *[]){ q, k, k }, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "not a multiple of 4 kv heads");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "not a multiple of 4 kv heads");
   g_clear_error (&error);
 
   /* Reshape to a different element count. */
@@ -621,7 +604,8 @@ test_shape_mismatch (void)
   attrs.ints[0] = 5;
   attrs.ints[1] = 5;
   g_assert_false (build (&rule, PLANNER_OP_RESHAPE, &attrs, 1, ranks, mm, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "64 elements cannot be viewed as 25");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                          "64 elements cannot be viewed as 25");
   g_clear_error (&error);
 
   /* Einsum without an arrow is a parse error. */
@@ -629,13 +613,13 @@ test_shape_mismatch (void)
   g_strlcpy (attrs.equation, "ij,jk", sizeof attrs.equation);
   g_assert_false (
       build (&rule, PLANNER_OP_EINSUM, &attrs, 2, ranks, (const gint64 *[]){ x, w2 }, &error));
-  expect_error (error, PLANNER_ERROR_PARSE, "has no '->'");
+  test_util_assert_error (error, PLANNER_ERROR_PARSE, "has no '->'");
   g_clear_error (&error);
 
   /* Einsum letters that disagree: j is 16 in x and 32 in w. */
   g_strlcpy (attrs.equation, "ij,jk->ik", sizeof attrs.equation);
   g_assert_false (build (&rule, PLANNER_OP_EINSUM, &attrs, 2, ranks, mm, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "letter 'j'");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "letter 'j'");
 }
 
 static void
@@ -648,11 +632,13 @@ test_bad_dims (void)
   g_autoptr (GError) error = NULL;
   g_assert_false (
       build (&rule, PLANNER_OP_RELU, NULL, 1, ranks, (const gint64 *[]){ zero }, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "dim 1 of input 0 is 0; dims must be > 0");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                          "dim 1 of input 0 is 0; dims must be > 0");
   g_clear_error (&error);
   g_assert_false (
       build (&rule, PLANNER_OP_MATMUL, NULL, 2, ranks, (const gint64 *[]){ neg, w }, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "dim 0 of input 0 is -3; dims must be > 0");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH,
+                          "dim 0 of input 0 is -3; dims must be > 0");
   g_clear_error (&error);
 
   /* Negative and zero targets in a Reshape. */
@@ -663,7 +649,7 @@ test_bad_dims (void)
   attrs.ints[1] = -1;
   g_assert_false (
       build (&rule, PLANNER_OP_RESHAPE, &attrs, 1, ranks, (const gint64 *[]){ w }, &error));
-  expect_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "target dim 0 is 0");
+  test_util_assert_error (error, PLANNER_ERROR_SHAPE_MISMATCH, "target dim 0 is 0");
 }
 
 /* The section-8 example: 8 heads of 128 cannot be split over mp=16 even though 1024 can. */
@@ -674,7 +660,7 @@ test_not_divisible_heads (void)
   PlannerOpAttrs attrs;
   const guint ranks[] = { 3, 2 };
   const gint64 x[] = { 2, 16, 4096 }, w[] = { 1024, 4096 };
-  g_autoptr (PlannerMesh) m = mesh ("mp=16");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("mp=16");
   g_autoptr (GError) error = NULL;
   const char *const names[] = { "input", "weight" };
 
@@ -694,7 +680,7 @@ test_not_divisible_heads (void)
   g_assert_true (planner_layout_validate (&in[1], m, w, 2, "weight", NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 2, "model.layers.0.self_attn.k_proj",
                                                  names, &s, &error));
-  expect_error (error, PLANNER_ERROR_NOT_DIVISIBLE, "8 heads");
+  test_util_assert_error (error, PLANNER_ERROR_NOT_DIVISIBLE, "8 heads");
   g_assert_nonnull (strstr (error->message, "model.layers.0.self_attn.k_proj: dim 0 of weight"));
   g_assert_nonnull (strstr (error->message, "size 1024 = 8 heads x 128"));
   g_assert_nonnull (strstr (error->message, "cannot be split over mp=16"));
@@ -713,7 +699,7 @@ test_not_divisible_heads (void)
   g_assert_cmpuint (all->len, ==, 3);
 
   /* On mp=8 the same pin is legal. */
-  g_autoptr (PlannerMesh) m8 = mesh ("mp=8");
+  g_autoptr (PlannerMesh) m8 = test_util_mesh ("mp=8");
   g_assert_true (planner_layout_parse ("[_,_,_]", m8, &in[0], NULL));
   g_assert_true (planner_layout_parse ("[mp,_]", m8, &in[1], NULL));
   g_assert_true (planner_strategy_from_layouts (&rule, m8, in, 2, "k_proj", names, &s, &error));
@@ -726,7 +712,7 @@ static void
 test_bad_strategies (void)
 {
   PlannerOpRule rule;
-  g_autoptr (PlannerMesh) m = mesh ("a=2,b=2");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("a=2,b=2");
   g_autoptr (GError) error = NULL;
   PlannerStrategy s;
   const char *const names[] = { "x", "weight" };
@@ -742,7 +728,7 @@ test_bad_strategies (void)
   s.n_axes[fk] = 1;
   s.axes[fk][0] = 0;
   g_assert_false (planner_strategy_validate (&s, &rule, m, "fc1", names, &error));
-  expect_error (error, PLANNER_ERROR_AXIS_REUSED, "fc1: mesh axis a is used twice");
+  test_util_assert_error (error, PLANNER_ERROR_AXIS_REUSED, "fc1: mesh axis a is used twice");
   g_clear_error (&error);
 
   /* One axis twice on one factor. */
@@ -751,7 +737,7 @@ test_bad_strategies (void)
   s.axes[fb][0] = 1;
   s.axes[fb][1] = 1;
   g_assert_false (planner_strategy_validate (&s, &rule, m, "fc1", names, &error));
-  expect_error (error, PLANNER_ERROR_AXIS_REUSED, "mesh axis b is used twice");
+  test_util_assert_error (error, PLANNER_ERROR_AXIS_REUSED, "mesh axis b is used twice");
   g_clear_error (&error);
 
   /* An axis the mesh does not have. */
@@ -759,24 +745,24 @@ test_bad_strategies (void)
   s.n_axes[fk] = 1;
   s.axes[fk][0] = 5;
   g_assert_false (planner_strategy_validate (&s, &rule, m, "fc1", names, &error));
-  expect_error (error, PLANNER_ERROR_UNKNOWN_AXIS, "the mesh has 2 axes");
+  test_util_assert_error (error, PLANNER_ERROR_UNKNOWN_AXIS, "the mesh has 2 axes");
   g_clear_error (&error);
 
   /* A factor the op does not have. */
   planner_strategy_init (&s);
   s.n_axes[rule.n_factors] = 1;
   g_assert_false (planner_strategy_validate (&s, &rule, m, "fc1", names, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_STRATEGY, "the op has 3 factors");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_STRATEGY, "the op has 3 factors");
   g_clear_error (&error);
 
   /* Not divisible: K = 16 over an axis of 3. */
-  g_autoptr (PlannerMesh) m33 = mesh ("a=3,b=3");
+  g_autoptr (PlannerMesh) m33 = test_util_mesh ("a=3,b=3");
   planner_strategy_init (&s);
   s.n_axes[fk] = 1;
   s.axes[fk][0] = 0;
   g_assert_false (planner_strategy_validate (&s, &rule, m33, "fc1", names, &error));
-  expect_error (error, PLANNER_ERROR_NOT_DIVISIBLE,
-                "fc1: dim 1 of x (size 16) cannot be split over a=3: 16 k % 3 != 0");
+  test_util_assert_error (error, PLANNER_ERROR_NOT_DIVISIBLE,
+                          "fc1: dim 1 of x (size 16) cannot be split over a=3: 16 k % 3 != 0");
   g_clear_error (&error);
   g_autoptr (GArray) none = planner_op_rule_enumerate (&rule, m33);
   g_assert_cmpuint (none->len, ==, 1);
@@ -786,28 +772,29 @@ test_bad_strategies (void)
   g_assert_true (planner_layout_parse ("[_,a]", m, &in[0], NULL));
   g_assert_true (planner_layout_parse ("[b,_]", m, &in[1], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 2, "fc1", names, &s, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_STRATEGY,
-                "dim 1 of x and dim 0 of weight are the same loop dim (k)");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_STRATEGY,
+                          "dim 1 of x and dim 0 of weight are the same loop dim (k)");
   g_clear_error (&error);
 
   /* The same axis on two different factors through two inputs. */
   g_assert_true (planner_layout_parse ("[a,_]", m, &in[0], NULL));
   g_assert_true (planner_layout_parse ("[_,a]", m, &in[1], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 2, "fc1", names, &s, &error));
-  expect_error (error, PLANNER_ERROR_AXIS_REUSED, "mesh axis a is used twice");
+  test_util_assert_error (error, PLANNER_ERROR_AXIS_REUSED, "mesh axis a is used twice");
   g_clear_error (&error);
 
   /* A layout of the wrong rank. */
   g_assert_true (planner_layout_parse ("[a]", m, &in[0], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 1, "fc1", names, &s, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_LAYOUT, "fc1: x has rank 2 but its layout has 1");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_LAYOUT,
+                          "fc1: x has rank 2 but its layout has 1");
   g_clear_error (&error);
 
   /* Splitting a need-replication factor: a Conv2D's spatial dim (v1 has no halo exchange). */
   build_case (&cases[G_N_ELEMENTS (cases) - 1], &rule); /* Conv2D */
   g_assert_true (planner_layout_parse ("[_,_,a,_]", m, &in[0], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 1, "conv", NULL, &s, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_STRATEGY, "need-replication");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_STRATEGY, "need-replication");
   g_clear_error (&error);
 
   /* Splitting the minor factor of a compound dim: Reshape [4,48]'s 8 in the output. */
@@ -816,14 +803,15 @@ test_bad_strategies (void)
       build_case (&cases[i], &rule);
   g_assert_true (planner_layout_parse ("[_,_,a]", m, &in[0], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 1, "view", NULL, &s, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_STRATEGY, "major-most factor of a merged dim");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_STRATEGY,
+                          "major-most factor of a merged dim");
 }
 
 static void
 test_partial_inputs (void)
 {
   PlannerOpRule rule;
-  g_autoptr (PlannerMesh) m = mesh ("a=2,b=2");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("a=2,b=2");
   g_autoptr (GError) error = NULL;
   PlannerStrategy s;
   PlannerLayout in[3], out[1];
@@ -843,7 +831,7 @@ test_partial_inputs (void)
   /* Partial in both operands of a MatMul is not linear. */
   g_assert_true (planner_layout_parse ("[_,_] partial(b)", m, &in[1], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 2, "fc", NULL, &s, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_STRATEGY, "only one input may be partial");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_STRATEGY, "only one input may be partial");
   g_clear_error (&error);
 
   /* ReLU is not linear: a partial input needs a reduction first. */
@@ -852,7 +840,7 @@ test_partial_inputs (void)
       build_case (&cases[i], &rule);
   g_assert_true (planner_layout_parse ("[_,_,_] partial(a)", m, &in[0], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 1, "act", NULL, &s, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_STRATEGY, "not linear in it");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_STRATEGY, "not linear in it");
   g_clear_error (&error);
 
   /* Add takes partial inputs only when all of them are partial alike. */
@@ -861,7 +849,7 @@ test_partial_inputs (void)
   g_assert_true (planner_layout_parse ("[_,_] partial(a)", m, &in[0], NULL));
   g_assert_true (planner_layout_parse ("[_]", m, &in[1], NULL));
   g_assert_false (planner_strategy_from_layouts (&rule, m, in, 2, "add", NULL, &s, &error));
-  expect_error (error, PLANNER_ERROR_INVALID_STRATEGY, "partial alike");
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_STRATEGY, "partial alike");
   g_clear_error (&error);
   g_assert_true (planner_layout_parse ("[_] partial(a)", m, &in[1], NULL));
   g_assert_true (planner_strategy_from_layouts (&rule, m, in, 2, "add", NULL, &s, &error));
@@ -877,10 +865,7 @@ main (int argc, char *argv[])
   g_test_init (&argc, &argv, NULL);
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
-    {
-      g_autofree char *path = g_strdup_printf ("/planner/op-rule/enumerate/%s", cases[i].label);
-      g_test_add_data_func (path, &cases[i], test_op_case);
-    }
+    test_util_add_named ("/planner/op-rule/enumerate", cases[i].label, &cases[i], test_op_case);
   g_test_add_func ("/planner/op-rule/every-type-covered", test_every_type_covered);
   g_test_add_func ("/planner/op-rule/type-names", test_type_names);
   g_test_add_func ("/planner/op-rule/flops", test_flops);

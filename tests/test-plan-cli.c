@@ -6,39 +6,13 @@
 #include <string.h>
 
 #include "planner-plan-json.h"
+#include "test-util.h"
 
 /* shardscope-cli propagate | compare | export, as scripts use them: the built binary
  * ($SHARDSCOPE_CLI), its JSON, the plan files it writes, and its exit statuses (0 done,
  * 1 refused, 2 bad usage). */
 
 static char *dir;
-
-static int
-run (const char *const *args, char **out, char **err)
-{
-  const char *cli = g_getenv ("SHARDSCOPE_CLI");
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer)cli);
-  for (guint i = 0; args[i]; i++)
-    g_ptr_array_add (argv, (gpointer)args[i]);
-  g_ptr_array_add (argv, NULL);
-  g_autoptr (GError) error = NULL;
-  int status = 0;
-  g_spawn_sync (NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, out, err, &status,
-                &error);
-  g_assert_no_error (error);
-  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
-}
-
-static JsonObject *
-parse_object (const char *text, JsonParser *parser)
-{
-  g_autoptr (GError) error = NULL;
-  g_assert_true (json_parser_load_from_data (parser, text, -1, &error));
-  g_assert_no_error (error);
-  g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
-  return json_node_get_object (json_parser_get_root (parser));
-}
 
 static char *
 plan_path (const char *name)
@@ -55,11 +29,11 @@ test_propagate_llama (void)
   const char *args[] = { "propagate", "llama",  "--mesh", "dp=2,mp=4", "--policy",
                          "megatron",  "--json", "-o",     path,        NULL };
   g_autofree char *out = NULL, *err = NULL;
-  g_assert_cmpint (run (args, &out, &err), ==, 0);
+  g_assert_cmpint (test_util_run_cli (args, &out, &err), ==, 0);
   g_assert_cmpstr (err, ==, "");
 
   g_autoptr (JsonParser) parser = json_parser_new ();
-  JsonObject *o = parse_object (out, parser);
+  JsonObject *o = test_util_parse_object (parser, out);
   JsonObject *coll = json_object_get_object_member (o, "collectives");
   g_assert_cmpint (json_object_get_int_member (coll, "AllReduce"), ==, 65);
   const char *others[] = { "AllGather", "ReduceScatter", "AllToAll", "Slice" };
@@ -99,9 +73,9 @@ test_trace (void)
   const char *args[] = { "propagate", "llama-tiny", "--mesh", "dp=2,mp=2", "--policy",
                          "megatron",  "--trace",    "--json", NULL };
   g_autofree char *out = NULL, *err = NULL;
-  g_assert_cmpint (run (args, &out, &err), ==, 0);
+  g_assert_cmpint (test_util_run_cli (args, &out, &err), ==, 0);
   g_autoptr (JsonParser) parser = json_parser_new ();
-  JsonObject *o = parse_object (out, parser);
+  JsonObject *o = test_util_parse_object (parser, out);
   JsonArray *trace = json_object_get_array_member (o, "trace");
   g_assert_cmpint (json_array_get_length (trace), ==, json_object_get_int_member (o, "propagated"));
   JsonObject *first = json_array_get_object_element (trace, 0);
@@ -120,7 +94,7 @@ test_trace (void)
   const char *text_args[] = { "propagate", "llama-tiny", "--mesh",  "dp=2,mp=2",
                               "--policy",  "megatron",   "--trace", NULL };
   g_autofree char *text = NULL, *text_err = NULL;
-  g_assert_cmpint (run (text_args, &text, &text_err), ==, 0);
+  g_assert_cmpint (test_util_run_cli (text_args, &text, &text_err), ==, 0);
   g_assert_nonnull (strstr (text, "Redistributions: 5: 5 AllReduce\n"));
   g_assert_nonnull (strstr (text, "Trace (35 steps)"));
   g_assert_nonnull (strstr (text, "     0  model.layers.0.input_layernorm  [dp,_,_],[_]  <- "
@@ -136,9 +110,9 @@ test_user_pin (void)
   const char *args[] = { "propagate", "llama-tiny", "--mesh", "dp=2,mp=2", "--policy", "megatron",
                          "--pin",     pin,          "--json", "-o",        path,       NULL };
   g_autofree char *out = NULL, *err = NULL;
-  g_assert_cmpint (run (args, &out, &err), ==, 0);
+  g_assert_cmpint (test_util_run_cli (args, &out, &err), ==, 0);
   g_autoptr (JsonParser) parser = json_parser_new ();
-  JsonObject *o = parse_object (out, parser);
+  JsonObject *o = test_util_parse_object (parser, out);
   JsonObject *coll = json_object_get_object_member (o, "collectives");
   g_assert_cmpint (json_object_get_int_member (coll, "ReduceScatter"), >, 0);
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "conflicts")), >, 0);
@@ -162,15 +136,15 @@ test_compare (void)
   const char *make_b[] = { "propagate",   "llama-tiny", "--mesh", "dp=2,mp=2", "--policy",
                            "megatron-sp", "-o",         b,        NULL };
   g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
-  g_assert_cmpint (run (make_a, &o1, &e1), ==, 0);
-  g_assert_cmpint (run (make_b, &o2, &e2), ==, 0);
+  g_assert_cmpint (test_util_run_cli (make_a, &o1, &e1), ==, 0);
+  g_assert_cmpint (test_util_run_cli (make_b, &o2, &e2), ==, 0);
   g_assert_nonnull (strstr (o1, "Plan written to "));
 
   const char *json_args[] = { "compare", a, b, "--json", NULL };
   g_autofree char *out = NULL, *err = NULL;
-  g_assert_cmpint (run (json_args, &out, &err), ==, 0);
+  g_assert_cmpint (test_util_run_cli (json_args, &out, &err), ==, 0);
   g_autoptr (JsonParser) parser = json_parser_new ();
-  JsonObject *o = parse_object (out, parser);
+  JsonObject *o = test_util_parse_object (parser, out);
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "ops")), ==, 5);
   JsonObject *reds = json_object_get_object_member (o, "redistributions");
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (reds, "removed")), ==, 5);
@@ -182,7 +156,7 @@ test_compare (void)
 
   const char *text_args[] = { "compare", a, b, NULL };
   g_autofree char *text = NULL, *text_err = NULL;
-  g_assert_cmpint (run (text_args, &text, &text_err), ==, 0);
+  g_assert_cmpint (test_util_run_cli (text_args, &text, &text_err), ==, 0);
   g_assert_nonnull (strstr (text, "Ops whose strategy differs: 5 of 51\n"));
   g_assert_nonnull (strstr (text, "Redistributions: 5 removed, 10 added, 0 in both\n"));
 }
@@ -195,15 +169,15 @@ test_export (void)
   const char *make[] = { "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--policy",
                          "megatron",  "-o",        plan,     NULL };
   g_autofree char *o1 = NULL, *e1 = NULL;
-  g_assert_cmpint (run (make, &o1, &e1), ==, 0);
+  g_assert_cmpint (test_util_run_cli (make, &o1, &e1), ==, 0);
 
   const char *to_file[] = { "export", plan, "--format", "json", "-o", copy, NULL };
   g_autofree char *o2 = NULL, *e2 = NULL;
-  g_assert_cmpint (run (to_file, &o2, &e2), ==, 0);
+  g_assert_cmpint (test_util_run_cli (to_file, &o2, &e2), ==, 0);
   g_assert_cmpstr (o2, ==, "");
   const char *to_stdout[] = { "export", plan, "--format", "json", NULL };
   g_autofree char *o3 = NULL, *e3 = NULL;
-  g_assert_cmpint (run (to_stdout, &o3, &e3), ==, 0);
+  g_assert_cmpint (test_util_run_cli (to_stdout, &o3, &e3), ==, 0);
 
   g_autofree char *original = NULL, *exported = NULL;
   g_assert_true (g_file_get_contents (plan, &original, NULL, NULL));
@@ -220,8 +194,8 @@ test_statuses (void)
   const char *make_llama[] = { "propagate", "llama-tiny", "--mesh", "dp=2", "-o", llama, NULL };
   const char *make_gpt2[] = { "propagate", "gpt2-tiny", "--mesh", "dp=2", "-o", gpt2, NULL };
   g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
-  g_assert_cmpint (run (make_llama, &o1, &e1), ==, 0);
-  g_assert_cmpint (run (make_gpt2, &o2, &e2), ==, 0);
+  g_assert_cmpint (test_util_run_cli (make_llama, &o1, &e1), ==, 0);
+  g_assert_cmpint (test_util_run_cli (make_gpt2, &o2, &e2), ==, 0);
   g_autofree char *missing = plan_path ("missing.json");
   g_autofree char *never = plan_path ("never-written.json");
   static const struct
@@ -257,7 +231,7 @@ test_statuses (void)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       g_autofree char *out = NULL, *err = NULL;
-      int status = run (cases[i].args, &out, &err);
+      int status = test_util_run_cli (cases[i].args, &out, &err);
       if (status != cases[i].status || strstr (err, cases[i].expect) == NULL)
         g_error ("%s %s: status %d (expected %d), stderr \"%s\" (expected \"%s\" in it)",
                  cases[i].args[0], cases[i].args[1], status, cases[i].status, err, cases[i].expect);
@@ -278,7 +252,7 @@ test_statuses (void)
   for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
     {
       g_autofree char *out = NULL, *err = NULL;
-      g_assert_cmpint (run (refused[i], &out, &err), ==, 1);
+      g_assert_cmpint (test_util_run_cli (refused[i], &out, &err), ==, 1);
       if (strstr (err, expect[i]) == NULL)
         g_error ("expected \"%s\" in \"%s\"", expect[i], err);
     }
@@ -289,13 +263,9 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  if (g_getenv ("SHARDSCOPE_CLI") == NULL)
-    {
-      g_test_message ("SHARDSCOPE_CLI is not set: nothing to run");
-      return g_test_run ();
-    }
-  dir = g_dir_make_tmp ("shardscope-plan-cli-XXXXXX", NULL);
-  g_assert_nonnull (dir);
+  if (!test_util_have_cli ())
+    return g_test_run ();
+  dir = test_util_tmp_dir_new ("shardscope-plan-cli-XXXXXX");
 
   g_test_add_func ("/planner/plan-cli/propagate-llama-megatron", test_propagate_llama);
   g_test_add_func ("/planner/plan-cli/trace", test_trace);
@@ -304,15 +274,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/plan-cli/export", test_export);
   g_test_add_func ("/planner/plan-cli/statuses", test_statuses);
   int status = g_test_run ();
-
-  g_autoptr (GDir) listing = g_dir_open (dir, 0, NULL);
-  const char *name;
-  while (listing && (name = g_dir_read_name (listing)))
-    {
-      g_autofree char *path = g_build_filename (dir, name, NULL);
-      g_unlink (path);
-    }
-  g_rmdir (dir);
+  test_util_tmp_dir_remove (dir);
   g_free (dir);
   return status;
 }

@@ -11,44 +11,7 @@
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
-
-/* A plan as the CLI makes it: the policy's pins, then the user's (priority 1). */
-static PlannerPlan *
-make_plan_on (PlannerGraph *graph, const char *mesh_text, const PlannerHardware *hw,
-              const char *policy, const char *const *user_pins)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
-  g_assert_no_error (error);
-  g_autoptr (GPtrArray) pins = NULL;
-  if (policy)
-    pins = planner_policy_expand (policy, graph, mesh, NULL, &error);
-  else
-    pins = g_ptr_array_new_with_free_func ((GDestroyNotify)planner_pin_free);
-  g_assert_no_error (error);
-  for (guint i = 0; user_pins && user_pins[i]; i++)
-    {
-      PlannerPin *pin = planner_pin_parse (user_pins[i], mesh, &error);
-      g_assert_no_error (error);
-      g_ptr_array_add (pins, pin);
-    }
-  PlannerPlan *plan = planner_propagate (graph, mesh, hw, pins, NULL, &error);
-  g_assert_no_error (error);
-  planner_plan_set_policy (plan, policy);
-  return plan;
-}
-
-static PlannerPlan *
-make_plan (const char *model, const char *mesh_text, const char *policy,
-           const char *const *user_pins)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerGraph) graph = planner_model_load (model, NULL, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerHardware) hw = planner_hardware_lookup ("h100-sxm", &error);
-  g_assert_no_error (error);
-  return make_plan_on (graph, mesh_text, hw, policy, user_pins);
-}
+#include "test-util.h"
 
 /* Saved and read back: equal field for field, and written again, the same text. */
 static PlannerPlan *
@@ -80,7 +43,7 @@ static void
 test_roundtrip (gconstpointer data)
 {
   const RoundtripCase *c = data;
-  g_autoptr (PlannerPlan) plan = make_plan (c->model, "dp=2,mp=2", c->policy, NULL);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan (c->model, "dp=2,mp=2", c->policy, NULL);
   planner_plan_set_name (plan, "round \"trip\"\n");
   g_autoptr (PlannerPlan) loaded = assert_roundtrip (plan);
 
@@ -107,7 +70,7 @@ test_roundtrip_pins (void)
     "model.layers.0.mlp.down_proj=[dp,_,mp],[_,mp]->[dp,mp,_]",
     NULL,
   };
-  g_autoptr (PlannerPlan) plan = make_plan ("llama-tiny", "dp=2,mp=2", "megatron", pins);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron", pins);
   PlannerGraph *graph = planner_plan_get_graph (plan);
   int down = planner_graph_find_op (graph, "model.layers.0.mlp.down_proj");
   g_assert_cmpint (down, >=, 0);
@@ -168,7 +131,7 @@ test_files (void)
   g_autofree char *dir = g_dir_make_tmp ("shardscope-plan-json-XXXXXX", &error);
   g_assert_no_error (error);
   g_autofree char *path = g_build_filename (dir, "plan.json", NULL);
-  g_autoptr (PlannerPlan) plan = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
 
   g_assert_true (planner_plan_save_json (plan, path, &error));
   g_assert_no_error (error);
@@ -216,7 +179,7 @@ test_embedded_hardware (void)
 
   g_autoptr (PlannerGraph) graph = planner_model_load ("llama-tiny", NULL, &error);
   g_assert_no_error (error);
-  g_autoptr (PlannerPlan) plan = make_plan_on (graph, "dp=2,mp=2", from_file, "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=2,mp=2", from_file, "megatron", NULL);
   PlannerCostConstants constants = *planner_plan_get_constants (plan);
   constants.optimizer_states = 0.5; /* edited by the user: saved with the plan */
   planner_plan_set_constants (plan, &constants);
@@ -382,7 +345,7 @@ static const BadEdit bad_edits[] = {
 static char *
 small_plan_text (void)
 {
-  g_autoptr (PlannerPlan) plan = make_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
   return planner_plan_to_json (plan);
 }
 
@@ -478,7 +441,7 @@ test_model_changed (void)
   g_assert_no_error (error);
   g_assert_cmpstr (planner_graph_get_source (graph), ==, graph_path);
   g_autoptr (PlannerHardware) hw = planner_hardware_lookup ("h100-sxm", &error);
-  g_autoptr (PlannerPlan) plan = make_plan_on (graph, "dp=2,mp=2", hw, "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=2,mp=2", hw, "megatron", NULL);
   g_assert_true (planner_plan_save_json (plan, plan_path, &error));
   g_autoptr (PlannerPlan) same = planner_plan_load_json (plan_path, &error);
   g_assert_no_error (error);
@@ -525,7 +488,7 @@ test_model_changed (void)
 static void
 test_summary (void)
 {
-  g_autoptr (PlannerPlan) plan = make_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron", NULL);
   g_autoptr (JsonNode) summary = planner_plan_summary_to_json (plan);
   JsonObject *o = json_node_get_object (summary);
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);

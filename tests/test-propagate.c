@@ -13,32 +13,7 @@
 #include "planner-model.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
-
-static PlannerGraph *
-load (const char *name)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerModelOptions o;
-  planner_model_options_init (&o);
-  PlannerGraph *g = planner_model_load (name, &o, &error);
-  g_assert_no_error (error);
-  return g;
-}
-
-static PlannerPlan *
-plan_with_policy (PlannerGraph *g, const char *mesh_text, const char *policy)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerHardware) hw = planner_hardware_new_builtin ("h100-sxm", &error);
-  g_assert_no_error (error);
-  g_autoptr (GPtrArray) pins = planner_policy_expand (policy, g, mesh, NULL, &error);
-  g_assert_no_error (error);
-  PlannerPlan *plan = planner_propagate (g, mesh, hw, pins, NULL, &error);
-  g_assert_no_error (error);
-  return plan;
-}
+#include "test-util.h"
 
 /* Layer index of an op name ("model.layers.12.mlp" -> 12), -1 outside the layers. */
 static int
@@ -62,8 +37,8 @@ consumer_name (PlannerPlan *plan, const PlannerRedistribution *r)
 static void
 test_megatron_llama (void)
 {
-  g_autoptr (PlannerGraph) g = load ("llama");
-  g_autoptr (PlannerPlan) plan = plan_with_policy (g, "dp=2,mp=4", "megatron");
+  g_autoptr (PlannerGraph) g = test_util_model ("llama", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_plan (g, "dp=2,mp=4", NULL, "megatron", NULL);
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);
   guint per_layer[32] = { 0 };
   guint outside = 0;
@@ -99,7 +74,7 @@ test_megatron_llama (void)
 static void
 test_megatron_gpt2 (void)
 {
-  g_autoptr (PlannerGraph) g = load ("gpt2");
+  g_autoptr (PlannerGraph) g = test_util_model ("gpt2", NULL);
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerMesh) mesh = planner_mesh_parse ("dp=2,mp=4", NULL);
   g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
@@ -110,7 +85,7 @@ test_megatron_gpt2 (void)
   g_assert_cmpuint (notes->len, ==, 2);
   g_assert_nonnull (strstr (g_ptr_array_index (notes, 0), "50257"));
 
-  g_autoptr (PlannerPlan) plan = plan_with_policy (g, "dp=2,mp=4", "megatron");
+  g_autoptr (PlannerPlan) plan = test_util_plan (g, "dp=2,mp=4", NULL, "megatron", NULL);
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);
   guint per_layer[12] = { 0 };
   g_assert_cmpuint (t->n_defaulted, ==, 0);
@@ -138,9 +113,9 @@ test_megatron_gpt2 (void)
 static void
 test_megatron_sp (void)
 {
-  g_autoptr (PlannerGraph) g = load ("llama");
-  g_autoptr (PlannerPlan) tp = plan_with_policy (g, "dp=2,mp=4", "megatron");
-  g_autoptr (PlannerPlan) sp = plan_with_policy (g, "dp=2,mp=4", "megatron-sp");
+  g_autoptr (PlannerGraph) g = test_util_model ("llama", NULL);
+  g_autoptr (PlannerPlan) tp = test_util_plan (g, "dp=2,mp=4", NULL, "megatron", NULL);
+  g_autoptr (PlannerPlan) sp = test_util_plan (g, "dp=2,mp=4", NULL, "megatron-sp", NULL);
   const PlannerPlanTotals *a = planner_plan_get_totals (tp), *b = planner_plan_get_totals (sp);
 
   /* Each AllReduce becomes a ReduceScatter and a later AllGather. */
@@ -154,16 +129,6 @@ test_megatron_sp (void)
   /* The norms now run on a quarter of the sequence. */
   g_assert_cmpfloat (b->compute_time_s, <, a->compute_time_s);
 }
-
-static const char *const layer0_pins[] = {
-  "model.layers.0.self_attn.q_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.self_attn.k_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.self_attn.v_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.self_attn.o_proj=[dp,_,mp],[_,mp]",
-  "model.layers.0.mlp.gate_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.mlp.up_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.mlp.down_proj=[dp,_,mp],[_,mp]",
-};
 
 static PlannerPlan *
 plan_with_pins (PlannerGraph *g, const char *mesh_text, const char *const *texts, guint n,
@@ -185,10 +150,11 @@ plan_with_pins (PlannerGraph *g, const char *mesh_text, const char *const *texts
 static void
 test_layer0_order (void)
 {
-  g_autoptr (PlannerGraph) g = load ("llama-tiny");
+  g_autoptr (PlannerGraph) g = test_util_model ("llama-tiny", NULL);
   g_autoptr (GError) error = NULL;
-  guint n = G_N_ELEMENTS (layer0_pins);
-  g_autoptr (PlannerPlan) first = plan_with_pins (g, "dp=2,mp=2", layer0_pins, n, NULL, &error);
+  guint n = G_N_ELEMENTS (test_util_llama_layer0_pins);
+  g_autoptr (PlannerPlan) first
+      = plan_with_pins (g, "dp=2,mp=2", test_util_llama_layer0_pins, n, NULL, &error);
   g_assert_no_error (error);
 
   /* Propagation reaches every op from pins on layer 0 alone. */
@@ -212,7 +178,7 @@ test_layer0_order (void)
   /* The same plan for every order of the pins. */
   for (guint round = 0; round < 8; round++)
     {
-      guint order[G_N_ELEMENTS (layer0_pins)];
+      guint order[G_N_ELEMENTS (test_util_llama_layer0_pins)];
       for (guint i = 0; i < n; i++)
         order[i] = i;
       for (guint i = n - 1; i > 0; i--)
@@ -221,7 +187,8 @@ test_layer0_order (void)
           order[i] = order[j];
           order[j] = tmp;
         }
-      g_autoptr (PlannerPlan) again = plan_with_pins (g, "dp=2,mp=2", layer0_pins, n, order, &error);
+      g_autoptr (PlannerPlan) again
+          = plan_with_pins (g, "dp=2,mp=2", test_util_llama_layer0_pins, n, order, &error);
       g_assert_no_error (error);
       g_assert_true (planner_plan_equal (first, again));
     }
@@ -230,7 +197,7 @@ test_layer0_order (void)
 static void
 test_conflict (void)
 {
-  g_autoptr (PlannerGraph) g = load ("llama-tiny");
+  g_autoptr (PlannerGraph) g = test_util_model ("llama-tiny", NULL);
   g_autoptr (GError) error = NULL;
   /* Layer 0 splits the MLP's hidden dim on mp (its down_proj leaves partial sums); layer 1
    * wants its input split on the batch over mp. */
@@ -271,7 +238,7 @@ static void
 expect_error (const char *model, const char *mesh, const char *pin, PlannerError code,
               const char *fragment)
 {
-  g_autoptr (PlannerGraph) g = load (model);
+  g_autoptr (PlannerGraph) g = test_util_model (model, NULL);
   g_autoptr (GError) error = NULL;
   const char *texts[] = { pin };
   g_autoptr (PlannerPlan) plan = plan_with_pins (g, mesh, texts, 1, NULL, &error);
@@ -309,7 +276,7 @@ test_errors (void)
   }
   /* Unknown and malformed policies. */
   {
-    g_autoptr (PlannerGraph) g = load ("llama-tiny");
+    g_autoptr (PlannerGraph) g = test_util_model ("llama-tiny", NULL);
     g_autoptr (PlannerMesh) mesh = planner_mesh_parse ("dp=2,mp=2", NULL);
     g_autoptr (GError) error = NULL;
     g_autoptr (GPtrArray) pins = planner_policy_expand ("zigzag", g, mesh, NULL, &error);
@@ -347,7 +314,7 @@ static void
 test_defaults (void)
 {
   /* No pins: every op defaulted, batch over every axis that divides it. */
-  g_autoptr (PlannerGraph) g = load ("gpt2-tiny");
+  g_autoptr (PlannerGraph) g = test_util_model ("gpt2-tiny", NULL);
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerPlan) plan = plan_with_pins (g, "dp=2,mp=2", NULL, 0, NULL, &error);
   g_assert_no_error (error);

@@ -7,15 +7,7 @@
 
 #include "planner-error.h"
 #include "planner-redistribute.h"
-
-static PlannerHardware *
-h100 (void)
-{
-  g_autoptr (GError) error = NULL;
-  PlannerHardware *hw = planner_hardware_new_builtin ("h100-sxm", &error);
-  g_assert_no_error (error);
-  return hw;
-}
+#include "test-util.h"
 
 static PlannerLayout
 parse (const char *text, const PlannerMesh *mesh)
@@ -49,7 +41,7 @@ static void
 test_paths (void)
 {
   g_autoptr (PlannerMesh) mesh = planner_mesh_parse ("dp=2,mp=4", NULL);
-  g_autoptr (PlannerHardware) hw = h100 ();
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
   g_autoptr (PlannerRedistributor) r = planner_redistributor_new (mesh, hw);
   const gint64 shape[] = { 64, 256, 1024 };
   struct { const char *from, *to, *steps; } cases[] = {
@@ -80,7 +72,7 @@ test_paths (void)
 static void
 test_costs (void)
 {
-  g_autoptr (PlannerHardware) hw = h100 ();
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
   const gint64 shape[] = { 64, 256, 1024 };       /* f32: 64 MiB whole */
   const double a = 2.5e-6, B = 370e9, n = 64.0 * 256 * 1024 * 4;
   struct { const char *mesh, *from, *to; double seconds; guint64 bytes; } cases[] = {
@@ -167,7 +159,7 @@ test_random (gconstpointer data)
 {
   const char *mesh_text = data;
   g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, NULL);
-  g_autoptr (PlannerHardware) hw = h100 ();
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
   g_autoptr (PlannerRedistributor) r = planner_redistributor_new (mesh, hw);
   static const gint64 sizes[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 64 };
   guint all = (1u << mesh->n_axes) - 1;

@@ -20,6 +20,7 @@
 #include "planner-policy.h"
 #include "planner-propagate.h"
 #include "planner-store-private.h"
+#include "test-util.h"
 
 /* The plan store: plans saved and loaded equal field for field, migration of a version-1
  * file, refusals that leave the file byte for byte as it was, a process killed while saving,
@@ -38,45 +39,10 @@ static const char *const hostile_names[] = {
   "unicode: 张量并行 ✓ \u00e9",
 };
 
-static PlannerPlan *
-make_plan (const char *model, const char *mesh_text, const char *policy,
-           const char *const *extra_pins)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerGraph) graph = planner_model_load (model, NULL, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
-  g_assert_no_error (error);
-  g_autoptr (PlannerHardware) hw = planner_hardware_new_builtin ("h100-sxm", &error);
-  g_assert_no_error (error);
-  g_autoptr (GPtrArray) pins = planner_policy_expand (policy, graph, mesh, NULL, &error);
-  g_assert_no_error (error);
-  for (guint i = 0; extra_pins != NULL && extra_pins[i] != NULL; i++)
-    {
-      PlannerPin *pin = planner_pin_parse (extra_pins[i], mesh, &error);
-      g_assert_no_error (error);
-      g_ptr_array_add (pins, pin);
-    }
-  PlannerPlan *plan = planner_propagate (graph, mesh, hw, pins, NULL, &error);
-  g_assert_no_error (error);
-  planner_plan_set_policy (plan, policy);
-  return plan;
-}
-
 static char *
 temp_db (const char *name)
 {
   return g_build_filename (tmp_dir, name, NULL);
-}
-
-static void
-remove_db (const char *path)
-{
-  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
-  g_autofree char *shm = g_strconcat (path, "-shm", NULL);
-  g_remove (path);
-  g_remove (wal);
-  g_remove (shm);
 }
 
 static gboolean
@@ -169,8 +135,8 @@ test_roundtrip (gconstpointer data)
   g_autoptr (GError) error = NULL;
   gboolean has_out = FALSE;
 
-  remove_db (path);
-  plan = make_plan (args[0], args[1], args[2], extra);
+  test_util_remove_db (path);
+  plan = test_util_model_plan (args[0], args[1], args[2], extra);
   for (guint i = 0; i < planner_graph_get_n_ops (planner_plan_get_graph (plan)); i++)
     has_out |= planner_plan_get_op (plan, i)->has_out_layouts;
   /* The plan exercises every kind of row: redistributions with steps, trace, conflicts. */
@@ -212,7 +178,7 @@ test_roundtrip (gconstpointer data)
   /* A closed store refuses politely. */
   planner_store_load_plan (store, 1, &error);
   g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 static void
@@ -225,15 +191,15 @@ static void
 test_derived_rename_delete (void)
 {
   g_autofree char *path = temp_db ("derived.db");
-  g_autoptr (PlannerPlan) a = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
-  g_autoptr (PlannerPlan) b = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron-sp", NULL);
-  g_autoptr (PlannerPlan) other = make_plan ("llama-tiny", "dp=2,mp=2", "dp", NULL);
+  g_autoptr (PlannerPlan) a = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) b = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron-sp", NULL);
+  g_autoptr (PlannerPlan) other = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "dp", NULL);
   g_autoptr (PlannerStore) store = NULL;
   g_autoptr (GError) error = NULL;
   gint64 ia, ib, io;
   guint changes = 0;
 
-  remove_db (path);
+  test_util_remove_db (path);
   store = open_store (path);
   g_signal_connect (store, "changed", G_CALLBACK (count_changes), &changes);
   ia = planner_store_save_plan (store, a, "A", 0, &error);
@@ -306,7 +272,7 @@ test_derived_rename_delete (void)
   g_assert_cmpint (sql_int (path, "SELECT count(*) FROM models"), ==, 1);
   g_assert_cmpint (sql_int (path, "SELECT count(*) FROM op_strategies WHERE plan_id <> 2"), ==, 0);
   assert_integrity_ok (path);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 /* ---- trial runs ---- */
@@ -315,7 +281,7 @@ static void
 test_trial_runs (void)
 {
   g_autofree char *path = temp_db ("trials.db");
-  g_autoptr (PlannerPlan) plan = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
   g_autoptr (PlannerStore) store = NULL;
   g_autoptr (GError) error = NULL;
   g_autofree char *redist = planner_store_redistribution_name (plan, 0);
@@ -328,7 +294,7 @@ test_trial_runs (void)
   };
   gint64 id, run1, run2;
 
-  remove_db (path);
+  test_util_remove_db (path);
   g_assert_nonnull (strstr (redist, " -> "));
   store = open_store (path);
   id = planner_store_save_plan (store, plan, "traced", 0, &error);
@@ -376,7 +342,7 @@ test_trial_runs (void)
   g_assert_cmpint (sql_int (path, "SELECT count(*) FROM trial_runs"), ==, 0);
   g_assert_cmpint (sql_int (path, "SELECT count(*) FROM trial_measurements"), ==, 0);
   g_assert_cmpint (sql_int (path, "SELECT count(*) FROM models"), ==, 0);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 /* ---- migration ---- */
@@ -409,13 +375,14 @@ test_migrate_v1 (void)
 {
   g_autofree char *current = temp_db ("migrate-current.db");
   g_autofree char *old = temp_db ("migrate-v1.db");
-  g_autoptr (PlannerPlan) plan = make_plan ("llama-tiny", "dp=2,mp=2", "megatron-sp", NULL);
+  g_autoptr (PlannerPlan) plan
+      = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron-sp", NULL);
   g_autoptr (PlannerStore) store = NULL;
   g_autoptr (GError) error = NULL;
   gint64 id;
 
-  remove_db (current);
-  remove_db (old);
+  test_util_remove_db (current);
+  test_util_remove_db (old);
   store = open_store (current);
   id = planner_store_save_plan (store, plan, "from version 1", 0, &error);
   g_assert_no_error (error);
@@ -477,8 +444,8 @@ test_migrate_v1 (void)
   store = open_store (old);
   g_clear_object (&store);
   g_assert_cmpint (sql_int (old, "SELECT count(*) FROM plans"), ==, 2);
-  remove_db (current);
-  remove_db (old);
+  test_util_remove_db (current);
+  test_util_remove_db (old);
 }
 
 /* ---- refusals ---- */
@@ -508,11 +475,11 @@ static char *
 make_store_file (const char *name)
 {
   char *path = temp_db (name);
-  g_autoptr (PlannerPlan) plan = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
   g_autoptr (PlannerStore) store = NULL;
   g_autoptr (GError) error = NULL;
 
-  remove_db (path);
+  test_util_remove_db (path);
   store = open_store (path);
   planner_store_save_plan (store, plan, "p", 0, &error);
   g_assert_no_error (error);
@@ -534,7 +501,7 @@ test_refuse_not_sqlite (void)
   assert_refused (path, "not an SQLite database");
   g_assert_true (g_file_set_contents (path, "SQLite", 6, NULL));
   assert_refused (path, "not an SQLite database");
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 static void
@@ -559,7 +526,7 @@ test_refuse_truncated (void)
   assert_refused (path, "truncated");
   truncate_copy (path, data, (length / 2 / page_size) * page_size);
   assert_refused (path, "truncated");
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 static void
@@ -569,7 +536,7 @@ test_refuse_newer (void)
 
   exec_bound (path, "PRAGMA user_version = 99", NULL);
   assert_refused (path, "newer");
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 static void
@@ -577,13 +544,13 @@ test_refuse_foreign (void)
 {
   g_autofree char *path = temp_db ("foreign.db");
 
-  remove_db (path);
+  test_util_remove_db (path);
   exec_bound (path, "CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('x')", NULL);
   assert_refused (path, "not a plan store");
-  remove_db (path);
+  test_util_remove_db (path);
   exec_bound (path, "PRAGMA application_id = 42; CREATE TABLE t (x)", NULL);
   assert_refused (path, "another application");
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 /* An empty file, as `touch plans.db` leaves, becomes a store. */
@@ -593,12 +560,12 @@ test_empty_file (void)
   g_autofree char *path = temp_db ("empty.db");
   g_autoptr (PlannerStore) store = NULL;
 
-  remove_db (path);
+  test_util_remove_db (path);
   g_assert_true (g_file_set_contents (path, "", 0, NULL));
   store = open_store (path);
   g_clear_object (&store);
   g_assert_cmpint (sql_int (path, "PRAGMA user_version"), ==, PLANNER_STORE_SCHEMA_VERSION);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 static void
@@ -635,9 +602,9 @@ test_hostile_names (void)
   g_autofree char *path = temp_db ("hostile.db");
   g_autoptr (PlannerStore) store = NULL;
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) plan = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
 
-  remove_db (path);
+  test_util_remove_db (path);
   store = open_store (path);
   for (guint i = 0; i < G_N_ELEMENTS (hostile_names); i++)
     planner_plan_add_pin_text (plan, hostile_names[i]);
@@ -661,7 +628,7 @@ test_hostile_names (void)
   g_clear_object (&store);
   g_assert_cmpint (sql_int (path, "SELECT count(*) FROM plans"), ==, G_N_ELEMENTS (hostile_names));
   assert_integrity_ok (path);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 /* ---- models that moved or changed ---- */
@@ -679,14 +646,16 @@ test_model_moved (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerGraph) llama = planner_model_load ("llama-tiny", NULL, &error);
 
-  remove_db (path);
+  test_util_remove_db (path);
   g_assert_true (g_file_get_contents (zoo_config, &text, NULL, NULL));
   g_assert_true (g_file_set_contents (config, text, -1, NULL));
   g_assert_true (planner_graph_save_json (llama, graph_json, &error));
   g_assert_no_error (error);
 
-  g_autoptr (PlannerPlan) from_config = make_plan (config, "dp=2,mp=2", "megatron", NULL);
-  g_autoptr (PlannerPlan) from_graph = make_plan (graph_json, "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) from_config
+      = test_util_model_plan (config, "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) from_graph
+      = test_util_model_plan (graph_json, "dp=2,mp=2", "megatron", NULL);
   g_assert_nonnull (strchr (planner_graph_get_source (planner_plan_get_graph (from_config)), '?'));
   store = open_store (path);
   gint64 a = planner_store_save_plan (store, from_config, "config", 0, &error);
@@ -724,7 +693,7 @@ test_model_moved (void)
   g_assert_nonnull (strstr (error->message, "no longer loads"));
   g_clear_object (&store);
   g_remove (graph_json);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 /* A damaged row is reported, never a crash or a half-built plan. */
@@ -750,7 +719,7 @@ test_damaged_rows (void)
       g_autofree char *data = NULL;
       gsize length;
 
-      remove_db (copy);
+      test_util_remove_db (copy);
       g_assert_true (g_file_get_contents (path, &data, &length, NULL));
       g_assert_true (g_file_set_contents (copy, data, length, NULL));
       exec_bound (copy, damage[i], NULL);
@@ -761,9 +730,9 @@ test_damaged_rows (void)
       g_test_message ("%s: %s", damage[i], error->message);
       g_clear_error (&error);
       g_clear_object (&store);
-      remove_db (copy);
+      test_util_remove_db (copy);
     }
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 /* ---- processes: killed while saving, and two saving at once ---- */
@@ -781,7 +750,7 @@ child_save (int argc, char **argv)
   if (argc != 8)
     return 2;
   count = atoi (argv[7]);
-  plan = make_plan (argv[3], argv[4], argv[5], NULL);
+  plan = test_util_model_plan (argv[3], argv[4], argv[5], NULL);
   store = planner_store_open (argv[2], &error);
   if (store == NULL)
     {
@@ -878,11 +847,12 @@ static void
 test_kill_while_saving (void)
 {
   g_autofree char *path = temp_db ("killed.db");
-  g_autoptr (PlannerPlan) reference = make_plan ("llama-70b", "dp=8,mp=8", "megatron", NULL);
+  g_autoptr (PlannerPlan) reference
+      = test_util_model_plan ("llama-70b", "dp=8,mp=8", "megatron", NULL);
   guint n_plans = 0;
   guint before_commit = 0;
 
-  remove_db (path);
+  test_util_remove_db (path);
   for (guint round = 0; round < 4; round++)
     {
       g_autofree char *prefix = g_strdup_printf ("round%u-", round);
@@ -937,7 +907,7 @@ test_kill_while_saving (void)
   g_test_message ("%u of 4 kills came inside a save before its commit, the others between a "
                   "commit and its report",
                   before_commit);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 static void
@@ -948,7 +918,7 @@ test_two_processes (void)
   int fd_a = -1, fd_b = -1, status = 0;
   GPid a, b;
 
-  remove_db (path);
+  test_util_remove_db (path);
   /* Neither exists yet: both create and migrate the same new file. */
   a = spawn_child (path, "gpt2-tiny", "dp=2,mp=2", "megatron", "a-", count, &fd_a);
   b = spawn_child (path, "llama-tiny", "dp=2,mp=2", "megatron-sp", "b-", count, &fd_b);
@@ -963,8 +933,9 @@ test_two_processes (void)
   g_spawn_close_pid (a);
   g_spawn_close_pid (b);
 
-  g_autoptr (PlannerPlan) ref_a = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
-  g_autoptr (PlannerPlan) ref_b = make_plan ("llama-tiny", "dp=2,mp=2", "megatron-sp", NULL);
+  g_autoptr (PlannerPlan) ref_a = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autoptr (PlannerPlan) ref_b
+      = test_util_model_plan ("llama-tiny", "dp=2,mp=2", "megatron-sp", NULL);
   g_autoptr (PlannerStore) store = open_store (path);
   g_autoptr (GError) error = NULL;
   g_autoptr (GPtrArray) entries = planner_store_list_plans (store, &error);
@@ -982,7 +953,7 @@ test_two_processes (void)
       }
   g_clear_object (&store);
   assert_integrity_ok (path);
-  remove_db (path);
+  test_util_remove_db (path);
 }
 
 int
