@@ -15,11 +15,10 @@
 int
 main (int argc, char *argv[])
 {
-  const char *model = argc > 1 ? argv[1] : "llama-70b";
-  const char *mesh_text = argc > 2 ? argv[2] : "dp=8,mp=4,pp=2";
-  const guint repeats = argc > 3 ? (guint)atoi (argv[3]) : 5;
+  const char *model = "llama-70b", *mesh_text = "dp=8,mp=4,pp=2";
+  guint repeats = 5;
+  g_autoptr (PlannerMesh) mesh = bench_model_args (argc, argv, &model, &mesh_text, &repeats);
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
   g_autofree double *build_ms = NULL;
   g_autofree double *enumerate_ms = NULL;
   guint n_ops = 0;
@@ -27,12 +26,8 @@ main (int argc, char *argv[])
   const char *most_op = NULL;
   g_autoptr (PlannerGraph) graph = NULL;
 
-  if (mesh == NULL || repeats == 0)
-    {
-      fprintf (stderr, "usage: %s [MODEL [MESH [REPEATS]]]: %s\n", argv[0],
-               error != NULL ? error->message : "repeats must be >= 1");
-      return 2;
-    }
+  if (mesh == NULL)
+    return 2;
   build_ms = g_new (double, repeats);
   enumerate_ms = g_new (double, repeats);
 

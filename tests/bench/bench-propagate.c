@@ -9,6 +9,7 @@
 #include "planner-propagate.h"
 
 #include "bench-util.h"
+#include "test-util.h"
 
 /* Propagation time on big graphs: the 80-layer LLaMA-2-70B shape with the megatron policy and
  * with pins on layer 0 only, and a graph of about 100k ops. Prints the median of repeats, the
@@ -24,16 +25,6 @@ typedef struct
   const char *policy;       /* or NULL: the layer-0 pins below */
   guint repeats;
 } Case;
-
-static const char *const layer0_pins[] = {
-  "model.layers.0.self_attn.q_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.self_attn.k_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.self_attn.v_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.self_attn.o_proj=[dp,_,mp],[_,mp]",
-  "model.layers.0.mlp.gate_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.mlp.up_proj=[dp,_,_],[mp,_]",
-  "model.layers.0.mlp.down_proj=[dp,_,mp],[_,mp]",
-};
 
 static int
 run (const Case *c)
@@ -52,9 +43,9 @@ run (const Case *c)
   else if (hw)
     {
       pins = g_ptr_array_new_with_free_func ((GDestroyNotify) planner_pin_free);
-      for (guint i = 0; i < G_N_ELEMENTS (layer0_pins) && error == NULL; i++)
+      for (guint i = 0; i < G_N_ELEMENTS (test_util_llama_layer0_pins) && error == NULL; i++)
         {
-          PlannerPin *pin = planner_pin_parse (layer0_pins[i], mesh, &error);
+          PlannerPin *pin = planner_pin_parse (test_util_llama_layer0_pins[i], mesh, &error);
           if (pin)
             g_ptr_array_add (pins, pin);
         }

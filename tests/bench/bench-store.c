@@ -12,6 +12,9 @@
 #include "planner-propagate.h"
 #include "planner-store.h"
 
+#include "bench-util.h"
+#include "test-util.h"
+
 /* How long the store takes to save and to load a big plan: the 80-layer LLaMA-2-70B shape with
  * the megatron policy on dp=8,mp=8 (target <= 100 ms each). Prints figures; asserts nothing
  * about time.
@@ -20,39 +23,13 @@
  * made; save (warm): a second plan of a graph already hashed, as the GUI saves them; load: the
  * graph rebuilt from its source and checked against the stored hash, then every row read. */
 
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-
-  return (x > y) - (x < y);
-}
-
-static double
-median (double *values, guint n)
-{
-  qsort (values, n, sizeof *values, compare_doubles);
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-static void
-remove_db (const char *path)
-{
-  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
-  g_autofree char *shm = g_strconcat (path, "-shm", NULL);
-  g_remove (path);
-  g_remove (wal);
-  g_remove (shm);
-}
-
 int
 main (int argc, char *argv[])
 {
-  const char *model = argc > 1 ? argv[1] : "llama-70b";
-  const char *mesh_text = argc > 2 ? argv[2] : "dp=8,mp=8";
-  const guint repeats = argc > 3 ? (guint)atoi (argv[3]) : 7;
+  const char *model = "llama-70b", *mesh_text = "dp=8,mp=8";
+  guint repeats = 7;
+  g_autoptr (PlannerMesh) mesh = bench_model_args (argc, argv, &model, &mesh_text, &repeats);
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &error);
   g_autoptr (PlannerGraph) graph = NULL;
   g_autoptr (PlannerHardware) hw = NULL;
   g_autoptr (GPtrArray) pins = NULL;
@@ -63,12 +40,8 @@ main (int argc, char *argv[])
   gboolean equal = TRUE;
   struct stat st;
 
-  if (mesh == NULL || repeats == 0)
-    {
-      fprintf (stderr, "usage: %s [MODEL [MESH [REPEATS]]]: %s\n", argv[0],
-               error != NULL ? error->message : "repeats must be >= 1");
-      return 2;
-    }
+  if (mesh == NULL)
+    return 2;
   if ((graph = planner_model_load (model, NULL, &error)) == NULL
       || (hw = planner_hardware_new_builtin ("h100-sxm", &error)) == NULL
       || (pins = planner_policy_expand ("megatron", graph, mesh, NULL, &error)) == NULL
@@ -128,14 +101,17 @@ main (int argc, char *argv[])
           model, mesh_text, planner_graph_get_n_ops (graph), planner_graph_get_n_tensors (graph),
           planner_plan_get_n_redistributions (plan), planner_plan_get_n_trace_steps (plan),
           planner_plan_get_pins (plan)->len);
-  printf ("save (cold, hashes the graph): median %.1f ms of %u\n", median (cold, repeats), repeats);
-  printf ("save (warm, graph hashed):     median %.1f ms of %u\n", median (warm, repeats), repeats);
-  printf ("load (rebuild + hash check):   median %.1f ms of %u\n", median (load, repeats), repeats);
+  printf ("save (cold, hashes the graph): median %.1f ms of %u\n", bench_median (cold, repeats),
+          repeats);
+  printf ("save (warm, graph hashed):     median %.1f ms of %u\n", bench_median (warm, repeats),
+          repeats);
+  printf ("load (rebuild + hash check):   median %.1f ms of %u\n", bench_median (load, repeats),
+          repeats);
   if (g_stat (path, &st) == 0)
     printf ("store file: %u plans, %.1f MiB (%.0f KiB per plan)\n", 2 * repeats,
             st.st_size / 1048576.0, st.st_size / 1024.0 / (2 * repeats));
   printf ("loaded plans equal to the saved one: %s\n", equal ? "yes" : "NO");
-  remove_db (path);
+  test_util_remove_db (path);
   g_rmdir (dir);
   return equal ? 0 : 1;
 }
