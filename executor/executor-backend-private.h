@@ -16,6 +16,10 @@ struct _ExecutorBuffer
   guint8 *data;
 };
 
+/* FALSE with EXECUTOR_ERROR_NO_DEVICE unless @mesh has 1 to @max devices, which backend
+ * @name runs as virtual devices. */
+gboolean executor_backend_check_size (const char *name, const PlannerMesh *mesh, guint max,
+                                      GError **error);
 /* Fills @self for @mesh: @klass, and one zeroed device of @device_size bytes per mesh
  * device (a backend's device struct, ExecutorDevice first) with its index and coordinates. */
 void executor_backend_init (ExecutorBackend *self, const ExecutorBackendClass *klass,

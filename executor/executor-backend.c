@@ -62,7 +62,7 @@ executor_backend_new (const char *name, const PlannerMesh *mesh, GError **error)
         }
       return backends[i].new_func (mesh, error);
     }
-  g_autofree char *known = g_strjoinv (", ", (char **) executor_backend_names ());
+  g_autofree char *known = g_strjoinv (", ", (char **)executor_backend_names ());
   g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNKNOWN_BACKEND,
                "unknown backend '%s'; this build has: %s", name, known);
   return NULL;
@@ -153,8 +153,8 @@ executor_device_buffer_free (ExecutorDevice *device, ExecutorBuffer *buffer)
 
 /* The wrappers check what every backend would: a backend's functions only move memory. */
 static gboolean
-check_range (ExecutorDevice *device, ExecutorBuffer *b, gsize offset, gsize bytes,
-             const char *what, GError **error)
+check_range (ExecutorDevice *device, ExecutorBuffer *b, gsize offset, gsize bytes, const char *what,
+             GError **error)
 {
   if (offset > b->bytes || bytes > b->bytes - offset)
     {
@@ -168,8 +168,8 @@ check_range (ExecutorDevice *device, ExecutorBuffer *b, gsize offset, gsize byte
 }
 
 gboolean
-executor_device_upload (ExecutorDevice *device, ExecutorBuffer *dst, const void *src,
-                        gsize bytes, GError **error)
+executor_device_upload (ExecutorDevice *device, ExecutorBuffer *dst, const void *src, gsize bytes,
+                        GError **error)
 {
   return check_range (device, dst, 0, bytes, "upload", error)
          && device->backend->klass->upload (device, dst, 0, src, bytes, error);
@@ -185,8 +185,8 @@ executor_device_download (ExecutorDevice *device, ExecutorBuffer *src, void *dst
 
 gboolean
 executor_device_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_offset,
-                         gsize dst_pitch, ExecutorBuffer *src, gsize src_offset,
-                         gsize src_pitch, gsize width, gsize height, GError **error)
+                         gsize dst_pitch, ExecutorBuffer *src, gsize src_offset, gsize src_pitch,
+                         gsize width, gsize height, GError **error)
 {
   if (height == 0 || width == 0)
     return TRUE;
@@ -269,6 +269,20 @@ double
 executor_device_timer_end (ExecutorDevice *device)
 {
   return device->backend->klass->timer_end (device);
+}
+
+gboolean
+executor_backend_check_size (const char *name, const PlannerMesh *mesh, guint max, GError **error)
+{
+  guint64 n = planner_mesh_n_devices (mesh);
+  if (n == 0 || n > max)
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
+                   "the %s backend runs 1 to %u virtual devices; the mesh has %" G_GUINT64_FORMAT,
+                   name, max, n);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 void

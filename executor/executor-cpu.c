@@ -235,19 +235,13 @@ executor_cpu_backend_new (const PlannerMesh *mesh, GError **error)
       g_once_init_leave (&class_init, 1);
     }
 
-  guint64 n = planner_mesh_n_devices (mesh);
-  if (n == 0 || n > 4096)
-    {
-      g_set_error (
-          error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
-          "the cpu backend runs 1 to 4096 virtual devices; the mesh has %" G_GUINT64_FORMAT, n);
-      return NULL;
-    }
+  if (!executor_backend_check_size (cpu_class.name, mesh, 4096, error))
+    return NULL;
 
   CpuBackend *self = g_new0 (CpuBackend, 1);
   executor_backend_init (&self->base, &cpu_class, mesh, sizeof (CpuDevice));
   executor_spmd_init (&self->spmd);
-  self->world = executor_spmd_barrier_new (&self->spmd, (guint)n);
+  self->world = executor_spmd_barrier_new (&self->spmd, self->base.n_devices);
   executor_spmd_groups_init (&self->spmd, &self->base);
   return &self->base;
 }

@@ -536,14 +536,8 @@ executor_cuda_backend_new (const PlannerMesh *mesh, GError **error)
       executor_cuda_class_fill (&cuda_class);
       g_once_init_leave (&class_init, 1);
     }
-  guint64 n = planner_mesh_n_devices (mesh);
-  if (n == 0 || n > 1024)
-    {
-      g_set_error (
-          error, EXECUTOR_ERROR, EXECUTOR_ERROR_NO_DEVICE,
-          "the cuda backend runs 1 to 1024 virtual devices; the mesh has %" G_GUINT64_FORMAT, n);
-      return NULL;
-    }
+  if (!executor_backend_check_size (cuda_class.name, mesh, 1024, error))
+    return NULL;
   int n_gpus = executor_cuda_device_count (error);
   if (n_gpus == 0)
     return NULL;

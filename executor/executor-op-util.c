@@ -8,13 +8,19 @@
 #include "executor-error.h"
 #include "executor-op-util.h"
 
+static gint64
+shape_numel (const gint64 *shape, guint rank)
+{
+  gint64 n = 1;
+  for (guint d = 0; d < rank; d++)
+    n *= shape[d];
+  return n;
+}
+
 gint64
 executor_numel (const ExecutorTensorArg *t)
 {
-  gint64 n = 1;
-  for (guint d = 0; d < t->rank; d++)
-    n *= t->shape[d];
-  return n;
+  return shape_numel (t->shape, t->rank);
 }
 
 void
@@ -333,10 +339,7 @@ G_STATIC_ASSERT (EXECUTOR_MAX_RANK == PLANNER_MAX_RANK);
 gint64
 executor_walk_numel (const ExecutorWalk *w)
 {
-  gint64 n = 1;
-  for (int d = 0; d < w->rank; d++)
-    n *= w->shape[d];
-  return n;
+  return shape_numel (w->shape, (guint)w->rank);
 }
 
 gboolean

@@ -21,6 +21,16 @@ cli (void)
   return path;
 }
 
+/* TRUE, with the test skipped, when there is no built shardscope-cli to run. */
+static gboolean
+skip_without_cli (void)
+{
+  if (cli () != NULL)
+    return FALSE;
+  g_test_skip ("shardscope-cli is not built");
+  return TRUE;
+}
+
 static int
 run_cli (const char *const *args, char **out, char **err)
 {
@@ -58,11 +68,8 @@ write_plan (const char *dir)
 static void
 test_run_json (void)
 {
-  if (cli () == NULL)
-    {
-      g_test_skip ("shardscope-cli is not built");
-      return;
-    }
+  if (skip_without_cli ())
+    return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *plan = write_plan (dir);
   g_autofree char *out = NULL, *err = NULL;
@@ -97,11 +104,8 @@ test_run_json (void)
 static void
 test_run_refusals (void)
 {
-  if (cli () == NULL)
-    {
-      g_test_skip ("shardscope-cli is not built");
-      return;
-    }
+  if (skip_without_cli ())
+    return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *plan = write_plan (dir);
   struct
@@ -137,11 +141,8 @@ test_run_refusals (void)
 static void
 test_calibrate (void)
 {
-  if (cli () == NULL)
-    {
-      g_test_skip ("shardscope-cli is not built");
-      return;
-    }
+  if (skip_without_cli ())
+    return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "profile.json", NULL);
   g_autofree char *out = NULL, *err = NULL;
