@@ -464,6 +464,17 @@ print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
   app_cli_json_print_builder (b);
 }
 
+/* Widens the columns to fit the layouts and placements of @views. */
+static void
+fit_operand_columns (const OperandView *views, guint n, int *layout_width, int *placements_width)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      *layout_width = MAX (*layout_width, (int)strlen (views[i].layout));
+      *placements_width = MAX (*placements_width, (int)strlen (views[i].placements));
+    }
+}
+
 static void
 print_operand_rows (const char *label, const OperandView *views, guint n, int layout_width,
                     int placements_width)
@@ -515,16 +526,8 @@ print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
   int layout_width = 0, placements_width = 0;
   for (guint s = 0; s < n; s++)
     {
-      for (guint i = 0; i < views[s].n_in; i++)
-        {
-          layout_width = MAX (layout_width, (int)strlen (views[s].in[i].layout));
-          placements_width = MAX (placements_width, (int)strlen (views[s].in[i].placements));
-        }
-      for (guint i = 0; i < views[s].n_out; i++)
-        {
-          layout_width = MAX (layout_width, (int)strlen (views[s].out[i].layout));
-          placements_width = MAX (placements_width, (int)strlen (views[s].out[i].placements));
-        }
+      fit_operand_columns (views[s].in, views[s].n_in, &layout_width, &placements_width);
+      fit_operand_columns (views[s].out, views[s].n_out, &layout_width, &placements_width);
     }
   for (guint s = 0; s < n; s++)
     {

@@ -99,6 +99,18 @@ redist_cost (PlannerPlan *plan, const PlannerTensor *t, const PlannerLayout *fro
                                      t->rank, t->dtype);
 }
 
+/* Bytes of @t's shard on one device under @layout. */
+static double
+local_bytes (const PlannerTensor *t, const PlannerLayout *layout, const PlannerMesh *mesh)
+{
+  gint64 local[PLANNER_MAX_RANK];
+  planner_layout_local_shape (layout, mesh, t->shape, local);
+  double n = planner_dtype_size (t->dtype);
+  for (guint d = 0; d < t->rank; d++)
+    n *= local[d];
+  return n;
+}
+
 /* What this op costs under @c->strategy with every other op as planned now. */
 static void
 score_candidate (PlannerPlan *plan, guint op_index, Candidate *c)
@@ -114,12 +126,7 @@ score_candidate (PlannerPlan *plan, guint op_index, Candidate *c)
   for (guint i = 0; i < op->n_inputs; i++)
     {
       const PlannerTensor *t = planner_graph_get_tensor (graph, op->inputs[i]);
-      gint64 local[PLANNER_MAX_RANK];
-      planner_layout_local_shape (&ins[i], mesh, t->shape, local);
-      double n = planner_dtype_size (t->dtype);
-      for (guint d = 0; d < t->rank; d++)
-        n *= local[d];
-      bytes += n;
+      bytes += local_bytes (t, &ins[i], mesh);
       /* Parameters and graph inputs are stored the way their op wants them. */
       if (t->producer >= 0)
         c->comm_s += redist_cost (plan, t, planner_plan_get_tensor_layout (plan, op->inputs[i]),
@@ -130,12 +137,7 @@ score_candidate (PlannerPlan *plan, guint op_index, Candidate *c)
     {
       const PlannerTensor *t = planner_graph_get_tensor (graph, op->outputs[o]);
       dtype = o == 0 ? t->dtype : dtype;
-      gint64 local[PLANNER_MAX_RANK];
-      planner_layout_local_shape (&outs[o], mesh, t->shape, local);
-      double n = planner_dtype_size (t->dtype);
-      for (guint d = 0; d < t->rank; d++)
-        n *= local[d];
-      bytes += n;
+      bytes += local_bytes (t, &outs[o], mesh);
       for (guint k = 0; t->consumers && k < t->consumers->len; k++)
         {
           const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, k);

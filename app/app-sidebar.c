@@ -116,19 +116,24 @@ make_row (AppSidebar *self, const PlannerStoreEntry *e)
   gtk_widget_set_tooltip_text (text, tip);
   gtk_box_append (GTK_BOX (box), text);
 
+  /* The row's menu: each item an action on this plan's id. */
+  static const struct
+  {
+    const char *label;
+    const char *action;
+  } items[] = {
+    { N_("_Rename…"), "sidebar.rename" },
+    { N_("_Duplicate"), "win.duplicate-plan" },
+    { N_("_Compare With Current"), "win.compare-stored" },
+    { N_("De_lete"), "win.delete-plan" },
+  };
   g_autoptr (GMenu) menu = g_menu_new ();
-  g_autoptr (GMenuItem) rename = g_menu_item_new (_("_Rename…"), NULL);
-  g_menu_item_set_action_and_target_value (rename, "sidebar.rename", g_variant_new_int64 (e->id));
-  g_menu_append_item (menu, rename);
-  g_autoptr (GMenuItem) dup = g_menu_item_new (_("_Duplicate"), NULL);
-  g_menu_item_set_action_and_target_value (dup, "win.duplicate-plan", g_variant_new_int64 (e->id));
-  g_menu_append_item (menu, dup);
-  g_autoptr (GMenuItem) cmp = g_menu_item_new (_("_Compare With Current"), NULL);
-  g_menu_item_set_action_and_target_value (cmp, "win.compare-stored", g_variant_new_int64 (e->id));
-  g_menu_append_item (menu, cmp);
-  g_autoptr (GMenuItem) del = g_menu_item_new (_("De_lete"), NULL);
-  g_menu_item_set_action_and_target_value (del, "win.delete-plan", g_variant_new_int64 (e->id));
-  g_menu_append_item (menu, del);
+  for (guint i = 0; i < G_N_ELEMENTS (items); i++)
+    {
+      g_autoptr (GMenuItem) item = g_menu_item_new (_(items[i].label), NULL);
+      g_menu_item_set_action_and_target_value (item, items[i].action, g_variant_new_int64 (e->id));
+      g_menu_append_item (menu, item);
+    }
   GtkWidget *button = gtk_menu_button_new ();
   gtk_menu_button_set_icon_name (GTK_MENU_BUTTON (button), "view-more-symbolic");
   gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (button), G_MENU_MODEL (menu));
