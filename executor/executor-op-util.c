@@ -8,8 +8,8 @@
 #include "executor-error.h"
 #include "executor-op-util.h"
 
-static gint64
-shape_numel (const gint64 *shape, guint rank)
+gint64
+executor_shape_numel (const gint64 *shape, guint rank)
 {
   gint64 n = 1;
   for (guint d = 0; d < rank; d++)
@@ -20,7 +20,7 @@ shape_numel (const gint64 *shape, guint rank)
 gint64
 executor_numel (const ExecutorTensorArg *t)
 {
-  return shape_numel (t->shape, t->rank);
+  return executor_shape_numel (t->shape, t->rank);
 }
 
 void
@@ -339,7 +339,7 @@ G_STATIC_ASSERT (EXECUTOR_MAX_RANK == PLANNER_MAX_RANK);
 gint64
 executor_walk_numel (const ExecutorWalk *w)
 {
-  return shape_numel (w->shape, (guint)w->rank);
+  return executor_shape_numel (w->shape, (guint)w->rank);
 }
 
 gboolean

@@ -22,6 +22,7 @@ executor_out_f32 (const ExecutorOpCall *c, guint i)
   return (float *)c->outputs[i].buffer->data;
 }
 
+gint64 executor_shape_numel (const gint64 *shape, guint rank);
 gint64 executor_numel (const ExecutorTensorArg *t);
 /* Row-major strides of @shape, in elements. */
 void executor_row_strides (const gint64 *shape, guint rank, gint64 *strides);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "executor-error.h"
+#include "executor-op-util.h"
 #include "executor-redistribute.h"
 #include "executor-trial.h"
 
@@ -306,15 +307,6 @@ program_build (Program *p, PlannerGraph *g, const PlannerMesh *mesh,
 
 /* ---- host data ---- */
 
-static gint64
-numel_of (const gint64 *shape, guint rank)
-{
-  gint64 n = 1;
-  for (guint d = 0; d < rank; d++)
-    n *= shape[d];
-  return n;
-}
-
 /* Copies the block at @offset of @local shape out of a row-major global array (or into it,
  * accumulating, when @accumulate). */
 static void
@@ -335,7 +327,7 @@ block_copy (guint8 *global, const gint64 *gshape, guint rank, const gint64 *offs
       gstride[d] = s;
       s *= gshape[d];
     }
-  gint64 rows = numel_of (local, rank - 1), row = local[rank - 1];
+  gint64 rows = executor_shape_numel (local, rank - 1), row = local[rank - 1];
   for (gint64 r = 0; r < rows; r++)
     {
       gint64 off = offset[rank - 1];
@@ -579,11 +571,12 @@ static Diff
 compare_value (Program *p, const Value *v, guint8 **shards, const guint8 *ref)
 {
   Diff diff = { 0, 0 };
-  gint64 n_global = numel_of (v->global, v->rank), n_local = numel_of (v->local, v->rank);
+  gint64 n_global = executor_shape_numel (v->global, v->rank),
+         n_local = executor_shape_numel (v->local, v->rank);
   for (gint64 i = 0; i < n_global; i++)
     diff.ref_scale = MAX (diff.ref_scale, fabs (elem (ref, v->dtype, i)));
 
-  guint n_dev = (guint) planner_mesh_n_devices (&p->mesh);
+  guint n_dev = (guint)planner_mesh_n_devices (&p->mesh);
   gsize es = executor_storage_size (v->dtype);
   g_autofree double *sum = g_new (double, MAX (n_local, 1));
   g_autofree guint8 *expect = g_malloc (MAX (v->bytes, es));
@@ -700,7 +693,7 @@ make_sources (PlannerGraph *g, guint64 seed)
       const PlannerTensor *t = planner_graph_get_tensor (g, i);
       if (t->producer >= 0)
         continue;
-      gint64 count = numel_of (t->shape, t->rank);
+      gint64 count = executor_shape_numel (t->shape, t->rank);
       if (executor_storage_dtype (t->dtype) == PLANNER_DTYPE_I64)
         {
           gint64 *ids = g_new (gint64, MAX (count, 1));
