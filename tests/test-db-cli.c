@@ -265,6 +265,6 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/db-cli/trial-run", test_trial_run);
   int status = g_test_run ();
   test_util_remove_db (db);
-  g_rmdir (tmp_dir);
+  test_util_tmp_dir_remove (tmp_dir);
   return status;
 }

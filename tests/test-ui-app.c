@@ -22,6 +22,8 @@
 #include "app-window.h"
 #include "planner-plan-json.h"
 
+#include "test-util.h"
+
 static AppApplication *app;
 static AppWindow *window;
 static char *tmpdir;
@@ -565,5 +567,6 @@ main (int argc, char *argv[])
   int status = g_test_run ();
   g_clear_object (&saved_plan);
   g_clear_object (&app);
+  test_util_tmp_dir_remove (tmpdir);
   return status;
 }

@@ -170,12 +170,16 @@ test_util_tmp_dir_new (const char *pattern)
 void
 test_util_tmp_dir_remove (const char *dir)
 {
+  /* Depth first: tools the tests run leave folders too (python3's __pycache__). */
   g_autoptr (GDir) listing = g_dir_open (dir, 0, NULL);
   const char *name;
   while (listing && (name = g_dir_read_name (listing)))
     {
       g_autofree char *path = g_build_filename (dir, name, NULL);
-      g_unlink (path);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+        test_util_tmp_dir_remove (path);
+      else
+        g_unlink (path);
     }
   g_rmdir (dir);
 }

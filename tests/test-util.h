@@ -55,7 +55,7 @@ JsonObject *test_util_parse_object (JsonParser *parser, const char *text);
 
 /* A new folder under the temporary folder; @pattern ends in XXXXXX. */
 char *test_util_tmp_dir_new (const char *pattern);
-/* Removes the plain files in @dir, then @dir. */
+/* Removes @dir and everything in it. */
 void test_util_tmp_dir_remove (const char *dir);
 /* Removes a store file and the WAL and shared-memory files SQLite keeps next to it. */
 void test_util_remove_db (const char *path);
