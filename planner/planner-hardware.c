@@ -522,261 +522,144 @@ planner_hardware_clear_measurements (PlannerHardware *hw)
 
 /* Reading profiles. Every refusal names the field as a path ("links.intra.latency_us"). */
 
-static gboolean
-malformed (GError **error, const char *field, const char *problem)
-{
-  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-               "hardware profile: field '%s' %s", field, problem);
-  return FALSE;
-}
-
-/* Unknown members are refused so that a typo ("node-size") is not silently a default. */
-static gboolean
-check_members (JsonObject *object, const char *where, const char *const *known, GError **error)
-{
-  g_autoptr (GList) members = json_object_get_members (object);
-
-  for (GList *l = members; l; l = l->next)
-    if (!g_strv_contains (known, l->data))
-      {
-        g_autofree char *field
-            = *where ? g_strdup_printf ("%s.%s", where, (char *)l->data) : g_strdup (l->data);
-        g_autofree char *problem = g_strjoinv (", ", (char **)known);
-        g_autofree char *message = g_strdup_printf ("is not known here (known: %s)", problem);
-
-        return malformed (error, field, message);
-      }
-  return TRUE;
-}
-
-static gboolean
-node_is_number (JsonNode *node)
-{
-  GType type;
-
-  if (!JSON_NODE_HOLDS_VALUE (node))
-    return FALSE;
-  type = json_node_get_value_type (node);
-  return type == G_TYPE_INT64 || type == G_TYPE_DOUBLE;
-}
-
 /* A number that must be > 0 (or >= 0 with @allow_zero). */
 static gboolean
-read_figure (JsonNode *node, const char *field, gboolean allow_zero, double *out, GError **error)
+read_figure (PlannerJsonReader *r, JsonNode *node, const char *name, gboolean allow_zero,
+             double *out)
 {
   double value;
 
-  if (node == NULL)
-    return malformed (error, field, "is missing");
-  if (!node_is_number (node))
-    return malformed (error, field, "must be a number");
-  value = json_node_get_double (node);
+  if (!planner_json_read_number (r, node, name, &value))
+    return FALSE;
   if (!isfinite (value) || value < 0 || (value == 0 && !allow_zero))
-    {
-      g_autofree char *problem
-          = g_strdup_printf ("must be %s, got %g", allow_zero ? ">= 0" : "> 0", value);
-      return malformed (error, field, problem);
-    }
+    return planner_json_fail (r, name, "must be %s, got %g", allow_zero ? ">= 0" : "> 0", value);
   *out = value;
   return TRUE;
 }
 
 static gboolean
-read_count (JsonNode *node, const char *field, gint64 min, gint64 max, gint64 *out, GError **error)
+get_figure (PlannerJsonReader *r, JsonObject *object, const char *name, gboolean allow_zero,
+            double *out)
 {
-  gint64 value;
-
-  if (node == NULL)
-    return malformed (error, field, "is missing");
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
-    return malformed (error, field, "must be an integer");
-  value = json_node_get_int (node);
-  if (value < min || value > max)
-    {
-      g_autofree char *problem = g_strdup_printf ("must be in [%" G_GINT64_FORMAT
-                                                  ", %" G_GINT64_FORMAT "], got %" G_GINT64_FORMAT,
-                                                  min, max, value);
-      return malformed (error, field, problem);
-    }
-  *out = value;
-  return TRUE;
+  JsonNode *node = planner_json_member (r, object, name);
+  return node != NULL && read_figure (r, node, name, allow_zero, out);
 }
 
-static const char *
-read_string (JsonNode *node, const char *field, GError **error)
+/* An optional string member: @out keeps its value when the member is absent. */
+static gboolean
+get_optional_string (PlannerJsonReader *r, JsonObject *object, const char *name, const char **out)
 {
-  if (node == NULL)
-    {
-      malformed (error, field, "is missing");
-      return NULL;
-    }
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    {
-      malformed (error, field, "must be a string");
-      return NULL;
-    }
-  return json_node_get_string (node);
-}
-
-static JsonObject *
-read_object (JsonNode *node, const char *field, GError **error)
-{
-  if (node == NULL)
-    {
-      malformed (error, field, "is missing");
-      return NULL;
-    }
-  if (!JSON_NODE_HOLDS_OBJECT (node))
-    {
-      malformed (error, field, "must be an object");
-      return NULL;
-    }
-  return json_node_get_object (node);
-}
-
-static JsonArray *
-read_array (JsonNode *node, const char *field, GError **error)
-{
-  if (node == NULL)
-    {
-      malformed (error, field, "is missing");
-      return NULL;
-    }
-  if (!JSON_NODE_HOLDS_ARRAY (node))
-    {
-      malformed (error, field, "must be an array");
-      return NULL;
-    }
-  return json_node_get_array (node);
+  return !json_object_has_member (object, name)
+         || planner_json_get_string (r, object, name, FALSE, out);
 }
 
 static gboolean
-read_peaks (PlannerHardware *hw, JsonObject *peaks, GError **error)
+read_peaks (PlannerJsonReader *r, PlannerHardware *hw, JsonObject *object)
 {
-  g_autoptr (GList) members = json_object_get_members (peaks);
+  JsonObject *peaks = planner_json_get_object (r, object, "peak_tflops");
   gboolean seen[N_DTYPES] = { FALSE };
 
+  if (peaks == NULL)
+    return FALSE;
+  gsize mark = planner_json_push (r, "peak_tflops");
+  g_autoptr (GList) members = json_object_get_members (peaks);
   for (GList *l = members; l; l = l->next)
     {
-      g_autofree char *field = g_strdup_printf ("peak_tflops.%s", (char *)l->data);
       PlannerDType dtype;
 
       if (!planner_dtype_from_string (l->data, &dtype))
-        return malformed (error, field, "is not a dtype (f32, bf16, f16, i64)");
-      if (!read_figure (json_object_get_member (peaks, l->data), field, FALSE,
-                        &hw->peak_tflops[dtype], error))
+        return planner_json_fail (r, l->data, "is not a dtype (f32, bf16, f16, i64)");
+      if (!get_figure (r, peaks, l->data, FALSE, &hw->peak_tflops[dtype]))
         return FALSE;
       seen[dtype] = TRUE;
     }
   for (PlannerDType dtype = PLANNER_DTYPE_F32; dtype <= PLANNER_DTYPE_F16; dtype++)
     if (!seen[dtype])
-      {
-        g_autofree char *field
-            = g_strdup_printf ("peak_tflops.%s", planner_dtype_to_string (dtype));
-        return malformed (error, field, "is missing");
-      }
+      return planner_json_fail (r, planner_dtype_to_string (dtype), "is missing");
   /* Integer ops (ids, masks) run on the vector units: f32's rate unless the file says. */
   if (!seen[PLANNER_DTYPE_I64])
     hw->peak_tflops[PLANNER_DTYPE_I64] = hw->peak_tflops[PLANNER_DTYPE_F32];
+  planner_json_pop (r, mark);
   return TRUE;
 }
 
 static gboolean
-read_link (PlannerLink *link, JsonObject *links, PlannerLinkKind kind, GError **error)
+read_link (PlannerJsonReader *r, PlannerLink *link, JsonObject *links, PlannerLinkKind kind)
 {
   static const char *const known[] = { "name", "bandwidth_GBps", "latency_us", NULL };
-  const char *where = link_kind_names[kind];
-  g_autofree char *prefix = g_strdup_printf ("links.%s", where);
-  g_autofree char *f_bw = g_strdup_printf ("%s.bandwidth_GBps", prefix);
-  g_autofree char *f_lat = g_strdup_printf ("%s.latency_us", prefix);
-  g_autofree char *f_name = g_strdup_printf ("%s.name", prefix);
-  JsonObject *object;
+  JsonObject *object = planner_json_get_object (r, links, link_kind_names[kind]);
+  const char *name = "";
 
-  if (!(object = read_object (json_object_get_member (links, where), prefix, error))
-      || !check_members (object, prefix, known, error)
-      || !read_figure (json_object_get_member (object, "bandwidth_GBps"), f_bw, FALSE,
-                       &link->bandwidth_GBps, error)
-      || !read_figure (json_object_get_member (object, "latency_us"), f_lat, TRUE,
-                       &link->latency_us, error))
+  if (object == NULL)
     return FALSE;
-
+  gsize mark = planner_json_push (r, "%s", link_kind_names[kind]);
+  if (!planner_json_check_members (r, object, known)
+      || !get_figure (r, object, "bandwidth_GBps", FALSE, &link->bandwidth_GBps)
+      || !get_figure (r, object, "latency_us", TRUE, &link->latency_us)
+      || !get_optional_string (r, object, "name", &name))
+    return FALSE;
+  if (strlen (name) >= sizeof link->name)
+    return planner_json_fail (r, "name", "is longer than %zu characters", sizeof link->name - 1);
   memset (link->name, 0, sizeof link->name);
-  if (json_object_has_member (object, "name"))
-    {
-      const char *name = read_string (json_object_get_member (object, "name"), f_name, error);
-
-      if (name == NULL)
-        return FALSE;
-      if (strlen (name) >= sizeof link->name)
-        {
-          g_autofree char *problem
-              = g_strdup_printf ("is longer than %zu characters", sizeof link->name - 1);
-          return malformed (error, f_name, problem);
-        }
-      g_strlcpy (link->name, name, sizeof link->name);
-    }
+  g_strlcpy (link->name, name, sizeof link->name);
+  planner_json_pop (r, mark);
   return TRUE;
 }
 
 static gboolean
-read_measurement (PlannerHardware *hw, JsonNode *node, guint index, GError **error)
+read_measurement (PlannerJsonReader *r, PlannerHardware *hw, JsonArray *measurements, guint index)
 {
   static const char *const known[] = { "step", "link", "p", "points", NULL };
-  g_autofree char *where = g_strdup_printf ("measurements[%u]", index);
-  g_autofree char *f_step = g_strdup_printf ("%s.step", where);
-  g_autofree char *f_link = g_strdup_printf ("%s.link", where);
-  g_autofree char *f_p = g_strdup_printf ("%s.p", where);
-  g_autofree char *f_points = g_strdup_printf ("%s.points", where);
-  JsonObject *object;
+  gsize mark;
+  JsonObject *object = planner_json_enter_element (r, measurements, "measurements", index, &mark);
   JsonArray *points;
   const char *text;
   PlannerStepKind kind;
   PlannerLinkKind link;
   gint64 p, previous_bytes = 0;
 
-  if (!(object = read_object (node, where, error)) || !check_members (object, where, known, error))
-    return FALSE;
-
-  if (!(text = read_string (json_object_get_member (object, "step"), f_step, error)))
+  if (object == NULL || !planner_json_check_members (r, object, known)
+      || !planner_json_get_string (r, object, "step", FALSE, &text))
     return FALSE;
   if (!planner_step_kind_from_string (text, &kind) || kind == PLANNER_STEP_SLICE)
-    return malformed (error, f_step,
-                      "must be a collective: AllReduce, AllGather, ReduceScatter or AllToAll");
+    return planner_json_fail (
+        r, "step", "must be a collective: AllReduce, AllGather, ReduceScatter or AllToAll");
 
-  if (!(text = read_string (json_object_get_member (object, "link"), f_link, error)))
+  if (!planner_json_get_string (r, object, "link", FALSE, &text))
     return FALSE;
   if (!planner_link_kind_from_string (text, &link))
-    return malformed (error, f_link, "must be \"intra\" or \"inter\"");
+    return planner_json_fail (r, "link", "must be \"intra\" or \"inter\"");
 
-  if (!read_count (json_object_get_member (object, "p"), f_p, 2, G_MAXUINT, &p, error)
-      || !(points = read_array (json_object_get_member (object, "points"), f_points, error)))
+  if (!planner_json_get_int (r, object, "p", 2, G_MAXUINT, &p)
+      || !(points = planner_json_get_array (r, object, "points")))
     return FALSE;
   if (json_array_get_length (points) == 0)
-    return malformed (error, f_points, "must hold at least one [bytes, seconds] point");
+    return planner_json_fail (r, "points", "must hold at least one [bytes, seconds] point");
   if (planner_hardware_get_measurement (hw, kind, link, p, NULL) != NULL)
-    return malformed (error, where, "repeats the step, link and p of an earlier curve");
+    return planner_json_fail (r, NULL, "repeats the step, link and p of an earlier curve");
 
+  planner_json_push (r, "points");
   for (guint i = 0; i < json_array_get_length (points); i++)
     {
-      g_autofree char *f_point = g_strdup_printf ("%s[%u]", f_points, i);
-      JsonNode *point = json_array_get_element (points, i);
-      JsonArray *pair;
+      g_autofree char *point = g_strdup_printf ("[%u]", i);
+      JsonArray *pair = planner_json_read_array (r, json_array_get_element (points, i), point);
       gint64 bytes;
       double seconds;
 
-      if (!(pair = read_array (point, f_point, error)))
+      if (pair == NULL)
         return FALSE;
       if (json_array_get_length (pair) != 2)
-        return malformed (error, f_point, "must be a [bytes, seconds] pair");
-      if (!read_count (json_array_get_element (pair, 0), f_point, 1, G_MAXINT64, &bytes, error)
-          || !read_figure (json_array_get_element (pair, 1), f_point, FALSE, &seconds, error))
+        return planner_json_fail (r, point, "must be a [bytes, seconds] pair");
+      if (!planner_json_read_int (r, json_array_get_element (pair, 0), point, 1, G_MAXINT64, &bytes)
+          || !read_figure (r, json_array_get_element (pair, 1), point, FALSE, &seconds))
         return FALSE;
       /* Sorted and unique on disk, as written, so that reading never reorders or merges. */
       if (bytes <= previous_bytes)
-        return malformed (error, f_point, "must have more bytes than the point before it");
+        return planner_json_fail (r, point, "must have more bytes than the point before it");
       previous_bytes = bytes;
       planner_hardware_add_measurement (hw, kind, link, p, bytes, seconds);
     }
+  planner_json_pop (r, mark);
   return TRUE;
 }
 
@@ -788,13 +671,14 @@ planner_hardware_from_json (const char *text, GError **error)
     "memory_GB",           "node_size", "links",       "measurements", NULL,
   };
   static const char *const known_links[] = { "intra", "inter", NULL };
+  g_auto (PlannerJsonReader) r = { "hardware profile", NULL, error };
   g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (PlannerHardware) hw = NULL;
   g_autoptr (GError) local_error = NULL;
   JsonNode *root;
-  JsonObject *object, *peaks, *links;
+  JsonObject *object, *links;
   JsonArray *measurements;
-  const char *name;
+  const char *name, *description = "";
   gint64 version, node_size = DEFAULT_NODE_SIZE;
 
   g_return_val_if_fail (text != NULL, NULL);
@@ -817,66 +701,52 @@ planner_hardware_from_json (const char *text, GError **error)
     }
   object = json_node_get_object (root);
 
-  if (!read_count (json_object_get_member (object, "shardscope_hardware"), "shardscope_hardware", 1,
-                   G_MAXINT64, &version, error))
+  if (!planner_json_get_int (&r, object, "shardscope_hardware", 1, G_MAXINT64, &version))
     return NULL;
   if (version > FORMAT_VERSION)
     {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-                   "hardware profile: field 'shardscope_hardware' is %" G_GINT64_FORMAT
-                   ", newer than this Shardscope reads (%d)",
-                   version, FORMAT_VERSION);
+      planner_json_fail (&r, "shardscope_hardware",
+                         "is %" G_GINT64_FORMAT ", newer than this Shardscope reads (%d)", version,
+                         FORMAT_VERSION);
       return NULL;
     }
-  if (!check_members (object, "", known, error))
-    return NULL;
-
-  if (!(name = read_string (json_object_get_member (object, "name"), "name", error)))
+  if (!planner_json_check_members (&r, object, known)
+      || !planner_json_get_string (&r, object, "name", FALSE, &name))
     return NULL;
   if (name[0] == '\0')
     {
-      malformed (error, "name", "must not be empty");
+      planner_json_fail (&r, "name", "must not be empty");
       return NULL;
     }
   hw = planner_hardware_new (name);
 
-  if (json_object_has_member (object, "description"))
-    {
-      const char *description
-          = read_string (json_object_get_member (object, "description"), "description", error);
-      if (description == NULL)
-        return NULL;
-      planner_hardware_set_description (hw, description);
-    }
-
-  if (!(peaks = read_object (json_object_get_member (object, "peak_tflops"), "peak_tflops", error))
-      || !read_peaks (hw, peaks, error)
-      || !read_figure (json_object_get_member (object, "memory_bandwidth_GBps"),
-                       "memory_bandwidth_GBps", FALSE, &hw->memory_bandwidth_GBps, error)
-      || !read_figure (json_object_get_member (object, "memory_GB"), "memory_GB", FALSE,
-                       &hw->memory_GB, error))
+  if (!get_optional_string (&r, object, "description", &description) || !read_peaks (&r, hw, object)
+      || !get_figure (&r, object, "memory_bandwidth_GBps", FALSE, &hw->memory_bandwidth_GBps)
+      || !get_figure (&r, object, "memory_GB", FALSE, &hw->memory_GB))
     return NULL;
+  planner_hardware_set_description (hw, description);
 
   if (json_object_has_member (object, "node_size")
-      && !read_count (json_object_get_member (object, "node_size"), "node_size", 1, G_MAXUINT,
-                      &node_size, error))
+      && !planner_json_get_int (&r, object, "node_size", 1, G_MAXUINT, &node_size))
     return NULL;
   hw->node_size = node_size;
 
-  if (!(links = read_object (json_object_get_member (object, "links"), "links", error))
-      || !check_members (links, "links", known_links, error))
+  if (!(links = planner_json_get_object (&r, object, "links")))
+    return NULL;
+  gsize mark = planner_json_push (&r, "links");
+  if (!planner_json_check_members (&r, links, known_links))
     return NULL;
   for (guint i = 0; i < PLANNER_N_LINKS; i++)
-    if (!read_link (&hw->links[i], links, i, error))
+    if (!read_link (&r, &hw->links[i], links, i))
       return NULL;
+  planner_json_pop (&r, mark);
 
   if (json_object_has_member (object, "measurements"))
     {
-      if (!(measurements
-            = read_array (json_object_get_member (object, "measurements"), "measurements", error)))
+      if (!(measurements = planner_json_get_array (&r, object, "measurements")))
         return NULL;
       for (guint i = 0; i < json_array_get_length (measurements); i++)
-        if (!read_measurement (hw, json_array_get_element (measurements, i), i, error))
+        if (!read_measurement (&r, hw, measurements, i))
           return NULL;
     }
 

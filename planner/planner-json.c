@@ -72,6 +72,238 @@ planner_json_expect_object (JsonNode *root, const char *what, GError **error)
   return json_node_get_object (root);
 }
 
+/* ---- reading fields ---- */
+
+void
+planner_json_reader_clear (PlannerJsonReader *r)
+{
+  if (r->path != NULL)
+    g_string_free (g_steal_pointer (&r->path), TRUE);
+}
+
+gboolean
+planner_json_fail (PlannerJsonReader *r, const char *name, const char *format, ...)
+{
+  const char *path = r->path != NULL ? r->path->str : "";
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  const char *sep = *path && name && name[0] != '[' ? "." : "";
+  g_set_error (r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: field '%s%s%s' %s",
+               r->what, path, sep, name ? name : "", message);
+  return FALSE;
+}
+
+gsize
+planner_json_push (PlannerJsonReader *r, const char *format, ...)
+{
+  g_autofree char *segment = NULL;
+  va_list args;
+
+  if (r->path == NULL)
+    r->path = g_string_new (NULL);
+  gsize mark = r->path->len;
+  va_start (args, format);
+  segment = g_strdup_vprintf (format, args);
+  va_end (args);
+  if (r->path->len && segment[0] != '[')
+    g_string_append_c (r->path, '.');
+  g_string_append (r->path, segment);
+  return mark;
+}
+
+void
+planner_json_pop (PlannerJsonReader *r, gsize mark)
+{
+  if (r->path != NULL)
+    g_string_truncate (r->path, mark);
+}
+
+gboolean
+planner_json_node_is (JsonNode *node, GType type)
+{
+  return node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == type;
+}
+
+gboolean
+planner_json_read_string (PlannerJsonReader *r, JsonNode *node, const char *name, gboolean nullable,
+                          const char **out)
+{
+  *out = NULL;
+  if (nullable && JSON_NODE_HOLDS_NULL (node))
+    return TRUE;
+  if (!planner_json_node_is (node, G_TYPE_STRING))
+    return planner_json_fail (r, name, nullable ? "must be a string or null" : "must be a string");
+  *out = json_node_get_string (node);
+  return TRUE;
+}
+
+gboolean
+planner_json_read_int (PlannerJsonReader *r, JsonNode *node, const char *name, gint64 min,
+                       gint64 max, gint64 *out)
+{
+  if (!planner_json_node_is (node, G_TYPE_INT64))
+    return planner_json_fail (r, name, "must be an integer");
+  gint64 value = json_node_get_int (node);
+  if (value < min || value > max)
+    return planner_json_fail (
+        r, name, "must be in [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "], got %" G_GINT64_FORMAT,
+        min, max, value);
+  *out = value;
+  return TRUE;
+}
+
+gboolean
+planner_json_read_number (PlannerJsonReader *r, JsonNode *node, const char *name, double *out)
+{
+  if (!planner_json_node_is (node, G_TYPE_DOUBLE) && !planner_json_node_is (node, G_TYPE_INT64))
+    return planner_json_fail (r, name, "must be a number");
+  *out = json_node_get_double (node);
+  return TRUE;
+}
+
+JsonObject *
+planner_json_read_object (PlannerJsonReader *r, JsonNode *node, const char *name)
+{
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return planner_json_fail (r, name, "must be an object"), NULL;
+  return json_node_get_object (node);
+}
+
+JsonArray *
+planner_json_read_array (PlannerJsonReader *r, JsonNode *node, const char *name)
+{
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return planner_json_fail (r, name, "must be an array"), NULL;
+  return json_node_get_array (node);
+}
+
+JsonNode *
+planner_json_member (PlannerJsonReader *r, JsonObject *object, const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+  if (node == NULL)
+    planner_json_fail (r, name, "is missing");
+  return node;
+}
+
+gboolean
+planner_json_get_string (PlannerJsonReader *r, JsonObject *object, const char *name,
+                         gboolean nullable, const char **out)
+{
+  JsonNode *node = planner_json_member (r, object, name);
+  return node && planner_json_read_string (r, node, name, nullable, out);
+}
+
+gboolean
+planner_json_get_int (PlannerJsonReader *r, JsonObject *object, const char *name, gint64 min,
+                      gint64 max, gint64 *out)
+{
+  JsonNode *node = planner_json_member (r, object, name);
+  return node && planner_json_read_int (r, node, name, min, max, out);
+}
+
+gboolean
+planner_json_get_uint (PlannerJsonReader *r, JsonObject *object, const char *name, guint *out)
+{
+  gint64 value;
+  if (!planner_json_get_int (r, object, name, 0, G_MAXUINT, &value))
+    return FALSE;
+  *out = (guint)value;
+  return TRUE;
+}
+
+gboolean
+planner_json_get_uint64 (PlannerJsonReader *r, JsonObject *object, const char *name, guint64 *out)
+{
+  gint64 value;
+  if (!planner_json_get_int (r, object, name, 0, G_MAXINT64, &value))
+    return FALSE;
+  *out = (guint64)value;
+  return TRUE;
+}
+
+gboolean
+planner_json_get_number (PlannerJsonReader *r, JsonObject *object, const char *name, double *out)
+{
+  JsonNode *node = planner_json_member (r, object, name);
+  return node && planner_json_read_number (r, node, name, out);
+}
+
+gboolean
+planner_json_get_bool (PlannerJsonReader *r, JsonObject *object, const char *name, gboolean *out)
+{
+  JsonNode *node = planner_json_member (r, object, name);
+  if (node == NULL)
+    return FALSE;
+  if (!planner_json_node_is (node, G_TYPE_BOOLEAN))
+    return planner_json_fail (r, name, "must be true or false");
+  *out = json_node_get_boolean (node);
+  return TRUE;
+}
+
+JsonObject *
+planner_json_get_object (PlannerJsonReader *r, JsonObject *object, const char *name)
+{
+  JsonNode *node = planner_json_member (r, object, name);
+  return node ? planner_json_read_object (r, node, name) : NULL;
+}
+
+JsonArray *
+planner_json_get_array (PlannerJsonReader *r, JsonObject *object, const char *name)
+{
+  JsonNode *node = planner_json_member (r, object, name);
+  return node ? planner_json_read_array (r, node, name) : NULL;
+}
+
+JsonObject *
+planner_json_enter_member (PlannerJsonReader *r, JsonObject *object, const char *name, gsize *mark)
+{
+  JsonObject *member = planner_json_get_object (r, object, name);
+  *mark = member != NULL ? planner_json_push (r, "%s", name) : 0;
+  return member;
+}
+
+JsonObject *
+planner_json_enter_element (PlannerJsonReader *r, JsonArray *array, const char *name, guint i,
+                            gsize *mark)
+{
+  *mark = planner_json_push (r, "%s[%u]", name, i);
+  return planner_json_read_object (r, json_array_get_element (array, i), NULL);
+}
+
+gboolean
+planner_json_read_elements (PlannerJsonReader *r, JsonArray *array, const char *name,
+                            PlannerJsonElementFunc read, gpointer user_data)
+{
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      gsize mark;
+      JsonObject *element = planner_json_enter_element (r, array, name, i, &mark);
+      if (element == NULL || !read (r, element, i, user_data))
+        return FALSE;
+      planner_json_pop (r, mark);
+    }
+  return TRUE;
+}
+
+gboolean
+planner_json_check_members (PlannerJsonReader *r, JsonObject *object, const char *const *known)
+{
+  g_autoptr (GList) members = json_object_get_members (object);
+
+  for (GList *l = members; l; l = l->next)
+    if (!g_strv_contains (known, l->data))
+      {
+        g_autofree char *list = g_strjoinv (", ", (char **)known);
+        return planner_json_fail (r, l->data, "is not known here (known: %s)", list);
+      }
+  return TRUE;
+}
+
 /* ---- writing scalars ---- */
 
 static gboolean

@@ -23,6 +23,80 @@ JsonNode *planner_json_load_file (const char *path, const char *kind, GError **e
 /* The object @root holds, else PLANNER_ERROR_MALFORMED_FILE "WHAT: expected a JSON object". */
 JsonObject *planner_json_expect_object (JsonNode *root, const char *what, GError **error);
 
+/* ---- reading fields ----
+ *
+ * A reader names the field it refuses as a path from the top of the document:
+ * "WHAT: field 'ops[3].strategy.factors' PROBLEM", PLANNER_ERROR_MALFORMED_FILE. Plan files and
+ * hardware profiles are read this way. Start one as { "plan JSON", NULL, error } (the path
+ * is allocated on the first push) under g_auto(). Every reader below takes the @name of what
+ * it reads relative to the current path: a member name, "[3]" for an element, or NULL for the
+ * current path itself; it fails with @r's error set and returns FALSE or NULL. */
+
+typedef struct
+{
+  const char *what; /* the document, for messages: "plan JSON", "hardware profile" */
+  GString *path;    /* where the reader is: "redistributions[3].steps" */
+  GError **error;
+} PlannerJsonReader;
+
+void planner_json_reader_clear (PlannerJsonReader *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (PlannerJsonReader, planner_json_reader_clear)
+
+/* Sets "WHAT: field 'PATH.NAME' MESSAGE"; returns FALSE. */
+gboolean planner_json_fail (PlannerJsonReader *r, const char *name, const char *format, ...)
+    G_GNUC_PRINTF (3, 4);
+/* Enters a member ("steps") or element ("[3]", "steps[3]") for the messages of what is read
+ * inside it; planner_json_pop() with the mark returned leaves it. */
+gsize planner_json_push (PlannerJsonReader *r, const char *format, ...) G_GNUC_PRINTF (2, 3);
+void planner_json_pop (PlannerJsonReader *r, gsize mark);
+
+/* Whether @node (which may be NULL) is a value of @type (G_TYPE_INT64, G_TYPE_STRING...). */
+gboolean planner_json_node_is (JsonNode *node, GType type);
+
+/* The value of one node: a string (null gives NULL when @nullable), an integer in
+ * [@min, @max], a number (integer or not), an object, an array. */
+gboolean planner_json_read_string (PlannerJsonReader *r, JsonNode *node, const char *name,
+                                   gboolean nullable, const char **out);
+gboolean planner_json_read_int (PlannerJsonReader *r, JsonNode *node, const char *name, gint64 min,
+                                gint64 max, gint64 *out);
+gboolean planner_json_read_number (PlannerJsonReader *r, JsonNode *node, const char *name,
+                                   double *out);
+JsonObject *planner_json_read_object (PlannerJsonReader *r, JsonNode *node, const char *name);
+JsonArray *planner_json_read_array (PlannerJsonReader *r, JsonNode *node, const char *name);
+
+/* The same for member @name of @object, which "is missing" when absent. */
+JsonNode *planner_json_member (PlannerJsonReader *r, JsonObject *object, const char *name);
+gboolean planner_json_get_string (PlannerJsonReader *r, JsonObject *object, const char *name,
+                                  gboolean nullable, const char **out);
+gboolean planner_json_get_int (PlannerJsonReader *r, JsonObject *object, const char *name,
+                               gint64 min, gint64 max, gint64 *out);
+gboolean planner_json_get_uint (PlannerJsonReader *r, JsonObject *object, const char *name,
+                                guint *out);
+gboolean planner_json_get_uint64 (PlannerJsonReader *r, JsonObject *object, const char *name,
+                                  guint64 *out);
+gboolean planner_json_get_number (PlannerJsonReader *r, JsonObject *object, const char *name,
+                                  double *out);
+gboolean planner_json_get_bool (PlannerJsonReader *r, JsonObject *object, const char *name,
+                                gboolean *out);
+JsonObject *planner_json_get_object (PlannerJsonReader *r, JsonObject *object, const char *name);
+JsonArray *planner_json_get_array (PlannerJsonReader *r, JsonObject *object, const char *name);
+
+/* Member @name of @object, which must be an object, entered as "NAME"; the caller pops @mark. */
+JsonObject *planner_json_enter_member (PlannerJsonReader *r, JsonObject *object, const char *name,
+                                       gsize *mark);
+/* Element @i of @array, which must be an object, entered as "NAME[i]"; the caller pops @mark. */
+JsonObject *planner_json_enter_element (PlannerJsonReader *r, JsonArray *array, const char *name,
+                                        guint i, gsize *mark);
+/* Reads each element of @array, which must be an object, with @read, entered as "NAME[i]". */
+typedef gboolean (*PlannerJsonElementFunc) (PlannerJsonReader *r, JsonObject *element, guint i,
+                                            gpointer user_data);
+gboolean planner_json_read_elements (PlannerJsonReader *r, JsonArray *array, const char *name,
+                                     PlannerJsonElementFunc read, gpointer user_data);
+/* Refuses a member of @object not in @known, so that a typo is not silently a default:
+ * "is not known here (known: a, b)". */
+gboolean planner_json_check_members (PlannerJsonReader *r, JsonObject *object,
+                                     const char *const *known);
+
 /* ---- writing ---- */
 
 /* "text" with json-glib's escaping; NULL as null. */

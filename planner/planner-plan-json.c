@@ -136,6 +136,22 @@ add_index (JsonBuilder *b, const char *member, int value)
     json_builder_add_null_value (b);
 }
 
+/* Fields [@first, @end) of planner_total_fields. */
+static void
+add_total_fields (JsonBuilder *b, const PlannerPlanTotals *t, guint first, guint end)
+{
+  for (guint i = first; i < end; i++)
+    {
+      const PlannerTotalField *f = &planner_total_fields[i];
+      if (f->kind == PLANNER_TOTAL_COUNT)
+        add_int (b, f->name, PLANNER_TOTAL (t, f, const guint));
+      else if (f->kind == PLANNER_TOTAL_BYTES)
+        add_int (b, f->name, (gint64)PLANNER_TOTAL (t, f, const guint64));
+      else
+        add_double (b, f->name, PLANNER_TOTAL (t, f, const double));
+    }
+}
+
 static const char *
 op_name_or_null (PlannerGraph *graph, int op)
 {
@@ -150,11 +166,7 @@ planner_plan_summary_to_json (PlannerPlan *plan)
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
-  add_int (b, "ops", t->n_ops);
-  add_int (b, "pinned", t->n_pinned);
-  add_int (b, "propagated", t->n_propagated);
-  add_int (b, "defaulted", t->n_defaulted);
-  add_int (b, "redistributions", t->n_redistributions);
+  add_total_fields (b, t, 0, PLANNER_N_TOTAL_COUNTS);
   json_builder_set_member_name (b, "collectives");
   json_builder_begin_object (b);
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
@@ -177,11 +189,7 @@ add_totals (JsonBuilder *b, const PlannerPlanTotals *t, const PlannerMesh *mesh)
 {
   json_builder_set_member_name (b, "totals");
   json_builder_begin_object (b);
-  add_int (b, "ops", t->n_ops);
-  add_int (b, "pinned", t->n_pinned);
-  add_int (b, "propagated", t->n_propagated);
-  add_int (b, "defaulted", t->n_defaulted);
-  add_int (b, "redistributions", t->n_redistributions);
+  add_total_fields (b, t, 0, PLANNER_N_TOTAL_COUNTS);
   json_builder_set_member_name (b, "collectives");
   json_builder_begin_object (b);
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
@@ -205,15 +213,7 @@ add_totals (JsonBuilder *b, const PlannerPlanTotals *t, const PlannerMesh *mesh)
       json_builder_end_object (b);
     }
   json_builder_end_object (b);
-  add_int (b, "comm_bytes", (gint64)t->comm_bytes);
-  add_double (b, "comm_time_s", t->comm_time_s);
-  add_double (b, "compute_time_s", t->compute_time_s);
-  add_double (b, "backward_comm_time_s", t->backward_comm_time_s);
-  add_double (b, "grad_sync_time_s", t->grad_sync_time_s);
-  add_double (b, "step_time_s", t->step_time_s);
-  add_int (b, "param_bytes_per_device", (gint64)t->param_bytes_per_device);
-  add_int (b, "activation_bytes_per_device", (gint64)t->activation_bytes_per_device);
-  add_int (b, "memory_per_device_bytes", (gint64)t->memory_per_device_bytes);
+  add_total_fields (b, t, PLANNER_N_TOTAL_COUNTS, PLANNER_N_TOTAL_FIELDS);
   json_builder_end_object (b);
 }
 
@@ -454,152 +454,27 @@ planner_plan_save_json (PlannerPlan *plan, const char *path, GError **error)
 
 typedef struct
 {
+  PlannerJsonReader json;
   PlannerGraph *graph;
   PlannerMesh mesh;
-  GString *path;
-  GError **error;
+  PlannerPlan *plan; /* what is read goes into it */
 } Reader;
 
-static gboolean G_GNUC_PRINTF (3, 4) fail (Reader *r, const char *name, const char *format, ...)
-{
-  va_list args;
-  va_start (args, format);
-  g_autofree char *message = g_strdup_vprintf (format, args);
-  va_end (args);
-  const char *sep = r->path->len && name && name[0] != '[' ? "." : "";
-  g_set_error (r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-               "plan JSON: field '%s%s%s' %s", r->path->str, sep, name ? name : "", message);
-  return FALSE;
-}
-
-/* Enters a member or element for the messages of what is read inside it. */
-static gsize G_GNUC_PRINTF (2, 3) push (Reader *r, const char *format, ...)
-{
-  gsize mark = r->path->len;
-  va_list args;
-  va_start (args, format);
-  g_autofree char *segment = g_strdup_vprintf (format, args);
-  va_end (args);
-  if (r->path->len && segment[0] != '[')
-    g_string_append_c (r->path, '.');
-  g_string_append (r->path, segment);
-  return mark;
-}
-
 static void
-pop (Reader *r, gsize mark)
+reader_clear (Reader *r)
 {
-  g_string_truncate (r->path, mark);
+  planner_json_reader_clear (&r->json);
 }
 
-static JsonNode *
-member (Reader *r, JsonObject *object, const char *name)
-{
-  JsonNode *node = json_object_get_member (object, name);
-  if (node == NULL)
-    fail (r, name, "is missing");
-  return node;
-}
-
-static JsonObject *
-get_object (Reader *r, JsonObject *object, const char *name)
-{
-  JsonNode *node = member (r, object, name);
-  if (node == NULL)
-    return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (node))
-    {
-      fail (r, name, "must be an object");
-      return NULL;
-    }
-  return json_node_get_object (node);
-}
-
-static JsonArray *
-get_array (Reader *r, JsonObject *object, const char *name)
-{
-  JsonNode *node = member (r, object, name);
-  if (node == NULL)
-    return NULL;
-  if (!JSON_NODE_HOLDS_ARRAY (node))
-    {
-      fail (r, name, "must be an array");
-      return NULL;
-    }
-  return json_node_get_array (node);
-}
-
-static gboolean
-node_is (JsonNode *node, GType type)
-{
-  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == type;
-}
-
-/* A string; null gives NULL when @nullable. */
-static gboolean
-string_node (Reader *r, JsonNode *node, const char *name, gboolean nullable, const char **out)
-{
-  *out = NULL;
-  if (nullable && JSON_NODE_HOLDS_NULL (node))
-    {
-      *out = NULL;
-      return TRUE;
-    }
-  if (!node_is (node, G_TYPE_STRING))
-    return fail (r, name, nullable ? "must be a string or null" : "must be a string");
-  *out = json_node_get_string (node);
-  return TRUE;
-}
-
-static gboolean
-get_string (Reader *r, JsonObject *object, const char *name, gboolean nullable, const char **out)
-{
-  JsonNode *node = member (r, object, name);
-  return node && string_node (r, node, name, nullable, out);
-}
-
-static gboolean
-get_int (Reader *r, JsonObject *object, const char *name, gint64 min, gint64 max, gint64 *out)
-{
-  JsonNode *node = member (r, object, name);
-  if (node == NULL)
-    return FALSE;
-  if (!node_is (node, G_TYPE_INT64))
-    return fail (r, name, "must be an integer");
-  gint64 value = json_node_get_int (node);
-  if (value < min || value > max)
-    return fail (r, name,
-                 "must be in [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "], got %" G_GINT64_FORMAT,
-                 min, max, value);
-  *out = value;
-  return TRUE;
-}
-
-static gboolean
-get_uint (Reader *r, JsonObject *object, const char *name, guint *out)
-{
-  gint64 value;
-  if (!get_int (r, object, name, 0, G_MAXUINT, &value))
-    return FALSE;
-  *out = (guint)value;
-  return TRUE;
-}
-
-static gboolean
-get_uint64 (Reader *r, JsonObject *object, const char *name, guint64 *out)
-{
-  gint64 value;
-  if (!get_int (r, object, name, 0, G_MAXINT64, &value))
-    return FALSE;
-  *out = (guint64)value;
-  return TRUE;
-}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Reader, reader_clear)
 
 /* An index below @n, or null for none (-1). */
 static gboolean
 get_index (Reader *r, JsonObject *object, const char *name, gint64 min, guint n, int *out)
 {
-  JsonNode *node = member (r, object, name);
+  JsonNode *node = planner_json_member (&r->json, object, name);
+  gint64 value;
+
   if (node == NULL)
     return FALSE;
   if (JSON_NODE_HOLDS_NULL (node))
@@ -607,8 +482,7 @@ get_index (Reader *r, JsonObject *object, const char *name, gint64 min, guint n,
       *out = -1;
       return TRUE;
     }
-  gint64 value;
-  if (!get_int (r, object, name, min, (gint64)n - 1, &value))
+  if (!planner_json_read_int (&r->json, node, name, min, (gint64)n - 1, &value))
     return FALSE;
   *out = (int)value;
   return TRUE;
@@ -618,30 +492,14 @@ get_index (Reader *r, JsonObject *object, const char *name, gint64 min, guint n,
 static gboolean
 get_double (Reader *r, JsonObject *object, const char *name, double *out)
 {
-  JsonNode *node = member (r, object, name);
-  if (node == NULL)
-    return FALSE;
-  if (JSON_NODE_HOLDS_NULL (node))
+  JsonNode *node = planner_json_member (&r->json, object, name);
+
+  if (node != NULL && JSON_NODE_HOLDS_NULL (node))
     {
       *out = INFINITY;
       return TRUE;
     }
-  if (!node_is (node, G_TYPE_DOUBLE) && !node_is (node, G_TYPE_INT64))
-    return fail (r, name, "must be a number");
-  *out = json_node_get_double (node);
-  return TRUE;
-}
-
-static gboolean
-get_bool (Reader *r, JsonObject *object, const char *name, gboolean *out)
-{
-  JsonNode *node = member (r, object, name);
-  if (node == NULL)
-    return FALSE;
-  if (!node_is (node, G_TYPE_BOOLEAN))
-    return fail (r, name, "must be true or false");
-  *out = json_node_get_boolean (node);
-  return TRUE;
+  return node && planner_json_read_number (&r->json, node, name, out);
 }
 
 static gboolean
@@ -650,11 +508,11 @@ layout_node (Reader *r, JsonNode *node, const char *name, const PlannerTensor *t
 {
   const char *text;
   g_autoptr (GError) local = NULL;
-  if (!string_node (r, node, name, FALSE, &text))
+  if (!planner_json_read_string (&r->json, node, name, FALSE, &text))
     return FALSE;
   if (!planner_layout_parse (text, &r->mesh, out, &local)
       || !planner_layout_validate (out, &r->mesh, t->shape, t->rank, t->name, &local))
-    return fail (r, name, "is refused: %s", local->message);
+    return planner_json_fail (&r->json, name, "is refused: %s", local->message);
   return TRUE;
 }
 
@@ -662,7 +520,7 @@ static gboolean
 get_layout (Reader *r, JsonObject *object, const char *name, const PlannerTensor *t,
             PlannerLayout *out)
 {
-  JsonNode *node = member (r, object, name);
+  JsonNode *node = planner_json_member (&r->json, object, name);
   return node && layout_node (r, node, name, t, out);
 }
 
@@ -670,11 +528,11 @@ static gboolean
 get_op (Reader *r, JsonObject *object, const char *name, gboolean nullable, int *out)
 {
   const char *op_name;
-  if (!get_string (r, object, name, nullable, &op_name))
+  if (!planner_json_get_string (&r->json, object, name, nullable, &op_name))
     return FALSE;
   *out = op_name ? planner_graph_find_op (r->graph, op_name) : -1;
   if (op_name && *out < 0)
-    return fail (r, name, "names no op of the model: '%s'", op_name);
+    return planner_json_fail (&r->json, name, "names no op of the model: '%s'", op_name);
   return TRUE;
 }
 
@@ -682,11 +540,11 @@ static gboolean
 axis_node (Reader *r, JsonNode *node, const char *name, guint *axis)
 {
   const char *axis_name;
-  if (!string_node (r, node, name, FALSE, &axis_name))
+  if (!planner_json_read_string (&r->json, node, name, FALSE, &axis_name))
     return FALSE;
   int a = planner_mesh_axis_index (&r->mesh, axis_name);
   if (a < 0)
-    return fail (r, name, "names no axis of the mesh: '%s'", axis_name);
+    return planner_json_fail (&r->json, name, "names no axis of the mesh: '%s'", axis_name);
   *axis = (guint)a;
   return TRUE;
 }
@@ -695,13 +553,14 @@ axis_node (Reader *r, JsonNode *node, const char *name, guint *axis)
 static gboolean
 get_axes (Reader *r, JsonObject *object, const char *name, guint8 *axes, guint *n)
 {
-  JsonArray *array = get_array (r, object, name);
+  JsonArray *array = planner_json_get_array (&r->json, object, name);
   if (array == NULL)
     return FALSE;
   guint len = json_array_get_length (array);
   if (len > r->mesh.n_axes)
-    return fail (r, name, "lists %u axes; the mesh has %u", len, r->mesh.n_axes);
-  gsize mark = push (r, "%s", name);
+    return planner_json_fail (&r->json, name, "lists %u axes; the mesh has %u", len,
+                              r->mesh.n_axes);
+  gsize mark = planner_json_push (&r->json, "%s", name);
   for (guint i = 0; i < len; i++)
     {
       g_autofree char *index = g_strdup_printf ("[%u]", i);
@@ -710,7 +569,7 @@ get_axes (Reader *r, JsonObject *object, const char *name, guint8 *axes, guint *
         return FALSE;
       axes[i] = (guint8)axis;
     }
-  pop (r, mark);
+  planner_json_pop (&r->json, mark);
   *n = len;
   return TRUE;
 }
@@ -744,11 +603,10 @@ static gboolean
 get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, PlannerStrategy *s)
 {
   const PlannerOp *op = planner_graph_get_op (r->graph, op_index);
-  JsonObject *o = get_object (r, object, name);
-  if (o == NULL)
-    return FALSE;
-  gsize mark = push (r, "%s", name);
-  JsonObject *factors = get_object (r, o, "factors");
+  gsize mark, mark_factors;
+  JsonObject *o = planner_json_enter_member (&r->json, object, name, &mark);
+  JsonObject *factors
+      = o ? planner_json_enter_member (&r->json, o, "factors", &mark_factors) : NULL;
   if (factors == NULL)
     return FALSE;
 
@@ -756,7 +614,6 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
   JsonObjectIter iter;
   const char *key;
   JsonNode *value;
-  gsize mark_factors = push (r, "factors");
   json_object_iter_init_ordered (&iter, factors);
   while (json_object_iter_next_ordered (&iter, &key, &value))
     {
@@ -766,15 +623,15 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
           g_autoptr (GString) known = g_string_new (NULL);
           for (guint g = 0; g < op->rule.n_factors; g++)
             g_string_append_printf (known, "%s%s", g ? ", " : "", op->rule.factors[g].name);
-          return fail (r, key, "is not a factor of %s (%s: %s)", op->name,
-                       planner_op_type_to_string (op->type), known->str);
+          return planner_json_fail (&r->json, key, "is not a factor of %s (%s: %s)", op->name,
+                                    planner_op_type_to_string (op->type), known->str);
         }
       guint n;
       if (!get_axes (r, factors, key, s->axes[f], &n))
         return FALSE;
       s->n_axes[f] = (guint8)n;
     }
-  pop (r, mark_factors);
+  planner_json_pop (&r->json, mark_factors);
 
   if (json_object_has_member (o, "partial"))
     {
@@ -782,7 +639,8 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
       guint n;
       gint64 input;
       if (!get_axes (r, o, "partial", axes, &n)
-          || !get_int (r, o, "partial_input", 0, (gint64)op->n_inputs - 1, &input))
+          || !planner_json_get_int (&r->json, o, "partial_input", 0, (gint64)op->n_inputs - 1,
+                                    &input))
         return FALSE;
       for (guint i = 0; i < n; i++)
         s->partial |= 1u << axes[i];
@@ -795,216 +653,212 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
   names[op->n_inputs] = NULL;
   g_autoptr (GError) local = NULL;
   if (!planner_strategy_validate (s, &op->rule, &r->mesh, op->name, names, &local))
-    return fail (r, NULL, "is refused: %s", local->message);
-  pop (r, mark);
+    return planner_json_fail (&r->json, NULL, "is refused: %s", local->message);
+  planner_json_pop (&r->json, mark);
   return TRUE;
 }
 
 static gboolean
 read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
 {
-  JsonObject *o = get_object (r, root, "constants");
-  if (o == NULL)
-    return FALSE;
-  gsize mark = push (r, "constants");
-  if (!get_double (r, o, "weight_copies", &c->weight_copies)
+  gsize mark;
+  JsonObject *o = planner_json_enter_member (&r->json, root, "constants", &mark);
+  if (o == NULL || !get_double (r, o, "weight_copies", &c->weight_copies)
       || !get_double (r, o, "grad_copies", &c->grad_copies)
       || !get_double (r, o, "optimizer_states", &c->optimizer_states)
       || !get_double (r, o, "backward_factor", &c->backward_factor))
     return FALSE;
-  pop (r, mark);
+  planner_json_pop (&r->json, mark);
+  return TRUE;
+}
+
+/* Fields [@first, @end) of planner_total_fields. */
+static gboolean
+get_total_fields (Reader *r, JsonObject *o, PlannerPlanTotals *t, guint first, guint end)
+{
+  for (guint i = first; i < end; i++)
+    {
+      const PlannerTotalField *f = &planner_total_fields[i];
+      gboolean ok;
+      if (f->kind == PLANNER_TOTAL_COUNT)
+        ok = planner_json_get_uint (&r->json, o, f->name, &PLANNER_TOTAL (t, f, guint));
+      else if (f->kind == PLANNER_TOTAL_BYTES)
+        ok = planner_json_get_uint64 (&r->json, o, f->name, &PLANNER_TOTAL (t, f, guint64));
+      else
+        ok = get_double (r, o, f->name, &PLANNER_TOTAL (t, f, double));
+      if (!ok)
+        return FALSE;
+    }
   return TRUE;
 }
 
 static gboolean
 read_totals (Reader *r, JsonObject *root, PlannerPlanTotals *t)
 {
-  JsonObject *o = get_object (r, root, "totals");
+  gsize mark, mark_kinds, mark_axes, m;
+  JsonObject *o = planner_json_enter_member (&r->json, root, "totals", &mark);
   if (o == NULL)
     return FALSE;
-  gsize mark = push (r, "totals");
   memset (t, 0, sizeof *t);
-  if (!get_uint (r, o, "ops", &t->n_ops) || !get_uint (r, o, "pinned", &t->n_pinned)
-      || !get_uint (r, o, "propagated", &t->n_propagated)
-      || !get_uint (r, o, "defaulted", &t->n_defaulted)
-      || !get_uint (r, o, "redistributions", &t->n_redistributions))
+  if (!get_total_fields (r, o, t, 0, PLANNER_N_TOTAL_COUNTS))
     return FALSE;
 
-  JsonObject *kinds = get_object (r, o, "collectives");
+  JsonObject *kinds = planner_json_enter_member (&r->json, o, "collectives", &mark_kinds);
   if (kinds == NULL)
     return FALSE;
-  gsize mark_kinds = push (r, "collectives");
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
     {
-      const char *name = planner_step_kind_to_string (k);
-      JsonObject *c = get_object (r, kinds, name);
-      if (c == NULL)
-        return FALSE;
-      gsize m = push (r, "%s", name);
-      if (!get_uint (r, c, "count", &t->coll_count[k])
-          || !get_uint64 (r, c, "bytes", &t->coll_bytes[k])
+      JsonObject *c
+          = planner_json_enter_member (&r->json, kinds, planner_step_kind_to_string (k), &m);
+      if (c == NULL || !planner_json_get_uint (&r->json, c, "count", &t->coll_count[k])
+          || !planner_json_get_uint64 (&r->json, c, "bytes", &t->coll_bytes[k])
           || !get_double (r, c, "time_s", &t->coll_time_s[k]))
         return FALSE;
-      pop (r, m);
+      planner_json_pop (&r->json, m);
     }
-  pop (r, mark_kinds);
+  planner_json_pop (&r->json, mark_kinds);
 
-  JsonObject *axes = get_object (r, o, "axes");
+  JsonObject *axes = planner_json_enter_member (&r->json, o, "axes", &mark_axes);
   if (axes == NULL)
     return FALSE;
-  gsize mark_axes = push (r, "axes");
   for (guint a = 0; a < r->mesh.n_axes; a++)
     {
-      JsonObject *c = get_object (r, axes, r->mesh.names[a]);
-      if (c == NULL)
-        return FALSE;
-      gsize m = push (r, "%s", r->mesh.names[a]);
-      if (!get_uint64 (r, c, "bytes", &t->axis_bytes[a])
+      JsonObject *c = planner_json_enter_member (&r->json, axes, r->mesh.names[a], &m);
+      if (c == NULL || !planner_json_get_uint64 (&r->json, c, "bytes", &t->axis_bytes[a])
           || !get_double (r, c, "time_s", &t->axis_time_s[a]))
         return FALSE;
-      pop (r, m);
+      planner_json_pop (&r->json, m);
     }
-  pop (r, mark_axes);
+  planner_json_pop (&r->json, mark_axes);
 
-  if (!get_uint64 (r, o, "comm_bytes", &t->comm_bytes)
-      || !get_double (r, o, "comm_time_s", &t->comm_time_s)
-      || !get_double (r, o, "compute_time_s", &t->compute_time_s)
-      || !get_double (r, o, "backward_comm_time_s", &t->backward_comm_time_s)
-      || !get_double (r, o, "grad_sync_time_s", &t->grad_sync_time_s)
-      || !get_double (r, o, "step_time_s", &t->step_time_s)
-      || !get_uint64 (r, o, "param_bytes_per_device", &t->param_bytes_per_device)
-      || !get_uint64 (r, o, "activation_bytes_per_device", &t->activation_bytes_per_device)
-      || !get_uint64 (r, o, "memory_per_device_bytes", &t->memory_per_device_bytes))
+  if (!get_total_fields (r, o, t, PLANNER_N_TOTAL_COUNTS, PLANNER_N_TOTAL_FIELDS))
     return FALSE;
-  pop (r, mark);
+  planner_json_pop (&r->json, mark);
+  return TRUE;
+}
+
+/* The array member @name of @root, each element read by @read with the Reader as data. */
+static gboolean
+read_list (Reader *r, JsonObject *root, const char *name, PlannerJsonElementFunc read)
+{
+  JsonArray *list = planner_json_get_array (&r->json, root, name);
+  return list != NULL && planner_json_read_elements (&r->json, list, name, read, r);
+}
+
+static gboolean
+read_trace_step (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
+{
+  Reader *r = data;
+  PlannerTraceStep st = { 0 };
+  int op, from;
+  const char *direction;
+  if (!planner_json_get_uint (&r->json, o, "step", &st.index) || !get_op (r, o, "op", FALSE, &op)
+      || !get_strategy (r, o, "strategy", (guint)op, &st.strategy)
+      || !get_op (r, o, "from", TRUE, &from)
+      || !planner_json_get_string (&r->json, o, "direction", FALSE, &direction)
+      || !get_double (r, o, "edge_cost_s", &st.edge_cost_s)
+      || !planner_json_get_uint (&r->json, o, "candidates", &st.n_candidates))
+    return FALSE;
+  if (strcmp (direction, "forward") != 0 && strcmp (direction, "backward") != 0)
+    return planner_json_fail (&r->json, "direction",
+                              "must be \"forward\" or \"backward\", got \"%s\"", direction);
+  st.op = (guint)op;
+  st.from_op = from;
+  st.forward = strcmp (direction, "forward") == 0;
+  JsonNode *runner_up = planner_json_member (&r->json, o, "runner_up");
+  if (runner_up == NULL)
+    return FALSE;
+  st.has_runner_up = !JSON_NODE_HOLDS_NULL (runner_up);
+  if (st.has_runner_up
+      && (!get_strategy (r, o, "runner_up", st.op, &st.runner_up)
+          || !get_double (r, o, "runner_up_cost_s", &st.runner_up_cost_s)))
+    return FALSE;
+  planner_plan_append_trace_step (r->plan, &st);
   return TRUE;
 }
 
 static gboolean
-read_trace (Reader *r, JsonObject *root, PlannerPlan *plan)
+read_op (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 {
-  JsonArray *trace = get_array (r, root, "trace");
-  if (trace == NULL)
+  Reader *r = data;
+  guint n_pins = planner_plan_get_pins (r->plan)->len;
+  guint n_trace = planner_plan_get_n_trace_steps (r->plan);
+  const PlannerOp *op = planner_graph_get_op (r->graph, i);
+  const char *name, *decision;
+  PlannerOpPlan p = { 0 };
+
+  if (!planner_json_get_string (&r->json, o, "name", FALSE, &name))
     return FALSE;
-  for (guint i = 0; i < json_array_get_length (trace); i++)
+  if (strcmp (name, op->name) != 0)
+    return planner_json_fail (&r->json, "name", "is '%s' but op %u of the model is '%s'", name, i,
+                              op->name);
+  if (!planner_json_get_string (&r->json, o, "decision", FALSE, &decision))
+    return FALSE;
+  if (!planner_decision_from_string (decision, &p.decision))
+    return planner_json_fail (&r->json, "decision",
+                              "must be pinned, propagated or defaulted, got \"%s\"", decision);
+  if (!get_index (r, o, "trace_step", 0, n_trace, &p.trace_step)
+      || !get_index (r, o, "pin", 0, n_pins, &p.pin)
+      || !get_strategy (r, o, "strategy", i, &p.strategy)
+      || !get_double (r, o, "compute_time_s", &p.compute_time_s)
+      || !get_double (r, o, "flops", &p.flops))
+    return FALSE;
+  if (json_object_has_member (o, "out_layouts"))
     {
-      gsize mark = push (r, "trace[%u]", i);
-      JsonNode *node = json_array_get_element (trace, i);
-      if (!JSON_NODE_HOLDS_OBJECT (node))
-        return fail (r, NULL, "must be an object");
-      JsonObject *o = json_node_get_object (node);
-      PlannerTraceStep st = { 0 };
-      int op, from;
-      const char *direction;
-      if (!get_uint (r, o, "step", &st.index) || !get_op (r, o, "op", FALSE, &op)
-          || !get_strategy (r, o, "strategy", (guint)op, &st.strategy)
-          || !get_op (r, o, "from", TRUE, &from)
-          || !get_string (r, o, "direction", FALSE, &direction)
-          || !get_double (r, o, "edge_cost_s", &st.edge_cost_s)
-          || !get_uint (r, o, "candidates", &st.n_candidates))
+      JsonArray *outs = planner_json_get_array (&r->json, o, "out_layouts");
+      if (outs == NULL)
         return FALSE;
-      if (strcmp (direction, "forward") != 0 && strcmp (direction, "backward") != 0)
-        return fail (r, "direction", "must be \"forward\" or \"backward\", got \"%s\"", direction);
-      st.op = (guint)op;
-      st.from_op = from;
-      st.forward = strcmp (direction, "forward") == 0;
-      JsonNode *runner_up = member (r, o, "runner_up");
-      if (runner_up == NULL)
-        return FALSE;
-      st.has_runner_up = !JSON_NODE_HOLDS_NULL (runner_up);
-      if (st.has_runner_up
-          && (!get_strategy (r, o, "runner_up", st.op, &st.runner_up)
-              || !get_double (r, o, "runner_up_cost_s", &st.runner_up_cost_s)))
-        return FALSE;
-      planner_plan_append_trace_step (plan, &st);
-      pop (r, mark);
+      if (json_array_get_length (outs) != op->n_outputs)
+        return planner_json_fail (&r->json, "out_layouts", "gives %u layouts; %s has %u outputs",
+                                  json_array_get_length (outs), op->name, op->n_outputs);
+      gsize m = planner_json_push (&r->json, "out_layouts");
+      for (guint k = 0; k < op->n_outputs; k++)
+        {
+          g_autofree char *index = g_strdup_printf ("[%u]", k);
+          if (!layout_node (r, json_array_get_element (outs, k), index,
+                            planner_graph_get_tensor (r->graph, op->outputs[k]), &p.out_layouts[k]))
+            return FALSE;
+        }
+      planner_json_pop (&r->json, m);
+      p.has_out_layouts = TRUE;
     }
+  *planner_plan_get_op (r->plan, i) = p;
   return TRUE;
 }
 
 static gboolean
-read_ops (Reader *r, JsonObject *root, PlannerPlan *plan)
+read_ops (Reader *r, JsonObject *root)
 {
-  JsonArray *ops = get_array (r, root, "ops");
+  JsonArray *ops = planner_json_get_array (&r->json, root, "ops");
   if (ops == NULL)
     return FALSE;
   guint n_ops = planner_graph_get_n_ops (r->graph);
   if (json_array_get_length (ops) != n_ops)
-    return fail (r, "ops", "holds %u ops; the model has %u", json_array_get_length (ops), n_ops);
-  guint n_pins = planner_plan_get_pins (plan)->len;
-  guint n_trace = planner_plan_get_n_trace_steps (plan);
-
-  for (guint i = 0; i < n_ops; i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (r->graph, i);
-      gsize mark = push (r, "ops[%u]", i);
-      JsonNode *node = json_array_get_element (ops, i);
-      if (!JSON_NODE_HOLDS_OBJECT (node))
-        return fail (r, NULL, "must be an object");
-      JsonObject *o = json_node_get_object (node);
-      const char *name, *decision;
-      PlannerOpPlan p = { 0 };
-
-      if (!get_string (r, o, "name", FALSE, &name))
-        return FALSE;
-      if (strcmp (name, op->name) != 0)
-        return fail (r, "name", "is '%s' but op %u of the model is '%s'", name, i, op->name);
-      if (!get_string (r, o, "decision", FALSE, &decision))
-        return FALSE;
-      if (!planner_decision_from_string (decision, &p.decision))
-        return fail (r, "decision", "must be pinned, propagated or defaulted, got \"%s\"",
-                     decision);
-      if (!get_index (r, o, "trace_step", 0, n_trace, &p.trace_step)
-          || !get_index (r, o, "pin", 0, n_pins, &p.pin)
-          || !get_strategy (r, o, "strategy", i, &p.strategy)
-          || !get_double (r, o, "compute_time_s", &p.compute_time_s)
-          || !get_double (r, o, "flops", &p.flops))
-        return FALSE;
-      if (json_object_has_member (o, "out_layouts"))
-        {
-          JsonArray *outs = get_array (r, o, "out_layouts");
-          if (outs == NULL)
-            return FALSE;
-          if (json_array_get_length (outs) != op->n_outputs)
-            return fail (r, "out_layouts", "gives %u layouts; %s has %u outputs",
-                         json_array_get_length (outs), op->name, op->n_outputs);
-          gsize m = push (r, "out_layouts");
-          for (guint k = 0; k < op->n_outputs; k++)
-            {
-              g_autofree char *index = g_strdup_printf ("[%u]", k);
-              if (!layout_node (r, json_array_get_element (outs, k), index,
-                                planner_graph_get_tensor (r->graph, op->outputs[k]),
-                                &p.out_layouts[k]))
-                return FALSE;
-            }
-          pop (r, m);
-          p.has_out_layouts = TRUE;
-        }
-      *planner_plan_get_op (plan, i) = p;
-      pop (r, mark);
-    }
-  return TRUE;
+    return planner_json_fail (&r->json, "ops", "holds %u ops; the model has %u",
+                              json_array_get_length (ops), n_ops);
+  return planner_json_read_elements (&r->json, ops, "ops", read_op, r);
 }
 
 static gboolean
-read_tensors (Reader *r, JsonObject *root, PlannerPlan *plan)
+read_tensors (Reader *r, JsonObject *root)
 {
-  JsonObject *tensors = get_object (r, root, "tensors");
+  gsize mark;
+  JsonObject *tensors = planner_json_enter_member (&r->json, root, "tensors", &mark);
   if (tensors == NULL)
     return FALSE;
   guint n = planner_graph_get_n_tensors (r->graph);
-  gsize mark = push (r, "tensors");
   for (guint t = 0; t < n; t++)
     {
       const PlannerTensor *tensor = planner_graph_get_tensor (r->graph, t);
       PlannerLayout layout;
       if (!get_layout (r, tensors, tensor->name, tensor, &layout))
         return FALSE;
-      planner_plan_set_tensor_layout (plan, t, &layout);
+      planner_plan_set_tensor_layout (r->plan, t, &layout);
     }
   if (json_object_get_size (tensors) != n)
-    return fail (r, NULL, "holds %u tensors; the model has %u", json_object_get_size (tensors), n);
-  pop (r, mark);
+    return planner_json_fail (&r->json, NULL, "holds %u tensors; the model has %u",
+                              json_object_get_size (tensors), n);
+  planner_json_pop (&r->json, mark);
   return TRUE;
 }
 
@@ -1014,21 +868,23 @@ read_step (Reader *r, JsonObject *o, const PlannerTensor *t, PlannerRedistStep *
   const char *kind;
   guint axis;
   int dim, dim_to;
-  JsonNode *axis_json = member (r, o, "axis");
+  JsonNode *axis_json = planner_json_member (&r->json, o, "axis");
 
-  if (!get_string (r, o, "kind", FALSE, &kind))
+  if (axis_json == NULL || !planner_json_get_string (&r->json, o, "kind", FALSE, &kind))
     return FALSE;
   if (!planner_step_kind_from_string (kind, &st->kind) || st->kind >= PLANNER_N_STEP_KINDS)
-    return fail (r, "kind",
-                 "must be AllReduce, AllGather, ReduceScatter, AllToAll or Slice, "
-                 "got \"%s\"",
-                 kind);
-  if (axis_json == NULL || !axis_node (r, axis_json, "axis", &axis)
+    return planner_json_fail (&r->json, "kind",
+                              "must be AllReduce, AllGather, ReduceScatter, AllToAll or Slice, "
+                              "got \"%s\"",
+                              kind);
+  if (!axis_node (r, axis_json, "axis", &axis)
       || !get_index (r, o, "dim", 0, t->rank, &dim)
       || !get_index (r, o, "dim_to", 0, t->rank, &dim_to)
       || !get_layout (r, o, "before", t, &st->before) || !get_layout (r, o, "after", t, &st->after)
-      || !get_uint64 (r, o, "n_in", &st->n_in) || !get_uint64 (r, o, "n_out", &st->n_out)
-      || !get_uint64 (r, o, "bytes", &st->bytes) || !get_double (r, o, "time_s", &st->time_s))
+      || !planner_json_get_uint64 (&r->json, o, "n_in", &st->n_in)
+      || !planner_json_get_uint64 (&r->json, o, "n_out", &st->n_out)
+      || !planner_json_get_uint64 (&r->json, o, "bytes", &st->bytes)
+      || !get_double (r, o, "time_s", &st->time_s))
     return FALSE;
   st->axis = (guint8)axis;
   st->dim = (gint8)dim;
@@ -1040,8 +896,8 @@ read_step (Reader *r, JsonObject *o, const PlannerTensor *t, PlannerRedistStep *
     {
       g_autofree char *before_text = planner_layout_to_string (&st->before, &r->mesh);
       g_autofree char *after_text = planner_layout_to_string (&st->after, &r->mesh);
-      return fail (r, NULL, "%s on axis %s does not turn %s into %s", kind, r->mesh.names[axis],
-                   before_text, after_text);
+      return planner_json_fail (&r->json, NULL, "%s on axis %s does not turn %s into %s", kind,
+                                r->mesh.names[axis], before_text, after_text);
     }
   return TRUE;
 }
@@ -1056,130 +912,111 @@ redistribution_edge_exists (Reader *r, const PlannerRedistribution *red, const P
       const GArray *outputs = planner_graph_get_outputs (r->graph);
       if (red->producer_side || red->slot >= outputs->len
           || g_array_index (outputs, guint, red->slot) != red->tensor)
-        return fail (r, "consumer",
-                     "is null, which only the final reduction of graph output "
-                     "'slot' has; %s is not graph output %u",
-                     t->name, red->slot);
+        return planner_json_fail (&r->json, "consumer",
+                                  "is null, which only the final reduction of graph output "
+                                  "'slot' has; %s is not graph output %u",
+                                  t->name, red->slot);
       return TRUE;
     }
   const PlannerOp *op = planner_graph_get_op (r->graph, (guint)red->consumer);
   if (red->producer_side)
     {
       if (t->producer != red->consumer || t->producer_slot != red->slot)
-        return fail (r, "consumer",
-                     "must be the producer of %s at output slot %u for a "
-                     "producer-side redistribution, not %s",
-                     t->name, red->slot, op->name);
+        return planner_json_fail (&r->json, "consumer",
+                                  "must be the producer of %s at output slot %u for a "
+                                  "producer-side redistribution, not %s",
+                                  t->name, red->slot, op->name);
       return TRUE;
     }
   if (red->slot >= op->n_inputs || op->inputs[red->slot] != red->tensor)
-    return fail (r, "slot", "is %u, but input %u of %s is not %s", red->slot, red->slot, op->name,
-                 t->name);
+    return planner_json_fail (&r->json, "slot", "is %u, but input %u of %s is not %s", red->slot,
+                              red->slot, op->name, t->name);
   return TRUE;
 }
 
 static gboolean
-read_redistributions (Reader *r, JsonObject *root, PlannerPlan *plan)
+read_redistribution (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 {
-  JsonArray *list = get_array (r, root, "redistributions");
-  if (list == NULL)
+  Reader *r = data;
+  PlannerRedistribution red = { 0 };
+  const char *tensor_name;
+
+  if (!planner_json_get_string (&r->json, o, "tensor", FALSE, &tensor_name))
     return FALSE;
-  for (guint i = 0; i < json_array_get_length (list); i++)
+  int tensor = planner_graph_find_tensor (r->graph, tensor_name);
+  if (tensor < 0)
+    return planner_json_fail (&r->json, "tensor", "names no tensor of the model: '%s'",
+                              tensor_name);
+  const PlannerTensor *t = planner_graph_get_tensor (r->graph, (guint)tensor);
+  red.tensor = (guint)tensor;
+  if (!get_op (r, o, "consumer", TRUE, &red.consumer)
+      || !planner_json_get_uint (&r->json, o, "slot", &red.slot)
+      || !planner_json_get_bool (&r->json, o, "producer_side", &red.producer_side)
+      || !get_layout (r, o, "from", t, &red.from) || !get_layout (r, o, "to", t, &red.to)
+      || !planner_json_get_uint64 (&r->json, o, "bytes", &red.bytes)
+      || !get_double (r, o, "time_s", &red.time_s))
+    return FALSE;
+  if (!redistribution_edge_exists (r, &red, t))
+    return FALSE;
+
+  JsonArray *steps = planner_json_get_array (&r->json, o, "steps");
+  if (steps == NULL)
+    return FALSE;
+  red.n_steps = json_array_get_length (steps);
+  g_autofree PlannerRedistStep *buf = g_new0 (PlannerRedistStep, MAX (red.n_steps, 1));
+  red.steps = buf;
+  const PlannerLayout *at = &red.from;
+  for (guint s = 0; s < red.n_steps; s++)
     {
-      gsize mark = push (r, "redistributions[%u]", i);
-      JsonNode *node = json_array_get_element (list, i);
-      if (!JSON_NODE_HOLDS_OBJECT (node))
-        return fail (r, NULL, "must be an object");
-      JsonObject *o = json_node_get_object (node);
-      PlannerRedistribution red = { 0 };
-      const char *tensor_name;
-
-      if (!get_string (r, o, "tensor", FALSE, &tensor_name))
+      gsize m;
+      JsonObject *step = planner_json_enter_element (&r->json, steps, "steps", s, &m);
+      if (step == NULL || !read_step (r, step, t, &buf[s]))
         return FALSE;
-      int tensor = planner_graph_find_tensor (r->graph, tensor_name);
-      if (tensor < 0)
-        return fail (r, "tensor", "names no tensor of the model: '%s'", tensor_name);
-      const PlannerTensor *t = planner_graph_get_tensor (r->graph, (guint)tensor);
-      red.tensor = (guint)tensor;
-      if (!get_op (r, o, "consumer", TRUE, &red.consumer) || !get_uint (r, o, "slot", &red.slot)
-          || !get_bool (r, o, "producer_side", &red.producer_side)
-          || !get_layout (r, o, "from", t, &red.from) || !get_layout (r, o, "to", t, &red.to)
-          || !get_uint64 (r, o, "bytes", &red.bytes) || !get_double (r, o, "time_s", &red.time_s))
-        return FALSE;
-      if (!redistribution_edge_exists (r, &red, t))
-        return FALSE;
-
-      JsonArray *steps = get_array (r, o, "steps");
-      if (steps == NULL)
-        return FALSE;
-      red.n_steps = json_array_get_length (steps);
-      g_autofree PlannerRedistStep *buf = g_new0 (PlannerRedistStep, MAX (red.n_steps, 1));
-      red.steps = buf;
-      const PlannerLayout *at = &red.from;
-      for (guint s = 0; s < red.n_steps; s++)
-        {
-          gsize m = push (r, "steps[%u]", s);
-          JsonNode *step = json_array_get_element (steps, s);
-          if (!JSON_NODE_HOLDS_OBJECT (step))
-            return fail (r, NULL, "must be an object");
-          if (!read_step (r, json_node_get_object (step), t, &buf[s]))
-            return FALSE;
-          if (!planner_layout_equal (&buf[s].before, at))
-            return fail (r, "before", "is not where the previous step left the tensor");
-          at = &buf[s].after;
-          pop (r, m);
-        }
+      if (!planner_layout_equal (&buf[s].before, at))
+        return planner_json_fail (&r->json, "before",
+                                  "is not where the previous step left the tensor");
+      at = &buf[s].after;
+      planner_json_pop (&r->json, m);
+    }
       if (!planner_layout_equal (at, &red.to))
-        return fail (r, "steps", "do not end at the layout of 'to'");
-      planner_plan_append_redistribution (plan, &red);
-      pop (r, mark);
-    }
-  return TRUE;
+        return planner_json_fail (&r->json, "steps", "do not end at the layout of 'to'");
+      planner_plan_append_redistribution (r->plan, &red);
+      return TRUE;
 }
 
 static gboolean
-read_conflicts (Reader *r, JsonObject *root, PlannerPlan *plan)
+read_conflict (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 {
-  JsonArray *list = get_array (r, root, "conflicts");
-  if (list == NULL)
+  Reader *r = data;
+  guint n_red = planner_plan_get_n_redistributions (r->plan);
+  const char *message;
+  int redistribution;
+  if (!planner_json_get_string (&r->json, o, "message", FALSE, &message)
+      || !get_index (r, o, "redistribution", 0, n_red, &redistribution))
     return FALSE;
-  guint n_red = planner_plan_get_n_redistributions (plan);
-  for (guint i = 0; i < json_array_get_length (list); i++)
-    {
-      gsize mark = push (r, "conflicts[%u]", i);
-      JsonNode *node = json_array_get_element (list, i);
-      if (!JSON_NODE_HOLDS_OBJECT (node))
-        return fail (r, NULL, "must be an object");
-      JsonObject *o = json_node_get_object (node);
-      const char *message;
-      int redistribution;
-      if (!get_string (r, o, "message", FALSE, &message)
-          || !get_index (r, o, "redistribution", 0, n_red, &redistribution))
-        return FALSE;
-      if (redistribution < 0)
-        return fail (r, "redistribution", "must be an index, not null");
-      planner_plan_append_conflict (plan, message, (guint)redistribution);
-      pop (r, mark);
-    }
+  if (redistribution < 0)
+    return planner_json_fail (&r->json, "redistribution", "must be an index, not null");
+  planner_plan_append_conflict (r->plan, message, (guint)redistribution);
   return TRUE;
 }
 
 static gboolean
-read_pins (Reader *r, JsonObject *root, PlannerPlan *plan)
+read_pins (Reader *r, JsonObject *root)
 {
-  JsonArray *pins = get_array (r, root, "pins");
+  JsonArray *pins = planner_json_get_array (&r->json, root, "pins");
   if (pins == NULL)
     return FALSE;
-  gsize mark = push (r, "pins");
+  gsize mark = planner_json_push (&r->json, "pins");
   for (guint i = 0; i < json_array_get_length (pins); i++)
     {
       g_autofree char *index = g_strdup_printf ("[%u]", i);
       const char *text;
-      if (!string_node (r, json_array_get_element (pins, i), index, FALSE, &text))
+      if (!planner_json_read_string (&r->json, json_array_get_element (pins, i), index, FALSE,
+                                     &text))
         return FALSE;
-      planner_plan_add_pin_text (plan, text);
+      planner_plan_add_pin_text (r->plan, text);
     }
-  pop (r, mark);
+  planner_json_pop (&r->json, mark);
   return TRUE;
 }
 
@@ -1190,17 +1027,18 @@ check_version (Reader *r, JsonNode *root)
   if (!JSON_NODE_HOLDS_OBJECT (root)
       || !json_object_has_member (json_node_get_object (root), "shardscope_plan"))
     {
-      g_set_error (r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+      g_set_error (r->json.error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
                    "plan JSON: not a Shardscope plan (no \"shardscope_plan\" member); plan "
                    "files are written by 'shardscope-cli propagate -o PLAN.json'");
       return FALSE;
     }
   JsonNode *version = json_object_get_member (json_node_get_object (root), "shardscope_plan");
-  if (!node_is (version, G_TYPE_INT64) || json_node_get_int (version) < 1)
-    return fail (r, "shardscope_plan", "must be the format version, a positive integer");
+  if (!planner_json_node_is (version, G_TYPE_INT64) || json_node_get_int (version) < 1)
+    return planner_json_fail (&r->json, "shardscope_plan",
+                              "must be the format version, a positive integer");
   if (json_node_get_int (version) > PLANNER_PLAN_JSON_VERSION)
     {
-      g_set_error (r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+      g_set_error (r->json.error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
                    "plan JSON: format version %" G_GINT64_FORMAT " is newer than this "
                    "Shardscope reads (%d); use a newer Shardscope",
                    json_node_get_int (version), PLANNER_PLAN_JSON_VERSION);
@@ -1212,23 +1050,20 @@ check_version (Reader *r, JsonNode *root)
 static PlannerPlan *
 plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
 {
-  g_autoptr (GString) path = g_string_new (NULL);
-  Reader r = { NULL, { 0 }, path, error };
+  g_auto (Reader) r = { { "plan JSON", NULL, error } };
 
   if (!check_version (&r, root))
     return NULL;
   JsonObject *o = json_node_get_object (root);
 
   /* The model: rebuilt from its source, and refused if it is no longer the same graph. */
-  JsonObject *model = get_object (&r, o, "model");
+  gsize mark;
+  JsonObject *model = planner_json_enter_member (&r.json, o, "model", &mark);
   const char *source, *hash;
-  if (model == NULL)
+  if (model == NULL || !planner_json_get_string (&r.json, model, "source", FALSE, &source)
+      || !planner_json_get_string (&r.json, model, "hash", FALSE, &hash))
     return NULL;
-  gsize mark = push (&r, "model");
-  if (!get_string (&r, model, "source", FALSE, &source)
-      || !get_string (&r, model, "hash", FALSE, &hash))
-    return NULL;
-  pop (&r, mark);
+  planner_json_pop (&r.json, mark);
   g_autoptr (PlannerGraph) graph = NULL;
   if (given_graph)
     graph = g_object_ref (given_graph);
@@ -1258,32 +1093,33 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
 
   const char *mesh_text;
   g_autoptr (GError) local = NULL;
-  if (!get_string (&r, o, "mesh", FALSE, &mesh_text))
+  if (!planner_json_get_string (&r.json, o, "mesh", FALSE, &mesh_text))
     return NULL;
   g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, &local);
   if (mesh == NULL)
     {
-      fail (&r, "mesh", "is refused: %s", local->message);
+      planner_json_fail (&r.json, "mesh", "is refused: %s", local->message);
       return NULL;
     }
   r.mesh = *mesh;
 
-  JsonNode *hw_node = member (&r, o, "hardware");
+  JsonNode *hw_node = planner_json_member (&r.json, o, "hardware");
   if (hw_node == NULL)
     return NULL;
   g_autofree char *hw_text = planner_json_to_string (hw_node);
   g_autoptr (PlannerHardware) hw = planner_hardware_from_json (hw_text, &local);
   if (hw == NULL)
     {
-      fail (&r, "hardware", "is refused: %s", local->message);
+      planner_json_fail (&r.json, "hardware", "is refused: %s", local->message);
       return NULL;
     }
 
   PlannerCostConstants constants;
   const char *name, *policy;
   double propagate_ms;
-  if (!read_constants (&r, o, &constants) || !get_string (&r, o, "name", TRUE, &name)
-      || !get_string (&r, o, "policy", TRUE, &policy)
+  if (!read_constants (&r, o, &constants)
+      || !planner_json_get_string (&r.json, o, "name", TRUE, &name)
+      || !planner_json_get_string (&r.json, o, "policy", TRUE, &policy)
       || !get_double (&r, o, "propagate_ms", &propagate_ms))
     return NULL;
 
@@ -1294,9 +1130,10 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
   planner_plan_set_propagate_ms (plan, propagate_ms);
 
   PlannerPlanTotals totals;
-  if (!read_pins (&r, o, plan) || !read_trace (&r, o, plan) || !read_ops (&r, o, plan)
-      || !read_tensors (&r, o, plan) || !read_redistributions (&r, o, plan)
-      || !read_conflicts (&r, o, plan) || !read_totals (&r, o, &totals))
+  r.plan = plan;
+  if (!read_pins (&r, o) || !read_list (&r, o, "trace", read_trace_step) || !read_ops (&r, o)
+      || !read_tensors (&r, o) || !read_list (&r, o, "redistributions", read_redistribution)
+      || !read_list (&r, o, "conflicts", read_conflict) || !read_totals (&r, o, &totals))
     return NULL;
   planner_plan_set_totals (plan, &totals);
   return g_steal_pointer (&plan);

@@ -18,4 +18,28 @@ guint planner_plan_append_redistribution (PlannerPlan *self,
 void planner_plan_append_conflict (PlannerPlan *self, const char *message, guint redistribution);
 void planner_plan_set_totals (PlannerPlan *self, const PlannerPlanTotals *totals);
 
+/* The one-number figures of PlannerPlanTotals, in the order plan files and the store keep them:
+ * the counts (guint) first, then bytes (guint64) and seconds (double). Plan files name them as
+ * here; the store's columns prefix the counts with "n_". */
+typedef enum
+{
+  PLANNER_TOTAL_COUNT,
+  PLANNER_TOTAL_BYTES,
+  PLANNER_TOTAL_SECONDS,
+} PlannerTotalKind;
+
+typedef struct
+{
+  const char *name;
+  PlannerTotalKind kind;
+  gsize offset; /* in PlannerPlanTotals */
+} PlannerTotalField;
+
+#define PLANNER_N_TOTAL_FIELDS 14
+#define PLANNER_N_TOTAL_COUNTS 5
+extern const PlannerTotalField planner_total_fields[PLANNER_N_TOTAL_FIELDS];
+
+/* The member of totals @t that field @f describes, as an lvalue of @type. */
+#define PLANNER_TOTAL(t, f, type) (*(type *)((guint8 *)(t) + (f)->offset))
+
 G_END_DECLS

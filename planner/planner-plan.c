@@ -867,6 +867,28 @@ planner_plan_equal (PlannerPlan *a, PlannerPlan *b)
 
 /* ---- rebuilding a saved plan (planner-plan-private.h) ---- */
 
+#define TOTAL(name, kind, member)                                                                  \
+  {                                                                                                \
+    name, PLANNER_TOTAL_##kind, G_STRUCT_OFFSET (PlannerPlanTotals, member)                        \
+  }
+
+const PlannerTotalField planner_total_fields[PLANNER_N_TOTAL_FIELDS] = {
+  TOTAL ("ops", COUNT, n_ops),
+  TOTAL ("pinned", COUNT, n_pinned),
+  TOTAL ("propagated", COUNT, n_propagated),
+  TOTAL ("defaulted", COUNT, n_defaulted),
+  TOTAL ("redistributions", COUNT, n_redistributions),
+  TOTAL ("comm_bytes", BYTES, comm_bytes),
+  TOTAL ("comm_time_s", SECONDS, comm_time_s),
+  TOTAL ("compute_time_s", SECONDS, compute_time_s),
+  TOTAL ("backward_comm_time_s", SECONDS, backward_comm_time_s),
+  TOTAL ("grad_sync_time_s", SECONDS, grad_sync_time_s),
+  TOTAL ("step_time_s", SECONDS, step_time_s),
+  TOTAL ("param_bytes_per_device", BYTES, param_bytes_per_device),
+  TOTAL ("activation_bytes_per_device", BYTES, activation_bytes_per_device),
+  TOTAL ("memory_per_device_bytes", BYTES, memory_per_device_bytes),
+};
+
 void
 planner_plan_set_tensor_layout (PlannerPlan *self, guint tensor, const PlannerLayout *layout)
 {
