@@ -198,6 +198,7 @@ typedef enum
   "p.step_time_s, p.param_bytes_per_device, p.activation_bytes_per_device, "                       \
   "p.memory_per_device_bytes"
 #define N_TOTALS_COLUMNS 14
+G_STATIC_ASSERT (N_TOTALS_COLUMNS == PLANNER_N_TOTAL_FIELDS);
 
 #define ENTRY_SELECT                                                                               \
   "SELECT p.id, p.name, m.name, m.source, me.spec, h.name, p.policy, p.created, p.parent_id, "     \
@@ -523,6 +524,55 @@ col_int (sqlite3_stmt *s, int i)
   return sqlite3_column_int64 (s, i);
 }
 
+/* One value to bind, so that a statement's values are one list: VALUES (V_INT (id), ...). */
+typedef struct
+{
+  enum
+  {
+    VALUE_NULL,
+    VALUE_INT,
+    VALUE_DOUBLE,
+    VALUE_TEXT,
+  } type;
+  union
+  {
+    gint64 i;
+    double d;
+    const char *t;
+  } u;
+} Value;
+
+#define V_NULL ((Value){ VALUE_NULL, { 0 } })
+#define V_INT(v) ((Value){ VALUE_INT, { .i = (gint64)(v) } })
+#define V_DOUBLE(v) ((Value){ VALUE_DOUBLE, { .d = (v) } })
+#define V_TEXT(v) ((Value){ VALUE_TEXT, { .t = (v) } })
+/* The values and their count, as bind_values() and run_with() take them. */
+#define VALUES(...)                                                                                \
+  ((const Value[]){ __VA_ARGS__ }), G_N_ELEMENTS (((const Value[]){ __VA_ARGS__ }))
+
+/* Binds @values to ?FIRST, ?FIRST+1...; a null is left unbound (stmt() cleared them). */
+static void
+bind_values (sqlite3_stmt *s, int first, const Value *values, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    switch (values[i].type)
+      {
+      case VALUE_NULL:
+        break;
+      case VALUE_INT:
+        bind_int (s, first + (int)i, values[i].u.i);
+        break;
+      case VALUE_DOUBLE:
+        bind_double (s, first + (int)i, values[i].u.d);
+        break;
+      case VALUE_TEXT:
+        bind_text (s, first + (int)i, values[i].u.t);
+        break;
+      default:
+        g_assert_not_reached ();
+      }
+}
+
 /* Runs a statement that returns no rows. */
 static gboolean
 run (PlannerStore *self, sqlite3_stmt *s, const char *what, GError **error)
@@ -548,6 +598,41 @@ next_row (PlannerStore *self, sqlite3_stmt *s, const char *what, GError **error)
   store_error (self, error, what);
   sqlite3_reset (s);
   return -1;
+}
+
+/* Runs statement @id, which returns no rows, with @values bound to ?1, ?2... */
+static gboolean
+run_with (PlannerStore *self, StmtId id, const char *what, GError **error, const Value *values,
+          guint n)
+{
+  sqlite3_stmt *s = stmt (self, id, error);
+
+  if (s == NULL)
+    return FALSE;
+  bind_values (s, 1, values, n);
+  return run (self, s, what, error);
+}
+
+/* Runs INSERT @id with @values; *@row is the id of the row it added. */
+static gboolean
+insert_row (PlannerStore *self, StmtId id, const char *what, gint64 *row, GError **error,
+            const Value *values, guint n)
+{
+  if (!run_with (self, id, what, error, values, n))
+    return FALSE;
+  *row = sqlite3_last_insert_rowid (self->db);
+  return TRUE;
+}
+
+/* Query @id with @key bound to ?1, ready for next_row(). */
+static sqlite3_stmt *
+query (PlannerStore *self, StmtId id, gint64 key, GError **error)
+{
+  sqlite3_stmt *s = stmt (self, id, error);
+
+  if (s != NULL)
+    bind_int (s, 1, key);
+  return s;
 }
 
 static gboolean
@@ -582,6 +667,49 @@ rollback (PlannerStore *self)
     if (self->stmts[i] != NULL)
       sqlite3_reset (self->stmts[i]);
   sqlite3_exec (self->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Changes the store under its lock in one transaction, which a failure of @func (0) rolls
+ * back; returns what @func returns (a new row's id, or TRUE). */
+typedef gint64 (*ChangeFunc) (PlannerStore *self, gconstpointer data, GError **error);
+
+static gint64
+change (PlannerStore *self, ChangeFunc func, gconstpointer data, GError **error)
+{
+  gint64 result = 0;
+
+  g_mutex_lock (&self->lock);
+  if (check_open (self, error) && begin (self, error))
+    {
+      result = func (self, data, error);
+      if (result == 0 || !commit (self, error))
+        {
+          rollback (self);
+          result = 0;
+        }
+    }
+  g_mutex_unlock (&self->lock);
+  return result;
+}
+
+/* Reads under the store's lock in one read transaction, so that every row comes from one
+ * snapshot and a concurrent save or delete is seen whole or not at all. @func returns what it
+ * read (plan @id, or the one named @name), or NULL with @error set. */
+typedef gpointer (*ReadFunc) (PlannerStore *self, gint64 id, const char *name, GError **error);
+
+static gpointer
+read_snapshot (PlannerStore *self, ReadFunc func, gint64 id, const char *name, GError **error)
+{
+  gpointer result = NULL;
+
+  g_mutex_lock (&self->lock);
+  if (check_open (self, error) && exec (self, "BEGIN", "starting a read", error))
+    {
+      result = func (self, id, name, error);
+      rollback (self);
+    }
+  g_mutex_unlock (&self->lock);
+  return result;
 }
 
 /* ---- opening ---- */
@@ -1216,7 +1344,6 @@ model_id (PlannerStore *self, PlannerGraph *graph, gint64 *id, GError **error)
   const char *name = planner_graph_get_name (graph);
   g_autofree char *hash = graph_hash (graph);
   g_autofree char *config = NULL;
-  sqlite3_stmt *s;
 
   if (source == NULL || *source == '\0')
     {
@@ -1231,97 +1358,64 @@ model_id (PlannerStore *self, PlannerGraph *graph, gint64 *id, GError **error)
   if (*id != 0)
     return TRUE;
   config = source_config (source);
-  if ((s = stmt (self, STMT_INSERT_MODEL, error)) == NULL)
-    return FALSE;
-  bind_text (s, 1, name != NULL ? name : "");
-  bind_text (s, 2, source);
-  bind_text (s, 3, config);
-  bind_text (s, 4, hash);
-  bind_int (s, 5, planner_graph_get_n_ops (graph));
-  bind_int (s, 6, planner_graph_get_n_tensors (graph));
-  if (!run (self, s, "saving the model", error))
-    return FALSE;
-  *id = sqlite3_last_insert_rowid (self->db);
-  return TRUE;
+  return insert_row (self, STMT_INSERT_MODEL, "saving the model", id, error,
+                     VALUES (V_TEXT (name != NULL ? name : ""), V_TEXT (source), V_TEXT (config),
+                             V_TEXT (hash), V_INT (planner_graph_get_n_ops (graph)),
+                             V_INT (planner_graph_get_n_tensors (graph))));
 }
 
 static gboolean
 mesh_id (PlannerStore *self, const PlannerMesh *mesh, gint64 *id, GError **error)
 {
   g_autofree char *spec = planner_mesh_to_string (mesh);
-  sqlite3_stmt *s;
 
-  if (!find_id (self, STMT_FIND_MESH, spec, NULL, id, error))
-    return FALSE;
-  if (*id != 0)
-    return TRUE;
-  if ((s = stmt (self, STMT_INSERT_MESH, error)) == NULL)
-    return FALSE;
-  bind_text (s, 1, spec);
-  bind_int (s, 2, (gint64)planner_mesh_n_devices (mesh));
-  if (!run (self, s, "saving the mesh", error))
-    return FALSE;
-  *id = sqlite3_last_insert_rowid (self->db);
-  return TRUE;
+  return find_id (self, STMT_FIND_MESH, spec, NULL, id, error)
+         && (*id != 0
+             || insert_row (self, STMT_INSERT_MESH, "saving the mesh", id, error,
+                            VALUES (V_TEXT (spec), V_INT (planner_mesh_n_devices (mesh)))));
 }
 
 static gboolean
 hardware_id (PlannerStore *self, const PlannerHardware *hw, gint64 *id, GError **error)
 {
   g_autofree char *profile = planner_hardware_to_json (hw);
-  sqlite3_stmt *s;
 
-  if (!find_id (self, STMT_FIND_HARDWARE, profile, NULL, id, error))
-    return FALSE;
-  if (*id != 0)
-    return TRUE;
-  if ((s = stmt (self, STMT_INSERT_HARDWARE, error)) == NULL)
-    return FALSE;
-  bind_text (s, 1, planner_hardware_get_name (hw));
-  bind_text (s, 2, profile);
-  if (!run (self, s, "saving the hardware profile", error))
-    return FALSE;
-  *id = sqlite3_last_insert_rowid (self->db);
-  return TRUE;
+  return find_id (self, STMT_FIND_HARDWARE, profile, NULL, id, error)
+         && (*id != 0
+             || insert_row (self, STMT_INSERT_HARDWARE, "saving the hardware profile", id, error,
+                            VALUES (V_TEXT (planner_hardware_get_name (hw)), V_TEXT (profile))));
 }
 
+/* The figures of planner_total_fields, to ?FIRST onwards in TOTALS_COLUMNS order. */
 static void
 bind_totals (sqlite3_stmt *s, int first, const PlannerPlanTotals *t)
 {
-  bind_int (s, first + 0, t->n_ops);
-  bind_int (s, first + 1, t->n_pinned);
-  bind_int (s, first + 2, t->n_propagated);
-  bind_int (s, first + 3, t->n_defaulted);
-  bind_int (s, first + 4, t->n_redistributions);
-  bind_int (s, first + 5, (gint64)t->comm_bytes);
-  bind_double (s, first + 6, t->comm_time_s);
-  bind_double (s, first + 7, t->compute_time_s);
-  bind_double (s, first + 8, t->backward_comm_time_s);
-  bind_double (s, first + 9, t->grad_sync_time_s);
-  bind_double (s, first + 10, t->step_time_s);
-  bind_int (s, first + 11, (gint64)t->param_bytes_per_device);
-  bind_int (s, first + 12, (gint64)t->activation_bytes_per_device);
-  bind_int (s, first + 13, (gint64)t->memory_per_device_bytes);
+  for (guint i = 0; i < PLANNER_N_TOTAL_FIELDS; i++)
+    {
+      const PlannerTotalField *f = &planner_total_fields[i];
+      if (f->kind == PLANNER_TOTAL_COUNT)
+        bind_int (s, first + (int)i, PLANNER_TOTAL (t, f, const guint));
+      else if (f->kind == PLANNER_TOTAL_BYTES)
+        bind_int (s, first + (int)i, (gint64)PLANNER_TOTAL (t, f, const guint64));
+      else
+        bind_double (s, first + (int)i, PLANNER_TOTAL (t, f, const double));
+    }
 }
 
 /* Column @first onwards, in TOTALS_COLUMNS order (0-based columns). */
 static void
 read_totals (sqlite3_stmt *s, int first, PlannerPlanTotals *t)
 {
-  t->n_ops = (guint)col_int (s, first + 0);
-  t->n_pinned = (guint)col_int (s, first + 1);
-  t->n_propagated = (guint)col_int (s, first + 2);
-  t->n_defaulted = (guint)col_int (s, first + 3);
-  t->n_redistributions = (guint)col_int (s, first + 4);
-  t->comm_bytes = (guint64)col_int (s, first + 5);
-  t->comm_time_s = col_double (s, first + 6);
-  t->compute_time_s = col_double (s, first + 7);
-  t->backward_comm_time_s = col_double (s, first + 8);
-  t->grad_sync_time_s = col_double (s, first + 9);
-  t->step_time_s = col_double (s, first + 10);
-  t->param_bytes_per_device = (guint64)col_int (s, first + 11);
-  t->activation_bytes_per_device = (guint64)col_int (s, first + 12);
-  t->memory_per_device_bytes = (guint64)col_int (s, first + 13);
+  for (guint i = 0; i < PLANNER_N_TOTAL_FIELDS; i++)
+    {
+      const PlannerTotalField *f = &planner_total_fields[i];
+      if (f->kind == PLANNER_TOTAL_COUNT)
+        PLANNER_TOTAL (t, f, guint) = (guint)col_int (s, first + (int)i);
+      else if (f->kind == PLANNER_TOTAL_BYTES)
+        PLANNER_TOTAL (t, f, guint64) = (guint64)col_int (s, first + (int)i);
+      else
+        PLANNER_TOTAL (t, f, double) = col_double (s, first + (int)i);
+    }
 }
 
 static gboolean
@@ -1333,19 +1427,13 @@ insert_plan_row (PlannerStore *self, PlannerPlan *plan, const char *name, gint64
 
   if (s == NULL)
     return FALSE;
-  bind_text (s, 1, name);
-  bind_int (s, 2, model);
-  bind_int (s, 3, mesh);
-  bind_int (s, 4, hw);
-  if (parent_id > 0)
-    bind_int (s, 5, parent_id);
-  bind_int (s, 6, g_get_real_time ());
-  bind_text (s, 7, planner_plan_get_policy (plan));
-  bind_double (s, 8, planner_plan_get_propagate_ms (plan));
-  bind_double (s, 9, c->weight_copies);
-  bind_double (s, 10, c->grad_copies);
-  bind_double (s, 11, c->optimizer_states);
-  bind_double (s, 12, c->backward_factor);
+  bind_values (s, 1,
+               VALUES (V_TEXT (name), V_INT (model), V_INT (mesh), V_INT (hw),
+                       parent_id > 0 ? V_INT (parent_id) : V_NULL, V_INT (g_get_real_time ()),
+                       V_TEXT (planner_plan_get_policy (plan)),
+                       V_DOUBLE (planner_plan_get_propagate_ms (plan)), V_DOUBLE (c->weight_copies),
+                       V_DOUBLE (c->grad_copies), V_DOUBLE (c->optimizer_states),
+                       V_DOUBLE (c->backward_factor)));
   bind_totals (s, 13, planner_plan_get_totals (plan));
   G_STATIC_ASSERT (12 + N_TOTALS_COLUMNS == 26);
   if (!run (self, s, "saving the plan", error))
@@ -1359,31 +1447,18 @@ insert_totals_detail (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GEr
 {
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
-  sqlite3_stmt *s;
 
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
-    {
-      if ((s = stmt (self, STMT_INSERT_COLLECTIVE, error)) == NULL)
-        return FALSE;
-      bind_int (s, 1, plan_id);
-      bind_text (s, 2, planner_step_kind_to_string (k));
-      bind_int (s, 3, t->coll_count[k]);
-      bind_int (s, 4, (gint64)t->coll_bytes[k]);
-      bind_double (s, 5, t->coll_time_s[k]);
-      if (!run (self, s, "saving the totals", error))
-        return FALSE;
-    }
+    if (!run_with (self, STMT_INSERT_COLLECTIVE, "saving the totals", error,
+                   VALUES (V_INT (plan_id), V_TEXT (planner_step_kind_to_string (k)),
+                           V_INT (t->coll_count[k]), V_INT (t->coll_bytes[k]),
+                           V_DOUBLE (t->coll_time_s[k]))))
+      return FALSE;
   for (guint a = 0; a < mesh->n_axes; a++)
-    {
-      if ((s = stmt (self, STMT_INSERT_AXIS, error)) == NULL)
-        return FALSE;
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, a);
-      bind_int (s, 3, (gint64)t->axis_bytes[a]);
-      bind_double (s, 4, t->axis_time_s[a]);
-      if (!run (self, s, "saving the totals", error))
-        return FALSE;
-    }
+    if (!run_with (self, STMT_INSERT_AXIS, "saving the totals", error,
+                   VALUES (V_INT (plan_id), V_INT (a), V_INT (t->axis_bytes[a]),
+                           V_DOUBLE (t->axis_time_s[a]))))
+      return FALSE;
   return TRUE;
 }
 
@@ -1393,16 +1468,9 @@ insert_pins (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError **err
   const GPtrArray *pins = planner_plan_get_pins (plan);
 
   for (guint i = 0; i < pins->len; i++)
-    {
-      sqlite3_stmt *s = stmt (self, STMT_INSERT_PIN, error);
-      if (s == NULL)
-        return FALSE;
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, i);
-      bind_text (s, 3, g_ptr_array_index (pins, i));
-      if (!run (self, s, "saving a pin", error))
-        return FALSE;
-    }
+    if (!run_with (self, STMT_INSERT_PIN, "saving a pin", error,
+                   VALUES (V_INT (plan_id), V_INT (i), V_TEXT (g_ptr_array_index (pins, i)))))
+      return FALSE;
   return TRUE;
 }
 
@@ -1431,22 +1499,13 @@ insert_ops (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError **erro
       const PlannerOp *op = planner_graph_get_op (graph, i);
       const PlannerOpPlan *p = planner_plan_get_op (plan, i);
       g_autofree char *out = p->has_out_layouts ? out_layouts_text (p, op, mesh) : NULL;
-      sqlite3_stmt *s = stmt (self, STMT_INSERT_OP, error);
 
-      if (s == NULL)
-        return FALSE;
       strategy_encode (code, &p->strategy);
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, i);
-      bind_text (s, 3, op->name);
-      bind_text (s, 4, code->str);
-      bind_text (s, 5, planner_decision_to_string (p->decision));
-      bind_int (s, 6, p->trace_step);
-      bind_int (s, 7, p->pin);
-      bind_text (s, 8, out);
-      bind_double (s, 9, p->compute_time_s);
-      bind_double (s, 10, p->flops);
-      if (!run (self, s, "saving an op strategy", error))
+      if (!run_with (self, STMT_INSERT_OP, "saving an op strategy", error,
+                     VALUES (V_INT (plan_id), V_INT (i), V_TEXT (op->name), V_TEXT (code->str),
+                             V_TEXT (planner_decision_to_string (p->decision)),
+                             V_INT (p->trace_step), V_INT (p->pin), V_TEXT (out),
+                             V_DOUBLE (p->compute_time_s), V_DOUBLE (p->flops))))
         return FALSE;
     }
   return TRUE;
@@ -1462,15 +1521,10 @@ insert_tensors (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError **
     {
       g_autofree char *layout
           = planner_layout_to_string (planner_plan_get_tensor_layout (plan, t), mesh);
-      sqlite3_stmt *s = stmt (self, STMT_INSERT_TENSOR, error);
 
-      if (s == NULL)
-        return FALSE;
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, t);
-      bind_text (s, 3, planner_graph_get_tensor (graph, t)->name);
-      bind_text (s, 4, layout);
-      if (!run (self, s, "saving a tensor layout", error))
+      if (!run_with (self, STMT_INSERT_TENSOR, "saving a tensor layout", error,
+                     VALUES (V_INT (plan_id), V_INT (t),
+                             V_TEXT (planner_graph_get_tensor (graph, t)->name), V_TEXT (layout))))
         return FALSE;
     }
   return TRUE;
@@ -1485,24 +1539,13 @@ insert_steps (PlannerStore *self, const PlannerRedistribution *r, guint position
       const PlannerRedistStep *st = &r->steps[i];
       g_autofree char *before = planner_layout_to_string (&st->before, mesh);
       g_autofree char *after = planner_layout_to_string (&st->after, mesh);
-      sqlite3_stmt *s = stmt (self, STMT_INSERT_STEP, error);
 
-      if (s == NULL)
-        return FALSE;
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, position);
-      bind_int (s, 3, i);
-      bind_text (s, 4, planner_step_kind_to_string (st->kind));
-      bind_int (s, 5, st->axis);
-      bind_int (s, 6, st->dim);
-      bind_int (s, 7, st->dim_to);
-      bind_text (s, 8, before);
-      bind_text (s, 9, after);
-      bind_int (s, 10, (gint64)st->n_in);
-      bind_int (s, 11, (gint64)st->n_out);
-      bind_int (s, 12, (gint64)st->bytes);
-      bind_double (s, 13, st->time_s);
-      if (!run (self, s, "saving a redistribution step", error))
+      if (!run_with (self, STMT_INSERT_STEP, "saving a redistribution step", error,
+                     VALUES (V_INT (plan_id), V_INT (position), V_INT (i),
+                             V_TEXT (planner_step_kind_to_string (st->kind)), V_INT (st->axis),
+                             V_INT (st->dim), V_INT (st->dim_to), V_TEXT (before), V_TEXT (after),
+                             V_INT (st->n_in), V_INT (st->n_out), V_INT (st->bytes),
+                             V_DOUBLE (st->time_s))))
         return FALSE;
     }
   return TRUE;
@@ -1521,24 +1564,13 @@ insert_redistributions (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, G
       g_autofree char *from = planner_layout_to_string (&r->from, mesh);
       g_autofree char *to = planner_layout_to_string (&r->to, mesh);
       g_autofree char *steps = planner_redist_path_describe (&path, mesh);
-      sqlite3_stmt *s = stmt (self, STMT_INSERT_REDISTRIBUTION, error);
 
-      if (s == NULL)
-        return FALSE;
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, i);
-      bind_int (s, 3, r->tensor);
-      bind_text (s, 4, planner_graph_get_tensor (graph, r->tensor)->name);
-      bind_int (s, 5, r->consumer);
-      bind_int (s, 6, r->slot);
-      bind_int (s, 7, r->producer_side ? 1 : 0);
-      bind_text (s, 8, from);
-      bind_text (s, 9, to);
-      bind_int (s, 10, r->n_steps);
-      bind_text (s, 11, steps);
-      bind_int (s, 12, (gint64)r->bytes);
-      bind_double (s, 13, r->time_s);
-      if (!run (self, s, "saving a redistribution", error)
+      if (!run_with (self, STMT_INSERT_REDISTRIBUTION, "saving a redistribution", error,
+                     VALUES (V_INT (plan_id), V_INT (i), V_INT (r->tensor),
+                             V_TEXT (planner_graph_get_tensor (graph, r->tensor)->name),
+                             V_INT (r->consumer), V_INT (r->slot), V_INT (r->producer_side ? 1 : 0),
+                             V_TEXT (from), V_TEXT (to), V_INT (r->n_steps), V_TEXT (steps),
+                             V_INT (r->bytes), V_DOUBLE (r->time_s)))
           || !insert_steps (self, r, i, mesh, plan_id, error))
         return FALSE;
     }
@@ -1554,27 +1586,16 @@ insert_trace (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError **er
   for (guint i = 0; i < planner_plan_get_n_trace_steps (plan); i++)
     {
       const PlannerTraceStep *t = planner_plan_get_trace_step (plan, i);
-      sqlite3_stmt *s = stmt (self, STMT_INSERT_TRACE, error);
 
-      if (s == NULL)
-        return FALSE;
       strategy_encode (code, &t->strategy);
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, i);
-      bind_int (s, 3, t->index);
-      bind_int (s, 4, t->op);
-      bind_text (s, 5, code->str);
-      bind_int (s, 6, t->from_op);
-      bind_int (s, 7, t->forward ? 1 : 0);
-      bind_double (s, 8, t->edge_cost_s);
-      bind_int (s, 9, t->n_candidates);
       if (t->has_runner_up)
-        {
-          strategy_encode (runner_up, &t->runner_up);
-          bind_text (s, 10, runner_up->str);
-          bind_double (s, 11, t->runner_up_cost_s);
-        }
-      if (!run (self, s, "saving a trace step", error))
+        strategy_encode (runner_up, &t->runner_up);
+      if (!run_with (self, STMT_INSERT_TRACE, "saving a trace step", error,
+                     VALUES (V_INT (plan_id), V_INT (i), V_INT (t->index), V_INT (t->op),
+                             V_TEXT (code->str), V_INT (t->from_op), V_INT (t->forward ? 1 : 0),
+                             V_DOUBLE (t->edge_cost_s), V_INT (t->n_candidates),
+                             t->has_runner_up ? V_TEXT (runner_up->str) : V_NULL,
+                             t->has_runner_up ? V_DOUBLE (t->runner_up_cost_s) : V_NULL)))
         return FALSE;
     }
   return TRUE;
@@ -1586,15 +1607,10 @@ insert_conflicts (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError 
   for (guint i = 0; i < planner_plan_get_n_conflicts (plan); i++)
     {
       const PlannerConflict *c = planner_plan_get_conflict (plan, i);
-      sqlite3_stmt *s = stmt (self, STMT_INSERT_CONFLICT, error);
 
-      if (s == NULL)
-        return FALSE;
-      bind_int (s, 1, plan_id);
-      bind_int (s, 2, i);
-      bind_int (s, 3, c->redistribution);
-      bind_text (s, 4, c->message);
-      if (!run (self, s, "saving a conflict", error))
+      if (!run_with (
+              self, STMT_INSERT_CONFLICT, "saving a conflict", error,
+              VALUES (V_INT (plan_id), V_INT (i), V_INT (c->redistribution), V_TEXT (c->message))))
         return FALSE;
     }
   return TRUE;
@@ -1603,13 +1619,12 @@ insert_conflicts (PlannerStore *self, PlannerPlan *plan, gint64 plan_id, GError 
 static gboolean
 plan_name (PlannerStore *self, gint64 id, char **name, GError **error)
 {
-  sqlite3_stmt *s = stmt (self, STMT_PLAN_NAME, error);
+  sqlite3_stmt *s = query (self, STMT_PLAN_NAME, id, error);
   int rc;
 
   *name = NULL;
   if (s == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   if ((rc = next_row (self, s, "looking up a plan", error)) < 0)
     return FALSE;
   if (rc > 0)
@@ -1626,6 +1641,17 @@ no_such_plan (PlannerStore *self, gint64 id, GError **error)
                "stored plans",
                self->path, id);
   return FALSE;
+}
+
+/* The name of plan @id, or NULL with @error set: no such plan, or SQLite's error. */
+static char *
+existing_plan_name (PlannerStore *self, gint64 id, GError **error)
+{
+  char *name;
+
+  if (plan_name (self, id, &name, error) && name == NULL)
+    no_such_plan (self, id, error);
+  return name;
 }
 
 static gboolean
@@ -1658,46 +1684,45 @@ check_new_name (PlannerStore *self, const char *name, GError **error)
   return TRUE;
 }
 
-static gint64
-save_locked (PlannerStore *self, PlannerPlan *plan, const char *name, gint64 parent_id,
-             GError **error)
+typedef struct
 {
+  PlannerPlan *plan;
+  const char *name;
+  gint64 parent_id;
+} SaveArgs;
+
+static gint64
+save_plan (PlannerStore *self, gconstpointer data, GError **error)
+{
+  const SaveArgs *args = data;
+  PlannerPlan *plan = args->plan;
   gint64 model = 0, mesh = 0, hw = 0, plan_id = 0;
   g_autofree char *parent_name = NULL;
 
-  if (!check_open (self, error) || !begin (self, error))
+  if (!check_new_name (self, args->name, error)
+      || (args->parent_id > 0 && !plan_name (self, args->parent_id, &parent_name, error)))
     return 0;
-  if (!check_new_name (self, name, error)
-      || (parent_id > 0 && !plan_name (self, parent_id, &parent_name, error)))
+  if (args->parent_id > 0 && parent_name == NULL)
     {
-      rollback (self);
-      return 0;
-    }
-  if (parent_id > 0 && parent_name == NULL)
-    {
-      rollback (self);
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
                    "%s: the parent plan (id %" G_GINT64_FORMAT ") of \"%s\" is not in the store",
-                   self->path, parent_id, name);
+                   self->path, args->parent_id, args->name);
       return 0;
     }
   if (!model_id (self, planner_plan_get_graph (plan), &model, error)
       || !mesh_id (self, planner_plan_get_mesh (plan), &mesh, error)
       || !hardware_id (self, planner_plan_get_hardware (plan), &hw, error)
-      || !insert_plan_row (self, plan, name, model, mesh, hw, parent_id, &plan_id, error)
+      || !insert_plan_row (self, plan, args->name, model, mesh, hw, args->parent_id, &plan_id,
+                           error)
       || !insert_totals_detail (self, plan, plan_id, error)
       || !insert_pins (self, plan, plan_id, error) || !insert_ops (self, plan, plan_id, error)
       || !insert_tensors (self, plan, plan_id, error)
       || !insert_redistributions (self, plan, plan_id, error)
       || !insert_trace (self, plan, plan_id, error)
-      || !insert_conflicts (self, plan, plan_id, error) || !commit (self, error))
-    {
-      rollback (self);
-      return 0;
-    }
+      || !insert_conflicts (self, plan, plan_id, error))
+    return 0;
   return plan_id;
 }
-
 gint64
 planner_store_save_plan (PlannerStore *self, PlannerPlan *plan, const char *name, gint64 parent_id,
                          GError **error)
@@ -1711,9 +1736,7 @@ planner_store_save_plan (PlannerStore *self, PlannerPlan *plan, const char *name
 
   if (name == NULL)
     name = planner_plan_get_name (plan);
-  g_mutex_lock (&self->lock);
-  id = save_locked (self, plan, name, parent_id, error);
-  g_mutex_unlock (&self->lock);
+  id = change (self, save_plan, &(SaveArgs){ plan, name, parent_id }, error);
   if (id == 0)
     return 0;
   if (g_strcmp0 (planner_plan_get_name (plan), name) != 0)
@@ -1731,6 +1754,15 @@ damaged (PlannerStore *self, const char *plan, const char *what, GError **error)
                "%s: plan \"%s\" is damaged: %s; delete it and save it again", self->path, plan,
                what);
   return FALSE;
+}
+
+/* A row of plan @plan that does not decode: the load stops there, so @s is reset. */
+static gboolean
+damaged_row (PlannerStore *self, sqlite3_stmt *s, const char *plan, const char *what,
+             GError **error)
+{
+  sqlite3_reset (s);
+  return damaged (self, plan, what, error);
 }
 
 /* A graph JSON or config.json kept with the model, rebuilt under the options of @source. */
@@ -1802,17 +1834,13 @@ load_totals (PlannerStore *self, gint64 id, const char *name, PlannerPlanTotals 
   sqlite3_stmt *s;
   int rc;
 
-  if ((s = stmt (self, STMT_SELECT_COLLECTIVES, error)) == NULL)
+  if ((s = query (self, STMT_SELECT_COLLECTIVES, id, error)) == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   while ((rc = next_row (self, s, "reading the totals", error)) > 0)
     {
       PlannerStepKind kind;
       if (!planner_step_kind_from_string (col_text (s, 0), &kind))
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a collective total has an unknown kind", error);
-        }
+        return damaged_row (self, s, name, "a collective total has an unknown kind", error);
       t->coll_count[kind] = (guint)col_int (s, 1);
       t->coll_bytes[kind] = (guint64)col_int (s, 2);
       t->coll_time_s[kind] = col_double (s, 3);
@@ -1820,37 +1848,46 @@ load_totals (PlannerStore *self, gint64 id, const char *name, PlannerPlanTotals 
   if (rc < 0)
     return FALSE;
 
-  if ((s = stmt (self, STMT_SELECT_AXES, error)) == NULL)
+  if ((s = query (self, STMT_SELECT_AXES, id, error)) == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   while ((rc = next_row (self, s, "reading the totals", error)) > 0)
     {
       gint64 axis = col_int (s, 0);
       if (axis < 0 || axis >= n_axes)
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "an axis total names no axis of the mesh", error);
-        }
+        return damaged_row (self, s, name, "an axis total names no axis of the mesh", error);
       t->axis_bytes[axis] = (guint64)col_int (s, 1);
       t->axis_time_s[axis] = col_double (s, 2);
     }
   return rc == 0;
 }
 
-static gboolean
-load_pins (PlannerStore *self, gint64 id, PlannerPlan *plan, GError **error)
+/* The pins of plan @id, in order. */
+static GPtrArray *
+pin_texts (PlannerStore *self, gint64 id, GError **error)
 {
-  sqlite3_stmt *s = stmt (self, STMT_SELECT_PINS, error);
+  g_autoptr (GPtrArray) pins = g_ptr_array_new_with_free_func (g_free);
+  sqlite3_stmt *s = query (self, STMT_SELECT_PINS, id, error);
   int rc;
 
   if (s == NULL)
-    return FALSE;
-  bind_int (s, 1, id);
+    return NULL;
   while ((rc = next_row (self, s, "reading the pins", error)) > 0)
-    planner_plan_add_pin_text (plan, col_text (s, 0));
-  return rc == 0;
+    g_ptr_array_add (pins, g_strdup (col_text (s, 0)));
+  sqlite3_reset (s);
+  return rc == 0 ? g_steal_pointer (&pins) : NULL;
 }
 
+static gboolean
+load_pins (PlannerStore *self, gint64 id, PlannerPlan *plan, GError **error)
+{
+  g_autoptr (GPtrArray) pins = pin_texts (self, id, error);
+
+  if (pins == NULL)
+    return FALSE;
+  for (guint i = 0; i < pins->len; i++)
+    planner_plan_add_pin_text (plan, g_ptr_array_index (pins, i));
+  return TRUE;
+}
 static gboolean
 load_out_layouts (const char *text, const PlannerOp *op, PlannerGraph *graph,
                   const PlannerMesh *mesh, PlannerOpPlan *p)
@@ -1873,12 +1910,11 @@ load_ops (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, GE
   PlannerGraph *graph = planner_plan_get_graph (plan);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   guint n_ops = planner_graph_get_n_ops (graph), count = 0;
-  sqlite3_stmt *s = stmt (self, STMT_SELECT_OPS, error);
+  sqlite3_stmt *s = query (self, STMT_SELECT_OPS, id, error);
   int rc;
 
   if (s == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   while ((rc = next_row (self, s, "reading the op strategies", error)) > 0)
     {
       gint64 index = col_int (s, 0);
@@ -1888,10 +1924,7 @@ load_ops (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, GE
 
       if (index != count || index >= n_ops
           || g_strcmp0 (col_text (s, 1), (op = planner_graph_get_op (graph, index))->name) != 0)
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "its op strategies do not match the model's ops", error);
-        }
+        return damaged_row (self, s, name, "its op strategies do not match the model's ops", error);
       p = planner_plan_get_op (plan, index);
       if (!strategy_decode (col_text (s, 2), &op->rule, mesh, &p->strategy)
           || !planner_decision_from_string (col_text (s, 3), &p->decision)
@@ -1899,8 +1932,7 @@ load_ops (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, GE
         {
           g_autofree char *what
               = g_strdup_printf ("the strategy of op %s does not decode", op->name);
-          sqlite3_reset (s);
-          return damaged (self, name, what, error);
+          return damaged_row (self, s, name, what, error);
         }
       p->trace_step = (int)col_int (s, 4);
       p->pin = (int)col_int (s, 5);
@@ -1921,12 +1953,11 @@ load_tensors (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan
   PlannerGraph *graph = planner_plan_get_graph (plan);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   guint n_tensors = planner_graph_get_n_tensors (graph), count = 0;
-  sqlite3_stmt *s = stmt (self, STMT_SELECT_TENSORS, error);
+  sqlite3_stmt *s = query (self, STMT_SELECT_TENSORS, id, error);
   int rc;
 
   if (s == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   while ((rc = next_row (self, s, "reading the tensor layouts", error)) > 0)
     {
       gint64 index = col_int (s, 0);
@@ -1935,10 +1966,7 @@ load_tensors (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan
       if (index != count || index >= n_tensors
           || !layout_decode (col_text (s, 1), mesh, planner_graph_get_tensor (graph, index)->rank,
                              &layout))
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a tensor layout does not decode", error);
-        }
+        return damaged_row (self, s, name, "a tensor layout does not decode", error);
       planner_plan_set_tensor_layout (plan, index, &layout);
       count++;
     }
@@ -1963,9 +1991,8 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
   sqlite3_stmt *s;
   int rc;
 
-  if ((s = stmt (self, STMT_SELECT_REDISTRIBUTIONS, error)) == NULL)
+  if ((s = query (self, STMT_SELECT_REDISTRIBUTIONS, id, error)) == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   while ((rc = next_row (self, s, "reading the redistributions", error)) > 0)
     {
       PlannerRedistribution r = { 0 };
@@ -1973,10 +2000,8 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
 
       if (col_int (s, 0) != redistributions->len || tensor < 0 || tensor >= n_tensors
           || consumer < -1 || consumer >= n_ops)
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a redistribution names no tensor or op of the model", error);
-        }
+        return damaged_row (self, s, name, "a redistribution names no tensor or op of the model",
+                            error);
       guint rank = planner_graph_get_tensor (graph, tensor)->rank;
       r.tensor = (guint)tensor;
       r.consumer = (int)consumer;
@@ -1987,18 +2012,14 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
       r.time_s = col_double (s, 9);
       if (!layout_decode (col_text (s, 5), mesh, rank, &r.from)
           || !layout_decode (col_text (s, 6), mesh, rank, &r.to))
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a redistribution's layouts do not decode", error);
-        }
+        return damaged_row (self, s, name, "a redistribution's layouts do not decode", error);
       g_array_append_val (redistributions, r);
     }
   if (rc < 0)
     return FALSE;
 
-  if ((s = stmt (self, STMT_SELECT_STEPS, error)) == NULL)
+  if ((s = query (self, STMT_SELECT_STEPS, id, error)) == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   g_array_set_size (first_step, redistributions->len + 1);
   while ((rc = next_row (self, s, "reading the redistribution steps", error)) > 0)
     {
@@ -2008,20 +2029,15 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
       const PlannerRedistribution *r;
 
       if (owner < 0 || owner >= redistributions->len)
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a redistribution step belongs to no redistribution", error);
-        }
+        return damaged_row (self, s, name, "a redistribution step belongs to no redistribution",
+                            error);
       r = &g_array_index (redistributions, PlannerRedistribution, owner);
       guint rank = planner_graph_get_tensor (graph, r->tensor)->rank;
       if (!planner_step_kind_from_string (col_text (s, 2), &st.kind) || axis < 0
           || axis >= mesh->n_axes || dim < -1 || dim >= (gint64)rank || dim_to < -1
           || dim_to >= (gint64)rank || !layout_decode (col_text (s, 6), mesh, rank, &st.before)
           || !layout_decode (col_text (s, 7), mesh, rank, &st.after))
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a redistribution step does not decode", error);
-        }
+        return damaged_row (self, s, name, "a redistribution step does not decode", error);
       st.axis = (guint8)axis;
       st.dim = (gint8)dim;
       st.dim_to = (gint8)dim_to;
@@ -2056,12 +2072,11 @@ load_trace (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, 
   PlannerGraph *graph = planner_plan_get_graph (plan);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   guint n_ops = planner_graph_get_n_ops (graph), count = 0;
-  sqlite3_stmt *s = stmt (self, STMT_SELECT_TRACE, error);
+  sqlite3_stmt *s = query (self, STMT_SELECT_TRACE, id, error);
   int rc;
 
   if (s == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   while ((rc = next_row (self, s, "reading the trace", error)) > 0)
     {
       PlannerTraceStep t = { 0 };
@@ -2069,10 +2084,7 @@ load_trace (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, 
       const char *runner_up = col_text (s, 8);
 
       if (col_int (s, 0) != count || op < 0 || op >= n_ops || from_op < -1 || from_op >= n_ops)
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a trace step names no op of the model", error);
-        }
+        return damaged_row (self, s, name, "a trace step names no op of the model", error);
       const PlannerOpRule *rule = &planner_graph_get_op (graph, op)->rule;
       t.index = (guint)col_int (s, 1);
       t.op = (guint)op;
@@ -2083,10 +2095,7 @@ load_trace (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, 
       t.has_runner_up = runner_up != NULL;
       if (!strategy_decode (col_text (s, 3), rule, mesh, &t.strategy)
           || (runner_up != NULL && !strategy_decode (runner_up, rule, mesh, &t.runner_up)))
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a trace step's strategy does not decode", error);
-        }
+        return damaged_row (self, s, name, "a trace step's strategy does not decode", error);
       if (t.has_runner_up)
         t.runner_up_cost_s = col_double (s, 9);
       planner_plan_append_trace_step (plan, &t);
@@ -2098,20 +2107,16 @@ load_trace (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, 
 static gboolean
 load_conflicts (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, GError **error)
 {
-  sqlite3_stmt *s = stmt (self, STMT_SELECT_CONFLICTS, error);
+  sqlite3_stmt *s = query (self, STMT_SELECT_CONFLICTS, id, error);
   int rc;
 
   if (s == NULL)
     return FALSE;
-  bind_int (s, 1, id);
   while ((rc = next_row (self, s, "reading the conflicts", error)) > 0)
     {
       gint64 redistribution = col_int (s, 1);
       if (redistribution < 0 || redistribution >= planner_plan_get_n_redistributions (plan))
-        {
-          sqlite3_reset (s);
-          return damaged (self, name, "a conflict names no redistribution", error);
-        }
+        return damaged_row (self, s, name, "a conflict names no redistribution", error);
       planner_plan_append_conflict (plan, col_text (s, 2), (guint)redistribution);
     }
   return rc == 0;
@@ -2134,9 +2139,8 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
   g_autoptr (PlannerPlan) plan = NULL;
   g_autoptr (GError) local_error = NULL;
 
-  if ((s = stmt (self, STMT_SELECT_PLAN, error)) == NULL)
+  if ((s = query (self, STMT_SELECT_PLAN, id, error)) == NULL)
     return NULL;
-  bind_int (s, 1, id);
   if ((rc = next_row (self, s, "reading the plan", error)) < 0)
     return NULL;
   if (rc == 0)
@@ -2184,35 +2188,29 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
   return g_steal_pointer (&plan);
 }
 
-/* A read transaction around @func, so every row comes from one snapshot. */
-static gboolean
-begin_read (PlannerStore *self, GError **error)
+/* Plan @id, or the one named @name. */
+static gpointer
+read_plan (PlannerStore *self, gint64 id, const char *name, GError **error)
 {
-  return check_open (self, error) && exec (self, "BEGIN", "starting a read", error);
-}
-
-static void
-end_read (PlannerStore *self)
-{
-  rollback (self);
+  if (name != NULL && !find_id (self, STMT_FIND_PLAN_BY_NAME, name, NULL, &id, error))
+    return NULL;
+  if (name != NULL && id == 0)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                   "%s: no plan named \"%s\"; 'shardscope-cli db list' shows the stored plans",
+                   self->path, name);
+      return NULL;
+    }
+  return load_locked (self, id, error);
 }
 
 PlannerPlan *
 planner_store_load_plan (PlannerStore *self, gint64 id, GError **error)
 {
-  PlannerPlan *plan = NULL;
-
   g_return_val_if_fail (PLANNER_IS_STORE (self), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  g_mutex_lock (&self->lock);
-  if (begin_read (self, error))
-    {
-      plan = load_locked (self, id, error);
-      end_read (self);
-    }
-  g_mutex_unlock (&self->lock);
-  return plan;
+  return read_snapshot (self, read_plan, id, NULL, error);
 }
 
 static gint64
@@ -2257,32 +2255,12 @@ planner_store_lookup (PlannerStore *self, const char *name_or_id, GError **error
 PlannerPlan *
 planner_store_load_plan_by_name (PlannerStore *self, const char *name, GError **error)
 {
-  PlannerPlan *plan = NULL;
-  gint64 id;
-
   g_return_val_if_fail (PLANNER_IS_STORE (self), NULL);
   g_return_val_if_fail (name != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  g_mutex_lock (&self->lock);
-  if (begin_read (self, error))
-    {
-      if (find_id (self, STMT_FIND_PLAN_BY_NAME, name, NULL, &id, error))
-        {
-          if (id != 0)
-            plan = load_locked (self, id, error);
-          else
-            g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
-                         "%s: no plan named \"%s\"; 'shardscope-cli db list' shows the stored "
-                         "plans",
-                         self->path, name);
-        }
-      end_read (self);
-    }
-  g_mutex_unlock (&self->lock);
-  return plan;
+  return read_snapshot (self, read_plan, 0, name, error);
 }
-
 /* ---- listing ---- */
 
 static PlannerStoreEntry *
@@ -2316,140 +2294,94 @@ fill_entry_totals (PlannerStore *self, PlannerStoreEntry *e, GError **error)
                       mesh != NULL ? mesh->n_axes : PLANNER_MAX_AXES, error);
 }
 
-GPtrArray *
-planner_store_list_plans (PlannerStore *self, GError **error)
+static gpointer
+read_plan_list (PlannerStore *self, gint64 id, const char *name, GError **error)
 {
   g_autoptr (GPtrArray) entries
       = g_ptr_array_new_with_free_func ((GDestroyNotify)planner_store_entry_free);
-  gboolean ok = FALSE;
-  int rc = 0;
+  sqlite3_stmt *s = stmt (self, STMT_LIST_PLANS, error);
+  int rc;
 
+  if (s == NULL)
+    return NULL;
+  while ((rc = next_row (self, s, "listing the plans", error)) > 0)
+    g_ptr_array_add (entries, read_entry (s));
+  sqlite3_reset (s);
+  if (rc < 0)
+    return NULL;
+  for (guint i = 0; i < entries->len; i++)
+    if (!fill_entry_totals (self, g_ptr_array_index (entries, i), error))
+      return NULL;
+  return g_steal_pointer (&entries);
+}
+
+GPtrArray *
+planner_store_list_plans (PlannerStore *self, GError **error)
+{
   g_return_val_if_fail (PLANNER_IS_STORE (self), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  g_mutex_lock (&self->lock);
-  if (begin_read (self, error))
-    {
-      sqlite3_stmt *s = stmt (self, STMT_LIST_PLANS, error);
-      if (s != NULL)
-        {
-          while ((rc = next_row (self, s, "listing the plans", error)) > 0)
-            g_ptr_array_add (entries, read_entry (s));
-          ok = rc == 0;
-          sqlite3_reset (s);
-        }
-      for (guint i = 0; ok && i < entries->len; i++)
-        ok = fill_entry_totals (self, g_ptr_array_index (entries, i), error);
-      end_read (self);
-    }
-  g_mutex_unlock (&self->lock);
-  return ok ? g_steal_pointer (&entries) : NULL;
+  return read_snapshot (self, read_plan_list, 0, NULL, error);
+}
+static gpointer
+read_plan_entry (PlannerStore *self, gint64 id, const char *name, GError **error)
+{
+  g_autoptr (PlannerStoreEntry) entry = NULL;
+  sqlite3_stmt *s = query (self, STMT_GET_ENTRY, id, error);
+  int rc;
+
+  if (s == NULL || (rc = next_row (self, s, "reading the plan", error)) < 0)
+    return NULL;
+  if (rc > 0)
+    entry = read_entry (s);
+  sqlite3_reset (s);
+  if (entry == NULL)
+    return no_such_plan (self, id, error), NULL;
+  return fill_entry_totals (self, entry, error) ? g_steal_pointer (&entry) : NULL;
 }
 
 PlannerStoreEntry *
 planner_store_get_entry (PlannerStore *self, gint64 id, GError **error)
 {
-  g_autoptr (PlannerStoreEntry) entry = NULL;
-  gboolean ok = FALSE;
-  int rc = 0;
-
   g_return_val_if_fail (PLANNER_IS_STORE (self), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  g_mutex_lock (&self->lock);
-  if (begin_read (self, error))
-    {
-      sqlite3_stmt *s = stmt (self, STMT_GET_ENTRY, error);
-      if (s != NULL)
-        {
-          bind_int (s, 1, id);
-          if ((rc = next_row (self, s, "reading the plan", error)) >= 0)
-            {
-              if (rc > 0)
-                entry = read_entry (s);
-              else
-                no_such_plan (self, id, error);
-            }
-          sqlite3_reset (s);
-        }
-      ok = entry != NULL && fill_entry_totals (self, entry, error);
-      end_read (self);
-    }
-  g_mutex_unlock (&self->lock);
-  return ok ? g_steal_pointer (&entry) : NULL;
+  return read_snapshot (self, read_plan_entry, id, NULL, error);
+}
+static gpointer
+read_plan_pins (PlannerStore *self, gint64 id, const char *name, GError **error)
+{
+  g_autofree char *plan = existing_plan_name (self, id, error);
+
+  return plan != NULL ? pin_texts (self, id, error) : NULL;
 }
 
 GPtrArray *
 planner_store_get_pins (PlannerStore *self, gint64 id, GError **error)
 {
-  g_autoptr (GPtrArray) pins = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *name = NULL;
-  gboolean ok = FALSE;
-  int rc = 0;
-
   g_return_val_if_fail (PLANNER_IS_STORE (self), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  g_mutex_lock (&self->lock);
-  if (begin_read (self, error))
-    {
-      sqlite3_stmt *s;
-      if (plan_name (self, id, &name, error) && (name != NULL || !no_such_plan (self, id, error))
-          && (s = stmt (self, STMT_SELECT_PINS, error)) != NULL)
-        {
-          bind_int (s, 1, id);
-          while ((rc = next_row (self, s, "reading the pins", error)) > 0)
-            g_ptr_array_add (pins, g_strdup (col_text (s, 0)));
-          ok = rc == 0;
-          sqlite3_reset (s);
-        }
-      end_read (self);
-    }
-  g_mutex_unlock (&self->lock);
-  return ok ? g_steal_pointer (&pins) : NULL;
+  return read_snapshot (self, read_plan_pins, id, NULL, error);
 }
-
 /* ---- changing ---- */
 
-static gboolean
-delete_locked (PlannerStore *self, gint64 id, GError **error)
+static gint64
+delete_plan (PlannerStore *self, gconstpointer data, GError **error)
 {
-  g_autofree char *name = NULL;
-  sqlite3_stmt *s;
+  gint64 id = *(const gint64 *)data;
+  g_autofree char *name = existing_plan_name (self, id, error);
 
-  if (!check_open (self, error) || !begin (self, error))
+  if (name == NULL)
     return FALSE;
-  if (!plan_name (self, id, &name, error) || (name == NULL && !no_such_plan (self, id, error)))
-    {
-      rollback (self);
-      return FALSE;
-    }
   /* Foreign keys cascade to the plan's rows and trial runs, and unparent its children. */
-  if ((s = stmt (self, STMT_DELETE_PLAN, error)) == NULL)
-    {
-      rollback (self);
-      return FALSE;
-    }
-  bind_int (s, 1, id);
-  if (!run (self, s, "deleting the plan", error))
-    {
-      rollback (self);
-      return FALSE;
-    }
+  if (!run_with (self, STMT_DELETE_PLAN, "deleting the plan", error, VALUES (V_INT (id))))
+    return FALSE;
   for (StmtId gc = STMT_GC_MODELS; gc <= STMT_GC_HARDWARE; gc++)
-    if ((s = stmt (self, gc, error)) == NULL || !run (self, s, "deleting unused rows", error))
-      {
-        rollback (self);
-        return FALSE;
-      }
-  if (!commit (self, error))
-    {
-      rollback (self);
+    if (!run_with (self, gc, "deleting unused rows", error, NULL, 0))
       return FALSE;
-    }
   return TRUE;
 }
-
 gboolean
 planner_store_delete_plan (PlannerStore *self, gint64 id, GError **error)
 {
@@ -2458,39 +2390,29 @@ planner_store_delete_plan (PlannerStore *self, gint64 id, GError **error)
   g_return_val_if_fail (PLANNER_IS_STORE (self), FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  g_mutex_lock (&self->lock);
-  ok = delete_locked (self, id, error);
-  g_mutex_unlock (&self->lock);
+  ok = change (self, delete_plan, &id, error) != 0;
   if (ok)
     g_signal_emit (self, signals[CHANGED], 0);
   return ok;
 }
 
-static gboolean
-rename_locked (PlannerStore *self, gint64 id, const char *name, GError **error)
+typedef struct
 {
-  g_autofree char *old = NULL;
-  sqlite3_stmt *s;
+  gint64 id;
+  const char *name;
+} RenameArgs;
 
-  if (!check_open (self, error) || !begin (self, error))
-    return FALSE;
-  if (!plan_name (self, id, &old, error) || (old == NULL && !no_such_plan (self, id, error))
-      || (g_strcmp0 (old, name) != 0 && !check_new_name (self, name, error))
-      || (s = stmt (self, STMT_RENAME_PLAN, error)) == NULL)
-    {
-      rollback (self);
-      return FALSE;
-    }
-  bind_int (s, 1, id);
-  bind_text (s, 2, name);
-  if (!run (self, s, "renaming the plan", error) || !commit (self, error))
-    {
-      rollback (self);
-      return FALSE;
-    }
-  return TRUE;
+static gint64
+rename_plan (PlannerStore *self, gconstpointer data, GError **error)
+{
+  const RenameArgs *args = data;
+  g_autofree char *old = existing_plan_name (self, args->id, error);
+
+  return old != NULL
+         && (g_strcmp0 (old, args->name) == 0 || check_new_name (self, args->name, error))
+         && run_with (self, STMT_RENAME_PLAN, "renaming the plan", error,
+                      VALUES (V_INT (args->id), V_TEXT (args->name)));
 }
-
 gboolean
 planner_store_rename_plan (PlannerStore *self, gint64 id, const char *name, GError **error)
 {
@@ -2500,9 +2422,7 @@ planner_store_rename_plan (PlannerStore *self, gint64 id, const char *name, GErr
   g_return_val_if_fail (name != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  g_mutex_lock (&self->lock);
-  ok = rename_locked (self, id, name, error);
-  g_mutex_unlock (&self->lock);
+  ok = change (self, rename_plan, &(RenameArgs){ id, name }, error) != 0;
   if (ok)
     g_signal_emit (self, signals[CHANGED], 0);
   return ok;
@@ -2510,64 +2430,41 @@ planner_store_rename_plan (PlannerStore *self, gint64 id, const char *name, GErr
 
 /* ---- trial runs ---- */
 
-static gint64
-add_run_locked (PlannerStore *self, gint64 plan_id, const char *backend, guint devices,
-                double max_abs_error, double max_rel_error,
-                const PlannerTrialMeasurement *measurements, guint n_measurements, GError **error)
+typedef struct
 {
-  g_autofree char *name = NULL;
-  sqlite3_stmt *s;
+  gint64 plan_id;
+  const char *backend;
+  guint devices;
+  double max_abs_error, max_rel_error;
+  const PlannerTrialMeasurement *measurements;
+  guint n_measurements;
+} RunArgs;
+
+static gint64
+add_run (PlannerStore *self, gconstpointer data, GError **error)
+{
+  const RunArgs *args = data;
+  g_autofree char *name = existing_plan_name (self, args->plan_id, error);
   gint64 run_id;
 
-  if (!check_open (self, error) || !begin (self, error))
+  if (name == NULL
+      || !insert_row (self, STMT_INSERT_RUN, "saving the trial run", &run_id, error,
+                      VALUES (V_INT (args->plan_id), V_TEXT (args->backend), V_INT (args->devices),
+                              V_INT (g_get_real_time ()), V_DOUBLE (args->max_abs_error),
+                              V_DOUBLE (args->max_rel_error))))
     return 0;
-  if (!plan_name (self, plan_id, &name, error)
-      || (name == NULL && !no_such_plan (self, plan_id, error))
-      || (s = stmt (self, STMT_INSERT_RUN, error)) == NULL)
+  for (guint i = 0; i < args->n_measurements; i++)
     {
-      rollback (self);
-      return 0;
-    }
-  bind_int (s, 1, plan_id);
-  bind_text (s, 2, backend);
-  bind_int (s, 3, devices);
-  bind_int (s, 4, g_get_real_time ());
-  bind_double (s, 5, max_abs_error);
-  bind_double (s, 6, max_rel_error);
-  if (!run (self, s, "saving the trial run", error))
-    {
-      rollback (self);
-      return 0;
-    }
-  run_id = sqlite3_last_insert_rowid (self->db);
-  for (guint i = 0; i < n_measurements; i++)
-    {
-      const PlannerTrialMeasurement *m = &measurements[i];
-      if ((s = stmt (self, STMT_INSERT_MEASUREMENT, error)) == NULL)
-        {
-          rollback (self);
-          return 0;
-        }
-      bind_int (s, 1, run_id);
-      bind_int (s, 2, i);
-      bind_text (s, 3, planner_measurement_kind_to_string (m->kind));
-      bind_text (s, 4, m->name);
-      bind_double (s, 5, m->estimated_us);
-      bind_double (s, 6, m->measured_us);
-      if (!run (self, s, "saving a measurement", error))
-        {
-          rollback (self);
-          return 0;
-        }
-    }
-  if (!commit (self, error))
-    {
-      rollback (self);
-      return 0;
+      const PlannerTrialMeasurement *m = &args->measurements[i];
+      if (!run_with (self, STMT_INSERT_MEASUREMENT, "saving a measurement", error,
+                     VALUES (V_INT (run_id), V_INT (i),
+                             V_TEXT (planner_measurement_kind_to_string (m->kind)),
+                             V_TEXT (m->name), V_DOUBLE (m->estimated_us),
+                             V_DOUBLE (m->measured_us))))
+        return 0;
     }
   return run_id;
 }
-
 gint64
 planner_store_add_trial_run (PlannerStore *self, gint64 plan_id, const char *backend, guint devices,
                              double max_abs_error, double max_rel_error,
@@ -2585,10 +2482,10 @@ planner_store_add_trial_run (PlannerStore *self, gint64 plan_id, const char *bac
                               && measurements[i].kind <= PLANNER_MEASUREMENT_REDISTRIBUTION,
                           0);
 
-  g_mutex_lock (&self->lock);
-  id = add_run_locked (self, plan_id, backend, devices, max_abs_error, max_rel_error, measurements,
-                       n_measurements, error);
-  g_mutex_unlock (&self->lock);
+  id = change (self, add_run,
+               &(RunArgs){ plan_id, backend, devices, max_abs_error, max_rel_error, measurements,
+                           n_measurements },
+               error);
   if (id != 0)
     g_signal_emit (self, signals[CHANGED], 0);
   return id;
@@ -2597,12 +2494,11 @@ planner_store_add_trial_run (PlannerStore *self, gint64 plan_id, const char *bac
 static gboolean
 load_measurements (PlannerStore *self, PlannerTrialRun *run, GError **error)
 {
-  sqlite3_stmt *s = stmt (self, STMT_SELECT_MEASUREMENTS, error);
+  sqlite3_stmt *s = query (self, STMT_SELECT_MEASUREMENTS, run->id, error);
   int rc;
 
   if (s == NULL)
     return FALSE;
-  bind_int (s, 1, run->id);
   while ((rc = next_row (self, s, "reading the measurements", error)) > 0)
     {
       PlannerTrialMeasurement m;
@@ -2622,48 +2518,45 @@ load_measurements (PlannerStore *self, PlannerTrialRun *run, GError **error)
   return rc == 0;
 }
 
-GPtrArray *
-planner_store_list_trial_runs (PlannerStore *self, gint64 plan_id, GError **error)
+static gpointer
+read_trial_runs (PlannerStore *self, gint64 plan_id, const char *name, GError **error)
 {
   g_autoptr (GPtrArray) runs
       = g_ptr_array_new_with_free_func ((GDestroyNotify)planner_trial_run_free);
-  g_autofree char *name = NULL;
-  gboolean ok = FALSE;
-  int rc = 0;
+  g_autofree char *plan = existing_plan_name (self, plan_id, error);
+  sqlite3_stmt *s;
+  int rc;
 
+  if (plan == NULL || (s = query (self, STMT_SELECT_RUNS, plan_id, error)) == NULL)
+    return NULL;
+  while ((rc = next_row (self, s, "reading the trial runs", error)) > 0)
+    {
+      PlannerTrialRun *r = g_new0 (PlannerTrialRun, 1);
+      r->id = col_int (s, 0);
+      r->plan_id = plan_id;
+      r->backend = g_strdup (col_text (s, 1));
+      r->devices = (guint)col_int (s, 2);
+      r->created = col_int (s, 3);
+      r->max_abs_error = col_double (s, 4);
+      r->max_rel_error = col_double (s, 5);
+      r->measurements = g_array_new (FALSE, TRUE, sizeof (PlannerTrialMeasurement));
+      r->names = g_string_chunk_new (256);
+      g_ptr_array_add (runs, r);
+    }
+  sqlite3_reset (s);
+  if (rc < 0)
+    return NULL;
+  for (guint i = 0; i < runs->len; i++)
+    if (!load_measurements (self, g_ptr_array_index (runs, i), error))
+      return NULL;
+  return g_steal_pointer (&runs);
+}
+
+GPtrArray *
+planner_store_list_trial_runs (PlannerStore *self, gint64 plan_id, GError **error)
+{
   g_return_val_if_fail (PLANNER_IS_STORE (self), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  g_mutex_lock (&self->lock);
-  if (begin_read (self, error))
-    {
-      sqlite3_stmt *s;
-      if (plan_name (self, plan_id, &name, error)
-          && (name != NULL || !no_such_plan (self, plan_id, error))
-          && (s = stmt (self, STMT_SELECT_RUNS, error)) != NULL)
-        {
-          bind_int (s, 1, plan_id);
-          while ((rc = next_row (self, s, "reading the trial runs", error)) > 0)
-            {
-              PlannerTrialRun *r = g_new0 (PlannerTrialRun, 1);
-              r->id = col_int (s, 0);
-              r->plan_id = plan_id;
-              r->backend = g_strdup (col_text (s, 1));
-              r->devices = (guint)col_int (s, 2);
-              r->created = col_int (s, 3);
-              r->max_abs_error = col_double (s, 4);
-              r->max_rel_error = col_double (s, 5);
-              r->measurements = g_array_new (FALSE, TRUE, sizeof (PlannerTrialMeasurement));
-              r->names = g_string_chunk_new (256);
-              g_ptr_array_add (runs, r);
-            }
-          ok = rc == 0;
-          sqlite3_reset (s);
-        }
-      for (guint i = 0; ok && i < runs->len; i++)
-        ok = load_measurements (self, g_ptr_array_index (runs, i), error);
-      end_read (self);
-    }
-  g_mutex_unlock (&self->lock);
-  return ok ? g_steal_pointer (&runs) : NULL;
+  return read_snapshot (self, read_trial_runs, plan_id, NULL, error);
 }
