@@ -10,12 +10,12 @@
 #include "planner-error.h"
 #include "planner-hardware.h"
 #include "planner-json.h"
+#include "planner-resources.h"
 
 /* PlannerDType has no count member; i64 is its last value. */
 #define N_DTYPES (PLANNER_DTYPE_I64 + 1)
 
 #define FORMAT_VERSION 1
-#define RESOURCE_PREFIX "/io/github/shardscope/planner"
 #define DEFAULT_NODE_SIZE 8
 
 typedef struct
@@ -877,24 +877,6 @@ planner_hardware_save_file (const PlannerHardware *hw, const char *path, GError 
 
 /* Built-ins and files */
 
-GResource *planner_data_get_resource (void);
-
-/* The resource is compiled into a static library, whose registering constructor the linker may
- * drop: register it ourselves, once, when our prefix is not there. */
-static void
-ensure_resources (void)
-{
-  static gsize done = 0;
-
-  if (g_once_init_enter (&done))
-    {
-      if (!g_resources_get_info (RESOURCE_PREFIX "/hardware/h100-sxm.json",
-                                 G_RESOURCE_LOOKUP_FLAGS_NONE, NULL, NULL, NULL))
-        g_resources_register (planner_data_get_resource ());
-      g_once_init_leave (&done, 1);
-    }
-}
-
 const char *const *
 planner_hardware_builtin_names (void)
 {
@@ -928,9 +910,8 @@ planner_hardware_new_builtin (const char *name, GError **error)
   if (!g_strv_contains (builtin_names, name))
     return unknown_hardware (name, error);
 
-  ensure_resources ();
-  path = g_strdup_printf (RESOURCE_PREFIX "/hardware/%s.json", name);
-  bytes = g_resources_lookup_data (path, G_RESOURCE_LOOKUP_FLAGS_NONE, &local_error);
+  path = g_strdup_printf ("hardware/%s.json", name);
+  bytes = planner_resources_lookup (path, &local_error);
   if (bytes == NULL)
     {
       /* A build without the file is a packaging bug, but still a refusal, not a crash. */

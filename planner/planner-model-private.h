@@ -8,13 +8,6 @@
 
 G_BEGIN_DECLS
 
-/* The planner's GResource (data/planner.gresource.xml), compiled by glib-compile-resources.
- * Referencing it also links its object file out of the static library, so its constructor
- * registers it for g_resources_lookup_data() as well. */
-GResource *planner_data_get_resource (void);
-
-#define PLANNER_RESOURCE_PREFIX "/io/github/shardscope/planner/"
-
 /* Builds a graph from a parsed config.json. @what names the config in messages; the graph's
  * source is "SOURCE_BASE?batch=..&seq=..&layers=..&dtype=.." and its name @name, or the
  * config's architecture when NULL. */

@@ -6,6 +6,7 @@
 
 #include "planner-error.h"
 #include "planner-model-private.h"
+#include "planner-resources.h"
 
 /* The zoo: model configs compiled into the planner (data/models/), and MODEL resolution
  * for the CLI and the GUI (zoo name, config.json path or graph JSON path). */
@@ -13,7 +14,7 @@
 typedef struct
 {
   const char *name;
-  const char *resource; /* under PLANNER_RESOURCE_PREFIX */
+  const char *resource; /* planner_resources_lookup() path */
 } ZooEntry;
 
 static const ZooEntry zoo[] = {
@@ -55,18 +56,13 @@ zoo_lookup (const char *name)
 static JsonNode *
 zoo_load (const ZooEntry *entry, GError **error)
 {
-  g_autofree char *path = g_strconcat (PLANNER_RESOURCE_PREFIX, entry->resource, NULL);
-  g_autoptr (GBytes) bytes = NULL;
-  g_autoptr (GError) local_error = NULL;
+  g_autoptr (GBytes) bytes = planner_resources_lookup (entry->resource, error);
   gsize length;
   const char *text;
 
-  bytes = g_resource_lookup_data (planner_data_get_resource (), path, G_RESOURCE_LOOKUP_FLAGS_NONE,
-                                  &local_error);
   if (bytes == NULL)
     {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "zoo model %s: %s", entry->name,
-                   local_error->message);
+      g_prefix_error (error, "zoo model %s: ", entry->name);
       return NULL;
     }
   text = g_bytes_get_data (bytes, &length);
