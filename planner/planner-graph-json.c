@@ -156,6 +156,23 @@ append_attrs (GString *out, const PlannerOpAttrs *attrs)
     g_string_append_c (out, '}');
 }
 
+/* ', "NAME": "VALUE"' inside a tensor or op line. */
+static void
+append_string_field (GString *out, const char *name, const char *value)
+{
+  g_string_append_printf (out, ", \"%s\": ", name);
+  planner_json_append_string (out, value);
+}
+
+/* Line @i of the tensors or ops: '{"name": NAME, "KEY": VALUE', the rest up to '}' after. */
+static void
+begin_line (GString *out, guint i, const char *name, const char *key, const char *value)
+{
+  g_string_append (out, i > 0 ? ",\n    {\"name\": " : "\n    {\"name\": ");
+  planner_json_append_string (out, name);
+  append_string_field (out, key, value);
+}
+
 char *
 planner_graph_to_json (PlannerGraph *graph)
 {
@@ -180,12 +197,8 @@ planner_graph_to_json (PlannerGraph *graph)
     {
       const PlannerTensor *t = planner_graph_get_tensor (graph, i);
 
-      g_string_append (out, i > 0 ? ",\n    {\"name\": " : "\n    {\"name\": ");
-      planner_json_append_string (out, t->name);
-      g_string_append (out, ", \"dtype\": ");
-      planner_json_append_string (out, planner_dtype_to_string (t->dtype));
-      g_string_append (out, ", \"kind\": ");
-      planner_json_append_string (out, tensor_kinds[t->kind]);
+      begin_line (out, i, t->name, "dtype", planner_dtype_to_string (t->dtype));
+      append_string_field (out, "kind", tensor_kinds[t->kind]);
       g_string_append (out, ", \"shape\": ");
       append_ints (out, t->shape, t->rank);
       g_string_append_c (out, '}');
@@ -195,10 +208,7 @@ planner_graph_to_json (PlannerGraph *graph)
     {
       const PlannerOp *op = planner_graph_get_op (graph, i);
 
-      g_string_append (out, i > 0 ? ",\n    {\"name\": " : "\n    {\"name\": ");
-      planner_json_append_string (out, op->name);
-      g_string_append (out, ", \"type\": ");
-      planner_json_append_string (out, planner_op_type_to_string (op->type));
+      begin_line (out, i, op->name, "type", planner_op_type_to_string (op->type));
       append_attrs (out, &op->attrs);
       g_string_append (out, ", \"inputs\": ");
       append_tensor_names (out, graph, op->inputs, op->n_inputs);
@@ -366,23 +376,34 @@ parse_dtype (JsonNode *node, const char *where, PlannerDType *dtype, GError **er
   return TRUE;
 }
 
+/* Declaration @index of the tensors or ops (@what): an object with a name, by which messages
+ * (@where) name it from then on. */
+static JsonObject *
+parse_decl (JsonNode *node, const char *what, guint index, const char **name, char **where,
+            GError **error)
+{
+  g_autofree char *numbered = g_strdup_printf ("%s %u", what, index);
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return malformed (error, "%s: expected an object", numbered), NULL;
+  if (!get_string (json_node_get_object (node), "name", TRUE, numbered, name, error))
+    return NULL;
+  *where = g_strdup_printf ("%s \"%s\"", what, *name);
+  return json_node_get_object (node);
+}
+
 static gboolean
 parse_tensor (JsonNode *node, guint index, TensorDecl *decl, GError **error)
 {
-  g_autofree char *where = g_strdup_printf ("tensor %u", index);
-  JsonObject *object;
+  g_autofree char *where = NULL;
+  JsonObject *object = parse_decl (node, "tensor", index, &decl->name, &where, error);
   JsonNode *shape;
   const char *kind;
   double numel;
   guint i;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
-    return malformed (error, "%s: expected an object", where);
-  object = json_node_get_object (node);
-  if (!get_string (object, "name", TRUE, where, &decl->name, error))
+  if (object == NULL)
     return FALSE;
-  g_free (where);
-  where = g_strdup_printf ("tensor \"%s\"", decl->name);
   decl->index = index;
 
   if (!get_string (object, "kind", TRUE, where, &kind, error))
@@ -470,18 +491,13 @@ parse_attr (JsonNode *node, guint i, const char *where, PlannerOpAttrs *attrs, G
 static gboolean
 parse_op (JsonNode *node, guint index, OpDecl *decl, GError **error)
 {
-  g_autofree char *where = g_strdup_printf ("op %u", index);
-  JsonObject *object;
+  g_autofree char *where = NULL;
+  JsonObject *object = parse_decl (node, "op", index, &decl->name, &where, error);
   JsonNode *attrs;
   const char *type;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
-    return malformed (error, "%s: expected an object", where);
-  object = json_node_get_object (node);
-  if (!get_string (object, "name", TRUE, where, &decl->name, error))
+  if (object == NULL)
     return FALSE;
-  g_free (where);
-  where = g_strdup_printf ("op \"%s\"", decl->name);
   decl->index = index;
 
   if (!get_string (object, "type", TRUE, where, &type, error))

@@ -55,19 +55,25 @@ planner_step_kind_to_string (PlannerStepKind kind)
   return step_kind_names[kind];
 }
 
+/* The index of @text in @names[@n], else -1: the enum parsers below. */
+static int
+name_index (const char *const *names, guint n, const char *text)
+{
+  for (guint i = 0; i < n; i++)
+    if (strcmp (text, names[i]) == 0)
+      return (int)i;
+  return -1;
+}
+
 gboolean
 planner_step_kind_from_string (const char *text, PlannerStepKind *kind)
 {
   g_return_val_if_fail (text != NULL, FALSE);
 
-  for (guint i = 0; i < PLANNER_N_STEP_KINDS; i++)
-    if (strcmp (text, step_kind_names[i]) == 0)
-      {
-        if (kind)
-          *kind = i;
-        return TRUE;
-      }
-  return FALSE;
+  int i = name_index (step_kind_names, PLANNER_N_STEP_KINDS, text);
+  if (i >= 0 && kind)
+    *kind = i;
+  return i >= 0;
 }
 
 const char *
@@ -82,14 +88,10 @@ planner_link_kind_from_string (const char *text, PlannerLinkKind *kind)
 {
   g_return_val_if_fail (text != NULL, FALSE);
 
-  for (guint i = 0; i < PLANNER_N_LINKS; i++)
-    if (strcmp (text, link_kind_names[i]) == 0)
-      {
-        if (kind)
-          *kind = i;
-        return TRUE;
-      }
-  return FALSE;
+  int i = name_index (link_kind_names, PLANNER_N_LINKS, text);
+  if (i >= 0 && kind)
+    *kind = i;
+  return i >= 0;
 }
 
 /* Curves */
@@ -764,6 +766,25 @@ append_member (GString *out, int indent, const char *name)
   g_string_append (out, ": ");
 }
 
+/* "NAME": "VALUE" and @end. */
+static void
+append_string_member (GString *out, int indent, const char *name, const char *value,
+                      const char *end)
+{
+  append_member (out, indent, name);
+  planner_json_append_string (out, value);
+  g_string_append (out, end);
+}
+
+/* "NAME": VALUE and @end. */
+static void
+append_number_member (GString *out, int indent, const char *name, double value, const char *end)
+{
+  append_member (out, indent, name);
+  planner_json_append_number (out, value);
+  g_string_append (out, end);
+}
+
 char *
 planner_hardware_to_json (const PlannerHardware *hw)
 {
@@ -774,29 +795,18 @@ planner_hardware_to_json (const PlannerHardware *hw)
   out = g_string_new ("{\n");
   append_member (out, 2, "shardscope_hardware");
   g_string_append_printf (out, "%d,\n", FORMAT_VERSION);
-  append_member (out, 2, "name");
-  planner_json_append_string (out, hw->name);
-  g_string_append (out, ",\n");
-  append_member (out, 2, "description");
-  planner_json_append_string (out, hw->description);
-  g_string_append (out, ",\n");
+  append_string_member (out, 2, "name", hw->name, ",\n");
+  append_string_member (out, 2, "description", hw->description, ",\n");
 
   append_member (out, 2, "peak_tflops");
   g_string_append (out, "{\n");
   for (PlannerDType dtype = 0; dtype < N_DTYPES; dtype++)
-    {
-      append_member (out, 4, planner_dtype_to_string (dtype));
-      planner_json_append_number (out, hw->peak_tflops[dtype]);
-      g_string_append (out, dtype + 1 < N_DTYPES ? ",\n" : "\n");
-    }
+    append_number_member (out, 4, planner_dtype_to_string (dtype), hw->peak_tflops[dtype],
+                          dtype + 1 < N_DTYPES ? ",\n" : "\n");
   g_string_append (out, "  },\n");
 
-  append_member (out, 2, "memory_bandwidth_GBps");
-  planner_json_append_number (out, hw->memory_bandwidth_GBps);
-  g_string_append (out, ",\n");
-  append_member (out, 2, "memory_GB");
-  planner_json_append_number (out, hw->memory_GB);
-  g_string_append (out, ",\n");
+  append_number_member (out, 2, "memory_bandwidth_GBps", hw->memory_bandwidth_GBps, ",\n");
+  append_number_member (out, 2, "memory_GB", hw->memory_GB, ",\n");
   append_member (out, 2, "node_size");
   g_string_append_printf (out, "%u,\n", hw->node_size);
 
@@ -806,15 +816,10 @@ planner_hardware_to_json (const PlannerHardware *hw)
     {
       append_member (out, 4, link_kind_names[i]);
       g_string_append (out, "{\n");
-      append_member (out, 6, "name");
-      planner_json_append_string (out, hw->links[i].name);
-      g_string_append (out, ",\n");
-      append_member (out, 6, "bandwidth_GBps");
-      planner_json_append_number (out, hw->links[i].bandwidth_GBps);
-      g_string_append (out, ",\n");
-      append_member (out, 6, "latency_us");
-      planner_json_append_number (out, hw->links[i].latency_us);
-      g_string_append (out, i + 1 < PLANNER_N_LINKS ? "\n    },\n" : "\n    }\n");
+      append_string_member (out, 6, "name", hw->links[i].name, ",\n");
+      append_number_member (out, 6, "bandwidth_GBps", hw->links[i].bandwidth_GBps, ",\n");
+      append_number_member (out, 6, "latency_us", hw->links[i].latency_us, "\n");
+      g_string_append (out, i + 1 < PLANNER_N_LINKS ? "    },\n" : "    }\n");
     }
   g_string_append (out, hw->curves->len > 0 ? "  },\n" : "  }\n");
 
@@ -827,12 +832,8 @@ planner_hardware_to_json (const PlannerHardware *hw)
           const Curve *curve = g_ptr_array_index (hw->curves, i);
 
           g_string_append (out, "    {\n");
-          append_member (out, 6, "step");
-          planner_json_append_string (out, step_kind_names[curve->kind]);
-          g_string_append (out, ",\n");
-          append_member (out, 6, "link");
-          planner_json_append_string (out, link_kind_names[curve->link]);
-          g_string_append (out, ",\n");
+          append_string_member (out, 6, "step", step_kind_names[curve->kind], ",\n");
+          append_string_member (out, 6, "link", link_kind_names[curve->link], ",\n");
           append_member (out, 6, "p");
           g_string_append_printf (out, "%u,\n", curve->p);
           append_member (out, 6, "points");
