@@ -7,6 +7,7 @@
 
 #include "planner-compare.h"
 #include "planner-error.h"
+#include "planner-json.h"
 #include "planner-plan-json.h"
 
 static void
@@ -163,16 +164,11 @@ add_plan_info (JsonBuilder *b, const char *member, PlannerPlan *plan)
   g_autofree char *mesh = planner_mesh_to_string (planner_plan_get_mesh (plan));
   json_builder_set_member_name (b, member);
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "name");
-  planner_plan_get_name (plan) ? json_builder_add_string_value (b, planner_plan_get_name (plan))
-                               : json_builder_add_null_value (b);
-  json_builder_set_member_name (b, "policy");
-  planner_plan_get_policy (plan) ? json_builder_add_string_value (b, planner_plan_get_policy (plan))
-                                 : json_builder_add_null_value (b);
-  json_builder_set_member_name (b, "mesh");
-  json_builder_add_string_value (b, mesh);
-  json_builder_set_member_name (b, "hardware");
-  json_builder_add_string_value (b, planner_hardware_get_name (planner_plan_get_hardware (plan)));
+  planner_json_add_string (b, "name", planner_plan_get_name (plan));
+  planner_json_add_string (b, "policy", planner_plan_get_policy (plan));
+  planner_json_add_string (b, "mesh", mesh);
+  planner_json_add_string (b, "hardware",
+                           planner_hardware_get_name (planner_plan_get_hardware (plan)));
   json_builder_end_object (b);
 }
 
@@ -193,12 +189,9 @@ add_int_triple (JsonBuilder *b, const char *member, gint64 a, gint64 bv)
 {
   json_builder_set_member_name (b, member);
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "a");
-  json_builder_add_int_value (b, a);
-  json_builder_set_member_name (b, "b");
-  json_builder_add_int_value (b, bv);
-  json_builder_set_member_name (b, "delta");
-  json_builder_add_int_value (b, bv - a);
+  planner_json_add_int (b, "a", a);
+  planner_json_add_int (b, "b", bv);
+  planner_json_add_int (b, "delta", bv - a);
   json_builder_end_object (b);
 }
 
@@ -207,12 +200,9 @@ add_us_triple (JsonBuilder *b, const char *member, double a_s, double b_s)
 {
   json_builder_set_member_name (b, member);
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "a");
-  json_builder_add_double_value (b, a_s * 1e6);
-  json_builder_set_member_name (b, "b");
-  json_builder_add_double_value (b, b_s * 1e6);
-  json_builder_set_member_name (b, "delta");
-  json_builder_add_double_value (b, (b_s - a_s) * 1e6);
+  planner_json_add_double (b, "a", a_s * 1e6);
+  planner_json_add_double (b, "b", b_s * 1e6);
+  planner_json_add_double (b, "delta", (b_s - a_s) * 1e6);
   json_builder_end_object (b);
 }
 
@@ -227,8 +217,7 @@ planner_compare_to_json (const PlannerCompare *self)
   g_autoptr (JsonBuilder) b = json_builder_new ();
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "model");
-  json_builder_add_string_value (b, planner_graph_get_source (graph));
+  planner_json_add_string (b, "model", planner_graph_get_source (graph));
   add_plan_info (b, "a", self->a);
   add_plan_info (b, "b", self->b);
 
@@ -238,28 +227,20 @@ planner_compare_to_json (const PlannerCompare *self)
     {
       const PlannerCompareOp *d = &g_array_index (self->ops, PlannerCompareOp, i);
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "op");
-      json_builder_add_string_value (b, planner_graph_get_op (graph, d->op)->name);
-      json_builder_set_member_name (b, "a");
-      json_builder_add_string_value (b, d->a);
-      json_builder_set_member_name (b, "b");
-      json_builder_add_string_value (b, d->b);
-      json_builder_set_member_name (b, "a_outputs");
-      json_builder_add_string_value (b, d->a_outputs);
-      json_builder_set_member_name (b, "b_outputs");
-      json_builder_add_string_value (b, d->b_outputs);
-      json_builder_set_member_name (b, "a_decision");
-      json_builder_add_string_value (b, planner_decision_to_string (d->a_decision));
-      json_builder_set_member_name (b, "b_decision");
-      json_builder_add_string_value (b, planner_decision_to_string (d->b_decision));
+      planner_json_add_string (b, "op", planner_graph_get_op (graph, d->op)->name);
+      planner_json_add_string (b, "a", d->a);
+      planner_json_add_string (b, "b", d->b);
+      planner_json_add_string (b, "a_outputs", d->a_outputs);
+      planner_json_add_string (b, "b_outputs", d->b_outputs);
+      planner_json_add_string (b, "a_decision", planner_decision_to_string (d->a_decision));
+      planner_json_add_string (b, "b_decision", planner_decision_to_string (d->b_decision));
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
 
   json_builder_set_member_name (b, "redistributions");
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "common");
-  json_builder_add_int_value (b, self->n_common);
+  planner_json_add_int (b, "common", self->n_common);
   add_redistributions (b, "removed", self->a, self->removed);
   add_redistributions (b, "added", self->b, self->added);
   json_builder_end_object (b);

@@ -1123,16 +1123,6 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
 
 /* ---- mindspore ---- */
 
-static void
-add_int_array (JsonBuilder *b, const char *member, const gint64 *values, guint n)
-{
-  json_builder_set_member_name (b, member);
-  json_builder_begin_array (b);
-  for (guint i = 0; i < n; i++)
-    json_builder_add_int_value (b, values[i]);
-  json_builder_end_array (b);
-}
-
 /* MindSpore's layout: a device matrix and, per tensor dim, the index of the device-matrix dim
  * that splits it counted from the right (-1: whole). A dim split by several mesh axes becomes
  * one merged device-matrix dim, which keeps device order only for adjacent axes in mesh
@@ -1182,8 +1172,7 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
 
   notes_init (&n);
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "current_stage");
-  json_builder_add_int_value (b, 0);
+  planner_json_add_int (b, "current_stage", 0);
 
   json_builder_set_member_name (b, "parallel_strategy_item");
   json_builder_begin_object (b);
@@ -1196,8 +1185,7 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
       planner_plan_op_layouts (plan, i, in, NULL);
       json_builder_set_member_name (b, op->name);
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "stage");
-      json_builder_add_int_value (b, 0);
+      planner_json_add_int (b, "stage", 0);
       json_builder_set_member_name (b, "parallel_strategy");
       json_builder_begin_array (b);
       for (guint k = 0; k < op->n_inputs; k++)
@@ -1240,15 +1228,12 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
         }
       json_builder_set_member_name (b, tensor->name);
       json_builder_begin_object (b);
-      add_int_array (b, "dev_matrix", dev_matrix, n_dev);
-      add_int_array (b, "tensor_map", tensor_map, tensor->rank);
-      add_int_array (b, "tensor_shape", tensor->shape, tensor->rank);
-      json_builder_set_member_name (b, "field");
-      json_builder_add_int_value (b, 0);
-      json_builder_set_member_name (b, "opt_weight_shard_step");
-      json_builder_add_int_value (b, 0);
-      json_builder_set_member_name (b, "opt_weight_shard_size");
-      json_builder_add_int_value (b, 0);
+      planner_json_add_ints (b, "dev_matrix", dev_matrix, n_dev);
+      planner_json_add_ints (b, "tensor_map", tensor_map, tensor->rank);
+      planner_json_add_ints (b, "tensor_shape", tensor->shape, tensor->rank);
+      planner_json_add_int (b, "field", 0);
+      planner_json_add_int (b, "opt_weight_shard_step", 0);
+      planner_json_add_int (b, "opt_weight_shard_size", 0);
       json_builder_end_object (b);
     }
   json_builder_end_object (b);

@@ -207,23 +207,19 @@ planner_json_get_int (PlannerJsonReader *r, JsonObject *object, const char *name
 }
 
 gboolean
-planner_json_get_uint (PlannerJsonReader *r, JsonObject *object, const char *name, guint *out)
+planner_json_get_uint64 (PlannerJsonReader *r, JsonObject *object, const char *name, guint64 *out)
 {
-  gint64 value;
-  if (!planner_json_get_int (r, object, name, 0, G_MAXUINT, &value))
-    return FALSE;
-  *out = (guint)value;
-  return TRUE;
+  return planner_json_get_int (r, object, name, 0, G_MAXINT64, (gint64 *)out);
 }
 
 gboolean
-planner_json_get_uint64 (PlannerJsonReader *r, JsonObject *object, const char *name, guint64 *out)
+planner_json_get_uint (PlannerJsonReader *r, JsonObject *object, const char *name, guint *out)
 {
   gint64 value;
-  if (!planner_json_get_int (r, object, name, 0, G_MAXINT64, &value))
-    return FALSE;
-  *out = (guint64)value;
-  return TRUE;
+  gboolean ok = planner_json_get_int (r, object, name, 0, G_MAXUINT, &value);
+  if (ok)
+    *out = (guint)value;
+  return ok;
 }
 
 gboolean
@@ -302,6 +298,52 @@ planner_json_check_members (PlannerJsonReader *r, JsonObject *object, const char
         return planner_json_fail (r, l->data, "is not known here (known: %s)", list);
       }
   return TRUE;
+}
+
+/* ---- building ---- */
+
+static void
+set_member (JsonBuilder *b, const char *member)
+{
+  if (member != NULL)
+    json_builder_set_member_name (b, member);
+}
+
+void
+planner_json_add_int (JsonBuilder *b, const char *member, gint64 value)
+{
+  set_member (b, member);
+  json_builder_add_int_value (b, value);
+}
+
+void
+planner_json_add_double (JsonBuilder *b, const char *member, double value)
+{
+  set_member (b, member);
+  if (isfinite (value))
+    json_builder_add_double_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
+void
+planner_json_add_string (JsonBuilder *b, const char *member, const char *value)
+{
+  set_member (b, member);
+  if (value != NULL)
+    json_builder_add_string_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
+void
+planner_json_add_ints (JsonBuilder *b, const char *member, const gint64 *values, guint n)
+{
+  set_member (b, member);
+  json_builder_begin_array (b);
+  for (guint i = 0; i < n; i++)
+    json_builder_add_int_value (b, values[i]);
+  json_builder_end_array (b);
 }
 
 /* ---- writing scalars ---- */

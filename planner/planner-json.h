@@ -97,6 +97,18 @@ gboolean planner_json_read_elements (PlannerJsonReader *r, JsonArray *array, con
 gboolean planner_json_check_members (PlannerJsonReader *r, JsonObject *object,
                                      const char *const *known);
 
+/* ---- building ----
+ *
+ * Each adds member @member of the object a JsonBuilder is building or, with @member NULL, an
+ * element of its array. */
+
+void planner_json_add_int (JsonBuilder *b, const char *member, gint64 value);
+/* A non-finite value, which JSON lacks, as null. */
+void planner_json_add_double (JsonBuilder *b, const char *member, double value);
+/* NULL as null. */
+void planner_json_add_string (JsonBuilder *b, const char *member, const char *value);
+void planner_json_add_ints (JsonBuilder *b, const char *member, const gint64 *values, guint n);
+
 /* ---- writing ---- */
 
 /* "text" with json-glib's escaping; NULL as null. */

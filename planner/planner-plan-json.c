@@ -51,9 +51,7 @@ add_layout (JsonBuilder *b, const char *member, const PlannerLayout *layout,
             const PlannerMesh *mesh)
 {
   g_autofree char *text = planner_layout_to_string (layout, mesh);
-  if (member)
-    json_builder_set_member_name (b, member);
-  json_builder_add_string_value (b, text);
+  planner_json_add_string (b, member, text);
 }
 
 static char *
@@ -79,10 +77,8 @@ add_strategy (JsonBuilder *b, const char *member, const PlannerStrategy *s, cons
 
   json_builder_set_member_name (b, member);
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "inputs");
-  json_builder_add_string_value (b, inputs);
-  json_builder_set_member_name (b, "outputs");
-  json_builder_add_string_value (b, outputs);
+  planner_json_add_string (b, "inputs", inputs);
+  planner_json_add_string (b, "outputs", outputs);
   json_builder_set_member_name (b, "factors");
   json_builder_begin_object (b);
   for (guint f = 0; f < op->rule.n_factors; f++)
@@ -95,45 +91,19 @@ add_strategy (JsonBuilder *b, const char *member, const PlannerStrategy *s, cons
   if (s->partial)
     {
       add_axis_mask (b, "partial", s->partial, mesh);
-      json_builder_set_member_name (b, "partial_input");
-      json_builder_add_int_value (b, s->partial_input);
+      planner_json_add_int (b, "partial_input", s->partial_input);
     }
   json_builder_end_object (b);
-}
-
-static void
-add_int (JsonBuilder *b, const char *member, gint64 value)
-{
-  json_builder_set_member_name (b, member);
-  json_builder_add_int_value (b, value);
-}
-
-static void
-add_double (JsonBuilder *b, const char *member, double value)
-{
-  json_builder_set_member_name (b, member);
-  json_builder_add_double_value (b, value);
-}
-
-static void
-add_string (JsonBuilder *b, const char *member, const char *value)
-{
-  json_builder_set_member_name (b, member);
-  if (value)
-    json_builder_add_string_value (b, value);
-  else
-    json_builder_add_null_value (b);
 }
 
 /* -1 (none) as null. */
 static void
 add_index (JsonBuilder *b, const char *member, int value)
 {
-  json_builder_set_member_name (b, member);
   if (value >= 0)
-    json_builder_add_int_value (b, value);
+    planner_json_add_int (b, member, value);
   else
-    json_builder_add_null_value (b);
+    planner_json_add_string (b, member, NULL);
 }
 
 /* Fields [@first, @end) of planner_total_fields. */
@@ -144,11 +114,11 @@ add_total_fields (JsonBuilder *b, const PlannerPlanTotals *t, guint first, guint
     {
       const PlannerTotalField *f = &planner_total_fields[i];
       if (f->kind == PLANNER_TOTAL_COUNT)
-        add_int (b, f->name, PLANNER_TOTAL (t, f, const guint));
+        planner_json_add_int (b, f->name, PLANNER_TOTAL (t, f, const guint));
       else if (f->kind == PLANNER_TOTAL_BYTES)
-        add_int (b, f->name, (gint64)PLANNER_TOTAL (t, f, const guint64));
+        planner_json_add_int (b, f->name, (gint64)PLANNER_TOTAL (t, f, const guint64));
       else
-        add_double (b, f->name, PLANNER_TOTAL (t, f, const double));
+        planner_json_add_double (b, f->name, PLANNER_TOTAL (t, f, const double));
     }
 }
 
@@ -170,16 +140,16 @@ planner_plan_summary_to_json (PlannerPlan *plan)
   json_builder_set_member_name (b, "collectives");
   json_builder_begin_object (b);
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
-    add_int (b, planner_step_kind_to_string (k), t->coll_count[k]);
+    planner_json_add_int (b, planner_step_kind_to_string (k), t->coll_count[k]);
   json_builder_end_object (b);
-  add_int (b, "comm_bytes", (gint64)t->comm_bytes);
-  add_double (b, "comm_time_us", t->comm_time_s * 1e6);
-  add_double (b, "compute_time_us", t->compute_time_s * 1e6);
-  add_double (b, "step_time_us", t->step_time_s * 1e6);
-  add_int (b, "memory_per_device_bytes", (gint64)t->memory_per_device_bytes);
-  add_int (b, "memory_capacity_bytes",
-           (gint64)planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
-  add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
+  planner_json_add_int (b, "comm_bytes", (gint64)t->comm_bytes);
+  planner_json_add_double (b, "comm_time_us", t->comm_time_s * 1e6);
+  planner_json_add_double (b, "compute_time_us", t->compute_time_s * 1e6);
+  planner_json_add_double (b, "step_time_us", t->step_time_s * 1e6);
+  planner_json_add_int (b, "memory_per_device_bytes", (gint64)t->memory_per_device_bytes);
+  planner_json_add_int (b, "memory_capacity_bytes",
+                        (gint64)planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
+  planner_json_add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
   json_builder_end_object (b);
   return json_builder_get_root (b);
 }
@@ -196,9 +166,9 @@ add_totals (JsonBuilder *b, const PlannerPlanTotals *t, const PlannerMesh *mesh)
     {
       json_builder_set_member_name (b, planner_step_kind_to_string (k));
       json_builder_begin_object (b);
-      add_int (b, "count", t->coll_count[k]);
-      add_int (b, "bytes", (gint64)t->coll_bytes[k]);
-      add_double (b, "time_s", t->coll_time_s[k]);
+      planner_json_add_int (b, "count", t->coll_count[k]);
+      planner_json_add_int (b, "bytes", (gint64)t->coll_bytes[k]);
+      planner_json_add_double (b, "time_s", t->coll_time_s[k]);
       json_builder_end_object (b);
     }
   json_builder_end_object (b);
@@ -208,8 +178,8 @@ add_totals (JsonBuilder *b, const PlannerPlanTotals *t, const PlannerMesh *mesh)
     {
       json_builder_set_member_name (b, mesh->names[a]);
       json_builder_begin_object (b);
-      add_int (b, "bytes", (gint64)t->axis_bytes[a]);
-      add_double (b, "time_s", t->axis_time_s[a]);
+      planner_json_add_int (b, "bytes", (gint64)t->axis_bytes[a]);
+      planner_json_add_double (b, "time_s", t->axis_time_s[a]);
       json_builder_end_object (b);
     }
   json_builder_end_object (b);
@@ -221,16 +191,16 @@ static void
 add_step (JsonBuilder *b, const PlannerRedistStep *st, const PlannerMesh *mesh)
 {
   json_builder_begin_object (b);
-  add_string (b, "kind", planner_step_kind_to_string (st->kind));
-  add_string (b, "axis", mesh->names[st->axis]);
+  planner_json_add_string (b, "kind", planner_step_kind_to_string (st->kind));
+  planner_json_add_string (b, "axis", mesh->names[st->axis]);
   add_index (b, "dim", st->dim);
   add_index (b, "dim_to", st->dim_to);
   add_layout (b, "before", &st->before, mesh);
   add_layout (b, "after", &st->after, mesh);
-  add_int (b, "n_in", (gint64)st->n_in);
-  add_int (b, "n_out", (gint64)st->n_out);
-  add_int (b, "bytes", (gint64)st->bytes);
-  add_double (b, "time_s", st->time_s);
+  planner_json_add_int (b, "n_in", (gint64)st->n_in);
+  planner_json_add_int (b, "n_out", (gint64)st->n_out);
+  planner_json_add_int (b, "bytes", (gint64)st->bytes);
+  planner_json_add_double (b, "time_s", st->time_s);
   json_builder_end_object (b);
 }
 
@@ -242,16 +212,16 @@ add_redistribution (JsonBuilder *b, PlannerGraph *graph, const PlannerRedistribu
   g_autofree char *describe = planner_redist_path_describe (&path, mesh);
 
   json_builder_begin_object (b);
-  add_string (b, "tensor", planner_graph_get_tensor (graph, r->tensor)->name);
-  add_string (b, "consumer", op_name_or_null (graph, r->consumer));
-  add_int (b, "slot", r->slot);
+  planner_json_add_string (b, "tensor", planner_graph_get_tensor (graph, r->tensor)->name);
+  planner_json_add_string (b, "consumer", op_name_or_null (graph, r->consumer));
+  planner_json_add_int (b, "slot", r->slot);
   json_builder_set_member_name (b, "producer_side");
   json_builder_add_boolean_value (b, r->producer_side);
   add_layout (b, "from", &r->from, mesh);
   add_layout (b, "to", &r->to, mesh);
-  add_int (b, "bytes", (gint64)r->bytes);
-  add_double (b, "time_s", r->time_s);
-  add_string (b, "describe", describe);
+  planner_json_add_int (b, "bytes", (gint64)r->bytes);
+  planner_json_add_double (b, "time_s", r->time_s);
+  planner_json_add_string (b, "describe", describe);
   json_builder_set_member_name (b, "steps");
   json_builder_begin_array (b);
   for (guint s = 0; s < r->n_steps; s++)
@@ -280,9 +250,9 @@ add_op (JsonBuilder *b, PlannerPlan *plan, guint i)
   const PlannerOpPlan *p = planner_plan_get_op (plan, i);
 
   json_builder_begin_object (b);
-  add_string (b, "name", op->name);
-  add_string (b, "type", planner_op_type_to_string (op->type));
-  add_string (b, "decision", planner_decision_to_string (p->decision));
+  planner_json_add_string (b, "name", op->name);
+  planner_json_add_string (b, "type", planner_op_type_to_string (op->type));
+  planner_json_add_string (b, "decision", planner_decision_to_string (p->decision));
   add_index (b, "trace_step", p->trace_step);
   add_index (b, "pin", p->pin);
   add_strategy (b, "strategy", &p->strategy, op, mesh);
@@ -294,8 +264,8 @@ add_op (JsonBuilder *b, PlannerPlan *plan, guint i)
         add_layout (b, NULL, &p->out_layouts[k], mesh);
       json_builder_end_array (b);
     }
-  add_double (b, "compute_time_s", p->compute_time_s);
-  add_double (b, "flops", p->flops);
+  planner_json_add_double (b, "compute_time_s", p->compute_time_s);
+  planner_json_add_double (b, "flops", p->flops);
   json_builder_end_object (b);
 }
 
@@ -307,22 +277,21 @@ add_trace_step (JsonBuilder *b, PlannerPlan *plan, const PlannerTraceStep *st)
   const PlannerOp *op = planner_graph_get_op (graph, st->op);
 
   json_builder_begin_object (b);
-  add_int (b, "step", st->index);
-  add_string (b, "op", op->name);
+  planner_json_add_int (b, "step", st->index);
+  planner_json_add_string (b, "op", op->name);
   add_strategy (b, "strategy", &st->strategy, op, mesh);
-  add_string (b, "from", op_name_or_null (graph, st->from_op));
-  add_string (b, "direction", st->forward ? "forward" : "backward");
-  add_double (b, "edge_cost_s", st->edge_cost_s);
-  add_int (b, "candidates", st->n_candidates);
+  planner_json_add_string (b, "from", op_name_or_null (graph, st->from_op));
+  planner_json_add_string (b, "direction", st->forward ? "forward" : "backward");
+  planner_json_add_double (b, "edge_cost_s", st->edge_cost_s);
+  planner_json_add_int (b, "candidates", st->n_candidates);
   if (st->has_runner_up)
     {
       add_strategy (b, "runner_up", &st->runner_up, op, mesh);
-      add_double (b, "runner_up_cost_s", st->runner_up_cost_s);
+      planner_json_add_double (b, "runner_up_cost_s", st->runner_up_cost_s);
     }
   else
     {
-      json_builder_set_member_name (b, "runner_up");
-      json_builder_add_null_value (b);
+      planner_json_add_string (b, "runner_up", NULL);
     }
   json_builder_end_object (b);
 }
@@ -342,36 +311,36 @@ plan_to_node (PlannerPlan *plan)
   g_autoptr (JsonBuilder) b = json_builder_new ();
 
   json_builder_begin_object (b);
-  add_int (b, "shardscope_plan", PLANNER_PLAN_JSON_VERSION);
-  add_string (b, "name", planner_plan_get_name (plan));
-  add_string (b, "policy", planner_plan_get_policy (plan));
+  planner_json_add_int (b, "shardscope_plan", PLANNER_PLAN_JSON_VERSION);
+  planner_json_add_string (b, "name", planner_plan_get_name (plan));
+  planner_json_add_string (b, "policy", planner_plan_get_policy (plan));
   json_builder_set_member_name (b, "pins");
   json_builder_begin_array (b);
   const GPtrArray *pins = planner_plan_get_pins (plan);
   for (guint i = 0; i < pins->len; i++)
     json_builder_add_string_value (b, g_ptr_array_index (pins, i));
   json_builder_end_array (b);
-  add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
+  planner_json_add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
 
   json_builder_set_member_name (b, "model");
   json_builder_begin_object (b);
-  add_string (b, "name", planner_graph_get_name (graph));
-  add_string (b, "source", planner_graph_get_source (graph));
-  add_string (b, "hash", hash);
-  add_int (b, "ops", planner_graph_get_n_ops (graph));
-  add_int (b, "tensors", planner_graph_get_n_tensors (graph));
+  planner_json_add_string (b, "name", planner_graph_get_name (graph));
+  planner_json_add_string (b, "source", planner_graph_get_source (graph));
+  planner_json_add_string (b, "hash", hash);
+  planner_json_add_int (b, "ops", planner_graph_get_n_ops (graph));
+  planner_json_add_int (b, "tensors", planner_graph_get_n_tensors (graph));
   json_builder_end_object (b);
 
-  add_string (b, "mesh", mesh_text);
-  add_int (b, "devices", (gint64)planner_mesh_n_devices (mesh));
+  planner_json_add_string (b, "mesh", mesh_text);
+  planner_json_add_int (b, "devices", (gint64)planner_mesh_n_devices (mesh));
   json_builder_set_member_name (b, "hardware");
   json_builder_add_value (b, g_steal_pointer (&hw_node));
   json_builder_set_member_name (b, "constants");
   json_builder_begin_object (b);
-  add_double (b, "weight_copies", constants->weight_copies);
-  add_double (b, "grad_copies", constants->grad_copies);
-  add_double (b, "optimizer_states", constants->optimizer_states);
-  add_double (b, "backward_factor", constants->backward_factor);
+  planner_json_add_double (b, "weight_copies", constants->weight_copies);
+  planner_json_add_double (b, "grad_copies", constants->grad_copies);
+  planner_json_add_double (b, "optimizer_states", constants->optimizer_states);
+  planner_json_add_double (b, "backward_factor", constants->backward_factor);
   json_builder_end_object (b);
 
   json_builder_set_member_name (b, "summary");
@@ -384,8 +353,8 @@ plan_to_node (PlannerPlan *plan)
     {
       const PlannerConflict *c = planner_plan_get_conflict (plan, i);
       json_builder_begin_object (b);
-      add_string (b, "message", c->message);
-      add_int (b, "redistribution", c->redistribution);
+      planner_json_add_string (b, "message", c->message);
+      planner_json_add_int (b, "redistribution", c->redistribution);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
