@@ -7,9 +7,7 @@
 
 #include "planner-error.h"
 #include "planner-plan-json.h"
-#ifdef APP_HAVE_PLANNER_EXPORT
 #include "planner-export.h"
-#endif
 
 static const AppExportFormat formats[] = {
   { "json", N_("Plan JSON"), ".json" },
@@ -43,13 +41,7 @@ export_text (PlannerPlan *plan, const char *format, GError **error)
 {
   if (g_str_equal (format, "json"))
     return planner_plan_to_json (plan);
-#ifdef APP_HAVE_PLANNER_EXPORT
   return planner_export_to_string (plan, format, error);
-#else
-  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO,
-               _("This build cannot export %s yet; export the plan JSON instead"), format);
-  return NULL;
-#endif
 }
 
 static void
