@@ -88,7 +88,7 @@ typedef struct
   char dp[PLANNER_MAX_AXES * PLANNER_MAX_AXIS_NAME];
   char all[PLANNER_MAX_AXES * PLANNER_MAX_AXIS_NAME];
   gboolean has_tp;
-} Placeholders;
+} PolicyAxes;
 
 static void
 join_axes (char *out, gsize size, const PlannerMesh *mesh, int skip)
@@ -106,7 +106,7 @@ join_axes (char *out, gsize size, const PlannerMesh *mesh, int skip)
 }
 
 static void
-placeholders_init (Placeholders *ph, const PlannerMesh *mesh)
+policy_axes_init (PolicyAxes *ph, const PlannerMesh *mesh)
 {
   int tp = planner_mesh_axis_index (mesh, "tp");
   if (tp < 0)
@@ -119,7 +119,7 @@ placeholders_init (Placeholders *ph, const PlannerMesh *mesh)
 }
 
 static char *
-substitute (const char *template, const Placeholders *ph)
+substitute (const char *template, const PolicyAxes *ph)
 {
   GString *s = g_string_new (NULL);
   for (const char *p = template; *p;)
@@ -239,8 +239,8 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
                    name_or_path);
       return NULL;
     }
-  Placeholders ph;
-  placeholders_init (&ph, mesh);
+  PolicyAxes ph;
+  policy_axes_init (&ph, mesh);
 
   JsonArray *families = json_node_get_array (families_node);
   for (guint i = 0; i < json_array_get_length (families); i++)

@@ -13,7 +13,7 @@ const char *const *planner_policy_builtin_names (void);
 char *planner_policy_describe (const char *name);
 
 /* The pins a policy (built-in name or JSON file path) gives this graph on this mesh, as
- * PlannerPin* of priority 0 (a user's pins override them). Placeholders in the rules:
+ * PlannerPin* of priority 0 (a user's pins override them). Axis stand-ins in the rules:
  * {tp} the axis named tp or mp, {dp} every other axis ('_' when none), {all} every axis.
  * A rule marked "optional" that some matching op cannot take (a vocabulary the axis does not
  * divide) is left out, and @notes (char*, may be NULL) gets a line saying why. */
