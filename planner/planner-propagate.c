@@ -25,7 +25,8 @@ typedef struct
   /* Layout of each tensor as the decided ops see it; valid where known[t]. */
   PlannerLayout *layouts;
   gboolean *known;
-  GHashTable *enumerations; /* PlannerOpRule bytes -> GArray of PlannerStrategy */
+  GHashTable *enumerations; /* PlannerOpRule bytes -> Candidates */
+  GArray *needs;            /* Need: scratch of the decision in progress */
 } Propagation;
 
 void
@@ -112,36 +113,38 @@ planner_default_strategy (const PlannerOpRule *rule, const PlannerMesh *mesh,
       }
 }
 
-/* The layouts an op's decided neighbours have or need, gathered once per decision. */
+/* The layouts an op's decided consumers need of its outputs, gathered once per decision into
+ * p->needs (one array reused by every decision). */
 typedef struct
 {
-  guint n_needs;
-  guint need_output[64];
-  PlannerLayout need[64];
-} Neighbours;
+  guint output;
+  PlannerLayout layout;
+} Need;
 
 static void
-gather_neighbours (Propagation *p, guint op_index, const PlannerOp *op, Neighbours *nb)
+gather_needs (Propagation *p, guint op_index, const PlannerOp *op)
 {
-  nb->n_needs = 0;
+  GArray *needs = p->needs;
+  g_array_set_size (needs, 0);
   for (guint k = 0; k < op->n_outputs; k++)
     {
       const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, op->outputs[k]);
       for (guint c = 0; c < tensor->consumers->len; c++)
         {
           const PlannerUse *use = &g_array_index (tensor->consumers, PlannerUse, c);
-          if (!p->decided[use->op] || use->op == op_index || nb->n_needs >= G_N_ELEMENTS (nb->need))
+          if (!p->decided[use->op] || use->op == op_index)
             continue;
           PlannerLayout need[PLANNER_MAX_OPERANDS];
           gboolean seen = FALSE;
           planner_plan_op_layouts (p->plan, use->op, need, NULL);
           /* One redistribution serves every consumer that needs the same layout. */
-          for (guint i = 0; i < nb->n_needs && !seen; i++)
-            seen = nb->need_output[i] == k && planner_layout_equal (&nb->need[i], &need[use->slot]);
-          if (seen)
-            continue;
-          nb->need_output[nb->n_needs] = k;
-          nb->need[nb->n_needs++] = need[use->slot];
+          for (guint i = 0; i < needs->len && !seen; i++)
+            {
+              const Need *n = &g_array_index (needs, Need, i);
+              seen = n->output == k && planner_layout_equal (&n->layout, &need[use->slot]);
+            }
+          if (!seen)
+            g_array_append_val (needs, ((Need){ k, need[use->slot] }));
         }
     }
 }
@@ -164,7 +167,7 @@ add_edge (Propagation *p, const PlannerTensor *tensor, const PlannerLayout *from
 
 /* Sum of the redistribution costs between a candidate and every decided neighbour. */
 static double
-edge_cost (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerLayout *in,
+edge_cost (Propagation *p, const PlannerOp *op, const PlannerLayout *in,
            const PlannerLayout *out, guint *steps)
 {
   double total = 0;
@@ -183,11 +186,11 @@ edge_cost (Propagation *p, const PlannerOp *op, const Neighbours *nb, const Plan
       if (tensor->kind == PLANNER_TENSOR_PARAMETER)
         total += TIED_PENALTY_S;
     }
-  for (guint i = 0; i < nb->n_needs; i++)
+  for (guint i = 0; i < p->needs->len; i++)
     {
-      guint k = nb->need_output[i];
-      const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, op->outputs[k]);
-      if (!add_edge (p, tensor, &out[k], &nb->need[i], &total, steps))
+      const Need *n = &g_array_index (p->needs, Need, i);
+      const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, op->outputs[n->output]);
+      if (!add_edge (p, tensor, &out[n->output], &n->layout, &total, steps))
         return G_MAXDOUBLE;
     }
   return total;
@@ -242,12 +245,12 @@ compute_cost (Propagation *p, const PlannerOp *op, guint64 parts)
 }
 
 static void
-consider (Propagation *p, const PlannerOp *op, const Neighbours *nb, const PlannerStrategy *s,
+consider (Propagation *p, const PlannerOp *op, const PlannerStrategy *s,
           const PlannerLayout *layouts, guint64 parts, guint index, Scored *best, Scored *second,
           guint *n_considered)
 {
   Scored c = { *s, 0, 0, 0, parts, index };
-  c.cost = edge_cost (p, op, nb, layouts, layouts + op->rule.n_inputs, &c.steps);
+  c.cost = edge_cost (p, op, layouts, layouts + op->rule.n_inputs, &c.steps);
   if (c.cost >= G_MAXDOUBLE)
     return;
   c.compute = compute_cost (p, op, parts);
@@ -292,8 +295,7 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
   const Candidates *list = candidates_of (p, op);
   Scored best = { 0 }, second = { 0 };
   guint n = 0;
-  Neighbours nb;
-  gather_neighbours (p, op_index, op, &nb);
+  gather_needs (p, op_index, op);
 
   /* Partial inputs that may pass through a linear op: one variant per such input. */
   guint32 partial_in[PLANNER_MAX_OPERANDS] = { 0 };
@@ -310,7 +312,7 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
     {
       const PlannerStrategy *s = &g_array_index (list->strategies, PlannerStrategy, i);
       const PlannerLayout *layouts = &list->layouts[(gsize) i * list->stride];
-      consider (p, op, &nb, s, layouts, list->parts[i], i * (PLANNER_MAX_OPERANDS + 1), &best,
+      consider (p, op, s, layouts, list->parts[i], i * (PLANNER_MAX_OPERANDS + 1), &best,
                 &second, &n);
       if (!any_partial)
         continue;
@@ -323,7 +325,7 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
           v.partial = partial_in[k];
           v.partial_input = op->rule.linear_all ? 0 : (guint8) k;
           planner_strategy_layouts (&v, &op->rule, p->mesh, vl, vl + op->n_inputs);
-          consider (p, op, &nb, &v, vl, list->parts[i], i * (PLANNER_MAX_OPERANDS + 1) + k + 1,
+          consider (p, op, &v, vl, list->parts[i], i * (PLANNER_MAX_OPERANDS + 1) + k + 1,
                     &best, &second, &n);
           if (op->rule.linear_all)
             break;
@@ -489,7 +491,11 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
   p.pinned = pinned;
   p.layouts = layouts;
   p.known = known;
-  p.enumerations = g_hash_table_new_full (rule_hash, rule_equal, NULL, candidates_free);
+  g_autoptr (GHashTable) enumerations
+    = g_hash_table_new_full (rule_hash, rule_equal, NULL, candidates_free);
+  g_autoptr (GArray) needs = g_array_new (FALSE, FALSE, sizeof (Need));
+  p.enumerations = enumerations;
+  p.needs = needs;
 
   /* Pins: sorted by text so the plan does not depend on the order they were given in; a
    * user's pin overrides a policy's, two different pins of one tier on one op conflict. */
@@ -533,7 +539,6 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
               PlannerOpPlan before = *planner_plan_get_op (plan, o);
               if (!pin_op (&p, o, pin, i, error))
                 {
-                  g_hash_table_unref (p.enumerations);
                   return NULL;
                 }
               PlannerOpPlan *after = planner_plan_get_op (plan, o);
@@ -554,13 +559,11 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
                                "%s is matched by two pins, '%s' and '%s'; make the globs "
                                "disjoint",
                                op->name, prev->text, pin->text);
-                  g_hash_table_unref (p.enumerations);
                   return NULL;
                 }
             }
           if (!pin_op (&p, o, pin, i, error))
             {
-              g_hash_table_unref (p.enumerations);
               return NULL;
             }
           pinned_by[o] = (int) i;
@@ -573,7 +576,6 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
                        "'*.q_proj' work)",
                        pin->text, pin->glob,
                        p.n_ops > 1 ? planner_graph_get_op (graph, p.n_ops / 2)->name : "?");
-          g_hash_table_unref (p.enumerations);
           return NULL;
         }
     }
@@ -594,7 +596,6 @@ planner_propagate (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHa
                                   &op_plan->strategy);
         op_plan->decision = PLANNER_DECIDED_DEFAULTED;
       }
-  g_hash_table_unref (p.enumerations);
 
   if (!planner_plan_finish (plan, options->allow_tied_redistribution, error))
     return NULL;
