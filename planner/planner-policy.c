@@ -94,8 +94,10 @@ static void
 join_axes (char *out, gsize size, const PlannerMesh *mesh, int skip)
 {
   out[0] = '\0';
+  /* Axes of size 1 are left out: they split nothing (semantics.md 2), and so {dp} on
+   * dp=1,mp=4 reads as on mp=4, and the pins' text has the canonical form. */
   for (guint a = 0; a < mesh->n_axes; a++)
-    if ((int) a != skip)
+    if ((int) a != skip && mesh->sizes[a] > 1)
       {
         if (out[0])
           g_strlcat (out, "+", size);
@@ -111,6 +113,9 @@ policy_axes_init (PolicyAxes *ph, const PlannerMesh *mesh)
   int tp = planner_mesh_axis_index (mesh, "tp");
   if (tp < 0)
     tp = planner_mesh_axis_index (mesh, "mp");
+  /* A tp axis of size 1 still counts: mp=1 is tensor parallelism over one device, and its
+   * pins name the axis, which parsing drops (planner_layout_normalize), so a sweep over tp
+   * from 1 up needs no special case. */
   ph->has_tp = tp >= 0;
   if (ph->has_tp)
     g_strlcpy (ph->tp, mesh->names[tp], sizeof ph->tp);
