@@ -208,6 +208,33 @@ expand_batch_rule (JsonObject *rule, const char *axes_text, PlannerGraph *graph,
   return TRUE;
 }
 
+static void
+append_layouts (GString *s, const PlannerLayout *layouts, guint n, const PlannerMesh *mesh)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *l = planner_layout_to_string (&layouts[i], mesh);
+      g_string_append_printf (s, "%s%s", i ? "," : "", l);
+    }
+}
+
+/* A rule's {tp} names its axis even at size 1, which parsing drops; the pin's text then says
+ * what the pin does ("[dp,_],[_,_]" on dp=2,mp=1), as it would on the mesh without the axis. */
+static void
+spell_canonical (PlannerPin *pin, const PlannerMesh *mesh)
+{
+  GString *s = g_string_new (pin->glob);
+  g_string_append_c (s, '=');
+  append_layouts (s, pin->inputs, pin->n_inputs, mesh);
+  if (pin->n_outputs)
+    {
+      g_string_append (s, "->");
+      append_layouts (s, pin->outputs, pin->n_outputs, mesh);
+    }
+  g_free (pin->text);
+  pin->text = g_string_free (s, FALSE);
+}
+
 /* Why some op the pin matches cannot take it, or NULL when all can. */
 static char *
 refusal (const PlannerPin *pin, PlannerGraph *graph, const PlannerMesh *mesh)
@@ -307,6 +334,8 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
           if (pin == NULL)
             return NULL;
           pin->priority = 0;
+          if (planner_mesh_unit_axes (mesh) != 0)
+            spell_canonical (pin, mesh);
           g_autofree char *why = NULL;
           if (json_object_get_boolean_member_with_default (rule, "optional", FALSE)
               && (why = refusal (pin, graph, mesh)) != NULL)
@@ -314,7 +343,7 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
               if (notes)
                 g_ptr_array_add (notes, g_strdup_printf ("policy %s: left out optional rule "
                                                          "'%s': %s",
-                                                         policy, text, why));
+                                                         policy, pin->text, why));
               planner_pin_free (pin);
               continue;
             }
