@@ -1024,7 +1024,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
       classify (&x, i);
   note_other_axes (&x);
   for (guint a = 0; a < x.mesh->n_axes; a++)
-    dp |= (int)a != x.tp;
+    dp |= (int)a != x.tp && x.mesh->sizes[a] > 1;
   if (x.tp >= 0)
     append_entries (entries, &x, &n_entries);
 
