@@ -147,6 +147,31 @@ test_strategies (void)
       }
 }
 
+/* Input layouts made in code may name the axis; the strategy they imply does not. */
+static void
+test_strategy_from_layouts (void)
+{
+  g_autoptr (PlannerGraph) g = test_util_model ("gpt2-tiny", NULL);
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=1,mp=2");
+  const PlannerOp *op = NULL;
+  for (guint o = 0; o < planner_graph_get_n_ops (g) && op == NULL; o++)
+    if (g_str_equal (planner_graph_get_op (g, o)->name, "transformer.h.0.mlp.c_fc"))
+      op = planner_graph_get_op (g, o);
+  g_assert_nonnull (op);
+  PlannerLayout in[2];
+  planner_layout_init_replicated (&in[0], 3);
+  in[0].axes[0][in[0].n_axes[0]++] = 0; /* x [dp,_,_] */
+  planner_layout_init_replicated (&in[1], 2);
+  in[1].axes[1][in[1].n_axes[1]++] = 1; /* weight [in, out] = [_,mp] */
+  PlannerStrategy s;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (planner_strategy_from_layouts (&op->rule, m, in, 2, op->name, NULL, &s, &error));
+  g_assert_no_error (error);
+  g_assert_cmphex (planner_strategy_axis_mask (&s), ==, 1u << 1);
+  g_autofree char *text = planner_strategy_to_string (&s, &op->rule, m);
+  g_assert_cmpstr (text, ==, "[_,_,_],[_,mp],[mp]");
+}
+
 /* ---- whole plans against the mesh without the axis ---- */
 
 typedef struct
@@ -487,6 +512,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/size1/layout-text", test_layout_text);
   g_test_add_func ("/planner/size1/redistribute", test_redistribute_equivalence);
   g_test_add_func ("/planner/size1/strategies", test_strategies);
+  g_test_add_func ("/planner/size1/strategy-from-layouts", test_strategy_from_layouts);
   g_test_add_func ("/planner/size1/hand-figures", test_hand_figures);
   g_test_add_func ("/planner/size1/issue-commands", test_issue_commands);
   g_test_add_func ("/planner/size1/pins", test_pins_naming_size1);
