@@ -94,10 +94,8 @@ static void
 join_axes (char *out, gsize size, const PlannerMesh *mesh, int skip)
 {
   out[0] = '\0';
-  /* Axes of size 1 are left out: they split nothing (semantics.md 2), and so {dp} on
-   * dp=1,mp=4 reads as on mp=4, and the pins' text has the canonical form. */
   for (guint a = 0; a < mesh->n_axes; a++)
-    if ((int) a != skip && mesh->sizes[a] > 1)
+    if ((int) a != skip)
       {
         if (out[0])
           g_strlcat (out, "+", size);
@@ -113,9 +111,9 @@ policy_axes_init (PolicyAxes *ph, const PlannerMesh *mesh)
   int tp = planner_mesh_axis_index (mesh, "tp");
   if (tp < 0)
     tp = planner_mesh_axis_index (mesh, "mp");
-  /* A tp axis of size 1 still counts: mp=1 is tensor parallelism over one device, and its
-   * pins name the axis, which parsing drops (planner_layout_normalize), so a sweep over tp
-   * from 1 up needs no special case. */
+  /* Axes of size 1 still count, in {tp} as in {dp} and {all}: mp=1 is tensor parallelism
+   * over one device. Their names parse (and are dropped, planner_layout_normalize), so a
+   * sweep over tp or dp from 1 up needs no special case, and "[{dp}+{tp},_]" still reads. */
   ph->has_tp = tp >= 0;
   if (ph->has_tp)
     g_strlcpy (ph->tp, mesh->names[tp], sizeof ph->tp);
@@ -218,8 +216,8 @@ append_layouts (GString *s, const PlannerLayout *layouts, guint n, const Planner
     }
 }
 
-/* A rule's {tp} names its axis even at size 1, which parsing drops; the pin's text then says
- * what the pin does ("[dp,_],[_,_]" on dp=2,mp=1), as it would on the mesh without the axis. */
+/* A rule's {tp}, {dp} and {all} name axes even of size 1, which parsing drops; the pin's text
+ * then says what the pin does ("[dp,_],[_,_]" on dp=2,mp=1), as on the mesh without them. */
 static void
 spell_canonical (PlannerPin *pin, const PlannerMesh *mesh)
 {
