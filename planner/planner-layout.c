@@ -88,11 +88,11 @@ planner_layout_normalize (PlannerLayout *layout, const PlannerMesh *mesh)
           /* Out-of-range axes are left for validation to name. */
           if (a < PLANNER_MAX_AXES && (unit & (1u << a)))
             continue;
-          layout->axes[d][n++] = (guint8) a;
+          layout->axes[d][n++] = (guint8)a;
         }
       for (guint i = n; i < layout->n_axes[d]; i++)
         layout->axes[d][i] = 0;
-      layout->n_axes[d] = (guint8) n;
+      layout->n_axes[d] = (guint8)n;
     }
 }
 

@@ -297,7 +297,7 @@ may_arrive_partial (Propagation *p, guint t, guint32 axes)
   const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, t);
   if (tensor->producer < 0)
     return FALSE; /* weights and graph inputs hold whole values, never partial sums */
-  const PlannerOp *op = planner_graph_get_op (p->graph, (guint) tensor->producer);
+  const PlannerOp *op = planner_graph_get_op (p->graph, (guint)tensor->producer);
   guint slot = 0;
   while (slot < op->n_outputs && op->outputs[slot] != t)
     slot++;
@@ -306,7 +306,7 @@ may_arrive_partial (Propagation *p, guint t, guint32 axes)
   const Candidates *list = candidates_of (p, op);
   for (guint i = 0; i < list->strategies->len; i++)
     {
-      const PlannerLayout *out = &list->layouts[(gsize) i * list->stride + op->rule.n_inputs];
+      const PlannerLayout *out = &list->layouts[(gsize)i * list->stride + op->rule.n_inputs];
       if ((out[slot].partial & axes) == axes)
         return TRUE;
     }

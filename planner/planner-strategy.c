@@ -45,11 +45,11 @@ planner_strategy_normalize (PlannerStrategy *strategy, const PlannerMesh *mesh)
           guint a = strategy->axes[f][i];
           if (a < PLANNER_MAX_AXES && (unit & (1u << a)))
             continue;
-          strategy->axes[f][n++] = (guint8) a;
+          strategy->axes[f][n++] = (guint8)a;
         }
       for (guint i = n; i < strategy->n_axes[f]; i++)
         strategy->axes[f][i] = 0;
-      strategy->n_axes[f] = (guint8) n;
+      strategy->n_axes[f] = (guint8)n;
     }
 }
 

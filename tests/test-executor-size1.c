@@ -40,7 +40,7 @@ propagate (PlannerGraph *g, const char *mesh_text, const char *policy, const GPt
       g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_AXIS);
       g_assert_nonnull (pin_texts);
       g_clear_error (&error);
-      pins = g_ptr_array_new_with_free_func ((GDestroyNotify) planner_pin_free);
+      pins = g_ptr_array_new_with_free_func ((GDestroyNotify)planner_pin_free);
       for (guint i = 0; i < pin_texts->len; i++)
         {
           PlannerPin *pin = planner_pin_parse (g_ptr_array_index (pin_texts, i), mesh, &error);

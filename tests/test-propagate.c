@@ -322,9 +322,8 @@ static void
 test_partial_add (void)
 {
   g_autoptr (PlannerGraph) g = test_util_model ("gpt2", NULL);
-  const char *const sdpa[] = {
-    "transformer.h.0.attn.sdpa=[dp,mp,_,_],[dp,mp,_,_],[dp,mp,_,_]", NULL
-  };
+  const char *const sdpa[]
+      = { "transformer.h.0.attn.sdpa=[dp,mp,_,_],[dp,mp,_,_],[dp,mp,_,_]", NULL };
   g_autoptr (PlannerPlan) plan = test_util_plan (g, "dp=2,mp=4", NULL, NULL, sdpa);
   g_assert_cmpuint (planner_plan_get_n_redistributions (plan), ==, 2);
   guint found = 0;

@@ -176,7 +176,7 @@ test_strategy_from_layouts (void)
 
 typedef struct
 {
-  const char *name;     /* test path component */
+  const char *name; /* test path component */
   const char *model;
   gint64 layers, seq, batch;
 } ModelCase;
@@ -192,11 +192,11 @@ static const char *const policies[] = { "megatron", "megatron-sp", "dp" };
 
 /* Mesh with axes of size 1 -> the same mesh without them. */
 static const char *const mesh_pairs[][2] = {
-  { "dp=1,mp=2", "mp=2" },           /* one: pure tensor parallelism */
-  { "dp=2,mp=1", "dp=2" },           /* one: tp of size 1 */
-  { "dp=2,x=1,mp=2", "dp=2,mp=2" },  /* one, between two real axes */
-  { "pp=1,dp=1,mp=2", "mp=2" },      /* two */
-  { "dp=2,mp=1,sp=1", "dp=2" },      /* two, tp among them */
+  { "dp=1,mp=2", "mp=2" },          /* one: pure tensor parallelism */
+  { "dp=2,mp=1", "dp=2" },          /* one: tp of size 1 */
+  { "dp=2,x=1,mp=2", "dp=2,mp=2" }, /* one, between two real axes */
+  { "pp=1,dp=1,mp=2", "mp=2" },     /* two */
+  { "dp=2,mp=1,sp=1", "dp=2" },     /* two, tp among them */
 };
 
 static PlannerGraph *
@@ -335,8 +335,8 @@ test_plans (gconstpointer data)
       const char *with_text = mesh_pairs[i][0], *without_text = mesh_pairs[i][1];
       g_autoptr (PlannerPlan) with = test_util_plan (g, with_text, NULL, c->policy, NULL);
       g_autoptr (PlannerPlan) without = reference_plan (g, without_text, c->policy, with);
-      g_autofree char *what = g_strdup_printf ("%s, %s: %s against %s", c->model->name,
-                                               c->policy, with_text, without_text);
+      g_autofree char *what = g_strdup_printf ("%s, %s: %s against %s", c->model->name, c->policy,
+                                               with_text, without_text);
       g_test_message ("%s: %u redistributions, step %.6g s", what,
                       planner_plan_get_totals (with)->n_redistributions,
                       planner_plan_get_totals (with)->step_time_s);
@@ -457,8 +457,7 @@ test_issue_commands (void)
       o.seq = cases[i].layers ? 256 : 0;
       g_autoptr (PlannerGraph) g = test_util_model (cases[i].model, &o);
       g_autoptr (PlannerPlan) with = test_util_plan (g, cases[i].with, NULL, cases[i].policy, NULL);
-      g_autoptr (PlannerPlan) without
-          = reference_plan (g, cases[i].without, cases[i].policy, with);
+      g_autoptr (PlannerPlan) without = reference_plan (g, cases[i].without, cases[i].policy, with);
       g_autofree char *a = plan_text (with, FALSE);
       g_autofree char *b = plan_text (without, FALSE);
       assert_same_text (cases[i].with, a, b);
