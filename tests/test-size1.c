@@ -504,6 +504,31 @@ test_pins_naming_size1 (void)
   g_assert_true (planner_plan_equal (with, back));
 }
 
+/* A hand-written plan file may name the axis in a strategy and in its layouts: it reads as
+ * the canonical plan. */
+static void
+test_plan_file_naming_size1 (void)
+{
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=1,mp=2", "megatron", NULL);
+  g_autofree char *json = planner_plan_to_json (plan);
+  const char *op = strstr (json, "\"name\": \"transformer.h.0.ln_1\"");
+  g_assert_nonnull (op);
+  const char *in = strstr (op, "\"inputs\": \"[_,_,_],[_],[_]\"");
+  const char *factors = strstr (op, "\"factors\": {}");
+  g_assert_true (in != NULL && factors != NULL && in < factors);
+  g_autoptr (GString) edited = g_string_new_len (json, in - json);
+  g_string_append (edited, "\"inputs\": \"[dp,_,_],[_],[_]\"");
+  g_string_append_len (edited, in + strlen ("\"inputs\": \"[_,_,_],[_],[_]\""),
+                       factors - in - strlen ("\"inputs\": \"[_,_,_],[_],[_]\""));
+  g_string_append (edited, "\"factors\": {\"d0\": [\"dp\"]}");
+  g_string_append (edited, factors + strlen ("\"factors\": {}"));
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) back = planner_plan_from_json (edited->str, &error);
+  g_assert_no_error (error);
+  g_assert_true (planner_plan_equal (plan, back));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -515,6 +540,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/size1/hand-figures", test_hand_figures);
   g_test_add_func ("/planner/size1/issue-commands", test_issue_commands);
   g_test_add_func ("/planner/size1/pins", test_pins_naming_size1);
+  g_test_add_func ("/planner/size1/plan-file", test_plan_file_naming_size1);
   static PlanCase cases[G_N_ELEMENTS (models) * G_N_ELEMENTS (policies)];
   guint n = 0;
   for (guint m = 0; m < G_N_ELEMENTS (models); m++)
