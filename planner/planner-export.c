@@ -939,8 +939,11 @@ choose_tp_axis (PlannerPlan *plan)
   guint uses[PLANNER_MAX_AXES] = { 0 };
   int best = -1;
 
+  /* An axis of size 1 parallelizes nothing: mp=1 exports as a mesh without tensor
+   * parallelism does (semantics.md 2). */
   for (guint a = 0; a < mesh->n_axes; a++)
-    if (strcmp (mesh->names[a], "tp") == 0 || strcmp (mesh->names[a], "mp") == 0)
+    if ((strcmp (mesh->names[a], "tp") == 0 || strcmp (mesh->names[a], "mp") == 0)
+        && mesh->sizes[a] > 1)
       return (int)a;
   /* Else the axis that splits the most non-batch factors. */
   for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
@@ -1021,7 +1024,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
       classify (&x, i);
   note_other_axes (&x);
   for (guint a = 0; a < x.mesh->n_axes; a++)
-    dp |= (int)a != x.tp;
+    dp |= (int)a != x.tp && x.mesh->sizes[a] > 1;
   if (x.tp >= 0)
     append_entries (entries, &x, &n_entries);
 
@@ -1045,7 +1048,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
   if (x.tp < 0)
     append_comment (out, "No mesh axis splits anything but the batch: PLAN is empty.");
   for (guint a = 0; a < x.mesh->n_axes; a++)
-    if ((int)a != x.tp)
+    if ((int)a != x.tp && x.mesh->sizes[a] > 1)
       {
         g_autofree char *line = g_strdup_printf (
             "Data parallel over %s: wrap the model with FSDP or DDP on mesh['%s'].",

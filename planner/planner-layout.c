@@ -72,6 +72,30 @@ planner_layout_dim_splits (const PlannerLayout *layout, const PlannerMesh *mesh,
   return n;
 }
 
+void
+planner_layout_normalize (PlannerLayout *layout, const PlannerMesh *mesh)
+{
+  guint32 unit = planner_mesh_unit_axes (mesh);
+  if (unit == 0)
+    return;
+  layout->partial &= ~unit;
+  for (guint d = 0; d < layout->rank; d++)
+    {
+      guint n = 0;
+      for (guint i = 0; i < layout->n_axes[d]; i++)
+        {
+          guint a = layout->axes[d][i];
+          /* Out-of-range axes are left for validation to name. */
+          if (a < PLANNER_MAX_AXES && (unit & (1u << a)))
+            continue;
+          layout->axes[d][n++] = (guint8)a;
+        }
+      for (guint i = n; i < layout->n_axes[d]; i++)
+        layout->axes[d][i] = 0;
+      layout->n_axes[d] = (guint8)n;
+    }
+}
+
 gboolean
 planner_layout_is_well_formed (const PlannerLayout *layout, const PlannerMesh *mesh)
 {
@@ -322,6 +346,8 @@ planner_layout_parse_prefix (const char *text, const PlannerMesh *mesh, PlannerL
           p = skip_space (p + 1);
         }
     }
+  /* Names are checked above, so "[dp,_]" on dp=1 is accepted, and means "[_,_]". */
+  planner_layout_normalize (layout, mesh);
   if (endp)
     *endp = p;
   return TRUE;
@@ -541,5 +567,6 @@ planner_layout_parse_placements (const char *text, const PlannerMesh *mesh, guin
           return FALSE;
         }
     }
+  planner_layout_normalize (layout, mesh);
   return TRUE;
 }

@@ -33,6 +33,10 @@ guint32 planner_layout_split_mask (const PlannerLayout *layout);
 int planner_layout_dim_of_axis (const PlannerLayout *layout, guint axis);
 /* Product of the sizes of the axes splitting @dim. */
 guint64 planner_layout_dim_splits (const PlannerLayout *layout, const PlannerMesh *mesh, guint dim);
+/* An axis of size 1 is a no-op (semantics.md 2): a split over it is no split, a partial over
+ * it no partial. The canonical form names no such axis; every layout the planner makes or
+ * parses is canonical, so one placement has one layout. Removes them in place. */
+void planner_layout_normalize (PlannerLayout *layout, const PlannerMesh *mesh);
 /* Each mesh axis appears at most once, partial and split axes disjoint, axes < n_axes. */
 gboolean planner_layout_is_well_formed (const PlannerLayout *layout, const PlannerMesh *mesh);
 

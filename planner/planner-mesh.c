@@ -182,3 +182,14 @@ planner_mesh_device_id (const PlannerMesh *mesh, const guint coords[PLANNER_MAX_
     id = id * mesh->sizes[a] + coords[a];
   return id;
 }
+
+guint32
+planner_mesh_unit_axes (const PlannerMesh *mesh)
+{
+  g_return_val_if_fail (mesh != NULL, 0);
+  guint32 mask = 0;
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (mesh->sizes[a] == 1)
+      mask |= 1u << a;
+  return mask;
+}

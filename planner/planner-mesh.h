@@ -29,6 +29,9 @@ int planner_mesh_axis_index (const PlannerMesh *mesh, const char *name);
 guint64 planner_mesh_n_devices (const PlannerMesh *mesh);
 /* Product of the sizes of the axes in @mask. */
 guint64 planner_mesh_mask_size (const PlannerMesh *mesh, guint32 mask);
+/* Bitmask of the axes of size 1: no-ops everywhere (semantics.md 2), never named by a
+ * canonical layout or strategy. */
+guint32 planner_mesh_unit_axes (const PlannerMesh *mesh);
 /* Row-major device id <-> per-axis coordinates (the last axis varies fastest). */
 void planner_mesh_device_coords (const PlannerMesh *mesh, guint64 device, guint coords[PLANNER_MAX_AXES]);
 guint64 planner_mesh_device_id (const PlannerMesh *mesh, const guint coords[PLANNER_MAX_AXES]);

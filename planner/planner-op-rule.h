@@ -160,6 +160,9 @@ const char *planner_operand_label (guint i);
 
 void planner_strategy_init (PlannerStrategy *strategy);
 gboolean planner_strategy_equal (const PlannerStrategy *a, const PlannerStrategy *b);
+/* Drops the mesh's axes of size 1 from every factor and from partial: the canonical form,
+ * as planner_layout_normalize does for layouts (semantics.md 2). */
+void planner_strategy_normalize (PlannerStrategy *strategy, const PlannerMesh *mesh);
 /* Number of devices the work is split over: product of the sizes of assigned axes. */
 guint64 planner_strategy_parts (const PlannerStrategy *strategy, const PlannerMesh *mesh);
 guint32 planner_strategy_axis_mask (const PlannerStrategy *strategy);
@@ -175,7 +178,8 @@ void planner_strategy_layouts (const PlannerStrategy *strategy, const PlannerOpR
                                const PlannerMesh *mesh, PlannerLayout *inputs,
                                PlannerLayout *outputs);
 /* The strategy implied by input layouts (a pin). @n_given may be less than the rule's inputs
- * when the rest are parameters; factors they alone carry stay unsplit. */
+ * when the rest are parameters; factors they alone carry stay unsplit. Axes of size 1 in
+ * @inputs are ignored: the strategy is canonical. */
 gboolean planner_strategy_from_layouts (const PlannerOpRule *rule, const PlannerMesh *mesh,
                                         const PlannerLayout *inputs, guint n_given,
                                         const char *op_name, const char *const *input_names,

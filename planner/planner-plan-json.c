@@ -623,6 +623,8 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
   g_autoptr (GError) local = NULL;
   if (!planner_strategy_validate (s, &op->rule, &r->mesh, op->name, names, &local))
     return planner_json_fail (&r->json, NULL, "is refused: %s", local->message);
+  /* A hand-written file may name an axis of size 1; the plan keeps the canonical form. */
+  planner_strategy_normalize (s, &r->mesh);
   planner_json_pop (&r->json, mark);
   return TRUE;
 }

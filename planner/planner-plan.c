@@ -417,11 +417,25 @@ unreachable_error (PlannerPlan *self, const PlannerTensor *t, const char *consum
 {
   g_autofree char *f = planner_layout_to_string (from, &self->mesh);
   g_autofree char *d = planner_layout_to_string (to, &self->mesh);
-  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT,
-               "%s: tensor %s arrives as %s but %s is required; no redistribution creates "
-               "partial sums, so pin the consumer without partial() or make the producer "
-               "partial",
-               consumer, t->name, f, d);
+  guint32 missing = to->partial & ~from->partial;
+  if (missing)
+    {
+      g_autoptr (GString) axes = g_string_new (NULL);
+      for (guint a = 0; a < self->mesh.n_axes; a++)
+        if (missing & (1u << a))
+          g_string_append_printf (axes, "%s%s", axes->len ? "," : "", self->mesh.names[a]);
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT,
+                   "%s: tensor %s arrives as %s but %s is required; no redistribution "
+                   "creates partial sums over %s, so pin the consumer without partial(%s) "
+                   "or make the producer partial over %s",
+                   consumer, t->name, f, d, axes->str, axes->str, axes->str);
+    }
+  else
+    /* Every non-partial layout reaches every other: this is a planner bug, said as one. */
+    g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_CONFLICT,
+                 "%s: tensor %s arrives as %s but %s is required, and the redistribution "
+                 "search found no path between them; please report this with the command",
+                 consumer, t->name, f, d);
   return FALSE;
 }
 

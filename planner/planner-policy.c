@@ -111,6 +111,9 @@ policy_axes_init (PolicyAxes *ph, const PlannerMesh *mesh)
   int tp = planner_mesh_axis_index (mesh, "tp");
   if (tp < 0)
     tp = planner_mesh_axis_index (mesh, "mp");
+  /* Axes of size 1 still count, in {tp} as in {dp} and {all}: mp=1 is tensor parallelism
+   * over one device. Their names parse (and are dropped, planner_layout_normalize), so a
+   * sweep over tp or dp from 1 up needs no special case, and "[{dp}+{tp},_]" still reads. */
   ph->has_tp = tp >= 0;
   if (ph->has_tp)
     g_strlcpy (ph->tp, mesh->names[tp], sizeof ph->tp);
@@ -201,6 +204,33 @@ expand_batch_rule (JsonObject *rule, const char *axes_text, PlannerGraph *graph,
       g_ptr_array_add (pins, pin);
     }
   return TRUE;
+}
+
+static void
+append_layouts (GString *s, const PlannerLayout *layouts, guint n, const PlannerMesh *mesh)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *l = planner_layout_to_string (&layouts[i], mesh);
+      g_string_append_printf (s, "%s%s", i ? "," : "", l);
+    }
+}
+
+/* A rule's {tp}, {dp} and {all} name axes even of size 1, which parsing drops; the pin's text
+ * then says what the pin does ("[dp,_],[_,_]" on dp=2,mp=1), as on the mesh without them. */
+static void
+spell_canonical (PlannerPin *pin, const PlannerMesh *mesh)
+{
+  GString *s = g_string_new (pin->glob);
+  g_string_append_c (s, '=');
+  append_layouts (s, pin->inputs, pin->n_inputs, mesh);
+  if (pin->n_outputs)
+    {
+      g_string_append (s, "->");
+      append_layouts (s, pin->outputs, pin->n_outputs, mesh);
+    }
+  g_free (pin->text);
+  pin->text = g_string_free (s, FALSE);
 }
 
 /* Why some op the pin matches cannot take it, or NULL when all can. */
@@ -302,6 +332,8 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
           if (pin == NULL)
             return NULL;
           pin->priority = 0;
+          if (planner_mesh_unit_axes (mesh) != 0)
+            spell_canonical (pin, mesh);
           g_autofree char *why = NULL;
           if (json_object_get_boolean_member_with_default (rule, "optional", FALSE)
               && (why = refusal (pin, graph, mesh)) != NULL)
@@ -309,7 +341,7 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
               if (notes)
                 g_ptr_array_add (notes, g_strdup_printf ("policy %s: left out optional rule "
                                                          "'%s': %s",
-                                                         policy, text, why));
+                                                         policy, pin->text, why));
               planner_pin_free (pin);
               continue;
             }

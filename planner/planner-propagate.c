@@ -288,6 +288,35 @@ publish (Propagation *p, guint op_index)
     }
 }
 
+/* Whether tensor @t, not decided yet, can arrive partial over (at least) @axes: its producer
+ * has a strategy whose output is partial there (a reduction split), or is linear in an input
+ * that is already partial there. Extra partial axes are fine, an AllReduce removes them. */
+static gboolean
+may_arrive_partial (Propagation *p, guint t, guint32 axes)
+{
+  const PlannerTensor *tensor = planner_graph_get_tensor (p->graph, t);
+  if (tensor->producer < 0)
+    return FALSE; /* weights and graph inputs hold whole values, never partial sums */
+  const PlannerOp *op = planner_graph_get_op (p->graph, (guint)tensor->producer);
+  guint slot = 0;
+  while (slot < op->n_outputs && op->outputs[slot] != t)
+    slot++;
+  g_assert (slot < op->n_outputs);
+
+  const Candidates *list = candidates_of (p, op);
+  for (guint i = 0; i < list->strategies->len; i++)
+    {
+      const PlannerLayout *out = &list->layouts[(gsize)i * list->stride + op->rule.n_inputs];
+      if ((out[slot].partial & axes) == axes)
+        return TRUE;
+    }
+  for (guint k = 0; k < op->n_inputs; k++)
+    if (((op->rule.linear_inputs >> k) & 1) && p->known[op->inputs[k]]
+        && (p->layouts[op->inputs[k]].partial & axes) == axes)
+      return TRUE;
+  return FALSE;
+}
+
 static void
 decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
 {
@@ -307,6 +336,21 @@ decide (Propagation *p, guint op_index, guint from_op, gboolean forward)
         partial_in[k] = p->layouts[op->inputs[k]].partial;
         any_partial = TRUE;
       }
+  /* An op linear in all its inputs together (Add, Sub) passes partial sums only when every
+   * one of them arrives partial alike. An input not decided yet must be one its producer
+   * can make partial; otherwise the variant would ask for partial sums that nothing makes
+   * (GPT-2's residual add_attn after a pinned sdpa, whose other input comes from a Dropout
+   * of whole embeddings) and the plan would be refused. */
+  if (any_partial && op->rule.linear_all)
+    {
+      guint32 axes = 0;
+      for (guint k = 0; k < op->n_inputs && !axes; k++)
+        axes = partial_in[k];
+      for (guint k = 0; k < op->n_inputs; k++)
+        if (((op->rule.linear_inputs >> k) & 1) && !p->known[op->inputs[k]]
+            && !may_arrive_partial (p, op->inputs[k], axes))
+          any_partial = FALSE;
+    }
 
   for (guint i = 0; i < list->strategies->len; i++)
     {

@@ -332,6 +332,8 @@ expand (Search *s, guint from)
 
   for (guint a = 0; a < mesh->n_axes; a++)
     {
+      /* A step over an axis of size 1 moves nothing: such axes are not in canonical
+       * layouts (planner_layout_normalize). */
       if (mesh->sizes[a] < 2)
         continue;
       if (l.partial & (1u << a))
@@ -440,10 +442,18 @@ planner_redistributor_find (PlannerRedistributor *self, const PlannerLayout *fro
   g_return_val_if_fail (self != NULL && from != NULL && to != NULL, NULL);
   g_return_val_if_fail (rank <= PLANNER_MAX_RANK, NULL);
 
+  /* Axes of size 1 are no-ops: a layout naming one is the same placement as without it, and
+   * the search, which never steps over such an axis, sees only that canonical form. */
+  PlannerLayout a, b;
+  canonical_layout (&a, from);
+  canonical_layout (&b, to);
+  planner_layout_normalize (&a, &self->mesh);
+  planner_layout_normalize (&b, &self->mesh);
+
   CacheKey key;
   memset (&key, 0, sizeof key);
-  key.from = layout_code (from);
-  key.to = layout_code (to);
+  key.from = layout_code (&a);
+  key.to = layout_code (&b);
   memcpy (key.shape, shape, rank * sizeof (gint64));
   key.rank = rank;
   key.dtype = dtype;
@@ -451,9 +461,6 @@ planner_redistributor_find (PlannerRedistributor *self, const PlannerLayout *fro
   PlannerRedistPath *path = g_hash_table_lookup (self->cache, &key);
   if (path == NULL)
     {
-      PlannerLayout a, b;
-      canonical_layout (&a, from);
-      canonical_layout (&b, to);
       path = search (self, &a, &b, shape, rank, dtype);
       g_hash_table_insert (self->cache, g_memdup2 (&key, sizeof key), path);
     }

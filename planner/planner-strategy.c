@@ -27,6 +27,32 @@ planner_strategy_equal (const PlannerStrategy *a, const PlannerStrategy *b)
   return TRUE;
 }
 
+void
+planner_strategy_normalize (PlannerStrategy *strategy, const PlannerMesh *mesh)
+{
+  g_return_if_fail (strategy != NULL && mesh != NULL);
+  guint32 unit = planner_mesh_unit_axes (mesh);
+  if (unit == 0)
+    return;
+  strategy->partial &= ~unit;
+  if (strategy->partial == 0)
+    strategy->partial_input = 0;
+  for (guint f = 0; f < PLANNER_MAX_FACTORS; f++)
+    {
+      guint n = 0;
+      for (guint i = 0; i < strategy->n_axes[f]; i++)
+        {
+          guint a = strategy->axes[f][i];
+          if (a < PLANNER_MAX_AXES && (unit & (1u << a)))
+            continue;
+          strategy->axes[f][n++] = (guint8)a;
+        }
+      for (guint i = n; i < strategy->n_axes[f]; i++)
+        strategy->axes[f][i] = 0;
+      strategy->n_axes[f] = (guint8)n;
+    }
+}
+
 guint32
 planner_strategy_axis_mask (const PlannerStrategy *strategy)
 {
@@ -347,6 +373,15 @@ planner_strategy_from_layouts (const PlannerOpRule *rule, const PlannerMesh *mes
     }
   for (guint f = 0; f < PLANNER_MAX_FACTORS; f++)
     from_input[f] = -1;
+
+  /* Layouts made in code may still name axes of size 1; a pin's parsed ones do not. */
+  PlannerLayout given[PLANNER_MAX_OPERANDS];
+  for (guint i = 0; i < n_given; i++)
+    {
+      given[i] = inputs[i];
+      planner_layout_normalize (&given[i], mesh);
+    }
+  inputs = given;
 
   for (guint i = 0; i < n_given; i++)
     {

@@ -78,6 +78,25 @@ test_roundtrip_random (void)
       random_layout (m, rank, &layout);
       g_assert_true (planner_layout_is_well_formed (&layout, m));
 
+      /* Text naming an axis of size 1 reads as the canonical layout without it, in both
+       * notations (semantics.md 2); the round trips below are of canonical layouts. */
+      PlannerLayout raw = layout;
+      planner_layout_normalize (&layout, m);
+      g_autofree char *raw_text = planner_layout_to_string (&raw, m);
+      g_assert_true (planner_layout_parse (raw_text, m, &back, &error));
+      g_assert_no_error (error);
+      g_assert_true (planner_layout_equal (&layout, &back));
+      g_autofree char *raw_placements = planner_layout_to_placements (&raw, m);
+      g_assert_true (planner_layout_parse_placements (raw_placements, m, rank, &back, &error));
+      g_assert_no_error (error);
+      g_assert_true (planner_layout_equal (&layout, &back));
+      for (guint a = 0; a < m->n_axes; a++)
+        if (m->sizes[a] == 1)
+          {
+            g_assert_cmpint (planner_layout_dim_of_axis (&layout, a), ==, -1);
+            g_assert_false (layout.partial & (1u << a));
+          }
+
       /* layout -> bracket text -> layout, and the text is stable. */
       g_autofree char *text = planner_layout_to_string (&layout, m);
       g_assert_true (planner_layout_parse (text, m, &back, &error));
