@@ -111,6 +111,110 @@ print_human (PlannerPlan *plan, const ExecutorTrialResult *res)
   printf ("\nforward step: estimated %s, measured %s\n", e, m);
 }
 
+/* Hugging Face's defaults for the graph inputs other than the tokens, as its models fill
+ * them when not given: position_ids 0..S-1, token_type_ids 0. A run on real weights needs
+ * them; random ones would read arbitrary position rows. */
+static void
+add_default_inputs (PlannerGraph *g, ExecutorTensors *sources)
+{
+  for (guint i = 0; i < planner_graph_get_n_tensors (g); i++)
+    {
+      const PlannerTensor *t = planner_graph_get_tensor (g, i);
+      gboolean pos = g_str_equal (t->name, "position_ids");
+      if (t->kind != PLANNER_TENSOR_INPUT || t->rank == 0
+          || !(pos || g_str_equal (t->name, "token_type_ids")))
+        continue;
+      gint64 n = 1, s = t->shape[t->rank - 1];
+      for (guint d = 0; d < t->rank; d++)
+        n *= t->shape[d];
+      gint64 *ids = g_new0 (gint64, MAX (n, 1));
+      for (gint64 k = 0; pos && k < n; k++)
+        ids[k] = k % s;
+      executor_tensors_add (sources, t->name, PLANNER_DTYPE_I64, t->rank, t->shape, ids);
+    }
+}
+
+/* The tokens against the graph's input_ids: its shape, and ids within every embedding
+ * table that reads them. */
+static gboolean
+check_tokens (PlannerGraph *g, const ExecutorHostTensor *tokens, const char *path, GError **error)
+{
+  int id = -1;
+  for (guint i = 0; i < planner_graph_get_n_tensors (g); i++)
+    if (planner_graph_get_tensor (g, i)->kind == PLANNER_TENSOR_INPUT
+        && g_str_equal (planner_graph_get_tensor (g, i)->name, "input_ids"))
+      id = (int)i;
+  if (id < 0)
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                   "--tokens %s: the plan's graph has no input_ids input; --tokens is for "
+                   "Hugging Face language models",
+                   path);
+      return FALSE;
+    }
+  const PlannerTensor *t = planner_graph_get_tensor (g, (guint)id);
+  if (tokens->rank != t->rank || memcmp (tokens->shape, t->shape, t->rank * sizeof (gint64)))
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                   "--tokens %s: the ids are %u-dimensional [%" G_GINT64_FORMAT
+                   ", ...] but the plan was made for input_ids [%" G_GINT64_FORMAT
+                   ", %" G_GINT64_FORMAT "] (batch, seq); make the plan with --batch and "
+                   "--seq of the tokens' shape",
+                   path, tokens->rank, tokens->rank ? tokens->shape[0] : 0, t->shape[0],
+                   t->rank > 1 ? t->shape[1] : 1);
+      return FALSE;
+    }
+  gint64 vocab = G_MAXINT64;
+  for (guint i = 0; i < planner_graph_get_n_ops (g); i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      if (op->type == PLANNER_OP_EMBEDDING && op->inputs[0] == (guint)id)
+        vocab = MIN (vocab, planner_graph_get_tensor (g, op->inputs[1])->shape[0]);
+    }
+  const gint64 *ids = tokens->data;
+  for (gint64 k = 0; k < executor_host_tensor_numel (tokens); k++)
+    if (ids[k] < 0 || ids[k] >= vocab)
+      {
+        g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                     "--tokens %s: id %" G_GINT64_FORMAT " at position %" G_GINT64_FORMAT
+                     " is outside the vocabulary of %" G_GINT64_FORMAT,
+                     path, ids[k], k, vocab);
+        return FALSE;
+      }
+  return TRUE;
+}
+
+/* --weights and --tokens as the trial's sources; NULL with neither (all random). */
+static ExecutorTensors *
+load_sources (PlannerPlan *plan, const char *weights, const char *tokens, GError **error)
+{
+  if (weights == NULL && tokens == NULL)
+    return NULL;
+  PlannerGraph *g = planner_plan_get_graph (plan);
+  g_autoptr (ExecutorTensors) sources = NULL;
+  if (weights)
+    {
+      sources = executor_safetensors_load (weights, error);
+      if (sources == NULL || !executor_tensors_check_parameters (sources, g, error))
+        {
+          if (error && *error)
+            g_prefix_error (error, "--weights: ");
+          return NULL;
+        }
+    }
+  else
+    sources = executor_tensors_new ();
+  add_default_inputs (g, sources);
+  if (tokens)
+    {
+      if (!executor_npy_load_ids (tokens, "input_ids", sources, error))
+        return NULL;
+      if (!check_tokens (g, executor_tensors_lookup (sources, "input_ids"), tokens, error))
+        return NULL;
+    }
+  return g_steal_pointer (&sources);
+}
+
 static gboolean
 store_trial_run (PlannerPlan *plan, const ExecutorTrialResult *res, GError **error)
 {
@@ -128,6 +232,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   gint64 seed = 1;
   double tolerance = 1e-5;
   gboolean json = FALSE;
+  g_autofree char *weights = NULL, *tokens = NULL, *outputs = NULL, *outputs_reference = NULL;
   GOptionEntry entries[] = {
     BACKEND_ENTRY (backend_name),
     { "devices", 'n', 0, G_OPTION_ARG_INT, &devices,
@@ -137,6 +242,18 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     { "seed", 's', 0, G_OPTION_ARG_INT64, &seed, "random inputs and parameters (1)", "S" },
     { "tolerance", 't', 0, G_OPTION_ARG_DOUBLE, &tolerance,
       "largest relative error that matches (1e-5)", "T" },
+    { "weights", 0, 0, G_OPTION_ARG_FILENAME, &weights,
+      "Hugging Face safetensors checkpoint: a .safetensors file, or a folder with "
+      "model.safetensors or model.safetensors.index.json and its shards (default: seeded "
+      "random weights)",
+      "PATH" },
+    { "tokens", 0, 0, G_OPTION_ARG_FILENAME, &tokens,
+      "input_ids from a .npy of int32/int64 [batch, seq] (default: random)", "FILE" },
+    { "outputs", 0, 0, G_OPTION_ARG_FILENAME, &outputs,
+      "write the sharded run's outputs (logits), gathered from the shards, as safetensors",
+      "FILE" },
+    { "outputs-reference", 0, 0, G_OPTION_ARG_FILENAME, &outputs_reference,
+      "write the one-device reference run's outputs as safetensors", "FILE" },
     { NULL },
   };
   g_autoptr (GOptionContext) context = app_cli_options_new (command, entries, NULL, TRUE, &json);
@@ -169,9 +286,18 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   options.repeat = (guint) repeat;
   options.warmup = (guint) warmup;
   options.tolerance = tolerance;
+  g_autoptr (ExecutorTensors) sources = load_sources (plan, weights, tokens, &error);
+  if (sources == NULL && error != NULL)
+    return app_cli_refuse (error);
+  options.sources = sources;
+  options.keep_outputs = outputs != NULL || outputs_reference != NULL;
   g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, backend, &options, NULL,
                                                                   &error);
   if (res == NULL)
+    return app_cli_refuse (error);
+  if ((outputs && !executor_safetensors_save (res->outputs_sharded, outputs, &error))
+      || (outputs_reference
+          && !executor_safetensors_save (res->outputs_reference, outputs_reference, &error)))
     return app_cli_refuse (error);
   /* A plan from the store keeps its trial runs (app-cli-db.c). */
   if (app_cli_db_plan_id (plan) != 0 && !store_trial_run (plan, res, &error))
