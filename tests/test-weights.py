@@ -101,6 +101,35 @@ def gpt2_forward(cfg, w, ids):
     return x @ w["transformer.wte.weight"].T  # tied lm_head
 
 
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+def bert_forward(cfg, w, ids):  # BertForMaskedLM, post-LN, token_type_ids 0
+    n, eps = cfg["num_attention_heads"], cfg["layer_norm_eps"]
+
+    def lin(x, name):
+        return x @ w[name + ".weight"].T + w[name + ".bias"]
+
+    def ln(x, name):
+        return layer_norm(x, w[name + ".weight"], w[name + ".bias"], eps)
+
+    e = "bert.embeddings."
+    x = (w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][np.arange(ids.shape[1])]
+         + w[e + "token_type_embeddings.weight"][np.zeros_like(ids)])
+    x = ln(x, e + "LayerNorm")
+    for i in range(cfg["num_hidden_layers"]):
+        p = "bert.encoder.layer.%d." % i
+        q, k, v = (heads(lin(x, p + "attention.self." + t), n) for t in ("query", "key", "value"))
+        s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # no mask: bidirectional
+        a = lin(merge(softmax(s) @ v), p + "attention.output.dense")
+        x = ln(a + x, p + "attention.output.LayerNorm")
+        h = lin(gelu_erf(lin(x, p + "intermediate.dense")), p + "output.dense")
+        x = ln(h + x, p + "output.LayerNorm")
+    t = ln(gelu_erf(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
+    return t @ w[e + "word_embeddings.weight"].T + w["cls.predictions.bias"]  # tied decoder
+
+
 def rope(x, theta):  # LlamaRotaryEmbedding, apply_rotary_pos_emb (rotate_half)
     d = x.shape[-1]
     inv = 1.0 / theta ** (np.arange(0, d, 2) / d)
@@ -178,6 +207,41 @@ def gpt2_weights(cfg):
     return w
 
 
+def bert_config():
+    return {"model_type": "bert", "architectures": ["BertForMaskedLM"], "vocab_size": 72,
+            "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 32, "hidden_act": "gelu", "max_position_embeddings": 32,
+            "type_vocab_size": 2, "layer_norm_eps": 1e-12}
+
+
+def bert_weights(cfg):
+    H, V, F = cfg["hidden_size"], cfg["vocab_size"], cfg["intermediate_size"]
+    e = "bert.embeddings."
+    w = {e + "word_embeddings.weight": mat(V, H), e + "position_embeddings.weight": mat(32, H, scale=0.1),
+         e + "token_type_embeddings.weight": mat(2, H, scale=0.1),
+         e + "LayerNorm.weight": norm_weight(H), e + "LayerNorm.bias": mat(H, scale=0.1)}
+
+    def linear(name, o, i):
+        w[name + ".weight"], w[name + ".bias"] = mat(o, i), mat(o, scale=0.1)
+
+    def ln(name):
+        w[name + ".weight"], w[name + ".bias"] = norm_weight(H), mat(H, scale=0.1)
+
+    for i in range(cfg["num_hidden_layers"]):
+        p = "bert.encoder.layer.%d." % i
+        for t in ("query", "key", "value"):
+            linear(p + "attention.self." + t, H, H)
+        linear(p + "attention.output.dense", H, H)
+        ln(p + "attention.output.LayerNorm")
+        linear(p + "intermediate.dense", F, H)
+        linear(p + "output.dense", H, F)
+        ln(p + "output.LayerNorm")
+    linear("cls.predictions.transform.dense", H, H)
+    ln("cls.predictions.transform.LayerNorm")
+    w["cls.predictions.bias"] = mat(V, scale=0.1)
+    return w
+
+
 def llama_weights(cfg):
     H, V, F = cfg["hidden_size"], cfg["vocab_size"], cfg["intermediate_size"]
     n, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
@@ -226,7 +290,7 @@ def rel(got, want):
 
 # ---- the checks ----
 
-def check_model(tmp, name, cfg, weights, forward, layout, token_dtype, dtypes=None):
+def check_model(tmp, name, cfg, weights, forward, layout, token_dtype, dtypes=None, pins=()):
     folder = os.path.join(tmp, name)
     os.makedirs(folder)
     config = os.path.join(folder, "config.json")
@@ -252,9 +316,12 @@ def check_model(tmp, name, cfg, weights, forward, layout, token_dtype, dtypes=No
     want = forward(cfg, {k: np.asarray(v, np.float64) for k, v in stored.items()}, ids.astype(np.int64))
     what = "%s (%s, %s tokens%s)" % (name, layout, np.dtype(token_dtype).name,
                                     ", " + "/".join(sorted(set(dtypes.values()))) if dtypes else "")
-    for policy in POLICIES:
-        plan = os.path.join(folder, "plan-%s.json" % policy)
-        p = cli("propagate", config, "--mesh", MESH, "--policy", policy, "--batch", B, "--seq", S,
+    runs = [(p, ["--policy", p]) for p in POLICIES]
+    if pins:
+        runs.append(("pinned " + " ".join(pins), sum((["--pin", p] for p in pins), [])))
+    for policy, how in runs:
+        plan = os.path.join(folder, "plan-%d.json" % len(os.listdir(folder)))
+        p = cli("propagate", config, "--mesh", MESH, *how, "--batch", B, "--seq", S,
                 "--hardware", "cpu-local", "--allow-tied", "-o", plan)
         if p.returncode != 0:
             tap(False, "%s %s: propagate failed: %s" % (what, policy, p.stderr.strip()))
@@ -400,9 +467,14 @@ def main():
     with tempfile.TemporaryDirectory(prefix="weights-") as tmp:
         g = gpt2_config()
         gw = gpt2_weights(g)
-        check_model(tmp, "gpt2", g, gw, gpt2_forward, "folder", np.int64)
+        check_model(tmp, "gpt2", g, gw, gpt2_forward, "folder", np.int64,
+                    pins=["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"])
         cfg = llama_config("llama")
-        check_model(tmp, "llama", cfg, llama_weights(cfg), llama_forward, "index", np.int32)
+        check_model(tmp, "llama", cfg, llama_weights(cfg), llama_forward, "index", np.int32,
+                    pins=["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"])
+        cfg = bert_config()
+        check_model(tmp, "bert", cfg, bert_weights(cfg), bert_forward, "folder", np.int64,
+                    pins=["*.intermediate.dense=[dp,_,_],[tp,_]"])
         cfg = llama_config("mistral")
         lw = llama_weights(cfg)
         check_model(tmp, "mistral", cfg, lw, llama_forward, "file", np.int64,
