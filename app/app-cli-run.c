@@ -155,13 +155,15 @@ check_tokens (PlannerGraph *g, const ExecutorHostTensor *tokens, const char *pat
   const PlannerTensor *t = planner_graph_get_tensor (g, (guint)id);
   if (tokens->rank != t->rank || memcmp (tokens->shape, t->shape, t->rank * sizeof (gint64)))
     {
+      g_autoptr (GString) have = g_string_new ("[");
+      for (guint d = 0; d < tokens->rank; d++)
+        g_string_append_printf (have, "%s%" G_GINT64_FORMAT, d ? ", " : "", tokens->shape[d]);
+      g_string_append_c (have, ']');
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
-                   "--tokens %s: the ids are %u-dimensional [%" G_GINT64_FORMAT
-                   ", ...] but the plan was made for input_ids [%" G_GINT64_FORMAT
+                   "--tokens %s: the ids are %s but the plan was made for input_ids [%" G_GINT64_FORMAT
                    ", %" G_GINT64_FORMAT "] (batch, seq); make the plan with --batch and "
                    "--seq of the tokens' shape",
-                   path, tokens->rank, tokens->rank ? tokens->shape[0] : 0, t->shape[0],
-                   t->rank > 1 ? t->shape[1] : 1);
+                   path, have->str, t->shape[0], t->rank > 1 ? t->shape[1] : 1);
       return FALSE;
     }
   gint64 vocab = G_MAXINT64;

@@ -217,8 +217,9 @@ executor_tensors_check_parameters (ExecutorTensors *weights, PlannerGraph *graph
   if (n_bad)
     g_string_append_printf (msg, "; %u misshapen: %s", n_bad, bad->str);
   if (n_extra)
-    g_string_append_printf (msg, "; %u tensor%s not parameters of the model: %s", n_extra,
-                            n_extra == 1 ? " is" : "s are", extra->str);
+    g_string_append_printf (
+        msg, "; %u %s of the model: %s", n_extra,
+        n_extra == 1 ? "tensor is not a parameter" : "tensors are not parameters", extra->str);
   g_string_append (msg, " (names are the Hugging Face parameter names the model's graph "
                         "uses; check the config matches the checkpoint)");
   g_set_error_literal (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS, msg->str);

@@ -383,7 +383,7 @@ def check_refusals(tmp, cfg, weights):
                    "1 parameter is missing", "transformer.h.1.mlp.c_fc.bias")
     w = dict(weights, **{"transformer.h.0.attn.extra.weight": mat(2, 2)})
     expect_refusal("an extra tensor", run_with(ckpt("extra", w)),
-                   "not parameters of the model", "transformer.h.0.attn.extra.weight")
+                   "is not a parameter of the model", "transformer.h.0.attn.extra.weight")
     w = dict(weights, **{"transformer.h.0.mlp.c_fc.weight": mat(64, 16)})
     expect_refusal("a transposed (misshapen) tensor", run_with(ckpt("misshapen", w)),
                    "misshapen", "transformer.h.0.mlp.c_fc.weight is [64, 16]", "[16, 64]")
