@@ -52,7 +52,16 @@ class Case:
         self.sources.append((name, kind, a, dtype))
         return name
 
-    def op(self, inputs, outputs, attrs=None, op_type=None):
+    def values(self, replace=None):
+        """The sources as NumPy computes with them: floats in float64, ids as they are."""
+        out = {n: (a if a.dtype == np.int64 else a.astype(np.float64)) for n, _, a, _ in self.sources}
+        out.update(replace or {})
+        return out
+
+    def op(self, inputs, fn, attrs=None, op_type=None):
+        """fn: the sources (self.values()) -> the outputs by name."""
+        self.fn = fn
+        outputs = fn(self.values())
         o = {"name": "op%d" % len(self.ops), "type": op_type or self.op_type,
              "inputs": inputs, "outputs": list(outputs)}
         if attrs:
@@ -156,12 +165,10 @@ def cases_matmul():
         x = normal(lead + [k])
         w = normal([n, k] if tb else [k, n], 0.5)
         ins = [c.src("x", x), c.src("w", w, "parameter")]
-        want = f64(x) @ (f64(w).T if tb else f64(w))
         if i != 1:
-            b = normal([n])
-            ins.append(c.src("b", b, "parameter"))
-            want = want + b
-        c.op(ins, {"y": want}, {"transpose_b": True} if tb else None)
+            ins.append(c.src("b", normal([n]), "parameter"))
+        c.op(ins, lambda s, tb=tb: {"y": s["x"] @ (s["w"].T if tb else s["w"]) + s.get("b", 0)},
+             {"transpose_b": True} if tb else None)
         yield c
 
 
@@ -172,7 +179,7 @@ def cases_batch_matmul():
         a = normal([size[ch] for ch in sa])
         b = normal([size[ch] for ch in sb])
         c = Case("BatchMatMul", "BatchMatMul %s@%s" % (sa, sb))
-        c.op([c.src("a", a), c.src("b", b)], {"y": f64(a) @ f64(b)})
+        c.op([c.src("a", a), c.src("b", b)], lambda s: {"y": s["a"] @ s["b"]})
         yield c
 
 
@@ -186,12 +193,12 @@ def cases_einsum():
         ops = [normal([size[ch] for ch in term]) for term in lhs.split(",")]
         c = Case("Einsum", "Einsum %s%s" % (eq, " +bias" if bias else ""))
         ins = [c.src("x%d" % i, a, "parameter" if i else "input") for i, a in enumerate(ops)]
-        want = np.einsum(eq, *[f64(a) for a in ops])
         if bias:
-            b = normal([size[ch] for ch in out[-3:]])
-            ins.append(c.src("bias", b, "parameter"))
-            want = want + b
-        c.op(ins, {"y": want}, {"equation": eq})
+            ins.append(c.src("bias", normal([size[ch] for ch in out[-3:]]), "parameter"))
+        n_ops = len(ops)
+        c.op(ins, lambda s, eq=eq, n_ops=n_ops: {
+            "y": np.einsum(eq, *[s["x%d" % i] for i in range(n_ops)]) + s.get("bias", 0)},
+            {"equation": eq})
         yield c
 
 
@@ -204,7 +211,7 @@ def cases_binary(op_type, fn):
         if op_type == "Div":  # away from zero
             b = (np.sign(b) * (0.5 + np.abs(b))).astype(np.float32)
         c = Case(op_type, "%s broadcast %s" % (op_type, sb))
-        c.op([c.src("a", a), c.src("b", b)], {"y": fn(f64(a), f64(b))})
+        c.op([c.src("a", a), c.src("b", b)], lambda s: {"y": fn(s["a"], s["b"])})
         yield c
 
 
@@ -212,21 +219,21 @@ def cases_unary(op_type, fn, attrs=None, label=None, scale=2.0):
     for _ in range(2):
         x = normal(dims(int(rng.integers(1, 5))), scale)
         c = Case(op_type, label or op_type)
-        c.op([c.src("x", x)], {"y": fn(f64(x))}, attrs)
+        c.op([c.src("x", x)], lambda s: {"y": fn(s["x"])}, attrs)
         yield c
 
 
 def cases_cast():
     x = normal(dims(3), 3.0)
     c = Case("Cast", "Cast f32->f32")
-    c.op([c.src("x", x)], {"y": f64(x)}, {"dtype": "f32"})
+    c.op([c.src("x", x)], lambda s: {"y": s["x"]}, {"dtype": "f32"})
     yield c
     c = Case("Cast", "Cast f32->i64 (truncates toward zero)")
-    c.op([c.src("x", x)], {"y": np.trunc(f64(x)).astype(np.int64)}, {"dtype": "i64"})
+    c.op([c.src("x", x)], lambda s: {"y": np.trunc(s["x"]).astype(np.int64)}, {"dtype": "i64"})
     yield c
     ids = rng.integers(-50, 50, size=dims(2))
     c = Case("Cast", "Cast i64->f32")
-    c.op([c.src("x", ids)], {"y": ids.astype(np.float64)}, {"dtype": "f32"})
+    c.op([c.src("x", ids)], lambda s: {"y": s["x"].astype(np.float64)}, {"dtype": "f32"})
     yield c
 
 
@@ -234,7 +241,7 @@ def cases_softmax():
     for axis in (-1, 0, 1):
         x = normal(dims(3), 3.0)
         c = Case("Softmax", "Softmax axis %d" % axis)
-        c.op([c.src("x", x)], {"y": softmax(f64(x), axis)}, {"axis": axis})
+        c.op([c.src("x", x)], lambda s, axis=axis: {"y": softmax(s["x"], axis)}, {"axis": axis})
         yield c
 
 
@@ -245,7 +252,7 @@ def cases_layer_norm():
         g, b = normal(shape[-1:]), normal(shape[-1:])
         c = Case("LayerNorm", "LayerNorm eps %g" % eps)
         c.op([c.src("x", x), c.src("g", g, "parameter"), c.src("b", b, "parameter")],
-             {"y": layer_norm(f64(x), g, b, eps)}, {"eps": eps})
+             lambda s, eps=eps: {"y": layer_norm(s["x"], s["g"], s["b"], eps)}, {"eps": eps})
         yield c
 
 
@@ -255,8 +262,8 @@ def cases_rms_norm():
         x = normal(shape, 0.5, 1.0)
         g = normal(shape[-1:])
         c = Case("RMSNorm", "RMSNorm eps %g" % eps)
-        c.op([c.src("x", x), c.src("g", g, "parameter")], {"y": rms_norm(f64(x), g, eps)},
-             {"eps": eps})
+        c.op([c.src("x", x), c.src("g", g, "parameter")],
+             lambda s, eps=eps: {"y": rms_norm(s["x"], s["g"], eps)}, {"eps": eps})
         yield c
 
 
@@ -266,7 +273,8 @@ def cases_embedding():
         ids = rng.integers(0, v, size=dims(2))
         table = normal([v, h])
         c = Case("Embedding", "Embedding V=%d" % v)
-        c.op([c.src("ids", ids), c.src("table", table, "parameter")], {"y": f64(table)[ids]})
+        c.op([c.src("ids", ids), c.src("table", table, "parameter")],
+             lambda s: {"y": s["table"][s["ids"]]})
         yield c
 
 
@@ -274,11 +282,11 @@ def cases_reshape():
     A, B, C = dims(3)
     x = normal([A, B, C])
     c = Case("Reshape", "Reshape merge")
-    c.op([c.src("x", x)], {"y": f64(x).reshape(-1, C)}, {"ints": [-1, C]})
+    c.op([c.src("x", x)], lambda s: {"y": s["x"].reshape(-1, C)}, {"ints": [-1, C]})
     yield c
     x = normal([A, B, 6])
     c = Case("Reshape", "Reshape split last")
-    c.op([c.src("x", x)], {"y": f64(x).reshape(A, B, 2, 3)}, {"ints": [A, B, 2, 3]})
+    c.op([c.src("x", x)], lambda s: {"y": s["x"].reshape(A, B, 2, 3)}, {"ints": [A, B, 2, 3]})
     yield c
 
 
@@ -289,7 +297,8 @@ def cases_transpose():
         if perm == sorted(perm):
             perm = perm[::-1]
         c = Case("Transpose", "Transpose %s" % perm)
-        c.op([c.src("x", x)], {"y": np.transpose(f64(x), perm)}, {"ints": perm})
+        c.op([c.src("x", x)], lambda s, perm=perm: {"y": np.transpose(s["x"], perm)},
+             {"ints": perm})
         yield c
 
 
@@ -300,7 +309,8 @@ def cases_reduce(op_type, fn):
         attrs = {"ints": axes} if axes else {}
         if keep:
             attrs["keepdims"] = True
-        c.op([c.src("x", x)], {"y": fn(f64(x), axis=tuple(axes) or None, keepdims=keep)},
+        c.op([c.src("x", x)],
+             lambda s, axes=axes, keep=keep: {"y": fn(s["x"], axis=tuple(axes) or None, keepdims=keep)},
              attrs or None)
         yield c
 
@@ -314,8 +324,10 @@ def cases_concat():
             s[axis] = int(rng.integers(1, 5))
             parts.append(normal(s))
         c = Case("Concat", "Concat axis %d of %d" % (axis, len(parts)))
+        k = len(parts)
         c.op([c.src("x%d" % i, p) for i, p in enumerate(parts)],
-             {"y": np.concatenate([f64(p) for p in parts], axis)}, {"axis": axis})
+             lambda s, axis=axis, k=k: {"y": np.concatenate([s["x%d" % i] for i in range(k)], axis)},
+             {"axis": axis})
         yield c
 
 
@@ -326,8 +338,8 @@ def cases_split():
         x = normal(shape)
         sizes = [2, 5] if axis == 1 else [3, 1, 3]
         c = Case("Split", "Split axis %d into %s" % (axis, sizes))
-        pieces = np.split(f64(x), np.cumsum(sizes)[:-1], axis)
-        c.op([c.src("x", x)], {"y%d" % i: p for i, p in enumerate(pieces)},
+        c.op([c.src("x", x)], lambda s, axis=axis, sizes=sizes: {
+            "y%d" % i: p for i, p in enumerate(np.split(s["x"], np.cumsum(sizes)[:-1], axis))},
              {"axis": axis, "ints": sizes})
         yield c
 
@@ -339,8 +351,8 @@ def cases_slice():
         x = normal(shape)
         start, end = int(rng.integers(0, 4)), int(rng.integers(5, 9))
         c = Case("Slice", "Slice axis %d [%d:%d]" % (axis, start, end))
-        want = np.take(f64(x), range(start, end), axis)
-        c.op([c.src("x", x)], {"y": want}, {"axis": axis, "start": start, "end": end})
+        c.op([c.src("x", x)], lambda s, a=axis, r=range(start, end): {"y": np.take(s["x"], r, a)},
+             {"axis": axis, "start": start, "end": end})
         yield c
 
 
@@ -350,7 +362,7 @@ def cases_rotary():
         D = 2 * int(rng.integers(2, 5))
         x = normal([B, H, S + 4, D])
         c = Case("RotaryEmbedding", "RotaryEmbedding theta %g" % theta)
-        c.op([c.src("x", x)], {"y": rotary(f64(x), theta)}, {"theta": theta})
+        c.op([c.src("x", x)], lambda s, theta=theta: {"y": rotary(s["x"], theta)}, {"theta": theta})
         yield c
 
 
@@ -372,7 +384,8 @@ def cases_sdpa():
         if scale:
             attrs["scale"] = scale
         c.op([c.src("q", q), c.src("k", k), c.src("v", v)],
-             {"y": sdpa(f64(q), f64(k), f64(v), causal, scale)}, attrs or None)
+             lambda s, causal=causal, scale=scale: {"y": sdpa(s["q"], s["k"], s["v"], causal, scale)},
+             attrs or None)
         yield c
 
 
@@ -383,7 +396,7 @@ def cases_cross_entropy():
         labels = rng.integers(0, V, size=lead)
         c = Case("CrossEntropyLoss", "CrossEntropy %s x V=%d" % (lead, V))
         c.op([c.src("logits", logits), c.src("labels", labels)],
-             {"loss": cross_entropy(f64(logits), labels)})
+             lambda s: {"loss": cross_entropy(s["logits"], s["labels"])})
         yield c
 
 
@@ -398,7 +411,8 @@ def cases_conv2d():
         ins = [c.src("x", x), c.src("w", w, "parameter")]
         if bias:
             ins.append(c.src("b", b, "parameter"))
-        c.op(ins, {"y": conv2d(f64(x), f64(w), b, stride, pad)},
+        c.op(ins, lambda s, stride=stride, pad=pad: {
+            "y": conv2d(s["x"], s["w"], s.get("b"), stride, pad)},
              {"ints": list(stride) + list(pad)})
         yield c
 
