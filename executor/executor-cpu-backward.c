@@ -629,35 +629,56 @@ b_cross_entropy (ExecutorDevice *dev, BCall *b, GError **error)
   return TRUE;
 }
 
-const ExecutorBackwardFunc executor_cpu_backward_kernels[PLANNER_N_OP_TYPES] = {
-  [PLANNER_OP_MATMUL] = b_matmul,
-  [PLANNER_OP_BATCH_MATMUL] = b_batch_matmul,
-  [PLANNER_OP_EINSUM] = b_einsum,
-  [PLANNER_OP_ADD] = b_binary,
-  [PLANNER_OP_SUB] = b_binary,
-  [PLANNER_OP_MUL] = b_binary,
-  [PLANNER_OP_DIV] = b_binary,
-  [PLANNER_OP_RELU] = b_unary,
-  [PLANNER_OP_GELU] = b_unary,
-  [PLANNER_OP_SILU] = b_unary,
-  [PLANNER_OP_TANH] = b_unary,
-  [PLANNER_OP_EXP] = b_unary,
-  [PLANNER_OP_NEG] = b_unary,
-  [PLANNER_OP_CAST] = b_unary,
-  [PLANNER_OP_DROPOUT] = b_unary,
-  [PLANNER_OP_SOFTMAX] = b_softmax,
-  [PLANNER_OP_LAYER_NORM] = b_norm,
-  [PLANNER_OP_RMS_NORM] = b_norm,
-  [PLANNER_OP_EMBEDDING] = b_embedding,
-  [PLANNER_OP_RESHAPE] = b_reshape,
-  [PLANNER_OP_TRANSPOSE] = b_transpose,
-  [PLANNER_OP_REDUCE_SUM] = b_reduce,
-  [PLANNER_OP_REDUCE_MEAN] = b_reduce,
-  [PLANNER_OP_CONCAT] = b_concat_split,
-  [PLANNER_OP_SPLIT] = b_concat_split,
-  [PLANNER_OP_SLICE] = b_concat_split,
-  [PLANNER_OP_ROTARY_EMBEDDING] = b_rotary,
-  [PLANNER_OP_SDPA] = b_sdpa,
-  [PLANNER_OP_CROSS_ENTROPY] = b_cross_entropy,
-  [PLANNER_OP_CONV2D] = b_conv2d,
-};
+/* Every op type's backward. */
+#define BACKWARD_TABLE                                                                             \
+  {                                                                                                \
+    [PLANNER_OP_MATMUL] = b_matmul, [PLANNER_OP_BATCH_MATMUL] = b_batch_matmul,                    \
+    [PLANNER_OP_EINSUM] = b_einsum, [PLANNER_OP_ADD] = b_binary, [PLANNER_OP_SUB] = b_binary,      \
+    [PLANNER_OP_MUL] = b_binary, [PLANNER_OP_DIV] = b_binary, [PLANNER_OP_RELU] = b_unary,         \
+    [PLANNER_OP_GELU] = b_unary, [PLANNER_OP_SILU] = b_unary, [PLANNER_OP_TANH] = b_unary,         \
+    [PLANNER_OP_EXP] = b_unary, [PLANNER_OP_NEG] = b_unary, [PLANNER_OP_CAST] = b_unary,           \
+    [PLANNER_OP_DROPOUT] = b_unary, [PLANNER_OP_SOFTMAX] = b_softmax,                              \
+    [PLANNER_OP_LAYER_NORM] = b_norm, [PLANNER_OP_RMS_NORM] = b_norm,                              \
+    [PLANNER_OP_EMBEDDING] = b_embedding, [PLANNER_OP_RESHAPE] = b_reshape,                        \
+    [PLANNER_OP_TRANSPOSE] = b_transpose, [PLANNER_OP_REDUCE_SUM] = b_reduce,                      \
+    [PLANNER_OP_REDUCE_MEAN] = b_reduce, [PLANNER_OP_CONCAT] = b_concat_split,                     \
+    [PLANNER_OP_SPLIT] = b_concat_split, [PLANNER_OP_SLICE] = b_concat_split,                      \
+    [PLANNER_OP_ROTARY_EMBEDDING] = b_rotary, [PLANNER_OP_SDPA] = b_sdpa,                          \
+    [PLANNER_OP_CROSS_ENTROPY] = b_cross_entropy, [PLANNER_OP_CONV2D] = b_conv2d,                  \
+  }
+
+#ifdef SHARDSCOPE_KERNEL_MUTATIONS
+/* Mutation testing (issue 13; only tests/golden-run-mutant compiles this):
+ * $SHARDSCOPE_BACKWARD_MUTATION=OpType scales every input gradient of that op type by 0.9,
+ * so tests/test-mutations.py can prove the golden backward check catches each. */
+static const ExecutorBackwardFunc backward_real[PLANNER_N_OP_TYPES] = BACKWARD_TABLE;
+
+static gboolean
+b_mutant (ExecutorDevice *dev, BCall *b, GError **error)
+{
+  static gsize once = 0;
+  static int type = -1;
+  if (g_once_init_enter (&once))
+    {
+      const char *name = g_getenv ("SHARDSCOPE_BACKWARD_MUTATION");
+      PlannerOpType t;
+      if (name && *name && planner_op_type_from_string (name, &t))
+        type = (int)t;
+      else if (name && *name)
+        g_error ("SHARDSCOPE_BACKWARD_MUTATION=%s names no op type", name);
+      g_once_init_leave (&once, 1);
+    }
+  if (!backward_real[b->fwd->op->type](dev, b, error))
+    return FALSE;
+  if (type == (int)b->fwd->op->type)
+    for (guint i = 0; i < b->fwd->n_inputs; i++)
+      for (gint64 k = 0; gin (b, i) && k < executor_numel (&b->fwd->inputs[i]); k++)
+        gin (b, i)[k] *= 0.9f;
+  return TRUE;
+}
+
+const ExecutorBackwardFunc executor_cpu_backward_kernels[PLANNER_N_OP_TYPES]
+    = { [0 ... PLANNER_N_OP_TYPES - 1] = b_mutant };
+#else
+const ExecutorBackwardFunc executor_cpu_backward_kernels[PLANNER_N_OP_TYPES] = BACKWARD_TABLE;
+#endif

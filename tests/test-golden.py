@@ -28,6 +28,10 @@ import golden_safetensors as st  # noqa: E402
 MESH = "a=2,b=2"
 # f32 kernels against a float64 reference on the same f32 inputs: max |error| / max |ref|.
 TOL = 2e-5
+# The backward: for random directions v, <grad, v> against the central difference of
+# <g, f(x + t v)> in float64, over max(|grad| |v|, |difference|).
+TOL_GRAD = 1e-5
+N_DIRECTIONS = 3
 
 rng = np.random.default_rng(int(os.environ.get("GOLDEN_SEED", "20261201")))
 
@@ -462,12 +466,63 @@ def rel_error(got, want):
     return float(np.abs(got - want).max() / scale), ""
 
 
+def upstream(c):
+    """A random gradient for every output (zeros, as i64, for integer outputs)."""
+    out = {}
+    for name, want in c.expect.items():
+        want = np.asarray(want)
+        out["grad." + name] = (np.zeros(want.shape, np.int64) if want.dtype == np.int64
+                               else normal(list(want.shape)))
+    return out
+
+
+def check_backward(c, gouts, grads):
+    """Directional derivatives of <g, f> from the NumPy forward: no hand-derived gradient."""
+    msgs, worst = [], 0.0
+    base = c.values()
+
+    def loss(values):
+        out = c.fn(values)
+        return sum(float((gouts["grad." + n].astype(np.float64) * out[n]).sum())
+                   for n in out if np.asarray(out[n]).dtype != np.int64)
+
+    for name, _, a, dt in c.sources:
+        if dt != "f32":
+            continue
+        got = grads.get("grad." + name)
+        if got is None:
+            msgs.append("backward: no grad.%s" % name)
+            continue
+        got = np.asarray(got, np.float64)
+        if got.shape != a.shape:
+            msgs.append("backward: grad.%s is %s, expected %s" % (name, list(got.shape), list(a.shape)))
+            continue
+        for _ in range(N_DIRECTIONS):
+            v = rng.standard_normal(a.shape)
+            h = 1e-6 * max(1.0, float(np.abs(base[name]).max()))
+            fd = (loss(c.values({name: base[name] + h * v}))
+                  - loss(c.values({name: base[name] - h * v}))) / (2 * h)
+            dot = float((got * v).sum())
+            err = abs(dot - fd) / max(float(np.linalg.norm(got) * np.linalg.norm(v)), abs(fd), 1e-30)
+            worst = max(worst, err)
+            if err > TOL_GRAD:
+                msgs.append("backward grad.%s: <grad, v> %.6g, finite difference %.6g (rel %.2g > %.0e)"
+                            % (name, dot, fd, err, TOL_GRAD))
+                break
+    return msgs, worst
+
+
 def main():
     import json
 
     run = sys.argv[1]
     extra = sys.argv[2:]
     cases = list(all_cases())
+    # GOLDEN_ONLY=OpType keeps that op type's cases (the same random ones): the mutation
+    # check's fast path.
+    only = os.environ.get("GOLDEN_ONLY")
+    if only:
+        cases = [c for c in cases if c.op_type == only]
     with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
         prefixes = []
         for i, c in enumerate(cases):
@@ -475,6 +530,8 @@ def main():
             with open(prefix + ".graph.json", "w") as f:
                 json.dump(c.graph(), f)
             st.save(prefix + ".in.safetensors", {n: a for n, _, a, _ in c.sources})
+            c.gouts = upstream(c)
+            st.save(prefix + ".gout.safetensors", c.gouts)
             prefixes.append(prefix)
         proc = subprocess.run([run, "--mesh", MESH] + extra + prefixes, capture_output=True,
                               text=True)
@@ -499,10 +556,13 @@ def main():
                         msgs.append("%s %s: rel error %.3g > %.1g %s" % (
                             "reference" if which == "out" else "sharded " + MESH, name, err, TOL,
                             why))
+            bmsgs, bworst = check_backward(c, c.gouts, st.load(prefix + ".gin.safetensors"))
+            msgs += bmsgs
             status = "ok" if not msgs else "not ok"
             failed += bool(msgs)
-            print("%s %d - %s (%s): max rel error %.2g%s" % (
-                status, i + 1, c.label, c.op_type, worst, "" if not msgs else "; " + "; ".join(msgs)))
+            print("%s %d - %s (%s): max rel error %.2g, backward %.2g%s" % (
+                status, i + 1, c.label, c.op_type, worst, bworst,
+                "" if not msgs else "; " + "; ".join(msgs)))
         types = sorted({c.op_type for c in cases})
         print("# %d cases over %d op types: %s" % (len(cases), len(types), ", ".join(types)))
     return 1 if failed else 0

@@ -7,9 +7,10 @@ golden test fail.
 GOLDEN_RUN_MUTANT is tests/golden-run linked with a test-only copy of the CPU kernels
 compiled with SHARDSCOPE_KERNEL_MUTATIONS: $SHARDSCOPE_KERNEL_MUTATION=OpType breaks that op
 type's kernel (executor-cpu-kernels.c, one plausible bug each; tests/README.md lists them).
-Test 1: with no mutation the mutant binary passes the golden test (so a failure below is
-the mutation's). Then one test per op type: the golden test fails under its mutation, with
-at least one case of that op type among the failures. TAP; skipped without NumPy.
+$SHARDSCOPE_BACKWARD_MUTATION=OpType scales that op type's input gradients by 0.9.
+Test 1: with no mutation the mutant binary passes the whole golden test (so a failure below
+is the mutation's). Then, per op type, its forward and then its backward mutated: the golden
+test, on that op type's cases (GOLDEN_ONLY), must fail. TAP; skipped without NumPy.
 """
 import os
 import re
@@ -33,11 +34,13 @@ OP_TYPES = [
 golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-golden.py")
 
 
-def run_golden(mutant, mutation):
+def run_golden(mutant, mutation, backward=False):
     env = dict(os.environ)
-    env.pop("SHARDSCOPE_KERNEL_MUTATION", None)
+    for k in ("SHARDSCOPE_KERNEL_MUTATION", "SHARDSCOPE_BACKWARD_MUTATION", "GOLDEN_ONLY"):
+        env.pop(k, None)
     if mutation:
-        env["SHARDSCOPE_KERNEL_MUTATION"] = mutation
+        env["SHARDSCOPE_BACKWARD_MUTATION" if backward else "SHARDSCOPE_KERNEL_MUTATION"] = mutation
+        env["GOLDEN_ONLY"] = mutation
     p = subprocess.run([sys.executable, golden, mutant], env=env, capture_output=True,
                        text=True)
     failed = re.findall(r"^not ok \d+ - .*\((\w+)\):", p.stdout, re.M)
@@ -46,19 +49,22 @@ def run_golden(mutant, mutation):
 
 def main():
     mutant = sys.argv[1]
-    print("1..%d" % (len(OP_TYPES) + 1))
+    print("1..%d" % (2 * len(OP_TYPES) + 1))
     rc, failed, out = run_golden(mutant, None)
     ok = rc == 0 and not failed
     print("%s 1 - unmutated: the golden test passes%s" % (
         "ok" if ok else "not ok", "" if ok else " (%s)" % out.strip()[-300:].replace("\n", " ")))
     bad = not ok
-    for i, t in enumerate(OP_TYPES):
-        rc, failed, out = run_golden(mutant, t)
-        own = failed.count(t)
-        caught = rc != 0 and own > 0
-        bad |= not caught
-        print("%s %d - %s mutated: golden fails %d cases, %d of them %s" % (
-            "ok" if caught else "not ok", i + 2, t, len(failed), own, t))
+    n = 1
+    for t in OP_TYPES:
+        for backward in (False, True):
+            rc, failed, out = run_golden(mutant, t, backward)
+            caught = rc != 0 and len(failed) > 0
+            bad |= not caught
+            n += 1
+            print("%s %d - %s %s mutated: golden fails %d of its cases" % (
+                "ok" if caught else "not ok", n, t, "backward" if backward else "forward",
+                len(failed)))
     return 1 if bad else 0
 
 
