@@ -2,6 +2,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 
 #include "executor-calibrate.h"
 #include "executor-error.h"
+#include "executor-train.h"
 #include "executor-trial.h"
 #include "planner-cost.h"
 #include "planner-plan-json.h"
@@ -159,11 +161,12 @@ check_tokens (PlannerGraph *g, const ExecutorHostTensor *tokens, const char *pat
       for (guint d = 0; d < tokens->rank; d++)
         g_string_append_printf (have, "%s%" G_GINT64_FORMAT, d ? ", " : "", tokens->shape[d]);
       g_string_append_c (have, ']');
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
-                   "--tokens %s: the ids are %s but the plan was made for input_ids [%" G_GINT64_FORMAT
-                   ", %" G_GINT64_FORMAT "] (batch, seq); make the plan with --batch and "
-                   "--seq of the tokens' shape",
-                   path, have->str, t->shape[0], t->rank > 1 ? t->shape[1] : 1);
+      g_set_error (
+          error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+          "--tokens %s: the ids are %s but the plan was made for input_ids [%" G_GINT64_FORMAT
+          ", %" G_GINT64_FORMAT "] (batch, seq); make the plan with --batch and "
+          "--seq of the tokens' shape",
+          path, have->str, t->shape[0], t->rank > 1 ? t->shape[1] : 1);
       return FALSE;
     }
   gint64 vocab = G_MAXINT64;
@@ -235,6 +238,9 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   double tolerance = 1e-5;
   gboolean json = FALSE;
   g_autofree char *weights = NULL, *tokens = NULL, *outputs = NULL, *outputs_reference = NULL;
+  g_autofree char *optimizer = NULL;
+  gboolean train = FALSE;
+  double lr = 1e-3;
   GOptionEntry entries[] = {
     BACKEND_ENTRY (backend_name),
     { "devices", 'n', 0, G_OPTION_ARG_INT, &devices,
@@ -256,6 +262,12 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
       "FILE" },
     { "outputs-reference", 0, 0, G_OPTION_ARG_FILENAME, &outputs_reference,
       "write the one-device reference run's outputs as safetensors", "FILE" },
+    { "train", 0, 0, G_OPTION_ARG_NONE, &train,
+      "also run one training step (loss, backward, optimizer step); today on the unsharded "
+      "reference only",
+      NULL },
+    { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd or adam (sgd)", "NAME" },
+    { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "learning rate (1e-3)", "LR" },
     { NULL },
   };
   g_autoptr (GOptionContext) context = app_cli_options_new (command, entries, NULL, TRUE, &json);
@@ -263,6 +275,15 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   if (status >= 0)
     return status;
   const char *backend = backend_name ? backend_name : "cpu";
+  ExecutorTrainOptions train_options;
+  executor_train_options_init (&train_options);
+  train_options.lr = lr;
+  if (optimizer && g_str_equal (optimizer, "adam"))
+    train_options.optimizer = EXECUTOR_OPTIMIZER_ADAM;
+  else if (optimizer && !g_str_equal (optimizer, "sgd"))
+    return app_cli_usage_error (command, "--optimizer is sgd or adam");
+  if ((optimizer || lr != 1e-3) && !train)
+    return app_cli_usage_error (command, "--optimizer and --lr go with --train");
   if (repeat < 0 || warmup < 0 || devices < 0 || tolerance <= 0)
     return app_cli_usage_error (command, "--repeat, --warmup and --devices must be >= 0 and "
                                          "--tolerance > 0");
@@ -297,6 +318,17 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
                                                                   &error);
   if (res == NULL)
     return app_cli_refuse (error);
+  /* The training step, unsharded: its loss, gradients and updated weights join the
+   * reference's outputs. The sharded step is not there yet (executor/README.md). */
+  g_autoptr (ExecutorTensors) all_sources = NULL;
+  if (train && res->outputs_reference == NULL)
+    res->outputs_reference = executor_tensors_new ();
+  if (train
+      && (!(all_sources
+            = executor_trial_sources (planner_plan_get_graph (plan), options.seed, sources, &error))
+          || !executor_train_step_reference (planner_plan_get_graph (plan), all_sources,
+                                             &train_options, res->outputs_reference, &error)))
+    return app_cli_refuse (error);
   if ((outputs && !executor_safetensors_save (res->outputs_sharded, outputs, &error))
       || (outputs_reference
           && !executor_safetensors_save (res->outputs_reference, outputs_reference, &error)))
@@ -312,6 +344,25 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     }
   else
     print_human (plan, res);
+  if (train && !json)
+    {
+      const ExecutorHostTensor *loss = executor_tensors_lookup (res->outputs_reference, "loss");
+      double sq = 0;
+      guint n_params = 0;
+      for (guint i = 0; i < executor_tensors_get_n (res->outputs_reference); i++)
+        {
+          const ExecutorHostTensor *t = executor_tensors_get_nth (res->outputs_reference, i);
+          if (!g_str_has_prefix (t->name, "grad."))
+            continue;
+          n_params++;
+          for (gint64 e = 0; e < executor_host_tensor_numel (t); e++)
+            sq += (double)((float *)t->data)[e] * ((float *)t->data)[e];
+        }
+      printf ("\ntraining step (unsharded reference, %s, lr %g): loss %.6g, gradient norm %.6g "
+              "over %u parameters; the sharded backward is not implemented yet\n",
+              train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM ? "adam" : "sgd", lr,
+              *(float *)loss->data, sqrt (sq), n_params);
+    }
   if (!res->passed)
     {
       fprintf (stderr, "shardscope-cli: %s\n",

@@ -1204,3 +1204,26 @@ executor_trial_result_to_json (const ExecutorTrialResult *res)
   json_generator_set_pretty (gen, TRUE);
   return json_generator_to_data (gen, NULL);
 }
+
+ExecutorTensors *
+executor_trial_sources (PlannerGraph *graph, guint64 seed, ExecutorTensors *given,
+                        GError **error)
+{
+  guint n = planner_graph_get_n_tensors (graph);
+  guint8 **sources = make_sources (graph, seed, given, error);
+  if (sources == NULL)
+    return NULL;
+  ExecutorTensors *out = executor_tensors_new ();
+  for (guint i = 0; i < n; i++)
+    if (sources[i])
+      {
+        const PlannerTensor *t = planner_graph_get_tensor (graph, i);
+        /* A given tensor keeps its own shape (a view of the graph's). */
+        const ExecutorHostTensor *h = given ? executor_tensors_lookup (given, t->name) : NULL;
+        executor_tensors_add (out, t->name, executor_storage_dtype (t->dtype),
+                              h ? h->rank : t->rank, h ? h->shape : t->shape,
+                              g_steal_pointer (&sources[i]));
+      }
+  free_sources (sources, n);
+  return out;
+}

@@ -102,6 +102,11 @@ ExecutorTrialResult *executor_trial_run_named (PlannerPlan *plan, const char *ba
                                                const ExecutorTrialOptions *options,
                                                GCancellable *cancellable, GError **error);
 
+/* The global value of every source tensor (parameters, graph inputs) a trial with @seed and
+ * @given sources (may be NULL) uses: the training step's reference starts from the same. */
+ExecutorTensors *executor_trial_sources (PlannerGraph *graph, guint64 seed,
+                                         ExecutorTensors *given, GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (ExecutorTrialResult, executor_trial_result_free)
 
 G_END_DECLS

@@ -340,6 +340,92 @@ def check_model(tmp, name, cfg, weights, forward, layout, token_dtype, dtypes=No
     return folder, path, tokens
 
 
+def lm_loss(logits, ids, causal):
+    """Hugging Face's LM loss: causal labels = ids shifted left (last position ignored);
+    masked LM here labels every position with its own id."""
+    v = logits.shape[-1]
+    if causal:
+        z, y = logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1)
+    else:
+        z, y = logits.reshape(-1, v), ids.reshape(-1)
+    m = z.max(-1, keepdims=True)
+    lse = np.log(np.exp(z - m).sum(-1)) + m[:, 0]
+    return float(np.mean(lse - z[np.arange(len(y)), y]))
+
+
+def check_train(tmp, name, cfg, weights, forward, causal):
+    """run --train: the loss, every parameter's gradient (directional finite differences of
+    the NumPy loss, no hand-derived gradient) and the SGD and Adam steps."""
+    folder = os.path.join(tmp, "train-" + name)
+    os.makedirs(folder)
+    config = os.path.join(folder, "config.json")
+    with open(config, "w") as f:
+        json.dump(cfg, f)
+    ckpt = os.path.join(folder, "w.safetensors")
+    st.save(ckpt, weights)
+    ids = rng.integers(0, cfg["vocab_size"], size=(B, S))
+    tokens = os.path.join(folder, "tokens.npy")
+    np.save(tokens, ids)
+    plan = os.path.join(folder, "plan.json")
+    p = cli("propagate", config, "--mesh", MESH, "--policy", "megatron", "--batch", B, "--seq", S,
+            "--hardware", "cpu-local", "--allow-tied", "-o", plan)
+    assert p.returncode == 0, p.stderr
+    w64 = {k: v.astype(np.float64) for k, v in weights.items()}
+
+    def loss(w):
+        return lm_loss(forward(cfg, w, ids), ids, causal)
+
+    outs = {}
+    for opt, lr in (("sgd", 0.1), ("adam", 0.01)):
+        out = os.path.join(folder, opt + ".safetensors")
+        p = cli("run", plan, "--weights", ckpt, "--tokens", tokens, "--train", "--optimizer", opt,
+                "--lr", lr, "--outputs-reference", out, "--repeat", 0, "--warmup", 0)
+        if p.returncode != 0:
+            tap(False, "%s --train --optimizer %s: exit %d: %s" % (name, opt, p.returncode,
+                                                                 p.stderr.strip()[:300]))
+            return
+        outs[opt] = (st.load(out), lr)
+    got, _ = outs["sgd"]
+    want = loss(w64)
+    e = abs(float(got["loss"]) - want) / abs(want)
+    tap(e <= 1e-5, "%s --train: loss %.6f vs NumPy %.6f (rel %.2g)" % (name, float(got["loss"]), want, e))
+    worst, bad = 0.0, []
+    # A gradient that is zero in exact arithmetic (BERT's key bias: softmax ignores a constant
+    # added to every score) is f32 round-off here; its error is measured against the whole
+    # gradient's norm.
+    total = math.sqrt(sum(float((np.asarray(v, np.float64) ** 2).sum())
+                          for k, v in got.items() if k.startswith("grad.")))
+    for pname, w in w64.items():
+        g = np.asarray(got.get("grad." + pname), np.float64)
+        if g.shape != w.shape:
+            bad.append("grad.%s missing or misshapen" % pname)
+            continue
+        for _ in range(2):
+            v = rng.standard_normal(w.shape)
+            h = 1e-6 * max(1.0, float(np.abs(w).max()))
+            fd = (loss(dict(w64, **{pname: w + h * v})) - loss(dict(w64, **{pname: w - h * v}))) / (2 * h)
+            dot = float((g * v).sum())
+            err = abs(dot - fd) / max(float(np.linalg.norm(g) * np.linalg.norm(v)), abs(fd),
+                                      1e-4 * total * float(np.linalg.norm(v)), 1e-30)
+            worst = max(worst, err)
+            if err > 1e-4:
+                bad.append("grad.%s: <g, v> %.6g vs finite difference %.6g" % (pname, dot, fd))
+                break
+    extra = [k for k in got if k.startswith("grad.") and k[5:] not in w64]
+    tap(not bad and not extra,
+        "%s --train: gradients of all %d parameters vs directional finite differences of the "
+        "NumPy loss (worst %.2g)%s" % (name, len(w64), worst,
+                                       "" if not bad and not extra else "; " + "; ".join(bad[:3] + extra[:3])))
+    for opt, (res, lr) in outs.items():
+        errs = []
+        for pname, w in weights.items():
+            g = res["grad." + pname].astype(np.float64)
+            step = lr * g if opt == "sgd" else lr * g / (np.abs(g) + 1e-8)
+            errs.append(float(np.abs(res["updated." + pname] - (w - step)).max()))
+        tap(max(errs) <= 1e-6, "%s --train --optimizer %s --lr %g: updated weights = w - step "
+            "(max abs error %.2g)" % (name, opt, lr, max(errs)))
+
+
 def expect_refusal(what, args, *needles):
     p = cli(*args)
     ok = p.returncode == 1 and all(n in p.stderr for n in needles)
@@ -484,6 +570,11 @@ def main():
         check_model(tmp, "qwen2", cfg, qw, llama_forward, "file", np.int64,
                     {k: "F16" for k in qw})
         check_refusals(tmp, g, gw)
+        check_train(tmp, "gpt2", g, gw, gpt2_forward, True)
+        cfg = llama_config("llama")
+        check_train(tmp, "llama", cfg, llama_weights(cfg), llama_forward, True)
+        cfg = bert_config()
+        check_train(tmp, "bert", cfg, bert_weights(cfg), bert_forward, False)
     print("1..%d" % len(results))
     for i, (ok, what) in enumerate(results):
         print("%s %d - %s" % ("ok" if ok else "not ok", i + 1, what))

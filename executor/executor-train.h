@@ -1,0 +1,40 @@
+/* executor-train.h: one training step of a model's graph on one CPU device, the reference a
+ * sharded training step is to be compared with (issue 13, part 3).
+ *
+ * Forward, the language-model loss Hugging Face computes from input_ids (causal: labels =
+ * input shifted left, the last position ignored; a graph without a causal attention is taken
+ * for a masked LM and labelled with its own ids at every position), the backward of every op
+ * (executor-backward.h), a gradient per parameter (a tied weight once, with the gradient of
+ * all its uses) and one optimizer step. Not yet: the same step sharded by a plan, with the
+ * backward collectives the plan implies (executor/README.md).
+ */
+#pragma once
+
+#include "executor-tensors.h"
+#include "planner-graph.h"
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  EXECUTOR_OPTIMIZER_SGD,  /* w -= lr g */
+  EXECUTOR_OPTIMIZER_ADAM, /* first step from zero moments: w -= lr mhat / (sqrt (vhat) + eps) */
+} ExecutorOptimizer;
+
+typedef struct
+{
+  ExecutorOptimizer optimizer;
+  double lr;                /* 1e-3 */
+  double beta1, beta2, eps; /* Adam: 0.9, 0.999, 1e-8 */
+} ExecutorTrainOptions;
+
+void executor_train_options_init (ExecutorTrainOptions *options);
+
+/* @sources: the global value of every parameter and graph input (input_ids included), by
+ * name. Adds to @out: "loss" (f32 scalar), "grad.NAME" and "updated.NAME" for every
+ * parameter, and every graph output (logits). */
+gboolean executor_train_step_reference (PlannerGraph *graph, ExecutorTensors *sources,
+                                        const ExecutorTrainOptions *options, ExecutorTensors *out,
+                                        GError **error);
+
+G_END_DECLS
