@@ -321,13 +321,25 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   /* The training step, unsharded: its loss, gradients and updated weights join the
    * reference's outputs. The sharded step is not there yet (executor/README.md). */
   g_autoptr (ExecutorTensors) all_sources = NULL;
+  ExecutorTrainTimes train_times = { 0 };
   if (train && res->outputs_reference == NULL)
     res->outputs_reference = executor_tensors_new ();
+  if (train && res->outputs_sharded == NULL)
+    res->outputs_sharded = executor_tensors_new ();
+  if (train && !g_str_equal (backend, "cpu"))
+    {
+      g_set_error (&error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
+                   "--train runs on the cpu backend only (the backward kernels are CPU ones); "
+                   "use --backend cpu");
+      return app_cli_refuse (error);
+    }
   if (train
       && (!(all_sources
             = executor_trial_sources (planner_plan_get_graph (plan), options.seed, sources, &error))
           || !executor_train_step_reference (planner_plan_get_graph (plan), all_sources,
-                                             &train_options, res->outputs_reference, &error)))
+                                             &train_options, res->outputs_reference, &error)
+          || !executor_train_step_sharded (plan, all_sources, &train_options, res->outputs_sharded,
+                                           &train_times, &error)))
     return app_cli_refuse (error);
   if ((outputs && !executor_safetensors_save (res->outputs_sharded, outputs, &error))
       || (outputs_reference
@@ -344,24 +356,74 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     }
   else
     print_human (plan, res);
-  if (train && !json)
+  gboolean train_ok = TRUE;
+  if (train)
     {
-      const ExecutorHostTensor *loss = executor_tensors_lookup (res->outputs_reference, "loss");
-      double sq = 0;
+      /* Sharded against the reference: loss, each gradient, each updated weight, each as max
+       * |sharded - reference| / max |reference|. A gradient that is zero in exact arithmetic
+       * (BERT's key bias: softmax ignores a constant added to every score) is round-off in
+       * both runs, so a gradient's scale is at least a thousandth of the largest one. */
+      double err[3] = { 0, 0, 0 }, grad_max = 0;
+      const char *worst[3] = { "loss", NULL, NULL };
       guint n_params = 0;
       for (guint i = 0; i < executor_tensors_get_n (res->outputs_reference); i++)
         {
-          const ExecutorHostTensor *t = executor_tensors_get_nth (res->outputs_reference, i);
-          if (!g_str_has_prefix (t->name, "grad."))
-            continue;
-          n_params++;
-          for (gint64 e = 0; e < executor_host_tensor_numel (t); e++)
-            sq += (double)((float *)t->data)[e] * ((float *)t->data)[e];
+          const ExecutorHostTensor *r = executor_tensors_get_nth (res->outputs_reference, i);
+          for (gint64 e = 0;
+               g_str_has_prefix (r->name, "grad.") && e < executor_host_tensor_numel (r); e++)
+            grad_max = MAX (grad_max, fabs (((float *)r->data)[e]));
         }
-      printf ("\ntraining step (unsharded reference, %s, lr %g): loss %.6g, gradient norm %.6g "
-              "over %u parameters; the sharded backward is not implemented yet\n",
-              train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM ? "adam" : "sgd", lr,
-              *(float *)loss->data, sqrt (sq), n_params);
+      for (guint i = 0; i < executor_tensors_get_n (res->outputs_reference); i++)
+        {
+          const ExecutorHostTensor *r = executor_tensors_get_nth (res->outputs_reference, i);
+          const ExecutorHostTensor *s = executor_tensors_lookup (res->outputs_sharded, r->name);
+          int kind = g_str_equal (r->name, "loss")            ? 0
+                     : g_str_has_prefix (r->name, "grad.")    ? 1
+                     : g_str_has_prefix (r->name, "updated.") ? 2
+                                                              : -1;
+          if (kind < 0 || s == NULL)
+            continue;
+          n_params += kind == 1;
+          double scale = 0, diff = 0;
+          for (gint64 e = 0; e < executor_host_tensor_numel (r); e++)
+            {
+              scale = MAX (scale, fabs (((float *)r->data)[e]));
+              diff = MAX (diff, fabs (((float *)r->data)[e] - ((float *)s->data)[e]));
+            }
+          if (kind == 1)
+            scale = MAX (scale, 1e-3 * grad_max);
+          double rel = scale > 0 ? diff / scale : diff;
+          if (rel >= err[kind])
+            {
+              err[kind] = rel;
+              worst[kind] = r->name;
+            }
+        }
+      /* Adam's first step is lr sign (g): where a gradient is round-off, the two runs may
+       * step opposite ways, so its updated weights are reported, not judged. */
+      gboolean adam = train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM;
+      train_ok = err[0] <= tolerance && err[1] <= tolerance && (adam || err[2] <= tolerance);
+      if (!json)
+        {
+          g_autofree char *bw = app_cli_format_seconds (train_times.backward_s);
+          g_autofree char *gs = app_cli_format_seconds (train_times.grad_sync_s);
+          printf ("\ntraining step (%s, lr %g), sharded against the unsharded reference:\n",
+                  train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM ? "adam" : "sgd", lr);
+          printf ("  loss %.6g, max rel error %.3g\n",
+                  *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data, err[0]);
+          printf ("  gradients of %u parameters: max rel error %.3g (%s)\n", n_params, err[1],
+                  worst[1] ? worst[1] : "-");
+          printf ("  updated weights: max rel error %.3g (%s)%s\n", err[2],
+                  worst[2] ? worst[2] : "-",
+                  adam ? " (not judged: Adam's first step is lr sign (g))" : "");
+          printf ("  backward measured %s, of which gradient redistributions %s\n", bw, gs);
+        }
+    }
+  if (!train_ok)
+    {
+      fprintf (stderr, "shardscope-cli: the sharded training step differs from the reference "
+                       "beyond the tolerance\n");
+      return APP_CLI_EXIT_REFUSED;
     }
   if (!res->passed)
     {

@@ -98,8 +98,13 @@ b_matmul (ExecutorDevice *dev, BCall *b, GError **error)
       else
         gemm_acc (TRUE, FALSE, k, n, m, fin (b, 0), gout (b, 0), gin (b, 1));
     }
+  /* The bias was added on one member of a partial group only, so only its gradient counts. */
   if (c->n_inputs == 3 && gin (b, 2))
-    bias_grad (gout (b, 0), m, n, gin (b, 2));
+    {
+      bias_grad (gout (b, 0), m, n, gin (b, 2));
+      if (!c->add_bias)
+        memset (gin (b, 2), 0, (gsize)n * sizeof (float));
+    }
   return TRUE;
 }
 
@@ -175,6 +180,8 @@ b_einsum (ExecutorDevice *dev, BCall *b, GError **error)
     {
       gint64 nb = executor_numel (&c->inputs[eq.n_ops]);
       bias_grad (g, executor_numel (&c->outputs[0]) / MAX (nb, 1), nb, gin (b, eq.n_ops));
+      if (!c->add_bias)
+        memset (gin (b, eq.n_ops), 0, (gsize)nb * sizeof (float));
     }
   return TRUE;
 }
@@ -194,7 +201,7 @@ b_conv2d (ExecutorDevice *dev, BCall *b, GError **error)
     {
       gint64 j = e % cv.y[3], i = (e / cv.y[3]) % cv.y[2], oc = (e / (cv.y[3] * cv.y[2])) % cv.y[1],
              n = e / (cv.y[3] * cv.y[2] * cv.y[1]);
-      if (db)
+      if (db && c->add_bias)
         db[oc] += g[e];
       for (gint64 ic = 0; ic < cv.x[1]; ic++)
         for (gint64 u = 0; u < cv.w[2]; u++)

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "executor-tensors.h"
-#include "planner-graph.h"
+#include "planner-plan.h"
 
 G_BEGIN_DECLS
 
@@ -36,5 +36,19 @@ void executor_train_options_init (ExecutorTrainOptions *options);
 gboolean executor_train_step_reference (PlannerGraph *graph, ExecutorTensors *sources,
                                         const ExecutorTrainOptions *options, ExecutorTensors *out,
                                         GError **error);
+
+typedef struct
+{
+  double backward_s;  /* the backward pass, slowest device */
+  double grad_sync_s; /* of which the gradients' redistributions (collectives) */
+} ExecutorTrainTimes;
+
+/* The same step sharded by @plan on the CPU backend (one thread per device): every op's
+ * forward and backward on its local shards, gradients converted between layouts with the
+ * collectives the plan's layouts imply, the optimizer on the shards. Adds what
+ * executor_train_step_reference() adds, gathered from the shards (not the graph outputs). */
+gboolean executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
+                                      const ExecutorTrainOptions *options, ExecutorTensors *out,
+                                      ExecutorTrainTimes *times, GError **error);
 
 G_END_DECLS

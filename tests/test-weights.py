@@ -32,6 +32,10 @@ B, S = 2, 8
 MESH = "dp=2,tp=2"
 POLICIES = ["megatron", "megatron-sp", "dp"]
 TOL = 1e-4  # the issue's bar for f32 logits
+# A pinned plan per family, beside the policies.
+GPT2_PINS = ["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"]
+LLAMA_PINS = ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
+BERT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]"]
 rng = np.random.default_rng(13)
 
 results = []
@@ -353,9 +357,10 @@ def lm_loss(logits, ids, causal):
     return float(np.mean(lse - z[np.arange(len(y)), y]))
 
 
-def check_train(tmp, name, cfg, weights, forward, causal):
-    """run --train: the loss, every parameter's gradient (directional finite differences of
-    the NumPy loss, no hand-derived gradient) and the SGD and Adam steps."""
+def check_train(tmp, name, cfg, weights, forward, causal, pins):
+    """run --train under each policy: the loss, every parameter's gradient (directional finite
+    differences of the NumPy loss, no hand-derived gradient) and the SGD and Adam steps, for
+    the sharded step (--outputs) and the unsharded reference (--outputs-reference)."""
     folder = os.path.join(tmp, "train-" + name)
     os.makedirs(folder)
     config = os.path.join(folder, "config.json")
@@ -366,64 +371,77 @@ def check_train(tmp, name, cfg, weights, forward, causal):
     ids = rng.integers(0, cfg["vocab_size"], size=(B, S))
     tokens = os.path.join(folder, "tokens.npy")
     np.save(tokens, ids)
-    plan = os.path.join(folder, "plan.json")
-    p = cli("propagate", config, "--mesh", MESH, "--policy", "megatron", "--batch", B, "--seq", S,
-            "--hardware", "cpu-local", "--allow-tied", "-o", plan)
-    assert p.returncode == 0, p.stderr
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
 
     def loss(w):
         return lm_loss(forward(cfg, w, ids), ids, causal)
 
-    outs = {}
-    for opt, lr in (("sgd", 0.1), ("adam", 0.01)):
-        out = os.path.join(folder, opt + ".safetensors")
-        p = cli("run", plan, "--weights", ckpt, "--tokens", tokens, "--train", "--optimizer", opt,
-                "--lr", lr, "--outputs-reference", out, "--repeat", 0, "--warmup", 0)
-        if p.returncode != 0:
-            tap(False, "%s --train --optimizer %s: exit %d: %s" % (name, opt, p.returncode,
-                                                                 p.stderr.strip()[:300]))
-            return
-        outs[opt] = (st.load(out), lr)
-    got, _ = outs["sgd"]
     want = loss(w64)
-    e = abs(float(got["loss"]) - want) / abs(want)
-    tap(e <= 1e-5, "%s --train: loss %.6f vs NumPy %.6f (rel %.2g)" % (name, float(got["loss"]), want, e))
-    worst, bad = 0.0, []
-    # A gradient that is zero in exact arithmetic (BERT's key bias: softmax ignores a constant
-    # added to every score) is f32 round-off here; its error is measured against the whole
-    # gradient's norm.
-    total = math.sqrt(sum(float((np.asarray(v, np.float64) ** 2).sum())
-                          for k, v in got.items() if k.startswith("grad.")))
+    # The same directions and finite differences for every run.
+    probes = []
     for pname, w in w64.items():
-        g = np.asarray(got.get("grad." + pname), np.float64)
-        if g.shape != w.shape:
-            bad.append("grad.%s missing or misshapen" % pname)
-            continue
         for _ in range(2):
             v = rng.standard_normal(w.shape)
             h = 1e-6 * max(1.0, float(np.abs(w).max()))
             fd = (loss(dict(w64, **{pname: w + h * v})) - loss(dict(w64, **{pname: w - h * v}))) / (2 * h)
+            probes.append((pname, v, fd))
+
+    def check(what, res, opt, lr):
+        e = abs(float(res["loss"]) - want) / abs(want)
+        ok = e <= 1e-5
+        msgs = [] if ok else ["loss %.6f vs NumPy %.6f" % (float(res["loss"]), want)]
+        # A gradient that is zero in exact arithmetic (BERT's key bias: softmax ignores a
+        # constant added to every score) is f32 round-off: its error is measured against the
+        # whole gradient's norm.
+        total = math.sqrt(sum(float((np.asarray(v, np.float64) ** 2).sum())
+                              for k, v in res.items() if k.startswith("grad.")))
+        worst = 0.0
+        for pname, v, fd in probes:
+            g = res.get("grad." + pname)
+            if g is None or g.shape != v.shape:
+                msgs.append("grad.%s missing or misshapen" % pname)
+                continue
+            g = np.asarray(g, np.float64)
             dot = float((g * v).sum())
             err = abs(dot - fd) / max(float(np.linalg.norm(g) * np.linalg.norm(v)), abs(fd),
                                       1e-4 * total * float(np.linalg.norm(v)), 1e-30)
             worst = max(worst, err)
             if err > 1e-4:
-                bad.append("grad.%s: <g, v> %.6g vs finite difference %.6g" % (pname, dot, fd))
-                break
-    extra = [k for k in got if k.startswith("grad.") and k[5:] not in w64]
-    tap(not bad and not extra,
-        "%s --train: gradients of all %d parameters vs directional finite differences of the "
-        "NumPy loss (worst %.2g)%s" % (name, len(w64), worst,
-                                       "" if not bad and not extra else "; " + "; ".join(bad[:3] + extra[:3])))
-    for opt, (res, lr) in outs.items():
-        errs = []
+                msgs.append("grad.%s: <g, v> %.6g vs finite difference %.6g" % (pname, dot, fd))
+        extra = [k for k in res if k.startswith("grad.") and k[5:] not in w64]
+        msgs += ["extra %s" % k for k in extra]
+        upd = 0.0
         for pname, w in weights.items():
             g = res["grad." + pname].astype(np.float64)
             step = lr * g if opt == "sgd" else lr * g / (np.abs(g) + 1e-8)
-            errs.append(float(np.abs(res["updated." + pname] - (w - step)).max()))
-        tap(max(errs) <= 1e-6, "%s --train --optimizer %s --lr %g: updated weights = w - step "
-            "(max abs error %.2g)" % (name, opt, lr, max(errs)))
+            upd = max(upd, float(np.abs(res["updated." + pname] - (w - step)).max()))
+        if upd > 1e-6:
+            msgs.append("updated weights differ from w - step by %.2g" % upd)
+        tap(not msgs, "%s: loss rel %.2g, gradients of %d parameters vs NumPy finite differences "
+            "(worst %.2g), %s step (max abs %.2g)%s" % (what, e, len(w64), worst, opt, upd,
+                                                        "" if not msgs else "; " + "; ".join(msgs[:3])))
+
+    runs = [(p, ["--policy", p], "sgd", 0.1) for p in POLICIES]
+    runs.append(("pinned " + " ".join(pins), sum((["--pin", p] for p in pins), []), "sgd", 0.1))
+    runs.append(("megatron", ["--policy", "megatron"], "adam", 0.01))
+    for policy, how, opt, lr in runs:
+        plan = os.path.join(folder, "plan-%d.json" % len(os.listdir(folder)))
+        p = cli("propagate", config, "--mesh", MESH, *how, "--batch", B, "--seq", S,
+                "--hardware", "cpu-local", "--allow-tied", "-o", plan)
+        assert p.returncode == 0, p.stderr
+        out = os.path.join(folder, "out.safetensors")
+        ref = os.path.join(folder, "ref.safetensors")
+        p = cli("run", plan, "--weights", ckpt, "--tokens", tokens, "--train", "--optimizer", opt,
+                "--lr", lr, "--outputs", out, "--outputs-reference", ref, "--repeat", 0,
+                "--warmup", 0)
+        if p.returncode != 0:
+            tap(False, "%s --train %s %s: exit %d: %s" % (name, policy, opt, p.returncode,
+                                                         p.stderr.strip()[:300]))
+            continue
+        check("%s --train --optimizer %s under %s on %s, sharded" % (name, opt, policy, MESH),
+              st.load(out), opt, lr)
+        if policy == "megatron":
+            check("%s --train --optimizer %s, unsharded reference" % (name, opt), st.load(ref), opt, lr)
 
 
 def expect_refusal(what, args, *needles):
@@ -553,14 +571,13 @@ def main():
     with tempfile.TemporaryDirectory(prefix="weights-") as tmp:
         g = gpt2_config()
         gw = gpt2_weights(g)
-        check_model(tmp, "gpt2", g, gw, gpt2_forward, "folder", np.int64,
-                    pins=["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"])
+        check_model(tmp, "gpt2", g, gw, gpt2_forward, "folder", np.int64, pins=GPT2_PINS)
         cfg = llama_config("llama")
         check_model(tmp, "llama", cfg, llama_weights(cfg), llama_forward, "index", np.int32,
-                    pins=["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"])
+                    pins=LLAMA_PINS)
         cfg = bert_config()
         check_model(tmp, "bert", cfg, bert_weights(cfg), bert_forward, "folder", np.int64,
-                    pins=["*.intermediate.dense=[dp,_,_],[tp,_]"])
+                    pins=BERT_PINS)
         cfg = llama_config("mistral")
         lw = llama_weights(cfg)
         check_model(tmp, "mistral", cfg, lw, llama_forward, "file", np.int64,
@@ -570,11 +587,13 @@ def main():
         check_model(tmp, "qwen2", cfg, qw, llama_forward, "file", np.int64,
                     {k: "F16" for k in qw})
         check_refusals(tmp, g, gw)
-        check_train(tmp, "gpt2", g, gw, gpt2_forward, True)
+        check_train(tmp, "gpt2", g, gw, gpt2_forward, True, GPT2_PINS)
         cfg = llama_config("llama")
-        check_train(tmp, "llama", cfg, llama_weights(cfg), llama_forward, True)
+        check_train(tmp, "llama", cfg, llama_weights(cfg), llama_forward, True, LLAMA_PINS)
         cfg = bert_config()
-        check_train(tmp, "bert", cfg, bert_weights(cfg), bert_forward, False)
+        check_train(tmp, "bert", cfg, bert_weights(cfg), bert_forward, False, BERT_PINS)
+        cfg = llama_config("qwen2")
+        check_train(tmp, "qwen2", cfg, llama_weights(cfg), llama_forward, True, LLAMA_PINS)
     print("1..%d" % len(results))
     for i, (ok, what) in enumerate(results):
         print("%s %d - %s" % ("ok" if ok else "not ok", i + 1, what))
