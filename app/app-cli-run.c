@@ -407,6 +407,8 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
         {
           g_autofree char *bw = app_cli_format_seconds (train_times.backward_s);
           g_autofree char *gs = app_cli_format_seconds (train_times.grad_sync_s);
+          g_autofree char *ebw = app_cli_format_seconds (train_times.estimated_backward_s);
+          g_autofree char *egs = app_cli_format_seconds (train_times.estimated_grad_sync_s);
           printf ("\ntraining step (%s, lr %g), sharded against the unsharded reference:\n",
                   train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM ? "adam" : "sgd", lr);
           printf ("  loss %.6g, max rel error %.3g\n",
@@ -416,7 +418,8 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
           printf ("  updated weights: max rel error %.3g (%s)%s\n", err[2],
                   worst[2] ? worst[2] : "-",
                   adam ? " (not judged: Adam's first step is lr sign (g))" : "");
-          printf ("  backward measured %s, of which gradient redistributions %s\n", bw, gs);
+          printf ("  backward: estimated %s, measured %s (one pass, slowest device)\n", ebw, bw);
+          printf ("  of which gradient redistributions: estimated %s, measured %s\n", egs, gs);
         }
     }
   if (!train_ok)

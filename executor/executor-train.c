@@ -756,6 +756,8 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
   Sharded sh = { plan, g, mesh, sources, options };
   if (!find_lm (g, &sh.logits, &sh.ids, &sh.causal, error))
     return FALSE;
+  if (times)
+    memset (times, 0, sizeof *times);
   g_autoptr (PlannerRedistributor) r
       = planner_redistributor_new (mesh, planner_plan_get_hardware (plan));
   g_autofree OpLower *ops = g_new0 (OpLower, MAX (n_ops, 1));
@@ -801,6 +803,13 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
               && !(lo->bwd_in[k] = find_path (r, &lo->contrib[k], &grad_layout[op->inputs[k]], t,
                                               op->name, error)))
             return FALSE;
+        }
+      if (times)
+        {
+          times->estimated_backward_s += 2 * planner_plan_get_op (plan, i)->compute_time_s;
+          for (guint k = 0; k < op->n_inputs; k++)
+            if (lo->bwd_in[k])
+              times->estimated_grad_sync_s += lo->bwd_in[k]->time_s;
         }
       for (guint k = 0; k < op->n_outputs; k++)
         if (!(lo->fwd_out[k]
@@ -849,6 +858,8 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
       float *l = g_new (float, 1);
       *l = loss[0];
       executor_tensors_add (out, "loss", PLANNER_DTYPE_F32, 0, NULL, l);
+      if (times)
+        times->estimated_backward_s += times->estimated_grad_sync_s;
       if (times)
         for (guint d = 0; d < n_dev; d++)
           {

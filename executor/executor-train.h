@@ -41,6 +41,11 @@ typedef struct
 {
   double backward_s;  /* the backward pass, slowest device */
   double grad_sync_s; /* of which the gradients' redistributions (collectives) */
+  /* The cost model's: backward compute as twice each op's forward estimate (the usual
+   * rule: one GEMM for each of the two operands' gradients), plus the gradient
+   * redistributions' own estimates. */
+  double estimated_backward_s;
+  double estimated_grad_sync_s;
 } ExecutorTrainTimes;
 
 /* The same step sharded by @plan on the CPU backend (one thread per device): every op's
