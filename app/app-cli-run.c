@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <json-glib/json-glib.h>
+
 #include "app-cli.h"
 #include "app-trial-store.h"
 #include <unistd.h>
@@ -349,14 +351,9 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   if (app_cli_db_plan_id (plan) != 0 && !store_trial_run (plan, res, &error))
     return app_cli_refuse (error);
 
-  if (json)
-    {
-      g_autofree char *text = executor_trial_result_to_json (res);
-      app_cli_json_print_text (text);
-    }
-  else
-    print_human (plan, res);
   gboolean train_ok = TRUE;
+  g_autoptr (JsonBuilder) train_json = json_builder_new ();
+  g_autoptr (GString) train_text = NULL;
   if (train)
     {
       /* Sharded against the reference: loss, each gradient, each updated weight, each as max
@@ -403,25 +400,88 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
        * step opposite ways, so its updated weights are reported, not judged. */
       gboolean adam = train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM;
       train_ok = err[0] <= tolerance && err[1] <= tolerance && (adam || err[2] <= tolerance);
-      if (!json)
+      const char *names[] = { "optimizer", "lr", "passed", "loss", "loss_max_rel_error",
+                              "parameters", "grad_max_rel_error", "grad_worst",
+                              "updated_max_rel_error", "updated_worst", "backward_estimated_us",
+                              "backward_measured_us", "grad_sync_estimated_us",
+                              "grad_sync_measured_us" };
+      JsonBuilder *b = train_json;
+      guint n = 0;
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_string_value (b, adam ? "adam" : "sgd");
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_double_value (b, lr);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_boolean_value (b, train_ok);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_double_value (
+          b, *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_double_value (b, err[0]);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_int_value (b, n_params);
+      for (guint k = 1; k < 3; k++)
         {
-          g_autofree char *bw = app_cli_format_seconds (train_times.backward_s);
-          g_autofree char *gs = app_cli_format_seconds (train_times.grad_sync_s);
-          g_autofree char *ebw = app_cli_format_seconds (train_times.estimated_backward_s);
-          g_autofree char *egs = app_cli_format_seconds (train_times.estimated_grad_sync_s);
-          printf ("\ntraining step (%s, lr %g), sharded against the unsharded reference:\n",
-                  train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM ? "adam" : "sgd", lr);
-          printf ("  loss %.6g, max rel error %.3g\n",
-                  *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data, err[0]);
-          printf ("  gradients of %u parameters: max rel error %.3g (%s)\n", n_params, err[1],
-                  worst[1] ? worst[1] : "-");
-          printf ("  updated weights: max rel error %.3g (%s)%s\n", err[2],
-                  worst[2] ? worst[2] : "-",
-                  adam ? " (not judged: Adam's first step is lr sign (g))" : "");
-          printf ("  backward: estimated %s, measured %s (one pass, slowest device)\n", ebw, bw);
-          printf ("  of which gradient redistributions: estimated %s, measured %s\n", egs, gs);
+          json_builder_set_member_name (b, names[n++]);
+          json_builder_add_double_value (b, err[k]);
+          json_builder_set_member_name (b, names[n++]);
+          json_builder_add_string_value (b, worst[k]);
         }
+      double t[] = { train_times.estimated_backward_s, train_times.backward_s,
+                     train_times.estimated_grad_sync_s, train_times.grad_sync_s };
+      for (guint k = 0; k < G_N_ELEMENTS (t); k++)
+        {
+          json_builder_set_member_name (b, names[n++]);
+          json_builder_add_double_value (b, t[k] * 1e6);
+        }
+      json_builder_end_object (b);
+      g_autofree char *bw = app_cli_format_seconds (train_times.backward_s);
+      g_autofree char *gs = app_cli_format_seconds (train_times.grad_sync_s);
+      g_autofree char *ebw = app_cli_format_seconds (train_times.estimated_backward_s);
+      g_autofree char *egs = app_cli_format_seconds (train_times.estimated_grad_sync_s);
+      GString *tx = train_text = g_string_new (NULL);
+      g_string_append_printf (tx, "\ntraining step (%s, lr %g), sharded against the unsharded "
+                                 "reference:\n",
+                              adam ? "adam" : "sgd", lr);
+      g_string_append_printf (
+          tx, "  loss %.6g, max rel error %.3g\n",
+          *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data, err[0]);
+      g_string_append_printf (tx, "  gradients of %u parameters: max rel error %.3g (%s)\n",
+                              n_params, err[1], worst[1] ? worst[1] : "-");
+      g_string_append_printf (tx, "  updated weights: max rel error %.3g (%s)%s\n", err[2],
+                              worst[2] ? worst[2] : "-",
+                              adam ? " (not judged: Adam's first step is lr sign (g))" : "");
+      g_string_append_printf (tx, "  backward: estimated %s, measured %s (one pass, slowest "
+                                 "device)\n",
+                              ebw, bw);
+      g_string_append_printf (tx, "  of which gradient redistributions: estimated %s, measured "
+                                 "%s\n",
+                              egs, gs);
     }
+  if (json)
+    {
+      /* The trial's object, with the training step's under "train". */
+      g_autofree char *text = executor_trial_result_to_json (res);
+      g_autoptr (JsonParser) parser = json_parser_new ();
+      if (train && json_parser_load_from_data (parser, text, -1, NULL))
+        {
+          JsonNode *root = json_parser_get_root (parser);
+          json_object_set_member (json_node_get_object (root), "train",
+                                  json_builder_get_root (train_json));
+          g_autoptr (JsonGenerator) gen = json_generator_new ();
+          json_generator_set_root (gen, root);
+          json_generator_set_pretty (gen, TRUE);
+          g_autofree char *with_train = json_generator_to_data (gen, NULL);
+          app_cli_json_print_text (with_train);
+        }
+      else
+        app_cli_json_print_text (text);
+    }
+  else
+    print_human (plan, res);
+  if (train_text && !json)
+    fputs (train_text->str, stdout);
   if (!train_ok)
     {
       fprintf (stderr, "shardscope-cli: the sharded training step differs from the reference "

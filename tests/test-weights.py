@@ -433,7 +433,13 @@ def check_train(tmp, name, cfg, weights, forward, causal, pins):
         ref = os.path.join(folder, "ref.safetensors")
         p = cli("run", plan, "--weights", ckpt, "--tokens", tokens, "--train", "--optimizer", opt,
                 "--lr", lr, "--outputs", out, "--outputs-reference", ref, "--repeat", 0,
-                "--warmup", 0)
+                "--warmup", 0, *(["--json"] if opt == "adam" else []))
+        if p.returncode == 0 and opt == "adam":
+            t = json.loads(p.stdout).get("train", {})
+            tap(t.get("passed") is True and t.get("parameters") == len(w64)
+                and t.get("optimizer") == "adam" and t.get("grad_max_rel_error", 1) <= 1e-5,
+                "%s --train --json: the train object says passed, %s parameters, grad max rel "
+                "error %s" % (name, t.get("parameters"), t.get("grad_max_rel_error")))
         if p.returncode != 0:
             tap(False, "%s --train %s %s: exit %d: %s" % (name, policy, opt, p.returncode,
                                                          p.stderr.strip()[:300]))
