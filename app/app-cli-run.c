@@ -2,8 +2,11 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <json-glib/json-glib.h>
 
 #include "app-cli.h"
 #include "app-trial-store.h"
@@ -11,6 +14,7 @@
 
 #include "executor-calibrate.h"
 #include "executor-error.h"
+#include "executor-train.h"
 #include "executor-trial.h"
 #include "planner-cost.h"
 #include "planner-plan-json.h"
@@ -111,6 +115,113 @@ print_human (PlannerPlan *plan, const ExecutorTrialResult *res)
   printf ("\nforward step: estimated %s, measured %s\n", e, m);
 }
 
+/* Hugging Face's defaults for the graph inputs other than the tokens, as its models fill
+ * them when not given: position_ids 0..S-1, token_type_ids 0. A run on real weights needs
+ * them; random ones would read arbitrary position rows. */
+static void
+add_default_inputs (PlannerGraph *g, ExecutorTensors *sources)
+{
+  for (guint i = 0; i < planner_graph_get_n_tensors (g); i++)
+    {
+      const PlannerTensor *t = planner_graph_get_tensor (g, i);
+      gboolean pos = g_str_equal (t->name, "position_ids");
+      if (t->kind != PLANNER_TENSOR_INPUT || t->rank == 0
+          || !(pos || g_str_equal (t->name, "token_type_ids")))
+        continue;
+      gint64 n = 1, s = t->shape[t->rank - 1];
+      for (guint d = 0; d < t->rank; d++)
+        n *= t->shape[d];
+      gint64 *ids = g_new0 (gint64, MAX (n, 1));
+      for (gint64 k = 0; pos && k < n; k++)
+        ids[k] = k % s;
+      executor_tensors_add (sources, t->name, PLANNER_DTYPE_I64, t->rank, t->shape, ids);
+    }
+}
+
+/* The tokens against the graph's input_ids: its shape, and ids within every embedding
+ * table that reads them. */
+static gboolean
+check_tokens (PlannerGraph *g, const ExecutorHostTensor *tokens, const char *path, GError **error)
+{
+  int id = -1;
+  for (guint i = 0; i < planner_graph_get_n_tensors (g); i++)
+    if (planner_graph_get_tensor (g, i)->kind == PLANNER_TENSOR_INPUT
+        && g_str_equal (planner_graph_get_tensor (g, i)->name, "input_ids"))
+      id = (int)i;
+  if (id < 0)
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                   "--tokens %s: the plan's graph has no input_ids input; --tokens is for "
+                   "Hugging Face language models",
+                   path);
+      return FALSE;
+    }
+  const PlannerTensor *t = planner_graph_get_tensor (g, (guint)id);
+  if (tokens->rank != t->rank || memcmp (tokens->shape, t->shape, t->rank * sizeof (gint64)))
+    {
+      g_autoptr (GString) have = g_string_new ("[");
+      for (guint d = 0; d < tokens->rank; d++)
+        g_string_append_printf (have, "%s%" G_GINT64_FORMAT, d ? ", " : "", tokens->shape[d]);
+      g_string_append_c (have, ']');
+      g_set_error (
+          error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+          "--tokens %s: the ids are %s but the plan was made for input_ids [%" G_GINT64_FORMAT
+          ", %" G_GINT64_FORMAT "] (batch, seq); make the plan with --batch and "
+          "--seq of the tokens' shape",
+          path, have->str, t->shape[0], t->rank > 1 ? t->shape[1] : 1);
+      return FALSE;
+    }
+  gint64 vocab = G_MAXINT64;
+  for (guint i = 0; i < planner_graph_get_n_ops (g); i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      if (op->type == PLANNER_OP_EMBEDDING && op->inputs[0] == (guint)id)
+        vocab = MIN (vocab, planner_graph_get_tensor (g, op->inputs[1])->shape[0]);
+    }
+  const gint64 *ids = tokens->data;
+  for (gint64 k = 0; k < executor_host_tensor_numel (tokens); k++)
+    if (ids[k] < 0 || ids[k] >= vocab)
+      {
+        g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                     "--tokens %s: id %" G_GINT64_FORMAT " at position %" G_GINT64_FORMAT
+                     " is outside the vocabulary of %" G_GINT64_FORMAT,
+                     path, ids[k], k, vocab);
+        return FALSE;
+      }
+  return TRUE;
+}
+
+/* --weights and --tokens as the trial's sources; NULL with neither (all random). */
+static ExecutorTensors *
+load_sources (PlannerPlan *plan, const char *weights, const char *tokens, GError **error)
+{
+  if (weights == NULL && tokens == NULL)
+    return NULL;
+  PlannerGraph *g = planner_plan_get_graph (plan);
+  g_autoptr (ExecutorTensors) sources = NULL;
+  if (weights)
+    {
+      sources = executor_safetensors_load (weights, error);
+      if (sources == NULL || !executor_tensors_check_parameters (sources, g, error))
+        {
+          if (error && *error)
+            g_prefix_error (error, "--weights: ");
+          return NULL;
+        }
+    }
+  else
+    sources = executor_tensors_new ();
+  add_default_inputs (g, sources);
+  if (tokens)
+    {
+      if (!executor_npy_load_ids (tokens, "input_ids", sources, error))
+        return NULL;
+      if (!check_tokens (g, executor_tensors_lookup (sources, "input_ids"), tokens, error))
+        return NULL;
+    }
+  return g_steal_pointer (&sources);
+}
+
 static gboolean
 store_trial_run (PlannerPlan *plan, const ExecutorTrialResult *res, GError **error)
 {
@@ -128,6 +239,10 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   gint64 seed = 1;
   double tolerance = 1e-5;
   gboolean json = FALSE;
+  g_autofree char *weights = NULL, *tokens = NULL, *outputs = NULL, *outputs_reference = NULL;
+  g_autofree char *optimizer = NULL;
+  gboolean train = FALSE;
+  double lr = 1e-3;
   GOptionEntry entries[] = {
     BACKEND_ENTRY (backend_name),
     { "devices", 'n', 0, G_OPTION_ARG_INT, &devices,
@@ -137,6 +252,24 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     { "seed", 's', 0, G_OPTION_ARG_INT64, &seed, "random inputs and parameters (1)", "S" },
     { "tolerance", 't', 0, G_OPTION_ARG_DOUBLE, &tolerance,
       "largest relative error that matches (1e-5)", "T" },
+    { "weights", 0, 0, G_OPTION_ARG_FILENAME, &weights,
+      "Hugging Face safetensors checkpoint: a .safetensors file, or a folder with "
+      "model.safetensors or model.safetensors.index.json and its shards (default: seeded "
+      "random weights)",
+      "PATH" },
+    { "tokens", 0, 0, G_OPTION_ARG_FILENAME, &tokens,
+      "input_ids from a .npy of int32/int64 [batch, seq] (default: random)", "FILE" },
+    { "outputs", 0, 0, G_OPTION_ARG_FILENAME, &outputs,
+      "write the sharded run's outputs (logits), gathered from the shards, as safetensors",
+      "FILE" },
+    { "outputs-reference", 0, 0, G_OPTION_ARG_FILENAME, &outputs_reference,
+      "write the one-device reference run's outputs as safetensors", "FILE" },
+    { "train", 0, 0, G_OPTION_ARG_NONE, &train,
+      "also run one training step (loss, backward, optimizer step); today on the unsharded "
+      "reference only",
+      NULL },
+    { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd or adam (sgd)", "NAME" },
+    { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "learning rate (1e-3)", "LR" },
     { NULL },
   };
   g_autoptr (GOptionContext) context = app_cli_options_new (command, entries, NULL, TRUE, &json);
@@ -144,6 +277,15 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   if (status >= 0)
     return status;
   const char *backend = backend_name ? backend_name : "cpu";
+  ExecutorTrainOptions train_options;
+  executor_train_options_init (&train_options);
+  train_options.lr = lr;
+  if (optimizer && g_str_equal (optimizer, "adam"))
+    train_options.optimizer = EXECUTOR_OPTIMIZER_ADAM;
+  else if (optimizer && !g_str_equal (optimizer, "sgd"))
+    return app_cli_usage_error (command, "--optimizer is sgd or adam");
+  if ((optimizer || lr != 1e-3) && !train)
+    return app_cli_usage_error (command, "--optimizer and --lr go with --train");
   if (repeat < 0 || warmup < 0 || devices < 0 || tolerance <= 0)
     return app_cli_usage_error (command, "--repeat, --warmup and --devices must be >= 0 and "
                                          "--tolerance > 0");
@@ -169,21 +311,183 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   options.repeat = (guint) repeat;
   options.warmup = (guint) warmup;
   options.tolerance = tolerance;
+  g_autoptr (ExecutorTensors) sources = load_sources (plan, weights, tokens, &error);
+  if (sources == NULL && error != NULL)
+    return app_cli_refuse (error);
+  options.sources = sources;
+  options.keep_outputs = outputs != NULL || outputs_reference != NULL;
   g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, backend, &options, NULL,
                                                                   &error);
   if (res == NULL)
+    return app_cli_refuse (error);
+  /* The training step, unsharded: its loss, gradients and updated weights join the
+   * reference's outputs. The sharded step is not there yet (executor/README.md). */
+  g_autoptr (ExecutorTensors) all_sources = NULL;
+  ExecutorTrainTimes train_times = { 0 };
+  if (train && res->outputs_reference == NULL)
+    res->outputs_reference = executor_tensors_new ();
+  if (train && res->outputs_sharded == NULL)
+    res->outputs_sharded = executor_tensors_new ();
+  if (train && !g_str_equal (backend, "cpu"))
+    {
+      g_set_error (&error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
+                   "--train runs on the cpu backend only (the backward kernels are CPU ones); "
+                   "use --backend cpu");
+      return app_cli_refuse (error);
+    }
+  if (train
+      && (!(all_sources
+            = executor_trial_sources (planner_plan_get_graph (plan), options.seed, sources, &error))
+          || !executor_train_step_reference (planner_plan_get_graph (plan), all_sources,
+                                             &train_options, res->outputs_reference, &error)
+          || !executor_train_step_sharded (plan, all_sources, &train_options, res->outputs_sharded,
+                                           &train_times, &error)))
+    return app_cli_refuse (error);
+  if ((outputs && !executor_safetensors_save (res->outputs_sharded, outputs, &error))
+      || (outputs_reference
+          && !executor_safetensors_save (res->outputs_reference, outputs_reference, &error)))
     return app_cli_refuse (error);
   /* A plan from the store keeps its trial runs (app-cli-db.c). */
   if (app_cli_db_plan_id (plan) != 0 && !store_trial_run (plan, res, &error))
     return app_cli_refuse (error);
 
+  gboolean train_ok = TRUE;
+  g_autoptr (JsonBuilder) train_json = json_builder_new ();
+  g_autoptr (GString) train_text = NULL;
+  if (train)
+    {
+      /* Sharded against the reference: loss, each gradient, each updated weight, each as max
+       * |sharded - reference| / max |reference|. A gradient that is zero in exact arithmetic
+       * (BERT's key bias: softmax ignores a constant added to every score) is round-off in
+       * both runs, so a gradient's scale is at least a thousandth of the largest one. */
+      double err[3] = { 0, 0, 0 }, grad_max = 0;
+      const char *worst[3] = { "loss", NULL, NULL };
+      guint n_params = 0;
+      for (guint i = 0; i < executor_tensors_get_n (res->outputs_reference); i++)
+        {
+          const ExecutorHostTensor *r = executor_tensors_get_nth (res->outputs_reference, i);
+          for (gint64 e = 0;
+               g_str_has_prefix (r->name, "grad.") && e < executor_host_tensor_numel (r); e++)
+            grad_max = MAX (grad_max, fabs (((float *)r->data)[e]));
+        }
+      for (guint i = 0; i < executor_tensors_get_n (res->outputs_reference); i++)
+        {
+          const ExecutorHostTensor *r = executor_tensors_get_nth (res->outputs_reference, i);
+          const ExecutorHostTensor *s = executor_tensors_lookup (res->outputs_sharded, r->name);
+          int kind = g_str_equal (r->name, "loss")            ? 0
+                     : g_str_has_prefix (r->name, "grad.")    ? 1
+                     : g_str_has_prefix (r->name, "updated.") ? 2
+                                                              : -1;
+          if (kind < 0 || s == NULL)
+            continue;
+          n_params += kind == 1;
+          double scale = 0, diff = 0;
+          for (gint64 e = 0; e < executor_host_tensor_numel (r); e++)
+            {
+              scale = MAX (scale, fabs (((float *)r->data)[e]));
+              diff = MAX (diff, fabs (((float *)r->data)[e] - ((float *)s->data)[e]));
+            }
+          if (kind == 1)
+            scale = MAX (scale, 1e-3 * grad_max);
+          double rel = scale > 0 ? diff / scale : diff;
+          if (rel >= err[kind])
+            {
+              err[kind] = rel;
+              worst[kind] = r->name;
+            }
+        }
+      /* Adam's first step is lr sign (g): where a gradient is round-off, the two runs may
+       * step opposite ways, so its updated weights are reported, not judged. */
+      gboolean adam = train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM;
+      train_ok = err[0] <= tolerance && err[1] <= tolerance && (adam || err[2] <= tolerance);
+      const char *names[] = { "optimizer", "lr", "passed", "loss", "loss_max_rel_error",
+                              "parameters", "grad_max_rel_error", "grad_worst",
+                              "updated_max_rel_error", "updated_worst", "backward_estimated_us",
+                              "backward_measured_us", "grad_sync_estimated_us",
+                              "grad_sync_measured_us" };
+      JsonBuilder *b = train_json;
+      guint n = 0;
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_string_value (b, adam ? "adam" : "sgd");
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_double_value (b, lr);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_boolean_value (b, train_ok);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_double_value (
+          b, *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_double_value (b, err[0]);
+      json_builder_set_member_name (b, names[n++]);
+      json_builder_add_int_value (b, n_params);
+      for (guint k = 1; k < 3; k++)
+        {
+          json_builder_set_member_name (b, names[n++]);
+          json_builder_add_double_value (b, err[k]);
+          json_builder_set_member_name (b, names[n++]);
+          json_builder_add_string_value (b, worst[k]);
+        }
+      double t[] = { train_times.estimated_backward_s, train_times.backward_s,
+                     train_times.estimated_grad_sync_s, train_times.grad_sync_s };
+      for (guint k = 0; k < G_N_ELEMENTS (t); k++)
+        {
+          json_builder_set_member_name (b, names[n++]);
+          json_builder_add_double_value (b, t[k] * 1e6);
+        }
+      json_builder_end_object (b);
+      g_autofree char *bw = app_cli_format_seconds (train_times.backward_s);
+      g_autofree char *gs = app_cli_format_seconds (train_times.grad_sync_s);
+      g_autofree char *ebw = app_cli_format_seconds (train_times.estimated_backward_s);
+      g_autofree char *egs = app_cli_format_seconds (train_times.estimated_grad_sync_s);
+      GString *tx = train_text = g_string_new (NULL);
+      g_string_append_printf (tx, "\ntraining step (%s, lr %g), sharded against the unsharded "
+                                 "reference:\n",
+                              adam ? "adam" : "sgd", lr);
+      g_string_append_printf (
+          tx, "  loss %.6g, max rel error %.3g\n",
+          *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data, err[0]);
+      g_string_append_printf (tx, "  gradients of %u parameters: max rel error %.3g (%s)\n",
+                              n_params, err[1], worst[1] ? worst[1] : "-");
+      g_string_append_printf (tx, "  updated weights: max rel error %.3g (%s)%s\n", err[2],
+                              worst[2] ? worst[2] : "-",
+                              adam ? " (not judged: Adam's first step is lr sign (g))" : "");
+      g_string_append_printf (tx, "  backward: estimated %s, measured %s (one pass, slowest "
+                                 "device)\n",
+                              ebw, bw);
+      g_string_append_printf (tx, "  of which gradient redistributions: estimated %s, measured "
+                                 "%s\n",
+                              egs, gs);
+    }
   if (json)
     {
+      /* The trial's object, with the training step's under "train". */
       g_autofree char *text = executor_trial_result_to_json (res);
-      app_cli_json_print_text (text);
+      g_autoptr (JsonParser) parser = json_parser_new ();
+      if (train && json_parser_load_from_data (parser, text, -1, NULL))
+        {
+          JsonNode *root = json_parser_get_root (parser);
+          json_object_set_member (json_node_get_object (root), "train",
+                                  json_builder_get_root (train_json));
+          g_autoptr (JsonGenerator) gen = json_generator_new ();
+          json_generator_set_root (gen, root);
+          json_generator_set_pretty (gen, TRUE);
+          g_autofree char *with_train = json_generator_to_data (gen, NULL);
+          app_cli_json_print_text (with_train);
+        }
+      else
+        app_cli_json_print_text (text);
     }
   else
     print_human (plan, res);
+  if (train_text && !json)
+    fputs (train_text->str, stdout);
+  if (!train_ok)
+    {
+      fprintf (stderr, "shardscope-cli: the sharded training step differs from the reference "
+                       "beyond the tolerance\n");
+      return APP_CLI_EXIT_REFUSED;
+    }
   if (!res->passed)
     {
       fprintf (stderr, "shardscope-cli: %s\n",

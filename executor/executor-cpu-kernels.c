@@ -15,6 +15,34 @@
 
 typedef const ExecutorOpCall Call;
 
+/* Mutation testing (issue 13). Compiled with SHARDSCOPE_KERNEL_MUTATIONS, which only the
+ * test-only tests/golden-run-mutant defines, the kernel of the op type named by
+ * $SHARDSCOPE_KERNEL_MUTATION (planner_op_type_to_string's names) is broken on purpose, one
+ * plausible bug per op type (tests/README.md lists them), so tests/test-mutations.py can
+ * prove the golden test catches each. Every other build compiles MUTATED() to FALSE. */
+#ifdef SHARDSCOPE_KERNEL_MUTATIONS
+static int
+mutated_type (void)
+{
+  static gsize once = 0;
+  static int type = -1;
+  if (g_once_init_enter (&once))
+    {
+      const char *name = g_getenv ("SHARDSCOPE_KERNEL_MUTATION");
+      PlannerOpType t;
+      if (name && *name && planner_op_type_from_string (name, &t))
+        type = (int)t;
+      else if (name && *name)
+        g_error ("SHARDSCOPE_KERNEL_MUTATION=%s names no op type", name);
+      g_once_init_leave (&once, 1);
+    }
+  return type;
+}
+#define MUTATED(c) (mutated_type () == (int)(c)->op->type)
+#else
+#define MUTATED(c) FALSE
+#endif
+
 /* dst dim i = src dim perm[i]; elements of @es bytes. */
 static void
 permute_copy (const guint8 *src, const gint64 *src_shape, guint rank, const guint *perm, gsize es,
@@ -67,7 +95,7 @@ k_matmul (ExecutorDevice *dev, Call *c, GError **error)
     return FALSE;
   executor_cpu_gemm (c->op->attrs.transpose_b, m, n, k, executor_in_f32 (c, 0),
                      executor_in_f32 (c, 1), executor_out_f32 (c, 0));
-  if (c->n_inputs == 3 && c->add_bias)
+  if (c->n_inputs == 3 && c->add_bias && !MUTATED (c))
     add_bias_rows (executor_out_f32 (c, 0), m, executor_in_f32 (c, 2), n);
   return TRUE;
 }
@@ -84,6 +112,8 @@ k_batch_matmul (ExecutorDevice *dev, Call *c, GError **error)
     {
       gint64 ia, ib;
       executor_batch_gemm_offsets (&bg, o, &ia, &ib);
+      if (MUTATED (c))
+        ia = bg.stride_a = 0;
       for (gint64 j = 0; j < bg.n_inner; j++)
         executor_cpu_gemm (FALSE, bg.m, bg.n, bg.k, pa + ia + j * bg.stride_a,
                            pb + ib + j * bg.stride_b, po + (o * bg.n_inner + j) * bg.m * bg.n);
@@ -127,7 +157,7 @@ einsum_naive (Call *c, const ExecutorEquation *eq, float *out)
       gint64 off = 0;
       for (guint l = 0; l < ix.n_free; l++)
         off += idx[l] * ix.out_stride[l];
-      out[off] = (float)acc;
+      out[off] = (float)(MUTATED (c) ? 0.5 * acc : acc);
       for (int l = (int)ix.n_free - 1; l >= 0; l--)
         {
           if (++idx[l] < ix.size[l])
@@ -164,7 +194,9 @@ einsum_gemm (Call *c, const ExecutorEinsumGemm *plan, float *out)
     po = to = g_new (float, MAX (nb * m * n, 1));
   for (gint64 i = 0; i < nb; i++)
     executor_cpu_gemm (FALSE, m, n, k, pa + i * m * k, pb + i * k * n, po + i * m * n);
-  if (to)
+  if (to && MUTATED (c))
+    memcpy (out, to, (gsize)(nb * m * n) * sizeof (float));
+  else if (to)
     permute_copy ((const guint8 *)to, plan->shape_bmn, plan->rank_out, plan->perm_out, 4,
                   (guint8 *)out);
 }
@@ -196,7 +228,8 @@ k_conv2d (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorConv2d conv;
   if (!executor_conv2d_dims (c, &conv, error))
     return FALSE;
-  const float *bias = c->n_inputs == 3 && c->add_bias ? executor_in_f32 (c, 2) : NULL;
+  const float *bias
+      = c->n_inputs == 3 && c->add_bias && !MUTATED (c) ? executor_in_f32 (c, 2) : NULL;
   float *po = executor_out_f32 (c, 0);
   gint64 total = executor_numel (&c->outputs[0]);
   for (gint64 e = 0; e < total; e++)
@@ -222,6 +255,11 @@ k_binary (ExecutorDevice *dev, Call *c, GError **error)
   for (gint64 i = 0; i < total; i++)
     {
       out[i] = executor_math_binary (op, a[ia], b[ib]);
+      if (MUTATED (c)) /* the neighbouring op: Add as Sub, Sub as Add, Mul as Add, Div as Mul */
+        out[i] = executor_math_binary (op == EXECUTOR_BINARY_ADD   ? EXECUTOR_BINARY_SUB
+                                       : op == EXECUTOR_BINARY_DIV ? EXECUTOR_BINARY_MUL
+                                                                   : EXECUTOR_BINARY_ADD,
+                                       a[ia], b[ib]);
       for (int d = (int)o->rank - 1; d >= 0; d--)
         {
           ia += wa.stride[d];
@@ -254,7 +292,9 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
           executor_out_f32 (c, 0)[i] = (float)executor_cpu_i64 (in->buffer)[i];
       else
         for (gint64 i = 0; i < n; i++)
-          executor_cpu_i64 (o->buffer)[i] = (gint64)executor_in_f32 (c, 0)[i];
+          executor_cpu_i64 (o->buffer)[i] = MUTATED (c)
+                                                ? (gint64)lroundf (executor_in_f32 (c, 0)[i])
+                                                : (gint64)executor_in_f32 (c, 0)[i];
       return TRUE;
     }
 
@@ -266,6 +306,30 @@ k_unary (ExecutorDevice *dev, Call *c, GError **error)
   else
     for (gint64 i = 0; i < n; i++)
       y[i] = executor_math_unary (op, x[i]);
+  if (MUTATED (c))
+    for (gint64 i = 0; i < n; i++)
+      switch (c->op->type)
+        {
+        case PLANNER_OP_RELU: /* leaky */
+          y[i] = x[i] > 0 ? x[i] : 0.1f * x[i];
+          break;
+        case PLANNER_OP_GELU: /* the review's: scaled by 0.3 */
+          y[i] *= 0.3f;
+          break;
+        case PLANNER_OP_SILU: /* the review's: returns its input */
+        case PLANNER_OP_TANH:
+        case PLANNER_OP_NEG:
+          y[i] = x[i];
+          break;
+        case PLANNER_OP_EXP:
+          y[i] = expm1f (x[i]);
+          break;
+        case PLANNER_OP_DROPOUT: /* dropping in a forward (eval) trial */
+          y[i] = i % 2 ? 0 : x[i];
+          break;
+        default: /* Cast between float dtypes has no plausible bug of its own */
+          break;
+        }
   return TRUE;
 }
 
@@ -280,6 +344,17 @@ k_softmax (ExecutorDevice *dev, Call *c, GError **error)
     for (gint64 i = 0; i < inner; i++)
       executor_math_softmax (executor_in_f32 (c, 0) + o * n * inner + i,
                              executor_out_f32 (c, 0) + o * n * inner + i, n, inner);
+  if (MUTATED (c)) /* the review's: not normalised, exp (x - max) */
+    for (gint64 o = 0; o < outer; o++)
+      for (gint64 i = 0; i < inner; i++)
+        {
+          const float *px = executor_in_f32 (c, 0) + o * n * inner + i;
+          float *py = executor_out_f32 (c, 0) + o * n * inner + i, mx = -INFINITY;
+          for (gint64 j = 0; j < n; j++)
+            mx = MAX (mx, px[j * inner]);
+          for (gint64 j = 0; j < n; j++)
+            py[j * inner] = expf (px[j * inner] - mx);
+        }
   return TRUE;
 }
 
@@ -292,7 +367,8 @@ k_norm (ExecutorDevice *dev, Call *c, GError **error)
   const float *beta = c->n_inputs > 2 ? executor_in_f32 (c, 2) : NULL;
   for (gint64 r = 0; r < rows; r++)
     executor_math_norm_row (executor_in_f32 (c, 0) + r * h, executor_out_f32 (c, 0) + r * h, h,
-                            gamma, beta, c->op->attrs.eps, c->op->type == PLANNER_OP_LAYER_NORM);
+                            gamma, beta, c->op->attrs.eps,
+                            (c->op->type == PLANNER_OP_LAYER_NORM) != MUTATED (c));
   return TRUE;
 }
 
@@ -313,7 +389,7 @@ k_embedding (ExecutorDevice *dev, Call *c, GError **error)
     return executor_kernel_error (error, c, "ids must be i64");
   for (gint64 i = 0; i < n; i++)
     {
-      gint64 row = pid[i] - first;
+      gint64 row = pid[i] - first + (MUTATED (c) ? 1 : 0);
       if (row >= 0 && row < v_local)
         memcpy (out + i * h, pt + row * h, (gsize)h * sizeof (float));
       else
@@ -327,7 +403,7 @@ k_transpose (ExecutorDevice *dev, Call *c, GError **error)
 {
   guint perm[PLANNER_MAX_RANK];
   for (guint d = 0; d < c->inputs[0].rank; d++)
-    perm[d] = (guint)c->op->attrs.ints[d];
+    perm[d] = MUTATED (c) ? d : (guint)c->op->attrs.ints[d];
   permute_copy (c->inputs[0].buffer->data, c->inputs[0].shape, c->inputs[0].rank, perm,
                 executor_storage_size (c->inputs[0].dtype), c->outputs[0].buffer->data);
   return TRUE;
@@ -362,7 +438,9 @@ k_reduce (ExecutorDevice *dev, Call *c, GError **error)
           idx[d] = 0;
         }
     }
-  double scale = c->op->type == PLANNER_OP_REDUCE_MEAN ? 1.0 / executor_reduction_count (c) : 1.0;
+  double scale = (c->op->type == PLANNER_OP_REDUCE_MEAN) != MUTATED (c)
+                     ? 1.0 / executor_reduction_count (c)
+                     : 1.0;
   for (gint64 i = 0; i < n_out; i++)
     executor_out_f32 (c, 0)[i] = (float)(sum[i] * scale);
   return TRUE;
@@ -376,6 +454,20 @@ k_rotary (ExecutorDevice *dev, Call *c, GError **error)
   const gint64 *s = c->inputs[0].shape;
   gint64 first = executor_dim_offset (c, 0, 2);
   /* The position is the global sequence index. */
+  if (MUTATED (c)) /* GPT-J's interleaved pairs (2i, 2i + 1) instead of HF's halves */
+    {
+      for (gint64 r = 0; r < s[0] * s[1] * s[2]; r++)
+        for (gint64 i = 0; i < s[3] / 2; i++)
+          {
+            const float *px = executor_in_f32 (c, 0) + r * s[3];
+            float *py = executor_out_f32 (c, 0) + r * s[3];
+            double angle = (double)(first + r % s[2])
+                           * pow (c->op->attrs.theta, -2.0 * (double)i / (double)s[3]);
+            py[2 * i] = (float)(px[2 * i] * cos (angle) - px[2 * i + 1] * sin (angle));
+            py[2 * i + 1] = (float)(px[2 * i + 1] * cos (angle) + px[2 * i] * sin (angle));
+          }
+      return TRUE;
+    }
   for (gint64 b = 0; b < s[0] * s[1]; b++)
     for (gint64 p = 0; p < s[2]; p++)
       for (gint64 i = 0; i < s[3] / 2; i++)
@@ -407,7 +499,7 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
         executor_cpu_gemm (TRUE, s.sq, s.sk, s.d, qh, kh, scores);
         for (gint64 i = 0; i < s.sq; i++)
           executor_math_attention_row (scores + i * s.sk, s.sk, (float)s.scale, c->op->attrs.causal,
-                                       s.q_first + i);
+                                       s.q_first + i + (MUTATED (c) ? 1 : 0));
         executor_cpu_gemm (FALSE, s.sq, s.dv, s.sk, scores, vh, po + (b * q[1] + h) * s.sq * s.dv);
       }
   return TRUE;
@@ -433,8 +525,36 @@ k_cross_entropy (ExecutorDevice *dev, Call *c, GError **error)
       total += executor_math_cross_entropy_row (executor_in_f32 (c, 0) + r * v, v, y[r]);
     }
   /* A mean over the global rows: a shard of the rows gives its share of the mean. */
-  executor_out_f32 (c, 0)[0] = (float)(total / executor_reduction_count (c));
+  executor_out_f32 (c, 0)[0] = (float)(MUTATED (c) ? total : total / executor_reduction_count (c));
   return TRUE;
 }
+
+#ifdef SHARDSCOPE_KERNEL_MUTATIONS
+/* Reshape, Concat, Split and Slice are shared kernels on copy_2d (executor-op-util.c); the
+ * mutant build wraps them here: every output's last dim comes out reversed. */
+static gboolean
+k_move_mutant (ExecutorDevice *dev, Call *c, GError **error)
+{
+  gboolean ok = c->op->type == PLANNER_OP_RESHAPE ? executor_kernel_reshape (dev, c, error)
+                                                  : executor_kernel_concat_split (dev, c, error);
+  if (ok && MUTATED (c))
+    for (guint k = 0; k < c->n_outputs; k++)
+      {
+        const ExecutorTensorArg *o = &c->outputs[k];
+        gint64 w = o->rank ? o->shape[o->rank - 1] : 1, rows = executor_numel (o) / MAX (w, 1);
+        float *y = executor_out_f32 (c, k);
+        for (gint64 r = 0; r < rows; r++)
+          for (gint64 j = 0; j < w / 2; j++)
+            {
+              float t = y[r * w + j];
+              y[r * w + j] = y[r * w + w - 1 - j];
+              y[r * w + w - 1 - j] = t;
+            }
+      }
+  return ok;
+}
+#define executor_kernel_reshape k_move_mutant
+#define executor_kernel_concat_split k_move_mutant
+#endif
 
 const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = EXECUTOR_KERNEL_TABLE;

@@ -22,6 +22,10 @@ typedef enum
   EXECUTOR_ERROR_INVALID_PLAN,    /* a plan whose layouts or steps do not chain */
   EXECUTOR_ERROR_UNSUPPORTED,     /* an op or dtype this backend cannot run */
   EXECUTOR_ERROR_ABORTED,         /* another device of the run failed first */
+  EXECUTOR_ERROR_BAD_FILE,        /* a checkpoint, token or output file that is not what it
+                                   * claims (truncated, offsets out of range, bad header) */
+  EXECUTOR_ERROR_WEIGHTS,         /* weights that do not fit the graph: missing, extra or
+                                   * misshapen tensors */
 } ExecutorError;
 
 GQuark executor_error_quark (void);

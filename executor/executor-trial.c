@@ -681,8 +681,18 @@ param_scale (PlannerGraph *g, const PlannerTensor *t, double *offset)
   return fan_in > 1 ? sqrt (3.0 / fan_in) : 1;
 }
 
+static void
+free_sources (guint8 **sources, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    g_free (sources[i]);
+  g_free (sources);
+}
+
+/* Global data of each source tensor: @given's where it names the tensor, else seeded random
+ * values. */
 static guint8 **
-make_sources (PlannerGraph *g, guint64 seed)
+make_sources (PlannerGraph *g, guint64 seed, ExecutorTensors *given, GError **error)
 {
   guint n = planner_graph_get_n_tensors (g);
   guint8 **sources = g_new0 (guint8 *, n);
@@ -694,6 +704,27 @@ make_sources (PlannerGraph *g, guint64 seed)
       if (t->producer >= 0)
         continue;
       gint64 count = executor_shape_numel (t->shape, t->rank);
+      const ExecutorHostTensor *h = given ? executor_tensors_lookup (given, t->name) : NULL;
+      if (h)
+        {
+          if (h->dtype != executor_storage_dtype (t->dtype)
+              || !executor_shape_is_view_of (h->shape, h->rank, t->shape, t->rank))
+            {
+              g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                           "%s: the given %s tensor of %" G_GINT64_FORMAT
+                           " elements does not fit the graph's %s tensor of %" G_GINT64_FORMAT
+                           " (%u dims)",
+                           t->name, h->dtype == PLANNER_DTYPE_I64 ? "integer" : "float",
+                           executor_host_tensor_numel (h),
+                           planner_dtype_to_string (t->dtype), count, t->rank);
+              g_rand_free (r);
+              free_sources (sources, n);
+              return NULL;
+            }
+          sources[i] = g_memdup2 (h->data, (gsize) MAX (count, 1)
+                                             * executor_storage_size (h->dtype));
+          continue;
+        }
       if (executor_storage_dtype (t->dtype) == PLANNER_DTYPE_I64)
         {
           gint64 *ids = g_new (gint64, MAX (count, 1));
@@ -715,15 +746,56 @@ make_sources (PlannerGraph *g, guint64 seed)
   return sources;
 }
 
-static void
-free_sources (guint8 **sources, guint n)
-{
-  for (guint i = 0; i < n; i++)
-    g_free (sources[i]);
-  g_free (sources);
-}
-
 /* ---- results ---- */
+
+/* The graph outputs as global tensors: each device's block put in place (summed over the
+ * members of a partial group), once per replica group. */
+static ExecutorTensors *
+gather_outputs (Program *p, RunCtx *ctx)
+{
+  ExecutorTensors *out = executor_tensors_new ();
+  const GArray *outputs = planner_graph_get_outputs (p->graph);
+  guint n_dev = (guint) planner_mesh_n_devices (&p->mesh);
+  for (guint o = 0; o < outputs->len; o++)
+    {
+      const Value *v = value_at (p, p->output_values[o]);
+      const PlannerTensor *t = planner_graph_get_tensor (p->graph, v->tensor);
+      gsize es = executor_storage_size (v->dtype);
+      gint64 n = executor_shape_numel (v->global, v->rank), n_local
+                                                            = executor_shape_numel (v->local,
+                                                                                    v->rank);
+      guint8 *global = g_malloc0 ((gsize) MAX (n, 1) * es);
+      guint32 owning = planner_layout_split_mask (&v->layout) | v->layout.partial;
+      g_autofree guint8 *block = g_malloc (MAX (v->bytes, es));
+      for (guint d = 0; d < n_dev; d++)
+        {
+          guint coords[PLANNER_MAX_AXES];
+          planner_mesh_device_coords (&p->mesh, d, coords);
+          gboolean first_replica = TRUE;
+          for (guint a = 0; a < p->mesh.n_axes; a++)
+            if (!(owning & (1u << a)) && coords[a] != 0)
+              first_replica = FALSE;
+          if (!first_replica)
+            continue;
+          gint64 offset[PLANNER_MAX_RANK];
+          planner_layout_local_offset (&v->layout, &p->mesh, v->global, coords, offset);
+          const guint8 *shard = ctx->downloads[p->output_values[o]][d];
+          if (v->layout.partial && v->dtype == PLANNER_DTYPE_F32)
+            {
+              /* Partial sums: read the block as it stands, add the shard, write it back. */
+              block_copy (global, v->global, v->rank, offset, v->local, es, block, FALSE);
+              for (gint64 i = 0; i < n_local; i++)
+                ((float *) block)[i] += ((const float *) shard)[i];
+              block_copy (global, v->global, v->rank, offset, v->local, es, block, TRUE);
+            }
+          else
+            block_copy (global, v->global, v->rank, offset, v->local, es, (guint8 *) shard,
+                        TRUE);
+        }
+      executor_tensors_add (out, t->name, v->dtype, v->rank, v->global, global);
+    }
+  return out;
+}
 
 void
 executor_trial_options_init (ExecutorTrialOptions *options)
@@ -759,6 +831,8 @@ executor_trial_result_free (ExecutorTrialResult *result)
   g_clear_pointer (&result->ops, g_array_unref);
   g_clear_pointer (&result->redistributions, g_array_unref);
   g_free (result->mismatch);
+  executor_tensors_free (result->outputs_sharded);
+  executor_tensors_free (result->outputs_reference);
   g_free (result);
 }
 
@@ -949,7 +1023,13 @@ executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
       return NULL;
     }
 
-  guint8 **sources = make_sources (g, options->seed);
+  guint8 **sources = make_sources (g, options->seed, options->sources, error);
+  if (sources == NULL)
+    {
+      program_clear (&prog);
+      program_clear (&ref);
+      return NULL;
+    }
   for (guint t = 0; t < prog.values->len; t++)
     if (!value_at (&prog, t)->source)
       value_at (&prog, t)->compare = value_at (&prog, t)->tensor >= 0;
@@ -1001,6 +1081,11 @@ executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
         }
       fill_timings (res, &prog, &ctx, options->repeat);
       compare_all (res, plan, &prog, &ctx, &ref, &ref_ctx);
+      if (options->keep_outputs)
+        {
+          res->outputs_sharded = gather_outputs (&prog, &ctx);
+          res->outputs_reference = gather_outputs (&ref, &ref_ctx);
+        }
     }
 
   ctx_clear (&ctx);
@@ -1118,4 +1203,27 @@ executor_trial_result_to_json (const ExecutorTrialResult *res)
   json_generator_set_root (gen, root);
   json_generator_set_pretty (gen, TRUE);
   return json_generator_to_data (gen, NULL);
+}
+
+ExecutorTensors *
+executor_trial_sources (PlannerGraph *graph, guint64 seed, ExecutorTensors *given,
+                        GError **error)
+{
+  guint n = planner_graph_get_n_tensors (graph);
+  guint8 **sources = make_sources (graph, seed, given, error);
+  if (sources == NULL)
+    return NULL;
+  ExecutorTensors *out = executor_tensors_new ();
+  for (guint i = 0; i < n; i++)
+    if (sources[i])
+      {
+        const PlannerTensor *t = planner_graph_get_tensor (graph, i);
+        /* A given tensor keeps its own shape (a view of the graph's). */
+        const ExecutorHostTensor *h = given ? executor_tensors_lookup (given, t->name) : NULL;
+        executor_tensors_add (out, t->name, executor_storage_dtype (t->dtype),
+                              h ? h->rank : t->rank, h ? h->shape : t->shape,
+                              g_steal_pointer (&sources[i]));
+      }
+  free_sources (sources, n);
+  return out;
 }

@@ -11,6 +11,7 @@
 #include <gio/gio.h>
 
 #include "executor-backend.h"
+#include "executor-tensors.h"
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -27,6 +28,13 @@ typedef struct
   double tolerance;  /* largest relative error that still matches (1e-5) */
   ExecutorProgressFunc progress;
   gpointer progress_data;
+  /* Global values of source tensors (parameters, graph inputs) by tensor name, in place of
+   * the seeded random ones; not owned. Each must hold the tensor's elements in its storage
+   * dtype (a view as executor_shape_is_view_of() accepts); the rest stay random. */
+  ExecutorTensors *sources;
+  /* Keep the graph outputs, gathered from the shards, in the result (outputs_sharded,
+   * outputs_reference). */
+  gboolean keep_outputs;
 } ExecutorTrialOptions;
 
 void executor_trial_options_init (ExecutorTrialOptions *options);
@@ -70,6 +78,12 @@ typedef struct
 
   double estimated_step_s; /* forward: ops + redistributions */
   double measured_step_s;
+
+  /* With keep_outputs: every graph output by its tensor name, global shape, f32 or i64:
+   * the plan's (each shard put in place, partial sums added) and the one-device
+   * reference's. NULL otherwise. */
+  ExecutorTensors *outputs_sharded;
+  ExecutorTensors *outputs_reference;
 } ExecutorTrialResult;
 
 void executor_trial_result_free (ExecutorTrialResult *result);
@@ -87,6 +101,11 @@ ExecutorTrialResult *executor_trial_run (PlannerPlan *plan, ExecutorBackend *bac
 ExecutorTrialResult *executor_trial_run_named (PlannerPlan *plan, const char *backend_name,
                                                const ExecutorTrialOptions *options,
                                                GCancellable *cancellable, GError **error);
+
+/* The global value of every source tensor (parameters, graph inputs) a trial with @seed and
+ * @given sources (may be NULL) uses: the training step's reference starts from the same. */
+ExecutorTensors *executor_trial_sources (PlannerGraph *graph, guint64 seed,
+                                         ExecutorTensors *given, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (ExecutorTrialResult, executor_trial_result_free)
 

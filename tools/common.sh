@@ -16,7 +16,7 @@ PACKAGES=(
   libgtk-4-dev libadwaita-1-dev
   libopenblas-dev
   gettext desktop-file-utils appstream
-  xvfb xauth python3
+  xvfb xauth python3 python3-numpy
   libopenmpi-dev
 )
 

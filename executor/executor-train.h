@@ -1,0 +1,59 @@
+/* executor-train.h: one training step of a model's graph on one CPU device, the reference a
+ * sharded training step is to be compared with (issue 13, part 3).
+ *
+ * Forward, the language-model loss Hugging Face computes from input_ids (causal: labels =
+ * input shifted left, the last position ignored; a graph without a causal attention is taken
+ * for a masked LM and labelled with its own ids at every position), the backward of every op
+ * (executor-backward.h), a gradient per parameter (a tied weight once, with the gradient of
+ * all its uses) and one optimizer step. Not yet: the same step sharded by a plan, with the
+ * backward collectives the plan implies (executor/README.md).
+ */
+#pragma once
+
+#include "executor-tensors.h"
+#include "planner-plan.h"
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  EXECUTOR_OPTIMIZER_SGD,  /* w -= lr g */
+  EXECUTOR_OPTIMIZER_ADAM, /* first step from zero moments: w -= lr mhat / (sqrt (vhat) + eps) */
+} ExecutorOptimizer;
+
+typedef struct
+{
+  ExecutorOptimizer optimizer;
+  double lr;                /* 1e-3 */
+  double beta1, beta2, eps; /* Adam: 0.9, 0.999, 1e-8 */
+} ExecutorTrainOptions;
+
+void executor_train_options_init (ExecutorTrainOptions *options);
+
+/* @sources: the global value of every parameter and graph input (input_ids included), by
+ * name. Adds to @out: "loss" (f32 scalar), "grad.NAME" and "updated.NAME" for every
+ * parameter, and every graph output (logits). */
+gboolean executor_train_step_reference (PlannerGraph *graph, ExecutorTensors *sources,
+                                        const ExecutorTrainOptions *options, ExecutorTensors *out,
+                                        GError **error);
+
+typedef struct
+{
+  double backward_s;  /* the backward pass, slowest device */
+  double grad_sync_s; /* of which the gradients' redistributions (collectives) */
+  /* The cost model's: backward compute as twice each op's forward estimate (the usual
+   * rule: one GEMM for each of the two operands' gradients), plus the gradient
+   * redistributions' own estimates. */
+  double estimated_backward_s;
+  double estimated_grad_sync_s;
+} ExecutorTrainTimes;
+
+/* The same step sharded by @plan on the CPU backend (one thread per device): every op's
+ * forward and backward on its local shards, gradients converted between layouts with the
+ * collectives the plan's layouts imply, the optimizer on the shards. Adds what
+ * executor_train_step_reference() adds, gathered from the shards (not the graph outputs). */
+gboolean executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
+                                      const ExecutorTrainOptions *options, ExecutorTensors *out,
+                                      ExecutorTrainTimes *times, GError **error);
+
+G_END_DECLS
