@@ -340,7 +340,8 @@ static void
 test_bad_files (void)
 {
   static const BadCase cases[] = {
-    { "{\"shardscope_hardware\": ", PLANNER_ERROR_MALFORMED_FILE, "not JSON" },
+    { "{\"shardscope_hardware\": ", PLANNER_ERROR_MALFORMED_FILE,
+      "hardware profile:1:24: Parse error" },
     { "[1, 2]", PLANNER_ERROR_MALFORMED_FILE, "top level" },
     { "{\"name\": \"x\", " VALID_BODY "}", PLANNER_ERROR_MALFORMED_FILE,
       "'shardscope_hardware' is missing" },

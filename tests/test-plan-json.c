@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-json.h"
 #include "planner-model.h"
 #include "planner-plan-json.h"
 #include "planner-policy.h"
@@ -506,6 +507,133 @@ test_summary (void)
   g_assert_cmpint (json_object_get_int_member (o, "memory_capacity_bytes"), ==, 80000000000);
 }
 
+/* ---- what every reader of user JSON refuses before json-glib parses it ---- */
+
+/* @n of @open, then @middle, then the closing brackets. */
+static char *
+nested (guint n, char open, const char *middle)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < n; i++)
+    g_string_append (s, open == '[' ? "[" : "{\"a\": ");
+  g_string_append (s, middle);
+  for (guint i = 0; i < n; i++)
+    g_string_append_c (s, open == '[' ? ']' : '}');
+  return g_string_free (s, FALSE);
+}
+
+typedef GObject *(*ReadFunc) (const char *text, GError **error);
+
+static GObject *
+read_plan (const char *text, GError **error)
+{
+  return (GObject *)planner_plan_from_json (text, error);
+}
+
+static GObject *
+read_graph (const char *text, GError **error)
+{
+  return (GObject *)planner_graph_from_json (text, error);
+}
+
+static GObject *
+read_config (const char *text, GError **error)
+{
+  return (GObject *)planner_hf_import_json (text, NULL, error);
+}
+
+/* Not a GObject, but only its NULL-ness is looked at. */
+static GObject *
+read_hardware (const char *text, GError **error)
+{
+  PlannerHardware *hw = planner_hardware_from_json (text, error);
+  g_assert_null (hw);
+  return NULL;
+}
+
+static GObject *
+read_policy (const char *text, GError **error)
+{
+  g_autofree char *dir = test_util_tmp_dir_new ("policy-XXXXXX");
+  g_autofree char *path = g_build_filename (dir, "policy.json", NULL);
+  g_autoptr (PlannerGraph) graph = test_util_model ("gpt2-tiny", NULL);
+  g_autoptr (PlannerMesh) mesh = test_util_mesh ("dp=2");
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  GPtrArray *pins = planner_policy_expand (path, graph, mesh, NULL, error);
+  test_util_tmp_dir_remove (dir);
+  g_assert_null (pins);
+  return NULL;
+}
+
+static void
+test_json_limits (void)
+{
+  static const struct
+  {
+    const char *name;
+    ReadFunc read;
+  } readers[] = {
+    { "plan", read_plan },         { "graph", read_graph },   { "config", read_config },
+    { "hardware", read_hardware }, { "policy", read_policy },
+  };
+  /* 100,000 levels overflowed json-glib's recursive parser (a crash, not a refusal). */
+  g_autofree char *deep_arrays = nested (100000, '[', "1");
+  g_autofree char *deep_objects = nested (100000, '{', "1");
+  g_autofree char *just_too_deep = nested (PLANNER_JSON_MAX_DEPTH + 1, '[', "1");
+  const struct
+  {
+    const char *text;
+    const char *fragment;
+  } documents[] = {
+    { deep_arrays, ":1:513: nested more than 512 levels deep" },
+    { deep_objects, ":1:3073: nested more than 512 levels deep" },
+    { just_too_deep, "nested more than 512 levels deep" },
+    /* json-glib reads only the first of two objects. */
+    { "{\"shardscope_plan\": 1}\n{\"model_type\": \"gpt2\"}", ":2:1: more text after the end" },
+    { "{}{}", ":1:3: more text after the end of the JSON value" },
+    /* json-glib reads 2^64 as -1 and 2^63 as -2^63. */
+    { "{\"n_layer\": 18446744073709551616}",
+      "the integer 18446744073709551616 is out of range; integers here are between "
+      "-9223372036854775808 and 9223372036854775807" },
+    { "{\"x\": [9223372036854775808]}", "the integer 9223372036854775808 is out of range" },
+    { "{\"x\": -9223372036854775809}", "the integer -9223372036854775809 is out of range" },
+    /* ... and 1e400 as inf. */
+    { "{\"memory_GB\": 1e400}", "the number 1e400 is out of range" },
+    { "{\"memory_GB\": -1.5E+309}", "the number -1.5E+309 is out of range" },
+  };
+
+  for (guint d = 0; d < G_N_ELEMENTS (documents); d++)
+    for (guint i = 0; i < G_N_ELEMENTS (readers); i++)
+      {
+        g_autoptr (GError) error = NULL;
+        g_autoptr (GObject) object = readers[i].read (documents[d].text, &error);
+        g_test_message ("%s reader, document %u: %s", readers[i].name, d,
+                        error ? error->message : "(accepted)");
+        g_assert_null (object);
+        test_util_assert_error (error, PLANNER_ERROR_MALFORMED_FILE, documents[d].fragment);
+      }
+
+  /* At the limit, and with brackets, numbers and a second "value" inside strings, the text
+   * parses: only the structure counts. */
+  g_autofree char *at_limit
+      = nested (PLANNER_JSON_MAX_DEPTH, '[', "\"[[{{ 1e999 } 99999999999999999999\"");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonNode) root = planner_json_parse (at_limit, -1, "test", &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_ARRAY (root));
+  g_autoptr (JsonNode) edge = planner_json_parse (
+      "{\"a\": \"\\\"}{\", \"b\": [-9223372036854775808, 9223372036854775807, "
+      "1.7e308]}\n\n",
+      -1, "test", &error);
+  g_assert_no_error (error);
+  JsonObject *o = json_node_get_object (edge);
+  g_assert_cmpstr (json_object_get_string_member (o, "a"), ==, "\"}{");
+  JsonArray *b = json_object_get_array_member (o, "b");
+  g_assert_cmpint (json_array_get_int_element (b, 0), ==, G_MININT64);
+  g_assert_cmpint (json_array_get_int_element (b, 1), ==, G_MAXINT64);
+  g_assert_cmpfloat (json_array_get_double_element (b, 2), ==, 1.7e308);
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -526,6 +654,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/plan-json/summary", test_summary);
   g_test_add_func ("/planner/plan-json/version", test_version);
   g_test_add_func ("/planner/plan-json/model-changed", test_model_changed);
+  g_test_add_func ("/planner/plan-json/json-limits", test_json_limits);
   for (guint i = 0; i < G_N_ELEMENTS (bad_edits); i++)
     {
       g_autofree char *path = g_strdup_printf ("/planner/plan-json/refused/%u", i);
