@@ -10,6 +10,7 @@
 #include "planner-model-private.h"
 #include "planner-model.h"
 #include "planner-plan-json.h"
+#include "planner-pin.h"
 #include "planner-plan-private.h"
 
 /* ---- plan -> JSON ---- */
@@ -791,6 +792,9 @@ read_trace_step (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
       || !get_double (r, o, "edge_cost_s", &st.edge_cost_s)
       || !planner_json_get_uint (&r->json, o, "candidates", &st.n_candidates))
     return FALSE;
+  if (st.index != i)
+    return planner_json_fail (&r->json, "step", "is %u but this is step %u of the trace", st.index,
+                              i);
   if (strcmp (direction, "forward") != 0 && strcmp (direction, "backward") != 0)
     return planner_json_fail (&r->json, "direction",
                               "must be \"forward\" or \"backward\", got \"%s\"", direction);
@@ -843,6 +847,19 @@ read_op (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
       || !get_double (r, o, "compute_time_s", &p.compute_time_s)
       || !get_double (r, o, "flops", &p.flops))
     return FALSE;
+  /* A propagated op has the trace step that decided it, a pinned op the pin; the others
+   * neither. */
+  if ((p.decision == PLANNER_DECIDED_PROPAGATED) != (p.trace_step >= 0)
+      || (p.trace_step >= 0 && planner_plan_get_trace_step (r->plan, (guint)p.trace_step)->op != i))
+    return planner_json_fail (&r->json, "trace_step",
+                              "must be the trace step that decided %s when it is propagated, "
+                              "and null otherwise",
+                              op->name);
+  if ((p.decision == PLANNER_DECIDED_PINNED) != (p.pin >= 0))
+    return planner_json_fail (&r->json, "pin",
+                              "must be the index of the pin that fixed %s when it is pinned, and "
+                              "null otherwise",
+                              op->name);
   if (json_object_has_member (o, "out_layouts"))
     {
       JsonArray *outs = planner_json_get_array (&r->json, o, "out_layouts");
@@ -1069,9 +1086,13 @@ read_pins (Reader *r, JsonObject *root)
     {
       g_autofree char *index = g_strdup_printf ("[%u]", i);
       const char *text;
+      g_autoptr (GError) local = NULL;
+      g_autoptr (PlannerPin) pin = NULL;
       if (!planner_json_read_string (&r->json, json_array_get_element (pins, i), index, FALSE,
                                      &text))
         return FALSE;
+      if ((pin = planner_pin_parse (text, &r->mesh, &local)) == NULL)
+        return planner_json_fail (&r->json, index, "is refused: %s", local->message);
       planner_plan_add_pin_text (r->plan, text);
     }
   planner_json_pop (&r->json, mark);

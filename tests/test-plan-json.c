@@ -335,7 +335,7 @@ static const BadEdit bad_edits[] = {
   { "hardware.memory_GB", "-1",
     "field 'hardware' is refused: hardware profile: field 'memory_GB' must be > 0" },
   { "mesh", "\"dp=2,,mp=2\"", "field 'mesh' is refused: " },
-  { "mesh", "\"dp=2,tp=2\"", "names no axis of the mesh: 'mp'" },
+  { "mesh", "\"dp=2,tp=2\"", "field 'pins[0]' is refused: pin '" },
   { "constants.backward_factor", NULL, "field 'constants.backward_factor' is missing" },
   { "name", "3", "field 'name' must be a string or null" },
   { "pins.0", "7", "field 'pins[0]' must be a string" },
@@ -392,6 +392,12 @@ static const BadEdit bad_edits[] = {
   { "summary.memory_capacity_bytes", "1", "field 'summary' does not match" },
   { "summary.extra", "1", "field 'summary' does not match" },
   { "summary", NULL, "field 'summary' is missing" },
+  /* Pin texts were kept unread; indices that disagree with the decision. */
+  { "pins.0", "\"nope\"", "field 'pins[0]' is refused: " },
+  { "trace.0.step", "5", "field 'trace[0].step' is 5 but this is step 0 of the trace" },
+  { "ops.0.pin", "null", "field 'ops[0].pin' must be the index of the pin that fixed " },
+  { "ops.0.decision", "\"defaulted\"", "field 'ops[0].pin' must be the index of the pin" },
+  { "ops.0.trace_step", "0", "field 'ops[0].trace_step' must be the trace step that decided " },
 };
 
 static char *
