@@ -1128,13 +1128,14 @@ check_version (Reader *r, JsonNode *root)
 
 /* The counts and byte sums of the totals follow from the ops and redistributions read: a file
  * where they differ was edited in one place only (a count of 2^31 made compare overflow). */
-static gboolean
-check_totals (Reader *r, const PlannerPlanTotals *t)
+char *
+planner_plan_check_totals (PlannerPlan *plan, const PlannerPlanTotals *t)
 {
   PlannerPlanTotals derived = { 0 };
-  PlannerPlan *plan = r->plan;
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
 
-  derived.n_ops = planner_graph_get_n_ops (r->graph);
+  derived.n_ops = planner_graph_get_n_ops (graph);
   for (guint i = 0; i < derived.n_ops; i++)
     switch (planner_plan_get_op (plan, i)->decision)
       {
@@ -1157,9 +1158,8 @@ check_totals (Reader *r, const PlannerPlanTotals *t)
           const PlannerRedistStep *st = &red->steps[s];
           /* Each step's bytes are below 2^63; their sum may not be. */
           if (st->bytes > G_MAXINT64 - derived.comm_bytes)
-            return planner_json_fail (&r->json, "redistributions",
-                                      "send more than 2^63 bytes in all; the byte counts of "
-                                      "their steps are wrong");
+            return g_strdup ("the redistributions send more than 2^63 bytes in all; the byte "
+                             "counts of their steps are wrong");
           derived.coll_count[st->kind]++;
           derived.coll_bytes[st->kind] += st->bytes;
           derived.axis_bytes[st->axis] += st->bytes;
@@ -1172,28 +1172,31 @@ check_totals (Reader *r, const PlannerPlanTotals *t)
       guint got = PLANNER_TOTAL (t, f, const guint),
             want = PLANNER_TOTAL (&derived, f, const guint);
       if (got != want)
-        return planner_json_fail (&r->json, "totals", "count '%s' is %u but the plan has %u",
-                                  f->name, got, want);
+        return g_strdup_printf ("count '%s' is %u but the plan has %u", f->name, got, want);
     }
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
     if (t->coll_count[k] != derived.coll_count[k] || t->coll_bytes[k] != derived.coll_bytes[k])
-      return planner_json_fail (&r->json, "totals",
-                                "collectives.%s is %u steps of %" G_GUINT64_FORMAT
-                                " bytes but the redistributions hold %u of %" G_GUINT64_FORMAT,
-                                planner_step_kind_to_string (k), t->coll_count[k], t->coll_bytes[k],
-                                derived.coll_count[k], derived.coll_bytes[k]);
-  for (guint a = 0; a < r->mesh.n_axes; a++)
+      return g_strdup_printf ("collectives.%s is %u steps of %" G_GUINT64_FORMAT
+                              " bytes but the redistributions hold %u of %" G_GUINT64_FORMAT,
+                              planner_step_kind_to_string (k), t->coll_count[k], t->coll_bytes[k],
+                              derived.coll_count[k], derived.coll_bytes[k]);
+  for (guint a = 0; a < mesh->n_axes; a++)
     if (t->axis_bytes[a] != derived.axis_bytes[a])
-      return planner_json_fail (&r->json, "totals",
-                                "axes.%s.bytes is %" G_GUINT64_FORMAT
-                                " but the redistributions send %" G_GUINT64_FORMAT " over it",
-                                r->mesh.names[a], t->axis_bytes[a], derived.axis_bytes[a]);
+      return g_strdup_printf ("axes.%s.bytes is %" G_GUINT64_FORMAT
+                              " but the redistributions send %" G_GUINT64_FORMAT " over it",
+                              mesh->names[a], t->axis_bytes[a], derived.axis_bytes[a]);
   if (t->comm_bytes != derived.comm_bytes)
-    return planner_json_fail (&r->json, "totals",
-                              "comm_bytes is %" G_GUINT64_FORMAT
-                              " but the redistributions send %" G_GUINT64_FORMAT,
-                              t->comm_bytes, derived.comm_bytes);
-  return TRUE;
+    return g_strdup_printf ("comm_bytes is %" G_GUINT64_FORMAT
+                            " but the redistributions send %" G_GUINT64_FORMAT,
+                            t->comm_bytes, derived.comm_bytes);
+  return NULL;
+}
+
+static gboolean
+check_totals (Reader *r, const PlannerPlanTotals *t)
+{
+  g_autofree char *why = planner_plan_check_totals (r->plan, t);
+  return why == NULL || planner_json_fail (&r->json, "totals", "%s", why);
 }
 
 /* Whether @a and @b hold the same members and figures (integers and doubles compared as

@@ -967,6 +967,48 @@ load_conflicts (PlannerStore *self, gint64 id, const char *name, PlannerPlan *pl
   return rc == 0;
 }
 
+/* Whether every time, FLOP count and constant of @plan and @t is >= 0 (or unknown: NaN). */
+static gboolean
+figures_ok (PlannerPlan *plan, const PlannerPlanTotals *t)
+{
+  const PlannerCostConstants *c = planner_plan_get_constants (plan);
+  GArray *figures = g_array_new (FALSE, FALSE, sizeof (double));
+  gboolean ok = TRUE;
+
+  g_array_append_vals (figures,
+                       (double[]){ c->weight_copies, c->grad_copies, c->optimizer_states,
+                                   c->backward_factor, planner_plan_get_propagate_ms (plan) },
+                       5);
+  for (guint i = PLANNER_N_TOTAL_COUNTS; i < PLANNER_N_TOTAL_FIELDS; i++)
+    if (planner_total_fields[i].kind == PLANNER_TOTAL_SECONDS)
+      g_array_append_val (figures, PLANNER_TOTAL (t, &planner_total_fields[i], const double));
+  g_array_append_vals (figures, t->coll_time_s, PLANNER_N_STEP_KINDS);
+  g_array_append_vals (figures, t->axis_time_s, PLANNER_MAX_AXES);
+  for (guint i = 0; i < planner_graph_get_n_ops (planner_plan_get_graph (plan)); i++)
+    {
+      const PlannerOpPlan *p = planner_plan_get_op (plan, i);
+      g_array_append_val (figures, p->compute_time_s);
+      g_array_append_val (figures, p->flops);
+    }
+  for (guint i = 0; i < planner_plan_get_n_redistributions (plan); i++)
+    {
+      const PlannerRedistribution *r = planner_plan_get_redistribution (plan, i);
+      g_array_append_val (figures, r->time_s);
+      for (guint s = 0; s < r->n_steps; s++)
+        g_array_append_val (figures, r->steps[s].time_s);
+    }
+  for (guint i = 0; i < planner_plan_get_n_trace_steps (plan); i++)
+    {
+      const PlannerTraceStep *st = planner_plan_get_trace_step (plan, i);
+      g_array_append_val (figures, st->edge_cost_s);
+      g_array_append_val (figures, st->runner_up_cost_s);
+    }
+  for (guint i = 0; i < figures->len && ok; i++)
+    ok = !(g_array_index (figures, double, i) < 0);
+  g_array_free (figures, TRUE);
+  return ok;
+}
+
 /* Within one read transaction, so a concurrent save or delete is seen whole or not at all. */
 static PlannerPlan *
 load_locked (PlannerStore *self, gint64 id, GError **error)
@@ -1039,6 +1081,35 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
       || !load_redistributions (self, id, name, plan, error)
       || !load_trace (self, id, name, plan, error) || !load_conflicts (self, id, name, plan, error))
     return NULL;
+  /* Counts and sums that do not follow from the rows (a count of 2^31 overflowed compare);
+   * figures that cannot be negative. */
+  g_autofree char *why = planner_plan_check_totals (plan, &totals);
+  for (guint i = 0; why == NULL && i < planner_graph_get_n_ops (graph); i++)
+    {
+      const PlannerOpPlan *p = planner_plan_get_op (plan, i);
+      if ((p->decision == PLANNER_DECIDED_PROPAGATED) != (p->trace_step >= 0)
+          || (p->decision == PLANNER_DECIDED_PINNED) != (p->pin >= 0)
+          || p->trace_step >= (int)planner_plan_get_n_trace_steps (plan)
+          || p->pin >= (int)planner_plan_get_pins (plan)->len
+          || (p->trace_step >= 0
+              && planner_plan_get_trace_step (plan, (guint)p->trace_step)->op != i))
+        why = g_strdup_printf ("op %s's trace step or pin does not match its decision",
+                               planner_graph_get_op (graph, i)->name);
+    }
+  for (guint i = 0; why == NULL && i < planner_plan_get_n_trace_steps (plan); i++)
+    if (planner_plan_get_trace_step (plan, i)->index != i)
+      why = g_strdup_printf ("trace step %u is numbered %u", i,
+                             planner_plan_get_trace_step (plan, i)->index);
+  if (why != NULL)
+    {
+      damaged (self, name, why, error);
+      return NULL;
+    }
+  if (!figures_ok (plan, &totals))
+    {
+      damaged (self, name, "a time, FLOP count or constant is negative", error);
+      return NULL;
+    }
   planner_plan_set_totals (plan, &totals);
   return g_steal_pointer (&plan);
 }

@@ -852,6 +852,17 @@ test_damaged_rows (void)
       "a tensor layout does not decode" },
     { "UPDATE redistribution_steps SET after_layout = before_layout",
       "a redistribution step does not decode" },
+    /* Counts read as guint from any integer: 2^31 and -1 overflowed compare. */
+    { "UPDATE plans SET n_pinned = 2147483648", "count 'pinned' is 2147483648 but the plan has " },
+    { "UPDATE plan_collectives SET count = -1 WHERE kind = 'AllReduce'",
+      "collectives.AllReduce is 4294967295 steps of " },
+    { "UPDATE plans SET comm_bytes = comm_bytes + 1", "comm_bytes is " },
+    { "UPDATE op_strategies SET compute_time_s = -1 WHERE op_index = 0",
+      "a time, FLOP count or constant is negative" },
+    { "UPDATE plans SET backward_factor = -2", "a time, FLOP count or constant is negative" },
+    { "UPDATE op_strategies SET pin = -1 WHERE op_index = 0",
+      "op transformer.wte's trace step or pin does not match its decision" },
+    { "UPDATE trace_steps SET step_index = step_index + 1", "trace step 0 is numbered 1" },
 
   };
 
