@@ -22,7 +22,7 @@ G_BEGIN_DECLS
 /* Parses JSON text; a syntax error is PLANNER_ERROR_MALFORMED_FILE "WHAT:LINE:COL: ...". Every
  * reader of user input goes through here, so it also refuses what json-glib would accept
  * wrongly: nesting deeper than PLANNER_JSON_MAX_DEPTH, more text after the first value,
- * integers beyond gint64 and numbers beyond the doubles. */
+ * integers beyond gint64, numbers beyond the doubles and a member name twice in one object. */
 JsonNode *planner_json_parse (const char *text, gssize length, const char *what, GError **error);
 /* Reads and parses @path, which names the file in syntax errors. A file that cannot be read is
  * PLANNER_ERROR_IO: "cannot read KIND PATH: ..." with @kind ("plan"), else GLib's message. */

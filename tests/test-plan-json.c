@@ -657,6 +657,10 @@ test_json_limits (void)
     /* ... and 1e400 as inf. */
     { "{\"memory_GB\": 1e400}", "the number 1e400 is out of range" },
     { "{\"memory_GB\": -1.5E+309}", "the number -1.5E+309 is out of range" },
+    /* json-glib keeps the last of two members of one name. */
+    { "{\"a\": 1, \"b\": {\"a\": 2, \"a\": 3}}",
+      ":1:24: the member \"a\" appears twice in one object; keep one" },
+    { "{\"memory_GB\": 80,\n \"memory_GB\": 1}", ":2:2: the member \"memory_GB\" appears twice" },
   };
 
   for (guint d = 0; d < G_N_ELEMENTS (documents); d++)
@@ -678,6 +682,14 @@ test_json_limits (void)
   g_autoptr (JsonNode) root = planner_json_parse (at_limit, -1, "test", &error);
   g_assert_no_error (error);
   g_assert_true (JSON_NODE_HOLDS_ARRAY (root));
+  /* One name in sibling and nested objects, and names that differ only by an escape, are
+   * no repeats. */
+  g_autoptr (JsonNode) names = planner_json_parse (
+      "{\"a\": {\"a\": [{\"a\": 1}, {\"a\": 2}]}, \"x\\\"\": 1, \"x\\\\\": 2, \"b\": \"a\", \"c\": "
+      "\"a\"}",
+      -1, "test", &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (json_object_get_size (json_node_get_object (names)), ==, 5);
   g_autoptr (JsonNode) edge = planner_json_parse (
       "{\"a\": \"\\\"}{\", \"b\": [-9223372036854775808, 9223372036854775807, "
       "1.7e308]}\n\n",
