@@ -236,11 +236,12 @@ add_run_json (JsonBuilder *b, const PlannerTrialRun *run, gboolean measurements)
 
 /* ---- subcommands ---- */
 
-/* "db:NAME", "NAME" or "ID". */
+/* "db:NAME", "db:ID", "NAME" or "ID": the store drops the "db:" itself, so that it can tell a
+ * plan named "db:1" in an old store from plan 1. */
 static gint64
 lookup (PlannerStore *s, const char *spec, GError **error)
 {
-  return planner_store_lookup (s, g_str_has_prefix (spec, "db:") ? spec + 3 : spec, error);
+  return planner_store_lookup (s, spec, error);
 }
 
 /* The plans of the store at @path (PlannerStoreEntry). */
@@ -449,7 +450,8 @@ app_cli_db (const AppCliCommand *command, int argc, char **argv)
                                     "  show PLAN            a plan's summary, pins and trial runs\n"
                                     "  delete PLAN...       delete plans (and their trial runs)\n"
                                     "  rename PLAN NAME     give a plan another name\n"
-                                    "PLAN is a name or an id, with or without 'db:'.\n");
+                                    "PLAN is a name or an id, with or without 'db:'; a name "
+                                    "comes before an id.\n");
   int status = app_cli_parse (command, context, &argc, &argv, 1, G_MAXINT);
   if (status >= 0)
     return status;

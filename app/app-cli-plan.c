@@ -314,6 +314,9 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   if (save_name)
     planner_plan_set_name (plan, save_name);
 
+  /* A name the store refuses is refused before -o or the store file is written. */
+  if (save_name && !planner_store_check_name (save_name, &error))
+    return app_cli_refuse (error);
   if (output && !planner_plan_save_json (plan, output, &error))
     return app_cli_refuse (error);
   gint64 saved = 0;

@@ -302,6 +302,22 @@ malformed (GError **error, const char *format, ...)
   return FALSE;
 }
 
+/* Refuses a member of @object not in @known: a typo ("atrs") is not silently a default. */
+static gboolean
+check_members (JsonObject *object, const char *const *known, const char *where, GError **error)
+{
+  g_autoptr (GList) members = json_object_get_members (object);
+
+  for (GList *l = members; l != NULL; l = l->next)
+    if (!g_strv_contains (known, l->data))
+      {
+        g_autofree char *list = g_strjoinv (", ", (char **)known);
+        return malformed (error, "%s: unknown field \"%s\" (known: %s)", where,
+                          (const char *)l->data, list);
+      }
+  return TRUE;
+}
+
 static GType
 value_type (JsonNode *node)
 {
@@ -395,6 +411,7 @@ parse_decl (JsonNode *node, const char *what, guint index, const char **name, ch
 static gboolean
 parse_tensor (JsonNode *node, guint index, TensorDecl *decl, GError **error)
 {
+  static const char *const known[] = { "name", "dtype", "kind", "shape", NULL };
   g_autofree char *where = NULL;
   JsonObject *object = parse_decl (node, "tensor", index, &decl->name, &where, error);
   JsonNode *shape;
@@ -402,7 +419,7 @@ parse_tensor (JsonNode *node, guint index, TensorDecl *decl, GError **error)
   double numel;
   guint i;
 
-  if (object == NULL)
+  if (object == NULL || !check_members (object, known, where, error))
     return FALSE;
   decl->index = index;
 
@@ -491,12 +508,13 @@ parse_attr (JsonNode *node, guint i, const char *where, PlannerOpAttrs *attrs, G
 static gboolean
 parse_op (JsonNode *node, guint index, OpDecl *decl, GError **error)
 {
+  static const char *const known[] = { "name", "type", "attrs", "inputs", "outputs", NULL };
   g_autofree char *where = NULL;
   JsonObject *object = parse_decl (node, "op", index, &decl->name, &where, error);
   JsonNode *attrs;
   const char *type;
 
-  if (object == NULL)
+  if (object == NULL || !check_members (object, known, where, error))
     return FALSE;
   decl->index = index;
 
@@ -708,7 +726,10 @@ planner_graph_from_json_node (JsonNode *root, GError **error)
                       " is not supported (this build reads %d)",
                       json_node_get_int (version), PLANNER_GRAPH_JSON_VERSION),
            NULL;
-  if (!get_string (object, "name", FALSE, "graph", &name, error)
+  static const char *const known[]
+      = { "shardscope_graph", "name", "source", "tensors", "ops", "outputs", NULL };
+  if (!check_members (object, known, "graph", error)
+      || !get_string (object, "name", FALSE, "graph", &name, error)
       || !get_string (object, "source", FALSE, "graph", &source, error))
     return NULL;
   if ((tensors = get_array (object, "tensors", "graph", error)) == NULL
@@ -790,6 +811,17 @@ planner_graph_from_json_node (JsonNode *root, GError **error)
                        json_node_get_string (node));
           return NULL;
         }
+      /* A graph output is one value: named twice, its final reduction would be planned
+       * twice. */
+      const GArray *marked = planner_graph_get_outputs (r.graph);
+      for (guint k = 0; k < marked->len; k++)
+        if (g_array_index (marked, guint, k) == (guint)id)
+          {
+            g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_GRAPH,
+                         "graph: output \"%s\" is listed twice; list each output once",
+                         json_node_get_string (node));
+            return NULL;
+          }
       planner_graph_mark_output (r.graph, id);
     }
 

@@ -18,6 +18,7 @@ struct _PlannerGraph
   GHashTable *op_index;   /* name -> index + 1 */
   GHashTable *tensor_index;
   GArray *outputs;        /* guint tensor ids */
+  guint64 tensor_bytes;   /* of every tensor, at most PLANNER_MAX_GRAPH_BYTES */
 };
 
 G_DEFINE_FINAL_TYPE (PlannerGraph, planner_graph, G_TYPE_OBJECT)
@@ -196,6 +197,29 @@ add_tensor (PlannerGraph *self, const char *name, PlannerDType dtype, PlannerTen
                      shape[d]);
         return -1;
       }
+  /* Byte counts (of a tensor, the parameters, a device's memory, a plan's traffic) are
+   * guint64 sums and gint64 differences: bounding all of a graph's bytes keeps each of them
+   * exact. 2^60 bytes is an exabyte, a thousand times the largest models. */
+  guint64 bytes = planner_dtype_size (dtype);
+  for (guint d = 0; d < rank; d++)
+    {
+      if ((guint64)shape[d] > PLANNER_MAX_GRAPH_BYTES / bytes)
+        bytes = PLANNER_MAX_GRAPH_BYTES + 1;
+      else
+        bytes *= (guint64)shape[d];
+    }
+  if (bytes > PLANNER_MAX_GRAPH_BYTES - self->tensor_bytes)
+    {
+      g_autoptr (GString) text = g_string_new (NULL);
+      for (guint d = 0; d < rank; d++)
+        g_string_append_printf (text, "%s%" G_GINT64_FORMAT, d ? "," : "", shape[d]);
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "tensor %s [%s] takes the graph's tensors past 2^60 bytes (an exabyte); "
+                   "use smaller sizes (batch, sequence, hidden, vocabulary)",
+                   name, text->str);
+      return -1;
+    }
+  self->tensor_bytes += bytes;
 
   PlannerTensor t = { 0 };
   t.name = g_strdup (name);
@@ -316,8 +340,12 @@ planner_graph_add_op (PlannerGraph *self, const char *name, PlannerOpType type,
         {
           /* Undo the outputs added so far: the graph is unchanged by a refused op. */
           for (guint k = 0; k < o; k++)
-            g_hash_table_remove (self->tensor_index,
-                                 g_array_index (self->tensors, PlannerTensor, outputs[k]).name);
+            {
+              const PlannerTensor *added
+                  = &g_array_index (self->tensors, PlannerTensor, outputs[k]);
+              self->tensor_bytes -= planner_tensor_bytes (added);
+              g_hash_table_remove (self->tensor_index, added->name);
+            }
           g_array_set_size (self->tensors, self->tensors->len - o);
           g_free (outputs);
           return -1;

@@ -11,6 +11,10 @@
 
 G_BEGIN_DECLS
 
+/* All of a graph's tensors hold at most this many bytes (an exabyte): every byte count of the
+ * planner, summed or subtracted, then stays exact in 64 bits. */
+#define PLANNER_MAX_GRAPH_BYTES (G_GUINT64_CONSTANT (1) << 60)
+
 typedef enum
 {
   PLANNER_TENSOR_ACTIVATION,

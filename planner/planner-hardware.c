@@ -524,10 +524,20 @@ planner_hardware_clear_measurements (PlannerHardware *hw)
 
 /* Reading profiles. Every refusal names the field as a path ("links.intra.latency_us"). */
 
-/* A number that must be > 0 (or >= 0 with @allow_zero). */
+/* Far above any machine (a zettaFLOP/s per device, an hour of latency), low enough that the
+ * costs made of them stay finite. */
+#define MAX_FIGURE 1e9
+/* 1 PB per device: its bytes (x 1e9) fit a gint64 with room for the plan's sums. */
+#define MAX_MEMORY_GB 1e6
+/* A calibration sweep writes one point per power of two of bytes; reading is quadratic in
+ * the points of a curve, so a hand-made file with 100,000 of them is refused, not slow. */
+#define MAX_CURVE_POINTS 1024
+#define MAX_CURVES 1024
+
+/* A number that must be > 0 (or >= 0 with @allow_zero) and at most @max. */
 static gboolean
 read_figure (PlannerJsonReader *r, JsonNode *node, const char *name, gboolean allow_zero,
-             double *out)
+             double max, double *out)
 {
   double value;
 
@@ -535,16 +545,18 @@ read_figure (PlannerJsonReader *r, JsonNode *node, const char *name, gboolean al
     return FALSE;
   if (!isfinite (value) || value < 0 || (value == 0 && !allow_zero))
     return planner_json_fail (r, name, "must be %s, got %g", allow_zero ? ">= 0" : "> 0", value);
+  if (value > max)
+    return planner_json_fail (r, name, "must be at most %g, got %g", max, value);
   *out = value;
   return TRUE;
 }
 
 static gboolean
 get_figure (PlannerJsonReader *r, JsonObject *object, const char *name, gboolean allow_zero,
-            double *out)
+            double max, double *out)
 {
   JsonNode *node = planner_json_member (r, object, name);
-  return node != NULL && read_figure (r, node, name, allow_zero, out);
+  return node != NULL && read_figure (r, node, name, allow_zero, max, out);
 }
 
 /* An optional string member: @out keeps its value when the member is absent. */
@@ -571,7 +583,7 @@ read_peaks (PlannerJsonReader *r, PlannerHardware *hw, JsonObject *object)
 
       if (!planner_dtype_from_string (l->data, &dtype))
         return planner_json_fail (r, l->data, "is not a dtype (f32, bf16, f16, i64)");
-      if (!get_figure (r, peaks, l->data, FALSE, &hw->peak_tflops[dtype]))
+      if (!get_figure (r, peaks, l->data, FALSE, MAX_FIGURE, &hw->peak_tflops[dtype]))
         return FALSE;
       seen[dtype] = TRUE;
     }
@@ -596,8 +608,8 @@ read_link (PlannerJsonReader *r, PlannerLink *link, JsonObject *links, PlannerLi
     return FALSE;
   gsize mark = planner_json_push (r, "%s", link_kind_names[kind]);
   if (!planner_json_check_members (r, object, known)
-      || !get_figure (r, object, "bandwidth_GBps", FALSE, &link->bandwidth_GBps)
-      || !get_figure (r, object, "latency_us", TRUE, &link->latency_us)
+      || !get_figure (r, object, "bandwidth_GBps", FALSE, MAX_FIGURE, &link->bandwidth_GBps)
+      || !get_figure (r, object, "latency_us", TRUE, MAX_FIGURE, &link->latency_us)
       || !get_optional_string (r, object, "name", &name))
     return FALSE;
   if (strlen (name) >= sizeof link->name)
@@ -632,11 +644,16 @@ read_measurement (PlannerJsonReader *r, PlannerHardware *hw, JsonArray *measurem
   if (!planner_link_kind_from_string (text, &link))
     return planner_json_fail (r, "link", "must be \"intra\" or \"inter\"");
 
-  if (!planner_json_get_int (r, object, "p", 2, G_MAXUINT, &p)
+  if (!planner_json_get_int (r, object, "p", 2, PLANNER_MAX_DEVICES, &p)
       || !(points = planner_json_get_array (r, object, "points")))
     return FALSE;
   if (json_array_get_length (points) == 0)
     return planner_json_fail (r, "points", "must hold at least one [bytes, seconds] point");
+  if (json_array_get_length (points) > MAX_CURVE_POINTS)
+    return planner_json_fail (r, "points",
+                              "holds %u points; a curve holds at most %d (one per power of two "
+                              "of bytes is what calibrate writes)",
+                              json_array_get_length (points), MAX_CURVE_POINTS);
   if (planner_hardware_get_measurement (hw, kind, link, p, NULL) != NULL)
     return planner_json_fail (r, NULL, "repeats the step, link and p of an earlier curve");
 
@@ -653,7 +670,7 @@ read_measurement (PlannerJsonReader *r, PlannerHardware *hw, JsonArray *measurem
       if (json_array_get_length (pair) != 2)
         return planner_json_fail (r, point, "must be a [bytes, seconds] pair");
       if (!planner_json_read_int (r, json_array_get_element (pair, 0), point, 1, G_MAXINT64, &bytes)
-          || !read_figure (r, json_array_get_element (pair, 1), point, FALSE, &seconds))
+          || !read_figure (r, json_array_get_element (pair, 1), point, FALSE, MAX_FIGURE, &seconds))
         return FALSE;
       /* Sorted and unique on disk, as written, so that reading never reorders or merges. */
       if (bytes <= previous_bytes)
@@ -674,10 +691,8 @@ planner_hardware_from_json (const char *text, GError **error)
   };
   static const char *const known_links[] = { "intra", "inter", NULL };
   g_auto (PlannerJsonReader) r = { "hardware profile", NULL, error };
-  g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (PlannerHardware) hw = NULL;
-  g_autoptr (GError) local_error = NULL;
-  JsonNode *root;
+  g_autoptr (JsonNode) root = NULL;
   JsonObject *object, *links;
   JsonArray *measurements;
   const char *name, *description = "";
@@ -686,14 +701,10 @@ planner_hardware_from_json (const char *text, GError **error)
   g_return_val_if_fail (text != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (!json_parser_load_from_data (parser, text, -1, &local_error))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-                   "hardware profile: not JSON: %s", local_error->message);
-      return NULL;
-    }
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+  root = planner_json_parse (text, -1, "hardware profile", error);
+  if (root == NULL)
+    return NULL;
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
                    "hardware profile: the top level must be an object with "
@@ -723,13 +734,14 @@ planner_hardware_from_json (const char *text, GError **error)
   hw = planner_hardware_new (name);
 
   if (!get_optional_string (&r, object, "description", &description) || !read_peaks (&r, hw, object)
-      || !get_figure (&r, object, "memory_bandwidth_GBps", FALSE, &hw->memory_bandwidth_GBps)
-      || !get_figure (&r, object, "memory_GB", FALSE, &hw->memory_GB))
+      || !get_figure (&r, object, "memory_bandwidth_GBps", FALSE, MAX_FIGURE,
+                      &hw->memory_bandwidth_GBps)
+      || !get_figure (&r, object, "memory_GB", FALSE, MAX_MEMORY_GB, &hw->memory_GB))
     return NULL;
   planner_hardware_set_description (hw, description);
 
   if (json_object_has_member (object, "node_size")
-      && !planner_json_get_int (&r, object, "node_size", 1, G_MAXUINT, &node_size))
+      && !planner_json_get_int (&r, object, "node_size", 1, PLANNER_MAX_DEVICES, &node_size))
     return NULL;
   hw->node_size = node_size;
 
@@ -747,6 +759,12 @@ planner_hardware_from_json (const char *text, GError **error)
     {
       if (!(measurements = planner_json_get_array (&r, object, "measurements")))
         return NULL;
+      if (json_array_get_length (measurements) > MAX_CURVES)
+        {
+          planner_json_fail (&r, "measurements", "holds %u curves; a profile holds at most %d",
+                             json_array_get_length (measurements), MAX_CURVES);
+          return NULL;
+        }
       for (guint i = 0; i < json_array_get_length (measurements); i++)
         if (!read_measurement (&r, hw, measurements, i))
           return NULL;

@@ -2,6 +2,7 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -9,6 +10,194 @@
 #include "planner-json.h"
 
 /* ---- reading ---- */
+
+/* What json-glib 1.6 does not refuse by itself, found in one pass over the bytes before it
+ * parses them: nesting deeper than PLANNER_JSON_MAX_DEPTH (its parser recurses once per level
+ * and overflows the stack near 100,000), a second value after the first ("{}{}" reads as
+ * "{}"), integers outside gint64 (2^64 reads as -1), numbers outside the doubles (1e400
+ * reads as inf) and a member name twice in one object (the last one wins). Syntax is
+ * json-glib's to judge; this only skips what it does not understand. */
+
+typedef struct
+{
+  const char *what;
+  const char *text;
+  const char *line_start;
+  guint line;
+  GError **error;
+} Scan;
+
+static gboolean scan_fail (Scan *scan, const char *at, const char *format, ...)
+    G_GNUC_PRINTF (3, 4);
+
+static gboolean
+scan_fail (Scan *scan, const char *at, const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  /* The line:column form of json-glib's own messages. */
+  g_set_error (scan->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s:%u:%u: %s", scan->what,
+               scan->line, (guint)(at - scan->line_start) + 1, message);
+  return FALSE;
+}
+
+static gboolean
+scan_number (Scan *scan, const char *start, const char *end)
+{
+  g_autofree char *token = g_strndup (start, end - start);
+  gboolean integer = strpbrk (token, ".eE") == NULL;
+
+  if (integer)
+    {
+      char *rest;
+      errno = 0;
+      g_ascii_strtoll (token, &rest, 10);
+      if (errno == ERANGE)
+        return scan_fail (
+            scan, start,
+            "the integer %s is out of range; integers here are between %" G_GINT64_FORMAT
+            " and %" G_GINT64_FORMAT,
+            token, G_MININT64, G_MAXINT64);
+      return TRUE;
+    }
+  if (!isfinite (g_ascii_strtod (token, NULL)))
+    return scan_fail (scan, start,
+                      "the number %s is out of range; numbers here are finite doubles (below "
+                      "1.8e308 in magnitude)",
+                      token);
+  return TRUE;
+}
+
+/* One open container: an object's member names so far, and whether a name comes next. */
+typedef struct
+{
+  gboolean object;
+  gboolean expect_name;
+  GHashTable *names; /* created at the second member */
+  const char *first; /* the first member's name, quotes included, until then */
+  gsize first_length;
+} Level;
+
+static void
+levels_free (Level *levels)
+{
+  for (guint i = 0; i <= PLANNER_JSON_MAX_DEPTH; i++)
+    g_clear_pointer (&levels[i].names, g_hash_table_unref);
+  g_free (levels);
+}
+
+/* A member name (quotes included, as written) of the object @level, refused when it repeats:
+ * json-glib keeps the last of two, silently. */
+static gboolean
+scan_name (Scan *scan, Level *level, const char *start, const char *end)
+{
+  gsize length = end - start;
+
+  if (level->first == NULL)
+    {
+      level->first = start;
+      level->first_length = length;
+      return TRUE;
+    }
+  if (level->names == NULL)
+    {
+      level->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      g_hash_table_add (level->names, g_strndup (level->first, level->first_length));
+    }
+  char *name = g_strndup (start, length);
+  if (!g_hash_table_add (level->names, name))
+    return scan_fail (scan, start, "the member %s appears twice in one object; keep one", name);
+  return TRUE;
+}
+
+static gboolean
+scan_json (const char *text, gsize length, const char *what, GError **error)
+{
+  Scan scan = { what, text, text, 1, error };
+  const char *end = text + length;
+  guint depth = 0;
+  gboolean ended = FALSE; /* the top-level container has closed */
+  /* levels[d] is the container at depth d (1 the outermost). */
+  Level *levels = g_new0 (Level, PLANNER_JSON_MAX_DEPTH + 1);
+  gboolean ok = TRUE;
+
+  for (const char *p = text; p < end; p++)
+    {
+      char c = *p;
+      if (c == '\n')
+        {
+          scan.line++;
+          scan.line_start = p + 1;
+          continue;
+        }
+      if (c == ' ' || c == '\t' || c == '\r')
+        continue;
+      if (ended)
+        {
+          ok = scan_fail (&scan, p,
+                          "more text after the end of the JSON value; a file holds one "
+                          "object (remove what follows it)");
+          break;
+        }
+      if (c == '"')
+        {
+          const char *start = p;
+          /* To the closing quote, stepping over escapes; a newline in it is json-glib's
+           * error to report. */
+          for (p++; p < end && *p != '"' && *p != '\n'; p++)
+            if (*p == '\\' && p + 1 < end)
+              p++;
+          if (p >= end || *p == '\n')
+            p--;
+          else if (depth > 0 && levels[depth].object && levels[depth].expect_name)
+            {
+              levels[depth].expect_name = FALSE;
+              if (!(ok = scan_name (&scan, &levels[depth], start, p + 1)))
+                break;
+            }
+        }
+      else if (c == '[' || c == '{')
+        {
+          if (++depth > PLANNER_JSON_MAX_DEPTH)
+            {
+              ok = scan_fail (&scan, p,
+                              "nested more than %d levels deep; Shardscope files nest a few "
+                              "levels",
+                              PLANNER_JSON_MAX_DEPTH);
+              break;
+            }
+          levels[depth] = (Level){ c == '{', c == '{', NULL, NULL, 0 };
+        }
+      else if (c == ']' || c == '}')
+        {
+          if (depth > 0)
+            {
+              g_clear_pointer (&levels[depth].names, g_hash_table_unref);
+              if (--depth == 0)
+                ended = TRUE;
+            }
+        }
+      else if (c == ',')
+        {
+          if (depth > 0 && levels[depth].object)
+            levels[depth].expect_name = TRUE;
+        }
+      else if (c == '-' || g_ascii_isdigit (c))
+        {
+          const char *start = p;
+          while (p + 1 < end && (g_ascii_isdigit (p[1]) || strchr ("+-.eE", p[1]) != NULL))
+            p++;
+          if (!(ok = scan_number (&scan, start, p + 1)))
+            break;
+        }
+    }
+  levels_free (levels);
+  return ok;
+}
 
 JsonNode *
 planner_json_parse (const char *text, gssize length, const char *what, GError **error)
@@ -18,6 +207,10 @@ planner_json_parse (const char *text, gssize length, const char *what, GError **
 
   g_return_val_if_fail (text != NULL && what != NULL, NULL);
 
+  if (length < 0)
+    length = strlen (text);
+  if (!scan_json (text, length, what, error))
+    return NULL;
   if (!json_parser_load_from_data (parser, text, length, &local_error))
     {
       /* json-glib says "<data>:LINE:COL: ..."; put the file's name there instead. */

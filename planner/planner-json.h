@@ -15,7 +15,14 @@ G_BEGIN_DECLS
 
 /* ---- reading ---- */
 
-/* Parses JSON text; a syntax error is PLANNER_ERROR_MALFORMED_FILE "WHAT:LINE:COL: ...". */
+/* Every file input nests far less: deeper is refused before json-glib, which recurses once per
+ * level, could run out of stack. */
+#define PLANNER_JSON_MAX_DEPTH 512
+
+/* Parses JSON text; a syntax error is PLANNER_ERROR_MALFORMED_FILE "WHAT:LINE:COL: ...". Every
+ * reader of user input goes through here, so it also refuses what json-glib would accept
+ * wrongly: nesting deeper than PLANNER_JSON_MAX_DEPTH, more text after the first value,
+ * integers beyond gint64, numbers beyond the doubles and a member name twice in one object. */
 JsonNode *planner_json_parse (const char *text, gssize length, const char *what, GError **error);
 /* Reads and parses @path, which names the file in syntax errors. A file that cannot be read is
  * PLANNER_ERROR_IO: "cannot read KIND PATH: ..." with @kind ("plan"), else GLib's message. */

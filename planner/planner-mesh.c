@@ -70,6 +70,17 @@ planner_mesh_add_axis (PlannerMesh *mesh, const char *name, guint size, GError *
                    "a mesh has at most %d axes", PLANNER_MAX_AXES);
       return FALSE;
     }
+  /* The mesh so far holds at most PLANNER_MAX_DEVICES (2^20) and @size is below 2^32: the
+   * product fits 64 bits. */
+  guint64 devices = planner_mesh_n_devices (mesh) * size;
+  if (devices > PLANNER_MAX_DEVICES)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_MESH,
+                   "mesh axis %s=%u makes %" G_GUINT64_FORMAT " devices; a mesh has at most %u "
+                   "(2^20) devices: use smaller axis sizes",
+                   name, size, devices, PLANNER_MAX_DEVICES);
+      return FALSE;
+    }
   g_strlcpy (mesh->names[mesh->n_axes], name, PLANNER_MAX_AXIS_NAME);
   mesh->sizes[mesh->n_axes] = size;
   mesh->n_axes++;
@@ -101,12 +112,16 @@ planner_mesh_parse (const char *text, GError **error)
       if (!g_ascii_string_to_unsigned (num, 10, 1, G_MAXUINT32, &size, NULL))
         {
           g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_MESH,
-                       "mesh '%s': size of axis %s is '%s'; sizes are integers >= 1", text, name,
-                       num);
+                       "mesh '%s': size of axis %s is '%s'; sizes are integers >= 1, with at "
+                       "most %u (2^20) devices in all",
+                       text, name, num, PLANNER_MAX_DEVICES);
           return NULL;
         }
       if (!planner_mesh_add_axis (mesh, name, (guint) size, error))
-        return NULL;
+        {
+          g_prefix_error (error, "mesh '%s': ", text);
+          return NULL;
+        }
     }
   if (mesh->n_axes == 0)
     {

@@ -8,6 +8,9 @@ G_BEGIN_DECLS
 /* Axes are few: meshes of real clusters have 2-4. Bitmasks over axes are guint32. */
 #define PLANNER_MAX_AXES 8
 #define PLANNER_MAX_AXIS_NAME 32
+/* 2^20 devices, far beyond any cluster: every product of axis sizes (device ids, group sizes,
+ * shard counts times a dim) stays well inside 64 bits, and loops over devices stay short. */
+#define PLANNER_MAX_DEVICES (1u << 20)
 
 typedef struct
 {
@@ -19,7 +22,8 @@ typedef struct
 PlannerMesh *planner_mesh_new (void);
 PlannerMesh *planner_mesh_copy (const PlannerMesh *mesh);
 void planner_mesh_free (PlannerMesh *mesh);
-/* "dp=4,mp=2"; names are C identifiers, sizes >= 1, names unique. */
+/* "dp=4,mp=2"; names are C identifiers, sizes >= 1, names unique, at most
+ * PLANNER_MAX_DEVICES devices in all. */
 PlannerMesh *planner_mesh_parse (const char *text, GError **error);
 gboolean planner_mesh_add_axis (PlannerMesh *mesh, const char *name, guint size, GError **error);
 char *planner_mesh_to_string (const PlannerMesh *mesh);

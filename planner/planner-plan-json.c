@@ -10,6 +10,7 @@
 #include "planner-model-private.h"
 #include "planner-model.h"
 #include "planner-plan-json.h"
+#include "planner-pin.h"
 #include "planner-plan-private.h"
 
 /* ---- plan -> JSON ---- */
@@ -457,7 +458,8 @@ get_index (Reader *r, JsonObject *object, const char *name, gint64 min, guint n,
   return TRUE;
 }
 
-/* null reads back as what it was written for: a non-finite figure. */
+/* A time, count of FLOPs or constant: never negative. null reads back as what it was written
+ * for, a figure too large to be finite. */
 static gboolean
 get_double (Reader *r, JsonObject *object, const char *name, double *out)
 {
@@ -468,7 +470,18 @@ get_double (Reader *r, JsonObject *object, const char *name, double *out)
       *out = INFINITY;
       return TRUE;
     }
-  return node && planner_json_read_number (&r->json, node, name, out);
+  if (node == NULL || !planner_json_read_number (&r->json, node, name, out))
+    return FALSE;
+  if (*out < 0)
+    return planner_json_fail (&r->json, name, "must be >= 0, got %g", *out);
+  return TRUE;
+}
+
+/* Refuses members of @object other than @known (NULL-terminated). */
+static gboolean
+known_members (Reader *r, JsonObject *object, const char *const *known)
+{
+  return planner_json_check_members (&r->json, object, known);
 }
 
 static gboolean
@@ -573,9 +586,12 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
 {
   const PlannerOp *op = planner_graph_get_op (r->graph, op_index);
   gsize mark, mark_factors;
+  static const char *const known[]
+      = { "inputs", "outputs", "factors", "partial", "partial_input", NULL };
   JsonObject *o = planner_json_enter_member (&r->json, object, name, &mark);
-  JsonObject *factors
-      = o ? planner_json_enter_member (&r->json, o, "factors", &mark_factors) : NULL;
+  if (o == NULL || !known_members (r, o, known))
+    return FALSE;
+  JsonObject *factors = planner_json_enter_member (&r->json, o, "factors", &mark_factors);
   if (factors == NULL)
     return FALSE;
 
@@ -623,8 +639,32 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
   g_autoptr (GError) local = NULL;
   if (!planner_strategy_validate (s, &op->rule, &r->mesh, op->name, names, &local))
     return planner_json_fail (&r->json, NULL, "is refused: %s", local->message);
-  /* A hand-written file may name an axis of size 1; the plan keeps the canonical form. */
+  /* The layouts are written for people; the factors say the same, and a file where they
+   * differ was edited in one place only. A hand-written file may name an axis of size 1 in
+   * both (as written, or the canonical form without it); the plan keeps the canonical form. */
+  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+  planner_strategy_layouts (s, &op->rule, &r->mesh, in, out);
+  g_autofree char *inputs = layouts_to_string (in, op->n_inputs, &r->mesh);
+  g_autofree char *outputs = layouts_to_string (out, op->n_outputs, &r->mesh);
   planner_strategy_normalize (s, &r->mesh);
+  planner_strategy_layouts (s, &op->rule, &r->mesh, in, out);
+  g_autofree char *canonical_inputs = layouts_to_string (in, op->n_inputs, &r->mesh);
+  g_autofree char *canonical_outputs = layouts_to_string (out, op->n_outputs, &r->mesh);
+  const char *text;
+  if (!planner_json_get_string (&r->json, o, "inputs", FALSE, &text))
+    return FALSE;
+  if (strcmp (text, inputs) != 0 && strcmp (text, canonical_inputs) != 0)
+    return planner_json_fail (&r->json, "inputs",
+                              "is \"%s\" but the factors give \"%s\"; edit the factors, the "
+                              "layouts follow from them",
+                              text, canonical_inputs);
+  if (!planner_json_get_string (&r->json, o, "outputs", FALSE, &text))
+    return FALSE;
+  if (strcmp (text, outputs) != 0 && strcmp (text, canonical_outputs) != 0)
+    return planner_json_fail (&r->json, "outputs",
+                              "is \"%s\" but the factors give \"%s\"; edit the factors, the "
+                              "layouts follow from them",
+                              text, canonical_outputs);
   planner_json_pop (&r->json, mark);
   return TRUE;
 }
@@ -633,8 +673,11 @@ static gboolean
 read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
 {
   gsize mark;
+  static const char *const known[]
+      = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor", NULL };
   JsonObject *o = planner_json_enter_member (&r->json, root, "constants", &mark);
-  if (o == NULL || !get_double (r, o, "weight_copies", &c->weight_copies)
+  if (o == NULL || !known_members (r, o, known)
+      || !get_double (r, o, "weight_copies", &c->weight_copies)
       || !get_double (r, o, "grad_copies", &c->grad_copies)
       || !get_double (r, o, "optimizer_states", &c->optimizer_states)
       || !get_double (r, o, "backward_factor", &c->backward_factor))
@@ -667,21 +710,39 @@ static gboolean
 read_totals (Reader *r, JsonObject *root, PlannerPlanTotals *t)
 {
   gsize mark, mark_kinds, mark_axes, m;
+  static const char *const known_kind[] = { "count", "bytes", "time_s", NULL };
+  static const char *const known_axis[] = { "bytes", "time_s", NULL };
+  const char *known[PLANNER_N_TOTAL_FIELDS + 3];
+  const char *kind_names[PLANNER_N_STEP_KINDS + 1];
+  const char *axis_names[PLANNER_MAX_AXES + 1];
+  for (guint i = 0; i < PLANNER_N_TOTAL_FIELDS; i++)
+    known[i] = planner_total_fields[i].name;
+  known[PLANNER_N_TOTAL_FIELDS] = "collectives";
+  known[PLANNER_N_TOTAL_FIELDS + 1] = "axes";
+  known[PLANNER_N_TOTAL_FIELDS + 2] = NULL;
+  for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
+    kind_names[k] = planner_step_kind_to_string (k);
+  kind_names[PLANNER_N_STEP_KINDS] = NULL;
+  for (guint a = 0; a < r->mesh.n_axes; a++)
+    axis_names[a] = r->mesh.names[a];
+  axis_names[r->mesh.n_axes] = NULL;
+
   JsonObject *o = planner_json_enter_member (&r->json, root, "totals", &mark);
-  if (o == NULL)
+  if (o == NULL || !known_members (r, o, known))
     return FALSE;
   memset (t, 0, sizeof *t);
   if (!get_total_fields (r, o, t, 0, PLANNER_N_TOTAL_COUNTS))
     return FALSE;
 
   JsonObject *kinds = planner_json_enter_member (&r->json, o, "collectives", &mark_kinds);
-  if (kinds == NULL)
+  if (kinds == NULL || !known_members (r, kinds, kind_names))
     return FALSE;
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
     {
       JsonObject *c
           = planner_json_enter_member (&r->json, kinds, planner_step_kind_to_string (k), &m);
-      if (c == NULL || !planner_json_get_uint (&r->json, c, "count", &t->coll_count[k])
+      if (c == NULL || !known_members (r, c, known_kind)
+          || !planner_json_get_uint (&r->json, c, "count", &t->coll_count[k])
           || !planner_json_get_uint64 (&r->json, c, "bytes", &t->coll_bytes[k])
           || !get_double (r, c, "time_s", &t->coll_time_s[k]))
         return FALSE;
@@ -690,12 +751,13 @@ read_totals (Reader *r, JsonObject *root, PlannerPlanTotals *t)
   planner_json_pop (&r->json, mark_kinds);
 
   JsonObject *axes = planner_json_enter_member (&r->json, o, "axes", &mark_axes);
-  if (axes == NULL)
+  if (axes == NULL || !known_members (r, axes, axis_names))
     return FALSE;
   for (guint a = 0; a < r->mesh.n_axes; a++)
     {
       JsonObject *c = planner_json_enter_member (&r->json, axes, r->mesh.names[a], &m);
-      if (c == NULL || !planner_json_get_uint64 (&r->json, c, "bytes", &t->axis_bytes[a])
+      if (c == NULL || !known_members (r, c, known_axis)
+          || !planner_json_get_uint64 (&r->json, c, "bytes", &t->axis_bytes[a])
           || !get_double (r, c, "time_s", &t->axis_time_s[a]))
         return FALSE;
       planner_json_pop (&r->json, m);
@@ -719,17 +781,24 @@ read_list (Reader *r, JsonObject *root, const char *name, PlannerJsonElementFunc
 static gboolean
 read_trace_step (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 {
+  static const char *const known[]
+      = { "step",       "op",        "strategy",         "from", "direction", "edge_cost_s",
+          "candidates", "runner_up", "runner_up_cost_s", NULL };
   Reader *r = data;
   PlannerTraceStep st = { 0 };
   int op, from;
   const char *direction;
-  if (!planner_json_get_uint (&r->json, o, "step", &st.index) || !get_op (r, o, "op", FALSE, &op)
+  if (!known_members (r, o, known) || !planner_json_get_uint (&r->json, o, "step", &st.index)
+      || !get_op (r, o, "op", FALSE, &op)
       || !get_strategy (r, o, "strategy", (guint)op, &st.strategy)
       || !get_op (r, o, "from", TRUE, &from)
       || !planner_json_get_string (&r->json, o, "direction", FALSE, &direction)
       || !get_double (r, o, "edge_cost_s", &st.edge_cost_s)
       || !planner_json_get_uint (&r->json, o, "candidates", &st.n_candidates))
     return FALSE;
+  if (st.index != i)
+    return planner_json_fail (&r->json, "step", "is %u but this is step %u of the trace", st.index,
+                              i);
   if (strcmp (direction, "forward") != 0 && strcmp (direction, "backward") != 0)
     return planner_json_fail (&r->json, "direction",
                               "must be \"forward\" or \"backward\", got \"%s\"", direction);
@@ -751,18 +820,26 @@ read_trace_step (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 static gboolean
 read_op (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 {
+  static const char *const known[]
+      = { "name",     "type",        "decision",       "trace_step", "pin",
+          "strategy", "out_layouts", "compute_time_s", "flops",      NULL };
   Reader *r = data;
   guint n_pins = planner_plan_get_pins (r->plan)->len;
   guint n_trace = planner_plan_get_n_trace_steps (r->plan);
   const PlannerOp *op = planner_graph_get_op (r->graph, i);
-  const char *name, *decision;
+  const char *name, *decision, *type;
   PlannerOpPlan p = { 0 };
 
-  if (!planner_json_get_string (&r->json, o, "name", FALSE, &name))
+  if (!known_members (r, o, known) || !planner_json_get_string (&r->json, o, "name", FALSE, &name))
     return FALSE;
   if (strcmp (name, op->name) != 0)
     return planner_json_fail (&r->json, "name", "is '%s' but op %u of the model is '%s'", name, i,
                               op->name);
+  if (!planner_json_get_string (&r->json, o, "type", FALSE, &type))
+    return FALSE;
+  if (strcmp (type, planner_op_type_to_string (op->type)) != 0)
+    return planner_json_fail (&r->json, "type", "is '%s' but op %s of the model is a %s", type,
+                              op->name, planner_op_type_to_string (op->type));
   if (!planner_json_get_string (&r->json, o, "decision", FALSE, &decision))
     return FALSE;
   if (!planner_decision_from_string (decision, &p.decision))
@@ -774,6 +851,19 @@ read_op (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
       || !get_double (r, o, "compute_time_s", &p.compute_time_s)
       || !get_double (r, o, "flops", &p.flops))
     return FALSE;
+  /* A propagated op has the trace step that decided it, a pinned op the pin; the others
+   * neither. */
+  if ((p.decision == PLANNER_DECIDED_PROPAGATED) != (p.trace_step >= 0)
+      || (p.trace_step >= 0 && planner_plan_get_trace_step (r->plan, (guint)p.trace_step)->op != i))
+    return planner_json_fail (&r->json, "trace_step",
+                              "must be the trace step that decided %s when it is propagated, "
+                              "and null otherwise",
+                              op->name);
+  if ((p.decision == PLANNER_DECIDED_PINNED) != (p.pin >= 0))
+    return planner_json_fail (&r->json, "pin",
+                              "must be the index of the pin that fixed %s when it is pinned, and "
+                              "null otherwise",
+                              op->name);
   if (json_object_has_member (o, "out_layouts"))
     {
       JsonArray *outs = planner_json_get_array (&r->json, o, "out_layouts");
@@ -836,12 +926,15 @@ read_tensors (Reader *r, JsonObject *root)
 static gboolean
 read_step (Reader *r, JsonObject *o, const PlannerTensor *t, PlannerRedistStep *st)
 {
+  static const char *const known[] = { "kind", "axis",  "dim",   "dim_to", "before", "after",
+                                       "n_in", "n_out", "bytes", "time_s", NULL };
   const char *kind;
   guint axis;
   int dim, dim_to;
   JsonNode *axis_json = planner_json_member (&r->json, o, "axis");
 
-  if (axis_json == NULL || !planner_json_get_string (&r->json, o, "kind", FALSE, &kind))
+  if (axis_json == NULL || !known_members (r, o, known)
+      || !planner_json_get_string (&r->json, o, "kind", FALSE, &kind))
     return FALSE;
   if (!planner_step_kind_from_string (kind, &st->kind) || st->kind >= PLANNER_N_STEP_KINDS)
     return planner_json_fail (&r->json, "kind",
@@ -908,11 +1001,15 @@ redistribution_edge_exists (Reader *r, const PlannerRedistribution *red, const P
 static gboolean
 read_redistribution (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 {
+  static const char *const known[]
+      = { "tensor", "consumer", "slot",     "producer_side", "from", "to",
+          "bytes",  "time_s",   "describe", "steps",         NULL };
   Reader *r = data;
   PlannerRedistribution red = { 0 };
-  const char *tensor_name;
+  const char *tensor_name, *describe;
 
-  if (!planner_json_get_string (&r->json, o, "tensor", FALSE, &tensor_name))
+  if (!known_members (r, o, known)
+      || !planner_json_get_string (&r->json, o, "tensor", FALSE, &tensor_name))
     return FALSE;
   int tensor = planner_graph_find_tensor (r->graph, tensor_name);
   if (tensor < 0)
@@ -949,20 +1046,31 @@ read_redistribution (PlannerJsonReader *json, JsonObject *o, guint i, gpointer d
       at = &buf[s].after;
       planner_json_pop (&r->json, m);
     }
-      if (!planner_layout_equal (at, &red.to))
-        return planner_json_fail (&r->json, "steps", "do not end at the layout of 'to'");
-      planner_plan_append_redistribution (r->plan, &red);
-      return TRUE;
+  if (!planner_layout_equal (at, &red.to))
+    return planner_json_fail (&r->json, "steps", "do not end at the layout of 'to'");
+  PlannerRedistPath path = { TRUE, red.n_steps, red.steps, red.bytes, red.time_s };
+  g_autofree char *expected = planner_redist_path_describe (&path, &r->mesh);
+  if (!planner_json_get_string (&r->json, o, "describe", FALSE, &describe))
+    return FALSE;
+  if (strcmp (describe, expected) != 0)
+    return planner_json_fail (&r->json, "describe",
+                              "is \"%s\" but the steps say \"%s\"; edit the steps, the "
+                              "description follows from them",
+                              describe, expected);
+  planner_plan_append_redistribution (r->plan, &red);
+  return TRUE;
 }
 
 static gboolean
 read_conflict (PlannerJsonReader *json, JsonObject *o, guint i, gpointer data)
 {
+  static const char *const known[] = { "message", "redistribution", NULL };
   Reader *r = data;
   guint n_red = planner_plan_get_n_redistributions (r->plan);
   const char *message;
   int redistribution;
-  if (!planner_json_get_string (&r->json, o, "message", FALSE, &message)
+  if (!known_members (r, o, known)
+      || !planner_json_get_string (&r->json, o, "message", FALSE, &message)
       || !get_index (r, o, "redistribution", 0, n_red, &redistribution))
     return FALSE;
   if (redistribution < 0)
@@ -982,9 +1090,13 @@ read_pins (Reader *r, JsonObject *root)
     {
       g_autofree char *index = g_strdup_printf ("[%u]", i);
       const char *text;
+      g_autoptr (GError) local = NULL;
+      g_autoptr (PlannerPin) pin = NULL;
       if (!planner_json_read_string (&r->json, json_array_get_element (pins, i), index, FALSE,
                                      &text))
         return FALSE;
+      if ((pin = planner_pin_parse (text, &r->mesh, &local)) == NULL)
+        return planner_json_fail (&r->json, index, "is refused: %s", local->message);
       planner_plan_add_pin_text (r->plan, text);
     }
   planner_json_pop (&r->json, mark);
@@ -1018,23 +1130,140 @@ check_version (Reader *r, JsonNode *root)
   return TRUE;
 }
 
+/* The counts and byte sums of the totals follow from the ops and redistributions read: a file
+ * where they differ was edited in one place only (a count of 2^31 made compare overflow). */
+char *
+planner_plan_check_totals (PlannerPlan *plan, const PlannerPlanTotals *t)
+{
+  PlannerPlanTotals derived = { 0 };
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+
+  derived.n_ops = planner_graph_get_n_ops (graph);
+  for (guint i = 0; i < derived.n_ops; i++)
+    switch (planner_plan_get_op (plan, i)->decision)
+      {
+      case PLANNER_DECIDED_PINNED:
+        derived.n_pinned++;
+        break;
+      case PLANNER_DECIDED_PROPAGATED:
+        derived.n_propagated++;
+        break;
+      case PLANNER_DECIDED_DEFAULTED:
+        derived.n_defaulted++;
+        break;
+      }
+  derived.n_redistributions = planner_plan_get_n_redistributions (plan);
+  for (guint i = 0; i < derived.n_redistributions; i++)
+    {
+      const PlannerRedistribution *red = planner_plan_get_redistribution (plan, i);
+      for (guint s = 0; s < red->n_steps; s++)
+        {
+          const PlannerRedistStep *st = &red->steps[s];
+          /* Each step's bytes are below 2^63; their sum may not be. */
+          if (st->bytes > G_MAXINT64 - derived.comm_bytes)
+            return g_strdup ("the redistributions send more than 2^63 bytes in all; the byte "
+                             "counts of their steps are wrong");
+          derived.coll_count[st->kind]++;
+          derived.coll_bytes[st->kind] += st->bytes;
+          derived.axis_bytes[st->axis] += st->bytes;
+          derived.comm_bytes += st->bytes;
+        }
+    }
+  for (guint i = 0; i < PLANNER_N_TOTAL_COUNTS; i++)
+    {
+      const PlannerTotalField *f = &planner_total_fields[i];
+      guint got = PLANNER_TOTAL (t, f, const guint),
+            want = PLANNER_TOTAL (&derived, f, const guint);
+      if (got != want)
+        return g_strdup_printf ("count '%s' is %u but the plan has %u", f->name, got, want);
+    }
+  for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
+    if (t->coll_count[k] != derived.coll_count[k] || t->coll_bytes[k] != derived.coll_bytes[k])
+      return g_strdup_printf ("collectives.%s is %u steps of %" G_GUINT64_FORMAT
+                              " bytes but the redistributions hold %u of %" G_GUINT64_FORMAT,
+                              planner_step_kind_to_string (k), t->coll_count[k], t->coll_bytes[k],
+                              derived.coll_count[k], derived.coll_bytes[k]);
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (t->axis_bytes[a] != derived.axis_bytes[a])
+      return g_strdup_printf ("axes.%s.bytes is %" G_GUINT64_FORMAT
+                              " but the redistributions send %" G_GUINT64_FORMAT " over it",
+                              mesh->names[a], t->axis_bytes[a], derived.axis_bytes[a]);
+  if (t->comm_bytes != derived.comm_bytes)
+    return g_strdup_printf ("comm_bytes is %" G_GUINT64_FORMAT
+                            " but the redistributions send %" G_GUINT64_FORMAT,
+                            t->comm_bytes, derived.comm_bytes);
+  return NULL;
+}
+
+static gboolean
+check_totals (Reader *r, const PlannerPlanTotals *t)
+{
+  g_autofree char *why = planner_plan_check_totals (r->plan, t);
+  return why == NULL || planner_json_fail (&r->json, "totals", "%s", why);
+}
+
+/* Whether @a and @b hold the same members and figures (integers and doubles compared as
+ * numbers: 5 and 5.0 are the same). */
+static gboolean
+same_figures (JsonNode *a, JsonNode *b)
+{
+  if (JSON_NODE_HOLDS_OBJECT (a) && JSON_NODE_HOLDS_OBJECT (b))
+    {
+      JsonObject *oa = json_node_get_object (a), *ob = json_node_get_object (b);
+      if (json_object_get_size (oa) != json_object_get_size (ob))
+        return FALSE;
+      g_autoptr (GList) names = json_object_get_members (oa);
+      for (GList *l = names; l; l = l->next)
+        {
+          JsonNode *member = json_object_get_member (ob, l->data);
+          if (member == NULL || !same_figures (json_object_get_member (oa, l->data), member))
+            return FALSE;
+        }
+      return TRUE;
+    }
+  if (JSON_NODE_HOLDS_NULL (a) || JSON_NODE_HOLDS_NULL (b))
+    return JSON_NODE_HOLDS_NULL (a) && JSON_NODE_HOLDS_NULL (b);
+  gboolean int_a = planner_json_node_is (a, G_TYPE_INT64),
+           int_b = planner_json_node_is (b, G_TYPE_INT64);
+  if (int_a && int_b)
+    return json_node_get_int (a) == json_node_get_int (b);
+  if ((int_a || planner_json_node_is (a, G_TYPE_DOUBLE))
+      && (int_b || planner_json_node_is (b, G_TYPE_DOUBLE)))
+    return json_node_get_double (a) == json_node_get_double (b);
+  return FALSE;
+}
+
 static PlannerPlan *
 plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
 {
+  static const char *const known[] = {
+    "shardscope_plan", "name",   "policy",    "pins",     "propagate_ms",
+    "model",           "mesh",   "devices",   "hardware", "constants",
+    "summary",         "totals", "conflicts", "ops",      "tensors",
+    "redistributions", "trace",  NULL,
+  };
+  static const char *const known_model[] = { "name", "source", "hash", "ops", "tensors", NULL };
   g_auto (Reader) r = { { "plan JSON", NULL, error } };
 
   if (!check_version (&r, root))
     return NULL;
   JsonObject *o = json_node_get_object (root);
+  if (!known_members (&r, o, known))
+    return NULL;
 
   /* The model: rebuilt from its source, and refused if it is no longer the same graph. */
   gsize mark;
   JsonObject *model = planner_json_enter_member (&r.json, o, "model", &mark);
-  const char *source, *hash;
-  if (model == NULL || !planner_json_get_string (&r.json, model, "source", FALSE, &source)
-      || !planner_json_get_string (&r.json, model, "hash", FALSE, &hash))
+  const char *source, *hash, *model_name;
+  gint64 model_ops, model_tensors;
+  if (model == NULL || !known_members (&r, model, known_model)
+      || !planner_json_get_string (&r.json, model, "source", FALSE, &source)
+      || !planner_json_get_string (&r.json, model, "hash", FALSE, &hash)
+      || !planner_json_get_string (&r.json, model, "name", TRUE, &model_name)
+      || !planner_json_get_int (&r.json, model, "ops", 0, G_MAXUINT, &model_ops)
+      || !planner_json_get_int (&r.json, model, "tensors", 0, G_MAXUINT, &model_tensors))
     return NULL;
-  planner_json_pop (&r.json, mark);
   g_autoptr (PlannerGraph) graph = NULL;
   if (given_graph)
     graph = g_object_ref (given_graph);
@@ -1061,6 +1290,25 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
       return NULL;
     }
   r.graph = graph;
+  /* The hash covers the graph; these say the same for people and must agree with it. */
+  if (g_strcmp0 (model_name, planner_graph_get_name (graph)) != 0)
+    {
+      planner_json_fail (&r.json, "name", "is \"%s\" but the model is \"%s\"",
+                         model_name ? model_name : "null",
+                         planner_graph_get_name (graph) ? planner_graph_get_name (graph) : "null");
+      return NULL;
+    }
+  if (model_ops != planner_graph_get_n_ops (graph)
+      || model_tensors != planner_graph_get_n_tensors (graph))
+    {
+      planner_json_fail (&r.json, NULL,
+                         "counts %" G_GINT64_FORMAT " ops and %" G_GINT64_FORMAT
+                         " tensors but the model has %u and %u",
+                         model_ops, model_tensors, planner_graph_get_n_ops (graph),
+                         planner_graph_get_n_tensors (graph));
+      return NULL;
+    }
+  planner_json_pop (&r.json, mark);
 
   const char *mesh_text;
   g_autoptr (GError) local = NULL;
@@ -1073,6 +1321,16 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
       return NULL;
     }
   r.mesh = *mesh;
+  gint64 devices;
+  if (!planner_json_get_int (&r.json, o, "devices", 1, PLANNER_MAX_DEVICES, &devices))
+    return NULL;
+  if ((guint64)devices != planner_mesh_n_devices (mesh))
+    {
+      planner_json_fail (&r.json, "devices",
+                         "is %" G_GINT64_FORMAT " but the mesh %s has %" G_GUINT64_FORMAT, devices,
+                         mesh_text, planner_mesh_n_devices (mesh));
+      return NULL;
+    }
 
   JsonNode *hw_node = planner_json_member (&r.json, o, "hardware");
   if (hw_node == NULL)
@@ -1104,9 +1362,25 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
   r.plan = plan;
   if (!read_pins (&r, o) || !read_list (&r, o, "trace", read_trace_step) || !read_ops (&r, o)
       || !read_tensors (&r, o) || !read_list (&r, o, "redistributions", read_redistribution)
-      || !read_list (&r, o, "conflicts", read_conflict) || !read_totals (&r, o, &totals))
+      || !read_list (&r, o, "conflicts", read_conflict) || !read_totals (&r, o, &totals)
+      || !check_totals (&r, &totals))
     return NULL;
   planner_plan_set_totals (plan, &totals);
+
+  /* The summary repeats the totals for people and scripts: it must say what they say. */
+  JsonNode *summary = planner_json_member (&r.json, o, "summary");
+  if (summary == NULL)
+    return NULL;
+  g_autoptr (JsonNode) derived = planner_plan_summary_to_json (plan);
+  if (!same_figures (summary, derived))
+    {
+      g_autofree char *expected = planner_json_to_string (derived);
+      planner_json_fail (&r.json, "summary",
+                         "does not match the plan's totals and hardware; it follows from them "
+                         "and would read:\n%s",
+                         expected);
+      return NULL;
+    }
   return g_steal_pointer (&plan);
 }
 

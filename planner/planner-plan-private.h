@@ -17,6 +17,10 @@ guint planner_plan_append_redistribution (PlannerPlan *self,
                                           const PlannerRedistribution *redistribution);
 void planner_plan_append_conflict (PlannerPlan *self, const char *message, guint redistribution);
 void planner_plan_set_totals (PlannerPlan *self, const PlannerPlanTotals *totals);
+/* Why @totals' counts and byte sums are not what the ops and redistributions of @plan give
+ * (a file or row edited in one place only), or NULL when they are: "count 'pinned' is 3 but
+ * the plan has 5". planner-plan-json.c. */
+char *planner_plan_check_totals (PlannerPlan *plan, const PlannerPlanTotals *totals);
 
 /* The one-number figures of PlannerPlanTotals, in the order plan files and the store keep them:
  * the counts (guint) first, then bytes (guint64) and seconds (double). Plan files name them as

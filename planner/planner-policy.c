@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
 #include "planner-resources.h"
@@ -24,11 +25,107 @@ is_builtin (const char *name)
   return g_strv_contains (builtin_names, name);
 }
 
+/* A rule: {"ops": GLOB, "pin": LAYOUTS} or {"ops": GLOB, "types": [...], "batch": AXES}, and
+ * "optional": true or false. */
+static gboolean
+check_rule (PlannerJsonReader *r, JsonObject *rule, guint i, gpointer user_data)
+{
+  static const char *const known[] = { "ops", "pin", "batch", "types", "optional", NULL };
+  const char *text;
+  gboolean optional;
+
+  if (!planner_json_check_members (r, rule, known)
+      || !planner_json_get_string (r, rule, "ops", FALSE, &text))
+    return FALSE;
+  if (json_object_has_member (rule, "pin") == json_object_has_member (rule, "batch"))
+    return planner_json_fail (r, NULL, "needs one of \"pin\" (layouts) or \"batch\" (axes), not %s",
+                              json_object_has_member (rule, "pin") ? "both" : "neither");
+  if (!planner_json_get_string (r, rule, json_object_has_member (rule, "pin") ? "pin" : "batch",
+                                FALSE, &text))
+    return FALSE;
+  if (json_object_has_member (rule, "optional")
+      && !planner_json_get_bool (r, rule, "optional", &optional))
+    return FALSE;
+  if (json_object_has_member (rule, "types"))
+    {
+      JsonArray *types = planner_json_get_array (r, rule, "types");
+      if (types == NULL)
+        return FALSE;
+      gsize mark = planner_json_push (r, "types");
+      for (guint t = 0; t < json_array_get_length (types); t++)
+        {
+          g_autofree char *index = g_strdup_printf ("[%u]", t);
+          PlannerOpType type;
+          if (!planner_json_read_string (r, json_array_get_element (types, t), index, FALSE, &text))
+            return FALSE;
+          if (!planner_op_type_from_string (text, &type))
+            return planner_json_fail (r, index,
+                                      "is not an op type: \"%s\" (e.g. MatMul, "
+                                      "Linear, Embedding)",
+                                      text);
+        }
+      planner_json_pop (r, mark);
+    }
+  return TRUE;
+}
+
+/* A family: {"family": NAME, "detect": GLOB, "rules": [...]}. */
+static gboolean
+check_family (PlannerJsonReader *r, JsonObject *family, guint i, gpointer user_data)
+{
+  static const char *const known[] = { "family", "detect", "rules", NULL };
+  const char *text;
+  JsonArray *rules;
+
+  if (!planner_json_check_members (r, family, known)
+      || (json_object_has_member (family, "family")
+          && !planner_json_get_string (r, family, "family", FALSE, &text))
+      || (json_object_has_member (family, "detect")
+          && !planner_json_get_string (r, family, "detect", FALSE, &text))
+      || (rules = planner_json_get_array (r, family, "rules")) == NULL)
+    return FALSE;
+  return planner_json_read_elements (r, rules, "rules", check_rule, NULL);
+}
+
+/* The whole document is checked before any of it is used, so that expanding reads it with
+ * the defaults of json-glib's getters and never meets a value of the wrong type. */
+static gboolean
+check_policy (JsonNode *root, const char *what, GError **error)
+{
+  static const char *const known[]
+      = { "shardscope_policy", "name", "description", "families", NULL };
+  g_auto (PlannerJsonReader) r = { what, NULL, error };
+  const char *text;
+  gint64 version;
+  JsonArray *families;
+
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "%s: expected an object with \"shardscope_policy\": 1", what);
+      return FALSE;
+    }
+  JsonObject *object = json_node_get_object (root);
+  if (!planner_json_get_int (&r, object, "shardscope_policy", 1, 1, &version)
+      || !planner_json_check_members (&r, object, known)
+      || (json_object_has_member (object, "name")
+          && !planner_json_get_string (&r, object, "name", FALSE, &text))
+      || (json_object_has_member (object, "description")
+          && !planner_json_get_string (&r, object, "description", FALSE, &text))
+      || (families = planner_json_get_array (&r, object, "families")) == NULL)
+    return FALSE;
+  if (json_array_get_length (families) == 0)
+    return planner_json_fail (&r, "families",
+                              "is empty; it needs at least one "
+                              "{\"family\", \"detect\", \"rules\"}");
+  return planner_json_read_elements (&r, families, "families", check_family, NULL);
+}
+
 static JsonNode *
 load_policy (const char *name_or_path, GError **error)
 {
-  g_autoptr (JsonParser) parser = json_parser_new ();
-  g_autoptr (GError) local = NULL;
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *what = g_strdup_printf ("policy %s", name_or_path);
 
   if (is_builtin (name_or_path))
     {
@@ -38,17 +135,20 @@ load_policy (const char *name_or_path, GError **error)
         return NULL;
       gsize size;
       const char *data = g_bytes_get_data (bytes, &size);
-      if (!json_parser_load_from_data (parser, data, (gssize) size, error))
-        return NULL;
+      root = planner_json_parse (data, (gssize)size, what, error);
     }
   else if (g_file_test (name_or_path, G_FILE_TEST_IS_REGULAR))
     {
-      if (!json_parser_load_from_file (parser, name_or_path, &local))
+      g_autofree char *text = NULL;
+      gsize length;
+      g_autoptr (GError) local = NULL;
+      if (!g_file_get_contents (name_or_path, &text, &length, &local))
         {
-          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-                       "policy file %s is not valid JSON: %s", name_or_path, local->message);
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot read policy %s: %s",
+                       name_or_path, local->message);
           return NULL;
         }
+      root = planner_json_parse (text, (gssize)length, what, error);
     }
   else
     {
@@ -58,17 +158,9 @@ load_policy (const char *name_or_path, GError **error)
                    names);
       return NULL;
     }
-  JsonNode *root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)
-      || json_object_get_int_member_with_default (json_node_get_object (root),
-                                                  "shardscope_policy", 0)
-           != 1)
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-                   "policy %s: expected an object with \"shardscope_policy\": 1", name_or_path);
-      return NULL;
-    }
-  return json_node_copy (root);
+  if (root == NULL || !check_policy (root, what, error))
+    return NULL;
+  return g_steal_pointer (&root);
 }
 
 char *

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-json.h"
 #include "planner-model-private.h"
 #include "planner-plan-private.h"
 #include "planner-store-private.h"
@@ -118,10 +119,30 @@ strategy_decode (const char *text, const PlannerOpRule *rule, const PlannerMesh 
   return *p == '\0';
 }
 
+/* A layout of @tensor, which must fit its shape on @mesh: a row edited by hand (or a mesh row
+ * changed under it) may split a dim the axes do not divide. */
 static gboolean
-layout_decode (const char *text, const PlannerMesh *mesh, guint rank, PlannerLayout *layout)
+layout_decode (const char *text, const PlannerMesh *mesh, const PlannerTensor *tensor,
+               PlannerLayout *layout)
 {
-  return text != NULL && planner_layout_parse (text, mesh, layout, NULL) && layout->rank == rank;
+  return text != NULL && planner_layout_parse (text, mesh, layout, NULL)
+         && layout->rank == tensor->rank
+         && planner_layout_validate (layout, mesh, tensor->shape, tensor->rank, tensor->name, NULL);
+}
+
+/* A strategy of @op, which its rule must allow on @mesh. */
+static gboolean
+op_strategy_decode (const char *text, PlannerGraph *graph, const PlannerOp *op,
+                    const PlannerMesh *mesh, PlannerStrategy *s)
+{
+  const char *names[PLANNER_MAX_OPERANDS + 1];
+
+  if (!strategy_decode (text, &op->rule, mesh, s))
+    return FALSE;
+  for (guint k = 0; k < op->n_inputs; k++)
+    names[k] = planner_graph_get_tensor (graph, op->inputs[k])->name;
+  names[op->n_inputs] = NULL;
+  return planner_strategy_validate (s, &op->rule, mesh, op->name, names, NULL);
 }
 
 /* ---- graph hashes, kept on the graph ----
@@ -581,14 +602,13 @@ damaged_row (PlannerStore *self, sqlite3_stmt *s, const char *plan, const char *
 static PlannerGraph *
 graph_from_config (const char *source, const char *config, GError **error)
 {
-  g_autoptr (JsonParser) parser = json_parser_new ();
   const char *question = strrchr (source, '?');
   g_autofree char *encoded = NULL;
   g_autofree char *text_source = NULL;
+  g_autoptr (JsonNode) root = planner_json_parse (config, -1, "the stored config", error);
 
-  if (!json_parser_load_from_data (parser, config, -1, error))
+  if (root == NULL)
     return NULL;
-  JsonNode *root = json_parser_get_root (parser);
   if (JSON_NODE_HOLDS_OBJECT (root)
       && json_object_has_member (json_node_get_object (root), "shardscope_graph"))
     return planner_graph_from_json (config, error);
@@ -709,7 +729,7 @@ load_out_layouts (const char *text, const PlannerOp *op, PlannerGraph *graph,
   if (g_strv_length (parts) != op->n_outputs)
     return FALSE;
   for (guint k = 0; k < op->n_outputs; k++)
-    if (!layout_decode (parts[k], mesh, planner_graph_get_tensor (graph, op->outputs[k])->rank,
+    if (!layout_decode (parts[k], mesh, planner_graph_get_tensor (graph, op->outputs[k]),
                         &p->out_layouts[k]))
       return FALSE;
   p->has_out_layouts = TRUE;
@@ -740,12 +760,14 @@ load_ops (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, GE
                  != 0)
         return damaged_row (self, s, name, "its op strategies do not match the model's ops", error);
       p = planner_plan_get_op (plan, index);
-      if (!strategy_decode (planner_store_col_text (s, 2), &op->rule, mesh, &p->strategy)
+      if (!op_strategy_decode (planner_store_col_text (s, 2), graph, op, mesh, &p->strategy)
           || !planner_decision_from_string (planner_store_col_text (s, 3), &p->decision)
           || (out != NULL && !load_out_layouts (out, op, graph, mesh, p)))
         {
-          g_autofree char *what
-              = g_strdup_printf ("the strategy of op %s does not decode", op->name);
+          g_autofree char *spec = planner_mesh_to_string (mesh);
+          g_autofree char *what = g_strdup_printf (
+              "the strategy of op %s does not decode or does not fit its shapes on mesh %s",
+              op->name, spec);
           return damaged_row (self, s, name, what, error);
         }
       p->trace_step = (int)planner_store_col_int (s, 4);
@@ -779,7 +801,7 @@ load_tensors (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan
 
       if (index != count || index >= n_tensors
           || !layout_decode (planner_store_col_text (s, 1), mesh,
-                             planner_graph_get_tensor (graph, index)->rank, &layout))
+                             planner_graph_get_tensor (graph, index), &layout))
         return damaged_row (self, s, name, "a tensor layout does not decode", error);
       planner_plan_set_tensor_layout (plan, index, &layout);
       count++;
@@ -816,7 +838,7 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
           || consumer < -1 || consumer >= n_ops)
         return damaged_row (self, s, name, "a redistribution names no tensor or op of the model",
                             error);
-      guint rank = planner_graph_get_tensor (graph, tensor)->rank;
+      const PlannerTensor *t = planner_graph_get_tensor (graph, tensor);
       r.tensor = (guint)tensor;
       r.consumer = (int)consumer;
       r.slot = (guint)planner_store_col_int (s, 3);
@@ -824,8 +846,8 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
       r.n_steps = (guint)planner_store_col_int (s, 7);
       r.bytes = (guint64)planner_store_col_int (s, 8);
       r.time_s = planner_store_col_double (s, 9);
-      if (!layout_decode (planner_store_col_text (s, 5), mesh, rank, &r.from)
-          || !layout_decode (planner_store_col_text (s, 6), mesh, rank, &r.to))
+      if (!layout_decode (planner_store_col_text (s, 5), mesh, t, &r.from)
+          || !layout_decode (planner_store_col_text (s, 6), mesh, t, &r.to))
         return damaged_row (self, s, name, "a redistribution's layouts do not decode", error);
       g_array_append_val (redistributions, r);
     }
@@ -847,12 +869,17 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
         return damaged_row (self, s, name, "a redistribution step belongs to no redistribution",
                             error);
       r = &g_array_index (redistributions, PlannerRedistribution, owner);
-      guint rank = planner_graph_get_tensor (graph, r->tensor)->rank;
+      const PlannerTensor *t = planner_graph_get_tensor (graph, r->tensor);
+      guint rank = t->rank;
+      PlannerLayout after;
       if (!planner_step_kind_from_string (planner_store_col_text (s, 2), &st.kind) || axis < 0
           || axis >= mesh->n_axes || dim < -1 || dim >= (gint64)rank || dim_to < -1
           || dim_to >= (gint64)rank
-          || !layout_decode (planner_store_col_text (s, 6), mesh, rank, &st.before)
-          || !layout_decode (planner_store_col_text (s, 7), mesh, rank, &st.after))
+          || !layout_decode (planner_store_col_text (s, 6), mesh, t, &st.before)
+          || !layout_decode (planner_store_col_text (s, 7), mesh, t, &st.after)
+          || !planner_redist_step_apply (st.kind, (guint)axis, (int)dim, (int)dim_to, &st.before,
+                                         &after)
+          || !planner_layout_equal (&after, &st.after))
         return damaged_row (self, s, name, "a redistribution step does not decode", error);
       st.axis = (guint8)axis;
       st.dim = (gint8)dim;
@@ -902,7 +929,7 @@ load_trace (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, 
       if (planner_store_col_int (s, 0) != count || op < 0 || op >= n_ops || from_op < -1
           || from_op >= n_ops)
         return damaged_row (self, s, name, "a trace step names no op of the model", error);
-      const PlannerOpRule *rule = &planner_graph_get_op (graph, op)->rule;
+      const PlannerOp *traced = planner_graph_get_op (graph, op);
       t.index = (guint)planner_store_col_int (s, 1);
       t.op = (guint)op;
       t.from_op = (int)from_op;
@@ -910,8 +937,9 @@ load_trace (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, 
       t.edge_cost_s = planner_store_col_double (s, 6);
       t.n_candidates = (guint)planner_store_col_int (s, 7);
       t.has_runner_up = runner_up != NULL;
-      if (!strategy_decode (planner_store_col_text (s, 3), rule, mesh, &t.strategy)
-          || (runner_up != NULL && !strategy_decode (runner_up, rule, mesh, &t.runner_up)))
+      if (!op_strategy_decode (planner_store_col_text (s, 3), graph, traced, mesh, &t.strategy)
+          || (runner_up != NULL
+              && !op_strategy_decode (runner_up, graph, traced, mesh, &t.runner_up)))
         return damaged_row (self, s, name, "a trace step's strategy does not decode", error);
       if (t.has_runner_up)
         t.runner_up_cost_s = planner_store_col_double (s, 9);
@@ -937,6 +965,48 @@ load_conflicts (PlannerStore *self, gint64 id, const char *name, PlannerPlan *pl
       planner_plan_append_conflict (plan, planner_store_col_text (s, 2), (guint)redistribution);
     }
   return rc == 0;
+}
+
+/* Whether every time, FLOP count and constant of @plan and @t is >= 0 (or unknown: NaN). */
+static gboolean
+figures_ok (PlannerPlan *plan, const PlannerPlanTotals *t)
+{
+  const PlannerCostConstants *c = planner_plan_get_constants (plan);
+  GArray *figures = g_array_new (FALSE, FALSE, sizeof (double));
+  gboolean ok = TRUE;
+
+  g_array_append_vals (figures,
+                       (double[]){ c->weight_copies, c->grad_copies, c->optimizer_states,
+                                   c->backward_factor, planner_plan_get_propagate_ms (plan) },
+                       5);
+  for (guint i = PLANNER_N_TOTAL_COUNTS; i < PLANNER_N_TOTAL_FIELDS; i++)
+    if (planner_total_fields[i].kind == PLANNER_TOTAL_SECONDS)
+      g_array_append_val (figures, PLANNER_TOTAL (t, &planner_total_fields[i], const double));
+  g_array_append_vals (figures, t->coll_time_s, PLANNER_N_STEP_KINDS);
+  g_array_append_vals (figures, t->axis_time_s, PLANNER_MAX_AXES);
+  for (guint i = 0; i < planner_graph_get_n_ops (planner_plan_get_graph (plan)); i++)
+    {
+      const PlannerOpPlan *p = planner_plan_get_op (plan, i);
+      g_array_append_val (figures, p->compute_time_s);
+      g_array_append_val (figures, p->flops);
+    }
+  for (guint i = 0; i < planner_plan_get_n_redistributions (plan); i++)
+    {
+      const PlannerRedistribution *r = planner_plan_get_redistribution (plan, i);
+      g_array_append_val (figures, r->time_s);
+      for (guint s = 0; s < r->n_steps; s++)
+        g_array_append_val (figures, r->steps[s].time_s);
+    }
+  for (guint i = 0; i < planner_plan_get_n_trace_steps (plan); i++)
+    {
+      const PlannerTraceStep *st = planner_plan_get_trace_step (plan, i);
+      g_array_append_val (figures, st->edge_cost_s);
+      g_array_append_val (figures, st->runner_up_cost_s);
+    }
+  for (guint i = 0; i < figures->len && ok; i++)
+    ok = !(g_array_index (figures, double, i) < 0);
+  g_array_free (figures, TRUE);
+  return ok;
 }
 
 /* Within one read transaction, so a concurrent save or delete is seen whole or not at all. */
@@ -978,12 +1048,22 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
   mesh_spec = g_strdup (planner_store_col_text (s, 11));
   profile = g_strdup (planner_store_col_text (s, 12));
   planner_store_read_totals (s, 13, &totals);
+  gint64 n_devices = planner_store_col_int (s, 13 + PLANNER_N_TOTAL_FIELDS);
   sqlite3_reset (s);
 
-  if ((mesh = planner_mesh_parse (mesh_spec, &local_error)) == NULL
-      || (hw = planner_hardware_from_json (profile, &local_error)) == NULL)
+  if (mesh_spec == NULL || (mesh = planner_mesh_parse (mesh_spec, &local_error)) == NULL
+      || profile == NULL || (hw = planner_hardware_from_json (profile, &local_error)) == NULL)
     {
-      damaged (self, name, local_error->message, error);
+      damaged (self, name, local_error ? local_error->message : "its mesh or hardware is missing",
+               error);
+      return NULL;
+    }
+  if ((guint64)n_devices != planner_mesh_n_devices (mesh))
+    {
+      g_autofree char *what = g_strdup_printf ("its mesh %s has %" G_GUINT64_FORMAT
+                                               " devices but the row says %" G_GINT64_FORMAT,
+                                               mesh_spec, planner_mesh_n_devices (mesh), n_devices);
+      damaged (self, name, what, error);
       return NULL;
     }
   if (!planner_store_load_totals (self, id, name, &totals, mesh->n_axes, error))
@@ -1001,6 +1081,35 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
       || !load_redistributions (self, id, name, plan, error)
       || !load_trace (self, id, name, plan, error) || !load_conflicts (self, id, name, plan, error))
     return NULL;
+  /* Counts and sums that do not follow from the rows (a count of 2^31 overflowed compare);
+   * figures that cannot be negative. */
+  g_autofree char *why = planner_plan_check_totals (plan, &totals);
+  for (guint i = 0; why == NULL && i < planner_graph_get_n_ops (graph); i++)
+    {
+      const PlannerOpPlan *p = planner_plan_get_op (plan, i);
+      if ((p->decision == PLANNER_DECIDED_PROPAGATED) != (p->trace_step >= 0)
+          || (p->decision == PLANNER_DECIDED_PINNED) != (p->pin >= 0)
+          || p->trace_step >= (int)planner_plan_get_n_trace_steps (plan)
+          || p->pin >= (int)planner_plan_get_pins (plan)->len
+          || (p->trace_step >= 0
+              && planner_plan_get_trace_step (plan, (guint)p->trace_step)->op != i))
+        why = g_strdup_printf ("op %s's trace step or pin does not match its decision",
+                               planner_graph_get_op (graph, i)->name);
+    }
+  for (guint i = 0; why == NULL && i < planner_plan_get_n_trace_steps (plan); i++)
+    if (planner_plan_get_trace_step (plan, i)->index != i)
+      why = g_strdup_printf ("trace step %u is numbered %u", i,
+                             planner_plan_get_trace_step (plan, i)->index);
+  if (why != NULL)
+    {
+      damaged (self, name, why, error);
+      return NULL;
+    }
+  if (!figures_ok (plan, &totals))
+    {
+      damaged (self, name, "a time, FLOP count or constant is negative", error);
+      return NULL;
+    }
   planner_plan_set_totals (plan, &totals);
   return g_steal_pointer (&plan);
 }

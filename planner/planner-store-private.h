@@ -75,6 +75,7 @@ struct _PlannerStore
   char *path;
   sqlite3 *db;
   sqlite3_stmt *stmts[N_STMTS];
+  gboolean read_only; /* the file or its folder cannot be written: listing and loading only */
 };
 
 /* One value to bind, so that a statement's values are one list: VALUES (V_INT (id), ...). */

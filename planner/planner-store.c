@@ -208,7 +208,7 @@ static const char *const stmt_sql[N_STMTS] = {
   [STMT_SELECT_PLAN]
   = "SELECT p.name, p.policy, p.propagate_ms, p.weight_copies, p.grad_copies, "
     "p.optimizer_states, p.backward_factor, m.source, m.config, m.graph_hash, m.name, me.spec, "
-    "h.profile, " P_TOTALS_COLUMNS " FROM plans p JOIN models m ON m.id = p.model_id "
+    "h.profile, " P_TOTALS_COLUMNS ", me.n_devices FROM plans p JOIN models m ON m.id = p.model_id "
     "JOIN meshes me ON me.id = p.mesh_id JOIN hardware h ON h.id = p.hardware_id "
     "WHERE p.id = ?1",
   [STMT_SELECT_COLLECTIVES]
@@ -593,7 +593,13 @@ planner_store_change (PlannerStore *self, PlannerStoreChangeFunc func, gconstpoi
   gint64 result = 0;
 
   g_mutex_lock (&self->lock);
-  if (planner_store_check_open (self, error) && begin (self, error))
+  if (self->read_only && self->db != NULL)
+    g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                 "%s: the store is read-only here (this user cannot write the file or its "
+                 "folder); it can be listed and its plans loaded, but changes need write "
+                 "permission, or a copy with --db",
+                 self->path);
+  else if (planner_store_check_open (self, error) && begin (self, error))
     {
       result = func (self, data, error);
       if (result == 0 || !commit (self, error))
@@ -869,6 +875,27 @@ close_db (PlannerStore *self)
   g_clear_pointer (&self->db, sqlite3_close);
 }
 
+/* "file:PATH?immutable=1": SQLite reads the file as it is, with no lock, journal, -wal or -shm
+ * file, so that a file can be judged, or read in a folder this user cannot write, without
+ * leaving anything beside it. Only sound while no -wal file holds pages the file lacks. */
+static int
+open_immutable (const char *path, sqlite3 **db)
+{
+  g_autofree char *escaped = g_uri_escape_string (path, "/", FALSE);
+  g_autofree char *uri = g_strconcat ("file:", escaped, "?immutable=1", NULL);
+
+  return sqlite3_open_v2 (uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                          NULL);
+}
+
+/* Whether this user may change @path and create the journal files beside it. */
+static gboolean
+writable (const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  return g_access (path, W_OK) == 0 && g_access (dir, W_OK) == 0;
+}
+
 static PlannerStore *
 open_store (const char *path, guint target, GError **error)
 {
@@ -881,6 +908,43 @@ open_store (const char *path, guint target, GError **error)
     path = default_path = planner_store_default_path ();
   if (!check_file (path, &exists, error))
     return NULL;
+  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
+  gboolean hot_wal = g_file_test (wal, G_FILE_TEST_EXISTS);
+  if (exists && !hot_wal)
+    {
+      /* Judge the file without SQLite writing anything: opening a WAL-mode file read-write
+       * creates -wal and -shm files, and closing after a refusal would leave them. */
+      self = g_object_new (PLANNER_TYPE_STORE, "path", path, NULL);
+      if (open_immutable (path, &self->db) != SQLITE_OK)
+        {
+          store_error (self, error, "opening");
+          close_db (self);
+          return NULL;
+        }
+      if (!check_schema (self, &version, error))
+        {
+          close_db (self);
+          return NULL;
+        }
+      if (!writable (path))
+        {
+          if (version < target)
+            {
+              g_set_error (
+                  error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                  "%s: written by an older Shardscope (store schema version %" G_GINT64_FORMAT
+                  ") and read-only here, so it cannot be brought to version %u; "
+                  "open it once where it can be written",
+                  path, version, target);
+              close_db (self);
+              return NULL;
+            }
+          self->read_only = TRUE;
+          return g_steal_pointer (&self);
+        }
+      close_db (self);
+      g_clear_object (&self);
+    }
   if (!exists)
     {
       g_autofree char *dir = g_path_get_dirname (path);
@@ -895,9 +959,14 @@ open_store (const char *path, guint target, GError **error)
     }
 
   self = g_object_new (PLANNER_TYPE_STORE, "path", path, NULL);
-  /* The store's own lock serializes every call, so SQLite's per-call mutex is not needed. */
-  if (sqlite3_open_v2 (path, &self->db,
-                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL)
+  /* The store's own lock serializes every call, so SQLite's per-call mutex is not needed. With
+   * a hot WAL in a folder this user cannot write, reading is all there is. */
+  self->read_only = exists && !writable (path);
+  if (sqlite3_open_v2 (
+          path, &self->db,
+          (self->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+              | SQLITE_OPEN_NOMUTEX,
+          NULL)
       != SQLITE_OK)
     {
       store_error (self, error, "opening");
@@ -912,6 +981,19 @@ open_store (const char *path, guint target, GError **error)
       sqlite3_db_config (self->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
       close_db (self);
       return NULL;
+    }
+  if (self->read_only)
+    {
+      if (version < target)
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                       "%s: written by an older Shardscope (store schema version %" G_GINT64_FORMAT
+                       ") and read-only here; open it once where it can be written",
+                       path, version);
+          close_db (self);
+          return NULL;
+        }
+      return g_steal_pointer (&self);
     }
   /* Only now that the file is known to be ours (or new) does anything write to it. */
   if (!set_wal (self, error)
@@ -1104,20 +1186,47 @@ existing_plan_name (PlannerStore *self, gint64 id, GError **error)
 }
 
 gboolean
+planner_store_check_name (const char *name, GError **error)
+{
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (name == NULL || !g_utf8_validate (name, -1, NULL))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                   "a plan name must be UTF-8 text (e.g. gpt2-megatron)");
+      return FALSE;
+    }
+  gboolean blank = TRUE;
+  for (const char *p = name; *p && blank; p = g_utf8_next_char (p))
+    blank = g_unichar_isspace (g_utf8_get_char (p));
+  if (blank)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                   "a stored plan needs a name that is not empty or only spaces (e.g. "
+                   "gpt2-megatron)");
+      return FALSE;
+    }
+  /* "db:" marks a stored plan on the command line ("db:NAME", "db:ID"): a name that starts
+   * with it would read as another plan's reference. */
+  if (g_str_has_prefix (name, "db:"))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                   "a plan name cannot start with \"db:\" (\"%s\"), which marks a stored plan "
+                   "on the command line; use \"%s\"",
+                   name, name + 3);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
 planner_store_check_new_name (PlannerStore *self, const char *name, GError **error)
 {
   gint64 existing;
 
-  if (name == NULL || *name == '\0')
+  if (!planner_store_check_name (name, error))
     {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
-                   "%s: a stored plan needs a name that is not empty", self->path);
-      return FALSE;
-    }
-  if (!g_utf8_validate (name, -1, NULL))
-    {
-      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE, "%s: a plan name must be UTF-8 text",
-                   self->path);
+      g_prefix_error (error, "%s: ", self->path);
       return FALSE;
     }
   if (!planner_store_find_id (self, STMT_FIND_PLAN_BY_NAME, name, NULL, &existing, error))
@@ -1133,21 +1242,53 @@ planner_store_check_new_name (PlannerStore *self, const char *name, GError **err
   return TRUE;
 }
 
-static gint64
-lookup_locked (PlannerStore *self, const char *name_or_id, GError **error)
+/* NAME first, else ID; 0 with no error when neither names a plan. */
+static gboolean
+resolve (PlannerStore *self, const char *name_or_id, gint64 *id, GError **error)
 {
   g_autofree char *name = NULL;
   guint64 number;
-  gint64 id;
 
-  if (!planner_store_check_open (self, error)
-      || !planner_store_find_id (self, STMT_FIND_PLAN_BY_NAME, name_or_id, NULL, &id, error))
+  if (!planner_store_find_id (self, STMT_FIND_PLAN_BY_NAME, name_or_id, NULL, id, error))
+    return FALSE;
+  if (*id != 0)
+    return TRUE;
+  if (g_ascii_string_to_unsigned (name_or_id, 10, 1, G_MAXINT64, &number, NULL))
+    {
+      if (!planner_store_plan_name (self, (gint64)number, &name, error))
+        return FALSE;
+      if (name != NULL)
+        *id = (gint64)number;
+    }
+  return TRUE;
+}
+
+static gint64
+lookup_locked (PlannerStore *self, const char *spec, GError **error)
+{
+  const char *name_or_id = g_str_has_prefix (spec, "db:") ? spec + 3 : spec;
+  gint64 id, legacy = 0;
+
+  if (!planner_store_check_open (self, error) || !resolve (self, name_or_id, &id, error))
     return 0;
+  /* A store from before names were kept off "db:" may hold a plan named "db:1": never take
+   * plan 1 for it, or it, silently. */
+  if (name_or_id != spec
+      && !planner_store_find_id (self, STMT_FIND_PLAN_BY_NAME, spec, NULL, &legacy, error))
+    return 0;
+  if (legacy != 0 && id != 0 && legacy != id)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
+                   "%s: \"%s\" is ambiguous: the plan named \"%s\" (id %" G_GINT64_FORMAT
+                   ") or \"%s\" (id %" G_GINT64_FORMAT "); give the id alone, and rename the "
+                   "first (names may not start with \"db:\")",
+                   self->path, spec, spec, legacy, name_or_id, id);
+      return 0;
+    }
+  if (legacy != 0)
+    return legacy;
   if (id != 0)
     return id;
-  if (g_ascii_string_to_unsigned (name_or_id, 10, 1, G_MAXINT64, &number, NULL)
-      && planner_store_plan_name (self, (gint64)number, &name, NULL) && name != NULL)
-    return (gint64)number;
   g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
                "%s: no plan named \"%s\"%s; 'shardscope-cli db list' shows the stored plans",
                self->path, name_or_id,

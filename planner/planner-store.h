@@ -100,6 +100,11 @@ PlannerStore *planner_store_open (const char *path, GError **error);
 void planner_store_close (PlannerStore *self);
 const char *planner_store_get_path (PlannerStore *self);
 
+/* Whether @name can name a stored plan: UTF-8, not empty or only white space, not starting
+ * with "db:". PLANNER_ERROR_STORE saying what would work, else TRUE. Saving and renaming check
+ * it (and that the name is free); callers may check first, before opening a store. */
+gboolean planner_store_check_name (const char *name, GError **error);
+
 /* Saves @plan under @name (NULL: the plan's own name; the plan takes the name it is saved
  * under) with @parent_id the stored plan it was derived from (0: none). One transaction.
  * Returns the new id, or 0 with @error set (the name is taken, the parent does not exist, the
@@ -110,8 +115,11 @@ gint64 planner_store_save_plan (PlannerStore *self, PlannerPlan *plan, const cha
  * no longer builds it), checked against the stored hash, then every field as saved. */
 PlannerPlan *planner_store_load_plan (PlannerStore *self, gint64 id, GError **error);
 PlannerPlan *planner_store_load_plan_by_name (PlannerStore *self, const char *name, GError **error);
-/* "NAME" or "ID": a plan of that name first, else a plan of that id. Returns the id, or 0 with
- * @error set. */
+/* A stored plan is named by "NAME", "ID", "db:NAME" or "db:ID": one "db:" in front is dropped,
+ * then a plan of that name comes first, else the plan of that id. Names never start with
+ * "db:" (planner_store_check_name()), so the prefix never hides part of a name; in a store
+ * written before that rule, a spec that is a plan's whole name while the rest names another
+ * plan is refused as ambiguous. Returns the id, or 0 with @error set. */
 gint64 planner_store_lookup (PlannerStore *self, const char *name_or_id, GError **error);
 
 /* Every plan, in the order they were saved (PlannerStoreEntry*). */

@@ -2,9 +2,13 @@
 
 #include "config.h"
 
+#include <grp.h>
 #include <json-glib/json-glib.h>
+#include <sqlite3.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -210,6 +214,177 @@ test_refused_file (void)
   g_assert_false (g_file_test (missing, G_FILE_TEST_EXISTS));
 }
 
+/* The whole file, or NULL when it is missing. */
+static char *
+contents (const char *path)
+{
+  char *text = NULL;
+  gsize length;
+  return g_file_get_contents (path, &text, &length, NULL) ? text : NULL;
+}
+
+static void
+sql (const char *path, const char *statement)
+{
+  sqlite3 *handle = NULL;
+  g_assert_cmpint (sqlite3_open (path, &handle), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (handle, statement, NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (handle);
+}
+
+/* Names the store refuses, refused before anything is written; db:NAME and db:ID. */
+static void
+test_names (void)
+{
+  g_autofree char *path = g_build_filename (tmp_dir, "names.db", NULL);
+  g_autofree char *json = g_build_filename (tmp_dir, "names.json", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+
+  test_util_remove_db (path);
+  static const char *const refused[][2] = {
+    { " ", "a stored plan needs a name that is not empty or only spaces" },
+    { "", "not empty or only spaces" },
+    { "db:1", "a plan name cannot start with \"db:\" (\"db:1\")" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+    {
+      g_assert_cmpint (CLI (&out, &err, "propagate", "gpt2-tiny", "--mesh", "dp=2", "--db", path,
+                            "--save", refused[i][0], "-o", json),
+                       ==, 1);
+      g_assert_true (g_str_has_prefix (err, "shardscope-cli: "));
+      g_assert_nonnull (strstr (err, refused[i][1]));
+      /* Neither the store nor the -o file was made. */
+      g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+      g_assert_false (g_file_test (json, G_FILE_TEST_EXISTS));
+      g_clear_pointer (&out, g_free);
+      g_clear_pointer (&err, g_free);
+    }
+
+  g_assert_cmpint (
+      CLI (&out, &err, "propagate", "gpt2-tiny", "--mesh", "dp=2", "--db", path, "--save", "A"), ==,
+      0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--db", path,
+                        "--save", "B"),
+                   ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_autofree char *before = contents (path);
+  g_assert_cmpint (CLI (&out, &err, "db", "rename", "A", "db:2", "--db", path), ==, 1);
+  g_assert_nonnull (strstr (err, "cannot start with \"db:\""));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "rename", "db:A", "\t", "--db", path), ==, 1);
+  g_assert_nonnull (strstr (err, "only spaces"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_autofree char *after = contents (path);
+  g_assert_cmpstr (after, ==, before);
+
+  /* A plan named "db:1", as an older version could save it: `db delete db:1` deleted plan 1. */
+  sql (path, "UPDATE plans SET name = 'db:1' WHERE id = 2");
+  g_clear_pointer (&before, g_free);
+  before = contents (path);
+  g_assert_cmpint (CLI (&out, &err, "db", "delete", "db:1", "--db", path), ==, 1);
+  g_assert_nonnull (strstr (err, "\"db:1\" is ambiguous: the plan named \"db:1\" (id 2) or \"1\" "
+                                 "(id 1); give the id alone"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&after, g_free);
+  after = contents (path);
+  g_assert_cmpstr (after, ==, before);
+  g_assert_cmpint (CLI (&out, &err, "db", "rename", "2", "B", "--db", path, "--json"), ==, 0);
+  g_assert_nonnull (strstr (out, "\"old_name\": \"db:1\""));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "delete", "db:1", "--db", path, "--json"), ==, 0);
+  g_assert_nonnull (strstr (out, "\"name\": \"A\""));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI (&out, &err, "db", "list", "--db", path), ==, 0);
+  g_assert_nonnull (strstr (out, ": 1 plan\n"));
+  g_assert_nonnull (strstr (out, "    2  B "));
+  test_util_remove_db (path);
+}
+
+/* Drops root (when the tests run as root, as CI does) so that permissions apply. */
+static void
+become_nobody (gpointer data)
+{
+  if (geteuid () != 0)
+    return;
+  if (setgroups (0, NULL) != 0 || setgid (65534) != 0 || setuid (65534) != 0)
+    _exit (125);
+}
+
+static int
+cli_as_nobody (const char *const *args, char **out, char **err)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  g_ptr_array_add (argv, (gpointer)g_getenv ("SHARDSCOPE_CLI"));
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer)args[i]);
+  g_ptr_array_add (argv, NULL);
+  g_assert_true (g_spawn_sync (NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, become_nobody,
+                               NULL, out, err, &status, &error));
+  g_assert_no_error (error);
+  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
+}
+
+#define CLI_NOBODY(out, err, ...)                                                                  \
+  cli_as_nobody ((const char *const[]){ __VA_ARGS__, NULL }, out, err)
+
+/* A store this user may read but not write, in a folder it cannot write either (a shared,
+ * read-only copy): it lists, shows and exports; changes are refused; nothing is created. */
+static void
+test_read_only (void)
+{
+  g_autofree char *dir = g_build_filename (tmp_dir, "read-only", NULL);
+  g_autofree char *path = g_build_filename (dir, "plans.db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
+  g_assert_cmpint (CLI (&out, &err, "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--policy",
+                        "megatron", "--db", path, "--save", "shared"),
+                   ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_autofree char *before = contents (path);
+  g_assert_cmpint (g_chmod (path, 0444), ==, 0);
+  g_assert_cmpint (g_chmod (dir, 0555), ==, 0);
+  g_assert_cmpint (g_chmod (tmp_dir, 0755), ==, 0);
+
+  g_assert_cmpint (CLI_NOBODY (&out, &err, "db", "list", "--db", path), ==, 0);
+  g_assert_nonnull (strstr (out, ": 1 plan\n"));
+  g_assert_nonnull (strstr (out, "    1  shared "));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI_NOBODY (&out, &err, "export", "db:shared", "--format", "csv", "--db", path),
+                   ==, 0);
+  g_assert_true (g_str_has_prefix (out, "kind,index,name,type,decision,"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (CLI_NOBODY (&out, &err, "db", "delete", "shared", "--db", path), ==, 1);
+  g_assert_nonnull (strstr (err, "the store is read-only here"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_assert_cmpint (g_chmod (tmp_dir, 0700), ==, 0);
+  g_assert_cmpint (g_chmod (dir, 0755), ==, 0);
+  g_autofree char *after = contents (path);
+  g_assert_cmpstr (after, ==, before);
+  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
+  g_autofree char *shm = g_strconcat (path, "-shm", NULL);
+  g_assert_false (g_file_test (wal, G_FILE_TEST_EXISTS));
+  g_assert_false (g_file_test (shm, G_FILE_TEST_EXISTS));
+  test_util_remove_db (path);
+  g_rmdir (dir);
+}
+
 /* `run` of a stored plan stores its trial run; the CSV export then has measured times. */
 static void
 test_trial_run (void)
@@ -263,6 +438,8 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/db-cli/workflow", test_workflow);
   g_test_add_func ("/planner/db-cli/refused-file", test_refused_file);
   g_test_add_func ("/planner/db-cli/trial-run", test_trial_run);
+  g_test_add_func ("/planner/db-cli/names", test_names);
+  g_test_add_func ("/planner/db-cli/read-only", test_read_only);
   int status = g_test_run ();
   test_util_remove_db (db);
   test_util_tmp_dir_remove (tmp_dir);

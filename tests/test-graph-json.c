@@ -228,6 +228,25 @@ typedef struct
   "], \"outputs\": [" outputs "]}"
 
 static const BadGraph bad_graphs[] = {
+  /* Members the reader did not know were ignored: a typo was silently a default. */
+  { "unknown-top-member",
+    "{\"shardscope_graph\": 1, \"tensors\": [], \"ops\": [], \"outputs\": [], \"ouputs\": []}",
+    PLANNER_ERROR_MALFORMED_FILE,
+    "graph: unknown field \"ouputs\" (known: shardscope_graph, name, source, tensors, ops, "
+    "outputs)" },
+  { "unknown-tensor-member",
+    GRAPH ("{\"name\": \"x\", \"dtype\": \"f32\", \"kind\": \"input\", \"shape\": [4], "
+           "\"layout\": \"[dp]\"}",
+           "", "\"x\""),
+    PLANNER_ERROR_MALFORMED_FILE, "tensor \"x\": unknown field \"layout\"" },
+  { "unknown-op-member",
+    GRAPH (X_W,
+           "{\"name\": \"mm\", \"type\": \"MatMul\", \"atrs\": {}, \"inputs\": [\"x\", \"w\"], "
+           "\"outputs\": [\"y\"]}",
+           "\"y\""),
+    PLANNER_ERROR_MALFORMED_FILE, "op \"mm\": unknown field \"atrs\"" },
+  { "output-twice", GRAPH (X_W, MATMUL, "\"y\", \"y\""), PLANNER_ERROR_INVALID_GRAPH,
+    "graph: output \"y\" is listed twice" },
   { "not-json", "{\"shardscope_graph\": 1,\n\"tensors\": [\n", PLANNER_ERROR_MALFORMED_FILE,
     "graph JSON:3:" },
   { "empty", "", PLANNER_ERROR_MALFORMED_FILE, "empty" },

@@ -340,7 +340,8 @@ static void
 test_bad_files (void)
 {
   static const BadCase cases[] = {
-    { "{\"shardscope_hardware\": ", PLANNER_ERROR_MALFORMED_FILE, "not JSON" },
+    { "{\"shardscope_hardware\": ", PLANNER_ERROR_MALFORMED_FILE,
+      "hardware profile:1:24: Parse error" },
     { "[1, 2]", PLANNER_ERROR_MALFORMED_FILE, "top level" },
     { "{\"name\": \"x\", " VALID_BODY "}", PLANNER_ERROR_MALFORMED_FILE,
       "'shardscope_hardware' is missing" },
@@ -422,6 +423,25 @@ test_bad_files (void)
     { VALID_HEAD VALID_BODY ", \"measurements\": [{\"step\": \"AllReduce\", \"link\": \"intra\", "
                             "\"p\": 2, \"points\": [[16, 1e-6]], \"median\": true}]}",
       PLANNER_ERROR_MALFORMED_FILE, "'measurements[0].median' is not known" },
+    /* 1e308 GB is finite, but its bytes (x 1e9) are not: it read as a negative capacity. */
+    { VALID_HEAD VALID_PEAKS "\"memory_bandwidth_GBps\": 100, \"memory_GB\": 1e308, " VALID_LINKS
+                             "}",
+      PLANNER_ERROR_MALFORMED_FILE, "'memory_GB' must be at most 1e+06, got 1e+308" },
+    { VALID_HEAD
+      "\"peak_tflops\": {\"f32\": 1, \"bf16\": 2e9, \"f16\": 2}, " VALID_MEMORY VALID_LINKS "}",
+      PLANNER_ERROR_MALFORMED_FILE, "'peak_tflops.bf16' must be at most 1e+09, got 2e+09" },
+    { VALID_HEAD VALID_PEAKS VALID_MEMORY
+      "\"links\": {\"intra\": {\"bandwidth_GBps\": 10, \"latency_us\": 1}, "
+      "\"inter\": {\"bandwidth_GBps\": 1, \"latency_us\": 1.5e9}}}",
+      PLANNER_ERROR_MALFORMED_FILE, "'links.inter.latency_us' must be at most 1e+09" },
+    { VALID_HEAD VALID_BODY ", \"node_size\": 1048577}", PLANNER_ERROR_MALFORMED_FILE,
+      "'node_size' must be in [1, 1048576], got 1048577" },
+    { VALID_HEAD VALID_BODY ", \"measurements\": [{\"step\": \"AllReduce\", \"link\": \"intra\", "
+                            "\"p\": 4294967295, \"points\": [[8, 1e-6]]}]}",
+      PLANNER_ERROR_MALFORMED_FILE, "'measurements[0].p' must be in [2, 1048576], got 4294967295" },
+    { VALID_HEAD VALID_BODY ", \"measurements\": [{\"step\": \"AllReduce\", \"link\": \"intra\", "
+                            "\"p\": 2, \"points\": [[16, 1e10]]}]}",
+      PLANNER_ERROR_MALFORMED_FILE, "'measurements[0].points[0]' must be at most 1e+09" },
   };
 
   /* The base they all vary is itself valid, and node_size defaults to 8. */
@@ -447,6 +467,45 @@ test_bad_files (void)
     }
 }
 
+/* A profile with one AllReduce curve of @n points, (k + 1) bytes in k microseconds. */
+static char *
+profile_with_points (guint n)
+{
+  GString *s = g_string_new (VALID_HEAD VALID_BODY
+                             ", \"measurements\": [{\"step\": "
+                             "\"AllReduce\", \"link\": \"intra\", \"p\": 2, \"points\": [");
+  for (guint k = 1; k <= n; k++)
+    g_string_append_printf (s, "%s[%u, %ue-6]", k > 1 ? ", " : "", k + 1, k);
+  g_string_append (s, "]}]}");
+  return g_string_free (s, FALSE);
+}
+
+/* A hand-made profile with 100,000 points took 5 s to read (each point is inserted in
+ * order): a curve holds at most 1024, which a calibration sweep (one point per power of two
+ * of bytes) never nears. */
+static void
+test_point_limit (void)
+{
+  g_autofree char *most = profile_with_points (1024);
+  g_autofree char *too_many = profile_with_points (100000);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerHardware) hw = planner_hardware_from_json (most, &error);
+  guint n_points;
+
+  g_assert_no_error (error);
+  const PlannerMeasuredPoint *points = planner_hardware_get_measurement (
+      hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 2, &n_points);
+  g_assert_cmpuint (n_points, ==, 1024);
+  g_assert_cmpuint (points[1023].bytes, ==, 1025);
+  g_assert_cmpfloat (points[1023].seconds, ==, 1024e-6);
+
+  g_autoptr (PlannerHardware) refused = planner_hardware_from_json (too_many, &error);
+  g_assert_null (refused);
+  g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE);
+  g_assert_nonnull (strstr (error->message, "field 'measurements[0].points' holds 100000 points; "
+                                            "a curve holds at most 1024"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -461,6 +520,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/hardware/measurements", test_measurements);
   g_test_add_func ("/planner/hardware/strings", test_strings);
   g_test_add_func ("/planner/hardware/bad-files", test_bad_files);
+  g_test_add_func ("/planner/hardware/point-limit", test_point_limit);
 
   return g_test_run ();
 }

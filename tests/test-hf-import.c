@@ -705,6 +705,13 @@ static const BadConfig bad_configs[] = {
     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
     "\"max_position_embeddings\": 64, \"hidden_act\": \"mish\"}",
     PLANNER_ERROR_UNKNOWN_OP_TYPE, "hidden_act \"mish\"" },
+  /* 2^31 x 2^31 f32 is 2^64 bytes, which wrapped: parameter bytes printed as 1.8e19. */
+  { "exabyte",
+    "{\"model_type\": \"gpt2\", \"vocab_size\": 2147483647, \"n_positions\": 64, "
+    "\"n_embd\": 2147483520, \"n_layer\": 2, \"n_head\": 4}",
+    PLANNER_ERROR_SHAPE_MISMATCH,
+    "tensor transformer.wte.weight [2147483647,2147483520] takes the graph's tensors past 2^60 "
+    "bytes" },
   { "unknown-dtype",
     "{\"model_type\": \"llama\", \"vocab_size\": 512, \"hidden_size\": 64, "
     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "

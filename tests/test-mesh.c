@@ -6,6 +6,7 @@
 
 #include "planner-error.h"
 #include "planner-mesh.h"
+#include "test-util.h"
 
 /* Meshes are named axes with sizes, major first, any sizes >= 1 (semantics.md 2). */
 
@@ -148,6 +149,16 @@ test_malformed (void)
     { "=2", PLANNER_ERROR_INVALID_MESH, "not an identifier" },
     { "_=2", PLANNER_ERROR_INVALID_MESH, "not an identifier" },
     { "a_name_that_is_far_too_long_for_an_axis=2", PLANNER_ERROR_INVALID_MESH, "at most" },
+    /* 2^16 four times is 2^64 devices, which wraps to 0 in 64 bits: the count is checked
+     * axis by axis, at the axis that passes 2^20. */
+    { "a=65536,b=65536,c=65536,d=65536", PLANNER_ERROR_INVALID_MESH,
+      "mesh axis b=65536 makes 4294967296 devices; a mesh has at most 1048576 (2^20)" },
+    { "dp=2147483648,mp=2", PLANNER_ERROR_INVALID_MESH,
+      "mesh axis dp=2147483648 makes 2147483648 devices" },
+    { "dp=1048577", PLANNER_ERROR_INVALID_MESH, "makes 1048577 devices" },
+    { "dp=1024,mp=1025", PLANNER_ERROR_INVALID_MESH, "mesh axis mp=1025 makes 1049600 devices" },
+    { "dp=4294967295", PLANNER_ERROR_INVALID_MESH, "makes 4294967295 devices" },
+    { "dp=4294967296", PLANNER_ERROR_INVALID_MESH, "integers >= 1" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
@@ -160,6 +171,31 @@ test_malformed (void)
     }
 }
 
+/* The largest meshes allowed: exactly 2^20 devices, in one axis or several. */
+static void
+test_device_limit (void)
+{
+  static const char *const meshes[] = { "dp=1048576", "a=1024,b=1024",
+                                        "a=2,b=2,c=2,d=2,e=2,"
+                                        "f=2,g=2,h=8192" };
+  for (guint i = 0; i < G_N_ELEMENTS (meshes); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (PlannerMesh) mesh = planner_mesh_parse (meshes[i], &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (planner_mesh_n_devices (mesh), ==, 1048576);
+      g_assert_cmpuint (PLANNER_MAX_DEVICES, ==, 1048576);
+    }
+  /* planner_mesh_add_axis() is the one way in; a refused axis leaves the mesh as it was. */
+  g_autoptr (PlannerMesh) mesh = test_util_mesh ("dp=1024,mp=1024");
+  g_autoptr (GError) error = NULL;
+  g_assert_false (planner_mesh_add_axis (mesh, "pp", 2, &error));
+  test_util_assert_error (error, PLANNER_ERROR_INVALID_MESH, "makes 2097152 devices");
+  g_assert_cmpuint (mesh->n_axes, ==, 2);
+  g_assert_cmpuint (planner_mesh_n_devices (mesh), ==, 1048576);
+  g_assert_true (planner_mesh_add_axis (mesh, "pp", 1, NULL));
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -170,6 +206,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/mesh/device-ids", test_device_ids);
   g_test_add_func ("/planner/mesh/add-axis", test_add_axis);
   g_test_add_func ("/planner/mesh/malformed", test_malformed);
+  g_test_add_func ("/planner/mesh/device-limit", test_device_limit);
 
   return g_test_run ();
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-json.h"
 #include "planner-model.h"
 #include "planner-plan-json.h"
 #include "planner-policy.h"
@@ -334,12 +335,69 @@ static const BadEdit bad_edits[] = {
   { "hardware.memory_GB", "-1",
     "field 'hardware' is refused: hardware profile: field 'memory_GB' must be > 0" },
   { "mesh", "\"dp=2,,mp=2\"", "field 'mesh' is refused: " },
-  { "mesh", "\"dp=2,tp=2\"", "names no axis of the mesh: 'mp'" },
+  { "mesh", "\"dp=2,tp=2\"", "field 'pins[0]' is refused: pin '" },
   { "constants.backward_factor", NULL, "field 'constants.backward_factor' is missing" },
   { "name", "3", "field 'name' must be a string or null" },
   { "pins.0", "7", "field 'pins[0]' must be a string" },
   { "model.source", "\"no-such-model\"",
     "cannot rebuild the plan's model from its source \"no-such-model\"" },
+  /* Fields that were read and dropped, or not read at all, and written back as the plan
+   * says: a hand edit there was silently undone. */
+  { "devices", "9", "field 'devices' is 9 but the mesh dp=2,mp=2 has 4" },
+  /* json-glib reads 2^64 as -1. */
+  { "devices", "18446744073709551616", "field 'devices' must be in [1, 1048576], got -1" },
+  { "model.name", "\"GPT\"", "field 'model.name' is \"GPT\" but the model is \"llama-tiny\"" },
+  { "model.ops", "52", "field 'model' counts 52 ops and " },
+  { "model.tensors", "1", " tensors but the model has 51 and " },
+  { "model.layers", "2", "field 'model.layers' is not known here" },
+  { "ops.1.type", "\"Softmax\"", "field 'ops[1].type' is 'Softmax' but op " },
+  { "ops.1.strategy.inputs", "\"[_]\"",
+    "field 'ops[1].strategy.inputs' is \"[_]\" but the factors give \"" },
+  { "ops.1.strategy.outputs", "\"[_]\"", "field 'ops[1].strategy.outputs' is \"[_]\" but" },
+  { "ops.1.strategy.split", "[]", "field 'ops[1].strategy.split' is not known here" },
+  { "ops.1.decided", "\"pinned\"", "field 'ops[1].decided' is not known here" },
+  { "redistributions.0.describe", "\"x\"",
+    "field 'redistributions[0].describe' is \"x\" but the steps say \"" },
+  { "redistributions.0.steps.0.cost", "1",
+    "field 'redistributions[0].steps[0].cost' is not known" },
+  { "trace.0.why", "\"x\"", "field 'trace[0].why' is not known here" },
+  { "conflicts.0", "{\"message\": \"x\", \"redistribution\": 0, \"ops\": []}",
+    "field 'conflicts[0].ops' is not known here" },
+  { "hash", "\"x\"", "field 'hash' is not known here" },
+  { "constants.dropout", "0", "field 'constants.dropout' is not known here" },
+  /* Negative times and figures. */
+  { "ops.1.compute_time_s", "-1", "field 'ops[1].compute_time_s' must be >= 0, got -1" },
+  { "ops.1.flops", "-3.5", "field 'ops[1].flops' must be >= 0, got -3.5" },
+  { "redistributions.0.time_s", "-0.5", "field 'redistributions[0].time_s' must be >= 0" },
+  { "redistributions.0.steps.0.time_s", "-1e-6",
+    "field 'redistributions[0].steps[0].time_s' must be" },
+  { "trace.0.edge_cost_s", "-2", "field 'trace[0].edge_cost_s' must be >= 0" },
+  { "constants.weight_copies", "-1", "field 'constants.weight_copies' must be >= 0" },
+  { "propagate_ms", "-1", "field 'propagate_ms' must be >= 0, got -1" },
+  { "totals.step_time_s", "-1", "field 'totals.step_time_s' must be >= 0" },
+  /* Counts and byte sums that do not follow from the ops and redistributions (2^31 made
+   * compare overflow an int). */
+  { "totals.collectives.AllReduce.count", "2147483648",
+    "field 'totals' collectives.AllReduce is 2147483648 steps of " },
+  { "totals.collectives.AllReduce.bytes", "1", "collectives.AllReduce is 5 steps of 1 bytes" },
+  { "totals.redistributions", "7",
+    "field 'totals' count 'redistributions' is 7 but the plan has " },
+  { "totals.ops", "50", "count 'ops' is 50 but the plan has 51" },
+  { "totals.pinned", "0", "count 'pinned' is 0 but the plan has " },
+  { "totals.comm_bytes", "1", "field 'totals' comm_bytes is 1 but the redistributions send " },
+  { "totals.axes.mp.bytes", "0", "field 'totals' axes.mp.bytes is 0 but the redistributions " },
+  { "totals.axes.pp", "{\"bytes\": 0, \"time_s\": 0}", "field 'totals.axes.pp' is not known" },
+  { "totals.collectives.Broadcast", "{}", "field 'totals.collectives.Broadcast' is not known" },
+  { "summary.step_time_us", "1", "field 'summary' does not match the plan's totals" },
+  { "summary.memory_capacity_bytes", "1", "field 'summary' does not match" },
+  { "summary.extra", "1", "field 'summary' does not match" },
+  { "summary", NULL, "field 'summary' is missing" },
+  /* Pin texts were kept unread; indices that disagree with the decision. */
+  { "pins.0", "\"nope\"", "field 'pins[0]' is refused: " },
+  { "trace.0.step", "5", "field 'trace[0].step' is 5 but this is step 0 of the trace" },
+  { "ops.0.pin", "null", "field 'ops[0].pin' must be the index of the pin that fixed " },
+  { "ops.0.decision", "\"defaulted\"", "field 'ops[0].pin' must be the index of the pin" },
+  { "ops.0.trace_step", "0", "field 'ops[0].trace_step' must be the trace step that decided " },
 };
 
 static char *
@@ -506,6 +564,145 @@ test_summary (void)
   g_assert_cmpint (json_object_get_int_member (o, "memory_capacity_bytes"), ==, 80000000000);
 }
 
+/* ---- what every reader of user JSON refuses before json-glib parses it ---- */
+
+/* @n of @open, then @middle, then the closing brackets. */
+static char *
+nested (guint n, char open, const char *middle)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < n; i++)
+    g_string_append (s, open == '[' ? "[" : "{\"a\": ");
+  g_string_append (s, middle);
+  for (guint i = 0; i < n; i++)
+    g_string_append_c (s, open == '[' ? ']' : '}');
+  return g_string_free (s, FALSE);
+}
+
+typedef GObject *(*ReadFunc) (const char *text, GError **error);
+
+static GObject *
+read_plan (const char *text, GError **error)
+{
+  return (GObject *)planner_plan_from_json (text, error);
+}
+
+static GObject *
+read_graph (const char *text, GError **error)
+{
+  return (GObject *)planner_graph_from_json (text, error);
+}
+
+static GObject *
+read_config (const char *text, GError **error)
+{
+  return (GObject *)planner_hf_import_json (text, NULL, error);
+}
+
+/* Not a GObject, but only its NULL-ness is looked at. */
+static GObject *
+read_hardware (const char *text, GError **error)
+{
+  PlannerHardware *hw = planner_hardware_from_json (text, error);
+  g_assert_null (hw);
+  return NULL;
+}
+
+static GObject *
+read_policy (const char *text, GError **error)
+{
+  g_autofree char *dir = test_util_tmp_dir_new ("policy-XXXXXX");
+  g_autofree char *path = g_build_filename (dir, "policy.json", NULL);
+  g_autoptr (PlannerGraph) graph = test_util_model ("gpt2-tiny", NULL);
+  g_autoptr (PlannerMesh) mesh = test_util_mesh ("dp=2");
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  GPtrArray *pins = planner_policy_expand (path, graph, mesh, NULL, error);
+  test_util_tmp_dir_remove (dir);
+  g_assert_null (pins);
+  return NULL;
+}
+
+static void
+test_json_limits (void)
+{
+  static const struct
+  {
+    const char *name;
+    ReadFunc read;
+  } readers[] = {
+    { "plan", read_plan },         { "graph", read_graph },   { "config", read_config },
+    { "hardware", read_hardware }, { "policy", read_policy },
+  };
+  /* 100,000 levels overflowed json-glib's recursive parser (a crash, not a refusal). */
+  g_autofree char *deep_arrays = nested (100000, '[', "1");
+  g_autofree char *deep_objects = nested (100000, '{', "1");
+  g_autofree char *just_too_deep = nested (PLANNER_JSON_MAX_DEPTH + 1, '[', "1");
+  const struct
+  {
+    const char *text;
+    const char *fragment;
+  } documents[] = {
+    { deep_arrays, ":1:513: nested more than 512 levels deep" },
+    { deep_objects, ":1:3073: nested more than 512 levels deep" },
+    { just_too_deep, "nested more than 512 levels deep" },
+    /* json-glib reads only the first of two objects. */
+    { "{\"shardscope_plan\": 1}\n{\"model_type\": \"gpt2\"}", ":2:1: more text after the end" },
+    { "{}{}", ":1:3: more text after the end of the JSON value" },
+    /* json-glib reads 2^64 as -1 and 2^63 as -2^63. */
+    { "{\"n_layer\": 18446744073709551616}",
+      "the integer 18446744073709551616 is out of range; integers here are between "
+      "-9223372036854775808 and 9223372036854775807" },
+    { "{\"x\": [9223372036854775808]}", "the integer 9223372036854775808 is out of range" },
+    { "{\"x\": -9223372036854775809}", "the integer -9223372036854775809 is out of range" },
+    /* ... and 1e400 as inf. */
+    { "{\"memory_GB\": 1e400}", "the number 1e400 is out of range" },
+    { "{\"memory_GB\": -1.5E+309}", "the number -1.5E+309 is out of range" },
+    /* json-glib keeps the last of two members of one name. */
+    { "{\"a\": 1, \"b\": {\"a\": 2, \"a\": 3}}",
+      ":1:24: the member \"a\" appears twice in one object; keep one" },
+    { "{\"memory_GB\": 80,\n \"memory_GB\": 1}", ":2:2: the member \"memory_GB\" appears twice" },
+  };
+
+  for (guint d = 0; d < G_N_ELEMENTS (documents); d++)
+    for (guint i = 0; i < G_N_ELEMENTS (readers); i++)
+      {
+        g_autoptr (GError) error = NULL;
+        g_autoptr (GObject) object = readers[i].read (documents[d].text, &error);
+        g_test_message ("%s reader, document %u: %s", readers[i].name, d,
+                        error ? error->message : "(accepted)");
+        g_assert_null (object);
+        test_util_assert_error (error, PLANNER_ERROR_MALFORMED_FILE, documents[d].fragment);
+      }
+
+  /* At the limit, and with brackets, numbers and a second "value" inside strings, the text
+   * parses: only the structure counts. */
+  g_autofree char *at_limit
+      = nested (PLANNER_JSON_MAX_DEPTH, '[', "\"[[{{ 1e999 } 99999999999999999999\"");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonNode) root = planner_json_parse (at_limit, -1, "test", &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_ARRAY (root));
+  /* One name in sibling and nested objects, and names that differ only by an escape, are
+   * no repeats. */
+  g_autoptr (JsonNode) names = planner_json_parse (
+      "{\"a\": {\"a\": [{\"a\": 1}, {\"a\": 2}]}, \"x\\\"\": 1, \"x\\\\\": 2, \"b\": \"a\", \"c\": "
+      "\"a\"}",
+      -1, "test", &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (json_object_get_size (json_node_get_object (names)), ==, 5);
+  g_autoptr (JsonNode) edge = planner_json_parse (
+      "{\"a\": \"\\\"}{\", \"b\": [-9223372036854775808, 9223372036854775807, "
+      "1.7e308]}\n\n",
+      -1, "test", &error);
+  g_assert_no_error (error);
+  JsonObject *o = json_node_get_object (edge);
+  g_assert_cmpstr (json_object_get_string_member (o, "a"), ==, "\"}{");
+  JsonArray *b = json_object_get_array_member (o, "b");
+  g_assert_cmpint (json_array_get_int_element (b, 0), ==, G_MININT64);
+  g_assert_cmpint (json_array_get_int_element (b, 1), ==, G_MAXINT64);
+  g_assert_cmpfloat (json_array_get_double_element (b, 2), ==, 1.7e308);
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -526,6 +723,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/plan-json/summary", test_summary);
   g_test_add_func ("/planner/plan-json/version", test_version);
   g_test_add_func ("/planner/plan-json/model-changed", test_model_changed);
+  g_test_add_func ("/planner/plan-json/json-limits", test_json_limits);
   for (guint i = 0; i < G_N_ELEMENTS (bad_edits); i++)
     {
       g_autofree char *path = g_strdup_printf ("/planner/plan-json/refused/%u", i);

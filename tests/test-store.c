@@ -551,6 +551,12 @@ test_refuse_foreign (void)
   exec_bound (path, "PRAGMA application_id = 42; CREATE TABLE t (x)", NULL);
   assert_refused (path, "another application");
   test_util_remove_db (path);
+  /* In WAL mode SQLite reading the schema creates -wal and -shm files, which stayed beside
+   * the refused file: it is judged on a connection that writes nothing. */
+  exec_bound (path, "PRAGMA journal_mode = WAL; CREATE TABLE songs (title TEXT)", NULL);
+  g_assert_cmpint (sql_int (path, "PRAGMA journal_mode = WAL"), ==, 0);
+  assert_refused (path, "not a plan store");
+  test_util_remove_db (path);
 }
 
 /* An empty file, as `touch plans.db` leaves, becomes a store. */
@@ -631,6 +637,122 @@ test_hostile_names (void)
   test_util_remove_db (path);
 }
 
+/* Names that are blank or start with "db:" are refused when saving and renaming, and leave
+ * the store as it was. */
+static void
+test_refused_names (void)
+{
+  g_autofree char *path = make_store_file ("names.db");
+  g_autoptr (PlannerStore) store = open_store (path);
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=2", NULL, NULL);
+  static const struct
+  {
+    const char *name;
+    const char *fragment;
+  } cases[] = {
+    { "", "a stored plan needs a name that is not empty or only spaces" },
+    { " ", "not empty or only spaces" },
+    { "\t\n \r", "not empty or only spaces" },
+    { "\u3000", "not empty or only spaces" }, /* the ideographic space */
+    { "db:1", "a plan name cannot start with \"db:\" (\"db:1\"), which marks a stored plan on the "
+              "command line; use \"1\"" },
+    { "db:p", "cannot start with \"db:\"" },
+    { "\xff\xfe", "a plan name must be UTF-8 text" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_assert_cmpint (planner_store_save_plan (store, plan, cases[i].name, 0, &error), ==, 0);
+      test_util_assert_error (error, PLANNER_ERROR_STORE, cases[i].fragment);
+      g_assert_nonnull (strstr (error->message, path));
+      g_clear_error (&error);
+      g_assert_false (planner_store_rename_plan (store, 1, cases[i].name, &error));
+      test_util_assert_error (error, PLANNER_ERROR_STORE, cases[i].fragment);
+      g_clear_error (&error);
+      g_assert_false (planner_store_check_name (cases[i].name, &error));
+      test_util_assert_error (error, PLANNER_ERROR_STORE, cases[i].fragment);
+    }
+  /* Spaces inside or around a name are a name. */
+  g_assert_true (planner_store_check_name (" a b ", NULL));
+  g_assert_true (planner_store_check_name ("db", NULL));
+  g_assert_true (planner_store_check_name ("my db:1", NULL));
+  g_clear_object (&store);
+  g_assert_cmpint (sql_int (path, "SELECT count(*) FROM plans"), ==, 1);
+  g_assert_cmpint (sql_int (path, "SELECT count(*) FROM plans WHERE name = 'p'"), ==, 1);
+  test_util_remove_db (path);
+}
+
+/* "db:" is dropped, then a name comes before an id; a plan named "db:1" in an old store is
+ * never taken for plan 1, nor plan 1 for it. */
+static void
+test_lookup (void)
+{
+  g_autofree char *path = temp_db ("lookup.db");
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=2", NULL, NULL);
+  g_autoptr (GError) error = NULL;
+
+  test_util_remove_db (path);
+  g_autoptr (PlannerStore) store = open_store (path);
+  g_assert_cmpint (planner_store_save_plan (store, plan, "first", 0, &error), ==, 1);
+  g_assert_cmpint (planner_store_save_plan (store, plan, "second", 0, &error), ==, 2);
+  g_assert_cmpint (planner_store_save_plan (store, plan, "1", 0, &error), ==, 3);
+  g_assert_no_error (error);
+  g_clear_object (&store);
+
+  static const struct
+  {
+    const char *spec;
+    gint64 id;
+  } found[] = {
+    { "first", 1 },
+    { "db:first", 1 },
+    { "2", 2 },
+    { "db:2", 2 },
+    /* The name "1" before the id 1. */
+    { "1", 3 },
+    { "db:1", 3 },
+    { "3", 3 },
+  };
+  store = open_store (path);
+  for (guint i = 0; i < G_N_ELEMENTS (found); i++)
+    {
+      g_assert_cmpint (planner_store_lookup (store, found[i].spec, &error), ==, found[i].id);
+      g_assert_no_error (error);
+    }
+  g_assert_cmpint (planner_store_lookup (store, "db:db:first", &error), ==, 0);
+  test_util_assert_error (error, PLANNER_ERROR_STORE, "no plan named \"db:first\"");
+  g_clear_error (&error);
+  g_assert_cmpint (planner_store_lookup (store, "db:9", &error), ==, 0);
+  test_util_assert_error (error, PLANNER_ERROR_STORE,
+                          "no plan named \"9\" and no plan with that id");
+  g_clear_error (&error);
+  g_clear_object (&store);
+
+  /* Names from before "db:" was refused, put there by hand as an old version could. */
+  exec_bound (path,
+              "UPDATE plans SET name = 'db:2' WHERE id = 3; "
+              "UPDATE plans SET name = 'db:7' WHERE id = 1",
+              NULL);
+  store = open_store (path);
+  g_assert_cmpint (planner_store_lookup (store, "db:2", &error), ==, 0);
+  test_util_assert_error (error, PLANNER_ERROR_STORE,
+                          "\"db:2\" is ambiguous: the plan named \"db:2\" (id 3) or \"2\" (id 2); "
+                          "give the id alone");
+  g_clear_error (&error);
+  g_assert_cmpint (planner_store_lookup (store, "db:7", &error), ==, 1);
+  g_assert_cmpint (planner_store_lookup (store, "2", &error), ==, 2);
+  g_assert_cmpint (planner_store_lookup (store, "3", &error), ==, 3);
+  g_assert_no_error (error);
+  /* Renaming it to a name of its own is how out; keeping its name is not a change. */
+  g_assert_true (planner_store_rename_plan (store, 3, "db:2", &error));
+  g_assert_true (planner_store_rename_plan (store, 3, "third", &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (planner_store_lookup (store, "db:2", &error), ==, 2);
+  g_clear_object (&store);
+  test_util_remove_db (path);
+}
+
 /* ---- models that moved or changed ---- */
 
 static void
@@ -703,14 +825,45 @@ test_damaged_rows (void)
   g_autofree char *path = make_store_file ("damaged.db");
   g_autoptr (PlannerStore) store = NULL;
   g_autoptr (GError) error = NULL;
-  const char *damage[] = {
-    "UPDATE op_strategies SET strategy = '99=0' WHERE op_index = 3",
-    "UPDATE op_strategies SET strategy = '0=0.0' WHERE op_index = 3",
-    "DELETE FROM op_strategies WHERE op_index = 7",
-    "UPDATE tensor_layouts SET layout = '[nope]' WHERE tensor_index = 2",
-    "UPDATE redistribution_steps SET kind = 'Teleport'",
-    "UPDATE trace_steps SET op_index = 100000",
-    "UPDATE meshes SET spec = 'dp=0'",
+  /* The plan is gpt2-tiny, megatron on dp=2,mp=2 (4 devices, batch 8, position_ids [1,128]). */
+  static const struct
+  {
+    const char *sql;
+    const char *fragment;
+  } damage[] = {
+    { "UPDATE op_strategies SET strategy = '99=0' WHERE op_index = 3", "does not decode" },
+    { "UPDATE op_strategies SET strategy = '0=0.0' WHERE op_index = 3", "does not decode" },
+    { "DELETE FROM op_strategies WHERE op_index = 7",
+      "its op strategies do not match the model's ops" },
+    { "UPDATE tensor_layouts SET layout = '[nope]' WHERE tensor_index = 2",
+      "a tensor layout does not decode" },
+    { "UPDATE redistribution_steps SET kind = 'Teleport'",
+      "a redistribution step does not decode" },
+    { "UPDATE trace_steps SET op_index = 100000", "a trace step names no op of the model" },
+    { "UPDATE meshes SET spec = 'dp=0'", "sizes are integers >= 1" },
+    /* Rows that decode but describe an impossible plan loaded, and exported. */
+    { "UPDATE meshes SET spec = 'dp=3,mp=2'",
+      "its mesh dp=3,mp=2 has 6 devices but the row says 4" },
+    { "UPDATE meshes SET spec = 'dp=3,mp=2', n_devices = 6",
+      "the strategy of op transformer.wte does not decode or does not fit its shapes on mesh "
+      "dp=3,mp=2" },
+    { "UPDATE meshes SET spec = 'dp=2000000', n_devices = 2000000", "at most 1048576 (2^20)" },
+    { "UPDATE tensor_layouts SET layout = '[dp,_]' WHERE tensor_name = 'position_ids'",
+      "a tensor layout does not decode" },
+    { "UPDATE redistribution_steps SET after_layout = before_layout",
+      "a redistribution step does not decode" },
+    /* Counts read as guint from any integer: 2^31 and -1 overflowed compare. */
+    { "UPDATE plans SET n_pinned = 2147483648", "count 'pinned' is 2147483648 but the plan has " },
+    { "UPDATE plan_collectives SET count = -1 WHERE kind = 'AllReduce'",
+      "collectives.AllReduce is 4294967295 steps of " },
+    { "UPDATE plans SET comm_bytes = comm_bytes + 1", "comm_bytes is " },
+    { "UPDATE op_strategies SET compute_time_s = -1 WHERE op_index = 0",
+      "a time, FLOP count or constant is negative" },
+    { "UPDATE plans SET backward_factor = -2", "a time, FLOP count or constant is negative" },
+    { "UPDATE op_strategies SET pin = -1 WHERE op_index = 0",
+      "op transformer.wte's trace step or pin does not match its decision" },
+    { "UPDATE trace_steps SET step_index = step_index + 1", "trace step 0 is numbered 1" },
+
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (damage); i++)
@@ -722,12 +875,12 @@ test_damaged_rows (void)
       test_util_remove_db (copy);
       g_assert_true (g_file_get_contents (path, &data, &length, NULL));
       g_assert_true (g_file_set_contents (copy, data, length, NULL));
-      exec_bound (copy, damage[i], NULL);
+      exec_bound (copy, damage[i].sql, NULL);
       store = open_store (copy);
       g_autoptr (PlannerPlan) plan = planner_store_load_plan (store, 1, &error);
+      g_test_message ("%s: %s", damage[i].sql, error ? error->message : "(loaded)");
       g_assert_null (plan);
-      g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE);
-      g_test_message ("%s: %s", damage[i], error->message);
+      test_util_assert_error (error, PLANNER_ERROR_STORE, damage[i].fragment);
       g_clear_error (&error);
       g_clear_object (&store);
       test_util_remove_db (copy);
@@ -990,6 +1143,8 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/store/empty-file", test_empty_file);
   g_test_add_func ("/planner/store/default-path", test_default_path);
   g_test_add_func ("/planner/store/hostile-names", test_hostile_names);
+  g_test_add_func ("/planner/store/refused-names", test_refused_names);
+  g_test_add_func ("/planner/store/lookup", test_lookup);
   g_test_add_func ("/planner/store/model-moved", test_model_moved);
   g_test_add_func ("/planner/store/damaged-rows", test_damaged_rows);
   g_test_add_func ("/planner/store/kill-while-saving", test_kill_while_saving);
