@@ -11,40 +11,12 @@
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
-
-static const char *
-cli (void)
-{
-  const char *path = g_getenv ("SHARDSCOPE_CLI");
-  if (path == NULL || !g_file_test (path, G_FILE_TEST_IS_EXECUTABLE))
-    return NULL;
-  return path;
-}
-
-/* TRUE, with the test skipped, when there is no built shardscope-cli to run. */
-static gboolean
-skip_without_cli (void)
-{
-  if (cli () != NULL)
-    return FALSE;
-  g_test_skip ("shardscope-cli is not built");
-  return TRUE;
-}
+#include "test-util.h"
 
 static int
 run_cli (const char *const *args, char **out, char **err)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (char *) cli ());
-  for (guint i = 0; args[i]; i++)
-    g_ptr_array_add (argv, (char *) args[i]);
-  g_ptr_array_add (argv, NULL);
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_assert_true (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               out, err, &status, &error));
-  g_assert_no_error (error);
-  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
+  return test_util_run_cli (args, out, err);
 }
 
 /* The plan `propagate gpt2-tiny --mesh dp=2,mp=2 --policy megatron -o p.json` writes. */
@@ -68,7 +40,7 @@ write_plan (const char *dir)
 static void
 test_run_json (void)
 {
-  if (skip_without_cli ())
+  if (test_util_skip_without_cli ())
     return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *plan = write_plan (dir);
@@ -104,7 +76,7 @@ test_run_json (void)
 static void
 test_run_refusals (void)
 {
-  if (skip_without_cli ())
+  if (test_util_skip_without_cli ())
     return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *plan = write_plan (dir);
@@ -141,7 +113,7 @@ test_run_refusals (void)
 static void
 test_calibrate (void)
 {
-  if (skip_without_cli ())
+  if (test_util_skip_without_cli ())
     return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "profile.json", NULL);
