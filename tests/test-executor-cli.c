@@ -80,12 +80,19 @@ test_run_refusals (void)
     return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *plan = write_plan (dir);
+  /* gpt2-tiny at batch 65536: 148 GiB for the reference's tensors alone, refused before
+   * anything is allocated. */
+  g_autofree char *big = g_build_filename (dir, "big.json", NULL);
+  const char *make_big[] = { "propagate", "gpt2-tiny", "--batch", "65536", "--mesh", "dp=2",
+                             "-o",        big,         NULL };
+  g_assert_cmpint (run_cli (make_big, NULL, NULL), ==, 0);
   struct
   {
     const char *args[8];
     int status;
     const char *says;
   } cases[] = {
+    { { "run", big, NULL }, 1, "GiB of host memory (parameters and inputs" },
     { { "run", plan, "--devices", "8", NULL }, 1, "has 4 devices" },
     { { "run", plan, "--backend", "tpu", NULL }, 1, "unknown backend 'tpu'" },
     { { "run", plan, "--backend", "cuda", NULL }, 1, "-Dcuda=enabled" },
@@ -107,6 +114,7 @@ test_run_refusals (void)
       g_assert_nonnull (strstr (err, cases[i].says));
     }
   g_unlink (plan);
+  g_unlink (big);
   g_rmdir (dir);
 }
 
