@@ -4,6 +4,9 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <cblas.h>
 
 #include "executor-backend.h"
 #include "planner-hardware.h"
@@ -118,6 +121,44 @@ test_run_refusals (void)
   g_rmdir (dir);
 }
 
+/* GFLOP/s of one single-threaded cblas_sgemm of @n^3 (OPENBLAS_NUM_THREADS=1 in the
+ * executor suite), the best of three. */
+static double
+plain_gemm_gflops (int n)
+{
+  g_autofree float *a = g_new (float, (gsize)n * n), *b = g_new (float, (gsize)n * n),
+                   *c = g_new0 (float, (gsize)n * n);
+  for (gsize i = 0; i < (gsize)n * n; i++)
+    a[i] = b[i] = (float)(i % 7) * 0.25f;
+  double best = G_MAXDOUBLE;
+  for (int r = 0; r < 3; r++)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                   n);
+      best = MIN (best, (double)(g_get_monotonic_time () - t0) * 1e-6);
+    }
+  return 2.0 * n * n * (double)n / best / 1e9;
+}
+
+/* GB/s of a memcpy of @bytes, read plus write, the best of three. */
+static double
+plain_copy_GBps (gsize bytes)
+{
+  g_autofree guint8 *x = g_malloc (bytes), *y = g_malloc (bytes);
+  memset (x, 1, bytes);
+  memset (y, 2, bytes);
+  double best = G_MAXDOUBLE;
+  for (int r = 0; r < 3; r++)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      memcpy (y, x, bytes);
+      best = MIN (best, (double)(g_get_monotonic_time () - t0) * 1e-6);
+    }
+  g_assert_cmpint (y[bytes - 1], ==, 1);
+  return 2.0 * (double)bytes / best / 1e9;
+}
+
 static void
 test_calibrate (void)
 {
@@ -145,8 +186,35 @@ test_calibrate (void)
       g_assert_cmpuint (n, >=, 9);
       g_assert_cmpfloat (pts[0].seconds, >, 0);
     }
-  g_assert_cmpfloat (planner_hardware_get_peak_tflops (hw, PLANNER_DTYPE_F32), >, 0);
-  g_assert_cmpfloat (planner_hardware_get_memory_bandwidth_GBps (hw), >, 0);
+
+  /* The measured figures replaced the starting profile's (cpu-local: 50 GFLOP/s, half that
+   * for bf16/f16, 10 GB/s, all written by hand), every float dtype at the f32 figure. */
+  g_autoptr (PlannerHardware) start = planner_hardware_lookup ("cpu-local", &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (planner_hardware_get_name (hw), ==, "cpu-measured");
+  double peak = planner_hardware_get_peak_tflops (hw, PLANNER_DTYPE_F32);
+  double bandwidth = planner_hardware_get_memory_bandwidth_GBps (hw);
+  g_assert_cmpfloat (peak, !=, planner_hardware_get_peak_tflops (start, PLANNER_DTYPE_F32));
+  g_assert_cmpfloat (bandwidth, !=, planner_hardware_get_memory_bandwidth_GBps (start));
+  g_assert_cmpfloat (planner_hardware_get_peak_tflops (hw, PLANNER_DTYPE_BF16), ==, peak);
+  g_assert_cmpfloat (planner_hardware_get_peak_tflops (start, PLANNER_DTYPE_BF16), !=, peak);
+  /* Memory per device: this machine's, shared by the 2 devices. */
+  double memory = (double)sysconf (_SC_PHYS_PAGES) * (double)sysconf (_SC_PAGESIZE) / 2 / 1e9;
+  g_assert_cmpfloat_with_epsilon (planner_hardware_get_memory_GB (hw), memory, 1e-6 * memory);
+
+  /* Plausible for this machine: within a factor of 8 of a plain OpenBLAS GEMM and a memcpy
+   * timed here, the same work the calibration times (512^3, a 32 MiB copy counted as read
+   * plus write). The factor leaves room for two devices sharing the cores with other work;
+   * a profile that kept its starting figures, or a unit slip (GFLOP/s for TFLOP/s), is
+   * outside it. */
+  double gemm_gflops = plain_gemm_gflops (512), copy_GBps = plain_copy_GBps (32 << 20);
+  g_test_message ("calibrated %.1f GFLOP/s, %.1f GB/s; plain OpenBLAS %.1f GFLOP/s, memcpy "
+                  "%.1f GB/s",
+                  peak * 1e3, bandwidth, gemm_gflops, copy_GBps);
+  g_assert_cmpfloat (peak * 1e3, >, gemm_gflops / 8);
+  g_assert_cmpfloat (peak * 1e3, <, gemm_gflops * 8);
+  g_assert_cmpfloat (bandwidth, >, copy_GBps / 8);
+  g_assert_cmpfloat (bandwidth, <, copy_GBps * 8);
   g_unlink (path);
   g_rmdir (dir);
 }
