@@ -2,6 +2,7 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -79,6 +80,27 @@ find_command (const char *name)
   return NULL;
 }
 
+/* Output that did not reach standard output (a full disk, `> /dev/full`) is a refusal,
+ * not a success: stdio only says so when it is flushed and closed. */
+static int
+finish_stdout (int status)
+{
+  /* A write that failed earlier left only the error flag; the last flush and the close say
+   * why when they fail themselves. */
+  gboolean lost = ferror (stdout) != 0;
+  int saved = 0;
+  if (fflush (stdout) != 0)
+    saved = errno;
+  if (fclose (stdout) != 0 && saved == 0)
+    saved = errno;
+  if (!lost && saved == 0)
+    return status;
+  fprintf (stderr, PROGRAM ": cannot write standard output: %s; free space there or send the "
+                   "output elsewhere\n",
+           saved ? g_strerror (saved) : "part of the output was lost (is the disk full?)");
+  return status == APP_CLI_EXIT_OK ? APP_CLI_EXIT_REFUSED : status;
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -103,12 +125,12 @@ main (int argc, char *argv[])
           return command->run (command, 2, help_argv);
         }
       print_usage (stdout);
-      return APP_CLI_EXIT_OK;
+      return finish_stdout (APP_CLI_EXIT_OK);
     }
   if (strcmp (name, "--version") == 0)
     {
       printf (PROGRAM " %s\n", PACKAGE_VERSION);
-      return APP_CLI_EXIT_OK;
+      return finish_stdout (APP_CLI_EXIT_OK);
     }
 
   const AppCliCommand *command = find_command (name);
@@ -125,7 +147,8 @@ main (int argc, char *argv[])
   /* GOption's --help prints "Usage: PRGNAME [OPTION...] ARGS". */
   g_autofree char *prgname = g_strdup_printf (PROGRAM " %s", command->name);
   g_set_prgname (prgname);
-  return command->run (command, argc - 1, argv + 1);
+  int status = command->run (command, argc - 1, argv + 1);
+  return finish_stdout (status);
 }
 
 /* ---- options ---- */

@@ -429,6 +429,39 @@ test_cli_writer (gconstpointer data)
   assert_only (sub, names, G_N_ELEMENTS (names));
 }
 
+static void
+stdout_to (gpointer path)
+{
+  int fd = open (path, O_WRONLY);
+  if (fd >= 0)
+    dup2 (fd, STDOUT_FILENO);
+}
+
+/* Standard output on a full device: exit 1 with the reason, for text, JSON and an export
+ * without -o. */
+static void
+test_cli_stdout_full (void)
+{
+  if (test_util_skip_without_cli ())
+    return;
+  g_autofree char *full = full_device ();
+  if (full == NULL)
+    return;
+  const char *graph[] = { "graph", "gpt2-tiny", NULL };
+  const char *json[] = { "models", "--json", NULL };
+  const char *export[] = { "export", cli_plan (), "--format", "csv", NULL };
+  const char *const *cases[] = { graph, json, export };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *err = NULL;
+      g_assert_cmpint (test_util_run_cli_setup (NULL, stdout_to, full, cases[i], NULL, &err), ==,
+                       1);
+      if (strstr (err, "shardscope-cli: cannot write standard output: ") == NULL
+          || strstr (err, "free space there or send the output elsewhere") == NULL)
+        g_error ("%s: %s", cases[i][0], err);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -451,6 +484,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/file/stdout-append", test_stdout_append);
   for (guint i = 0; i < G_N_ELEMENTS (writers); i++)
     test_util_add_named ("/app/file/cli", writers[i].name, &writers[i], test_cli_writer);
+  g_test_add_func ("/app/file/cli/stdout-full", test_cli_stdout_full);
   int status = g_test_run ();
   if (!g_test_subprocess ())
     test_util_tmp_dir_remove (dir);
