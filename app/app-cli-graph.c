@@ -415,8 +415,8 @@ json_add_operand_views (JsonBuilder *b, const char *member, const OperandView *v
 
 static void
 print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMesh *mesh,
-                       const PlannerHardware *hw, const StrategyView *views, guint n,
-                       guint count, gint64 limit)
+                       const PlannerHardware *hw, const StrategyView *views, guint n, guint count,
+                       gint64 limit)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
   g_autofree char *mesh_text = planner_mesh_to_string (mesh);
@@ -498,8 +498,7 @@ print_operand_rows (const char *label, const OperandView *views, guint n, int la
 
 static void
 print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMesh *mesh,
-                       const PlannerHardware *hw, const StrategyView *views, guint n,
-                       guint count)
+                       const PlannerHardware *hw, const StrategyView *views, guint n, guint count)
 {
   g_autofree char *mesh_text = planner_mesh_to_string (mesh);
   g_autofree char *flops_h = app_cli_format_flops (op->rule.flops);
@@ -535,8 +534,7 @@ print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
     printf ("\n%u legal strategies (compute time on %s); the first %u:\n", count,
             planner_hardware_get_name (hw), n);
   else
-    printf ("\n%u legal strategies (compute time on %s):\n", count,
-            planner_hardware_get_name (hw));
+    printf ("\n%u legal strategies (compute time on %s):\n", count, planner_hardware_get_name (hw));
 
   int layout_width = 0, placements_width = 0;
   for (guint s = 0; s < n; s++)

@@ -273,8 +273,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   int status = app_cli_parse (command, context, &argc, &argv, from_given (argc, argv) ? 0 : 1, 1);
   if (status >= 0)
     return status;
-  if (from != NULL
-      && (argc > 1 || app_cli_model_args_given (&model_args)))
+  if (from != NULL && (argc > 1 || app_cli_model_args_given (&model_args)))
     return app_cli_usage_error (command, "--from takes the model of the plan it starts from; "
                                          "leave out MODEL, --batch, --seq, --layers and --dtype");
   if (mesh_text == NULL && from == NULL)

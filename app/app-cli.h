@@ -76,8 +76,8 @@ int app_cli_usage_error (const AppCliCommand *command, const char *format, ...)
 /* The range checks of numeric options, after app_cli_parse(): -1 when @value is a number in
  * range, else 2 after a usage line naming @option, the value and the range. Doubles must be
  * finite (no nan, inf); @min_open excludes @min itself. */
-int app_cli_check_int (const AppCliCommand *command, const char *option, gint64 value,
-                       gint64 min, gint64 max);
+int app_cli_check_int (const AppCliCommand *command, const char *option, gint64 value, gint64 min,
+                       gint64 max);
 int app_cli_check_double (const AppCliCommand *command, const char *option, double value,
                           double min, gboolean min_open, double max);
 

@@ -22,8 +22,8 @@ static const AppCliCommand commands[] = {
     app_cli_strategies },
   { "propagate", "MODEL --mesh M [--pin OP=LAYOUTS]... [--policy NAME|FILE]",
     "a full plan from pins and a policy: strategies, redistributions, costs", app_cli_propagate },
-  { "compare", "PLAN PLAN",
-    "per-op differences, redistributions added/removed, cost deltas", app_cli_compare },
+  { "compare", "PLAN PLAN", "per-op differences, redistributions added/removed, cost deltas",
+    app_cli_compare },
   { "export", "PLAN --format FORMAT [-o FILE]",
     "write a plan in another format (json, dtensor, mindspore, csv)", app_cli_export },
   { "render", "MODEL|PLAN --png|--svg|--pdf FILE",
@@ -95,7 +95,8 @@ finish_stdout (int status)
     saved = errno;
   if (!lost && saved == 0)
     return status;
-  fprintf (stderr, PROGRAM ": cannot write standard output: %s; free space there or send the "
+  fprintf (stderr,
+           PROGRAM ": cannot write standard output: %s; free space there or send the "
                    "output elsewhere\n",
            saved ? g_strerror (saved) : "part of the output was lost (is the disk full?)");
   return status == APP_CLI_EXIT_OK ? APP_CLI_EXIT_REFUSED : status;
@@ -162,8 +163,8 @@ app_cli_model_args_clear (AppCliModelArgs *args)
 gboolean
 app_cli_model_args_given (const AppCliModelArgs *args)
 {
-  return args->batch != APP_CLI_UNSET || args->seq != APP_CLI_UNSET
-         || args->layers != APP_CLI_UNSET || args->dtype != NULL;
+  return args->batch != APP_CLI_UNSET || args->seq != APP_CLI_UNSET || args->layers != APP_CLI_UNSET
+         || args->dtype != NULL;
 }
 
 /* The largest shapes the model options take: far beyond any model, and small enough that
@@ -237,8 +238,9 @@ app_cli_check_int (const AppCliCommand *command, const char *option, gint64 valu
   if (value >= min && value <= max)
     return -1;
   return app_cli_usage_error (command,
-                              "%s %" G_GINT64_FORMAT " is out of range: give a whole number from %"
-                              G_GINT64_FORMAT " to %" G_GINT64_FORMAT,
+                              "%s %" G_GINT64_FORMAT
+                              " is out of range: give a whole number from %" G_GINT64_FORMAT
+                              " to %" G_GINT64_FORMAT,
                               option, value, min, max);
 }
 
@@ -294,8 +296,7 @@ app_cli_load_model (const AppCliCommand *command, const char *model, const AppCl
   };
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     if (sizes[i].value != APP_CLI_UNSET
-        && (*status = app_cli_check_int (command, sizes[i].option, sizes[i].value, 1,
-                                         sizes[i].max))
+        && (*status = app_cli_check_int (command, sizes[i].option, sizes[i].value, 1, sizes[i].max))
                >= 0)
       return NULL;
 

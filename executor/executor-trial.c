@@ -886,7 +886,7 @@ programs_build (PlannerPlan *plan, Program *prog, Program *ref, GError **error)
   g_autofree PlannerStrategy *strategies = g_new0 (PlannerStrategy, MAX (n_ops, 1));
   g_autofree PlannerLayout *layouts = g_new0 (PlannerLayout, MAX (n_tensors, 1));
   g_autofree const PlannerRedistribution **redists
-    = g_new0 (const PlannerRedistribution *, MAX (n_redists, 1));
+      = g_new0 (const PlannerRedistribution *, MAX (n_redists, 1));
   for (guint i = 0; i < n_ops; i++)
     strategies[i] = planner_plan_get_op (plan, i)->strategy;
   for (guint t = 0; t < n_tensors; t++)
@@ -932,14 +932,15 @@ memory_of (PlannerPlan *plan, Program *prog, Program *ref, ExecutorTrialMemory *
 {
   PlannerGraph *g = planner_plan_get_graph (plan);
   memset (memory, 0, sizeof *memory);
-  memory->n_devices = (guint) planner_mesh_n_devices (&prog->mesh);
+  memory->n_devices = (guint)planner_mesh_n_devices (&prog->mesh);
   /* make_sources(): every tensor no op produces, whole, as stored. */
   for (guint t = 0; t < planner_graph_get_n_tensors (g); t++)
     {
       const PlannerTensor *tensor = planner_graph_get_tensor (g, t);
       if (tensor->producer < 0)
-        memory->sources_bytes += (guint64) MAX (executor_shape_numel (tensor->shape, tensor->rank), 1)
-                                 * executor_storage_size (executor_storage_dtype (tensor->dtype));
+        memory->sources_bytes
+            += (guint64)MAX (executor_shape_numel (tensor->shape, tensor->rank), 1)
+               * executor_storage_size (executor_storage_dtype (tensor->dtype));
     }
   program_memory (ref, &memory->reference_bytes, &memory->reference_results_bytes);
   program_memory (prog, &memory->device_bytes, &memory->device_results_bytes);
@@ -965,11 +966,11 @@ executor_trial_memory_host_bytes (const ExecutorTrialMemory *m, gboolean buffers
   g_return_val_if_fail (m != NULL, 0);
   /* The sources and the reference's results stay from start to end; the reference's buffers
    * are freed before the sharded run allocates its own and copies its results out. */
-  guint64 sharded = (guint64) m->n_devices * m->device_results_bytes;
+  guint64 sharded = (guint64)m->n_devices * m->device_results_bytes;
   guint64 reference = 0;
   if (buffers_on_host)
     {
-      sharded += (guint64) m->n_devices * m->device_bytes;
+      sharded += (guint64)m->n_devices * m->device_bytes;
       reference = m->reference_bytes;
     }
   return m->sources_bytes + m->reference_results_bytes + MAX (reference, sharded);
@@ -1105,7 +1106,7 @@ executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
     return NULL;
 
   g_autoptr (ExecutorBackend) ref_backend
-    = executor_backend_new (executor_backend_get_name (backend), &ref.mesh, error);
+      = executor_backend_new (executor_backend_get_name (backend), &ref.mesh, error);
   if (ref_backend == NULL || !check_memory (plan, &prog, &ref, backend, ref_backend, error))
     {
       program_clear (&prog);

@@ -81,12 +81,12 @@ char *executor_trial_result_to_json (const ExecutorTrialResult *result);
 typedef struct
 {
   guint n_devices;
-  guint64 sources_bytes;      /* the seeded parameters and inputs, whole, on the host */
-  guint64 reference_bytes;    /* the reference's buffers: every tensor whole, on one device */
+  guint64 sources_bytes;           /* the seeded parameters and inputs, whole, on the host */
+  guint64 reference_bytes;         /* the reference's buffers: every tensor whole, on one device */
   guint64 reference_results_bytes; /* the reference's results, copied to the host */
-  guint64 device_bytes;       /* one sharded device's buffers: shards, redistribution results
-                               * and scratch (the same on every device) */
-  guint64 device_results_bytes; /* one device's results, copied to the host */
+  guint64 device_bytes;            /* one sharded device's buffers: shards, redistribution results
+                                    * and scratch (the same on every device) */
+  guint64 device_results_bytes;    /* one device's results, copied to the host */
 } ExecutorTrialMemory;
 
 /* Fills @memory for @plan; FALSE with EXECUTOR_ERROR_INVALID_PLAN for a plan that cannot

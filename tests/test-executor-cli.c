@@ -86,8 +86,8 @@ test_run_refusals (void)
   /* gpt2-tiny at batch 65536: 148 GiB for the reference's tensors alone, refused before
    * anything is allocated. */
   g_autofree char *big = g_build_filename (dir, "big.json", NULL);
-  const char *make_big[] = { "propagate", "gpt2-tiny", "--batch", "65536", "--mesh", "dp=2",
-                             "-o",        big,         NULL };
+  const char *make_big[]
+      = { "propagate", "gpt2-tiny", "--batch", "65536", "--mesh", "dp=2", "-o", big, NULL };
   g_assert_cmpint (run_cli (make_big, NULL, NULL), ==, 0);
   struct
   {
@@ -126,8 +126,8 @@ test_run_refusals (void)
 static double
 plain_gemm_gflops (int n)
 {
-  g_autofree float *a = g_new (float, (gsize)n * n), *b = g_new (float, (gsize)n * n),
-                   *c = g_new0 (float, (gsize)n * n);
+  g_autofree float *a = g_new (float, (gsize)n *n), *b = g_new (float, (gsize)n *n),
+                   *c = g_new0 (float, (gsize)n *n);
   for (gsize i = 0; i < (gsize)n * n; i++)
     a[i] = b[i] = (float)(i % 7) * 0.25f;
   double best = G_MAXDOUBLE;

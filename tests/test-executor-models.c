@@ -269,14 +269,14 @@ test_memory_estimate (gconstpointer data)
   trial.repeat = 1;
   trial.warmup = 0;
   guint64 before = status_bytes ("VmRSS:");
-  g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, "cpu", &trial, NULL,
-                                                                  &error);
+  g_autoptr (ExecutorTrialResult) res
+      = executor_trial_run_named (plan, "cpu", &trial, NULL, &error);
   g_assert_no_error (error);
   g_assert_true (res->passed);
   guint64 peak = status_bytes ("VmHWM:") - before;
   /* Measured on gpt2-tiny (batch 16, seq 128): the peak is 4-5 % above the estimate (thread
    * stacks, OpenBLAS's buffer, kernel scratch); 20 % either way is the stated tolerance. */
-  double ratio = (double) peak / (double) estimate;
+  double ratio = (double)peak / (double)estimate;
   g_printerr ("%s: estimate %" G_GUINT64_FORMAT " B (sources %" G_GUINT64_FORMAT
               ", reference %" G_GUINT64_FORMAT " + results %" G_GUINT64_FORMAT
               ", %u devices x (%" G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT
@@ -333,14 +333,14 @@ test_memory_refused (void)
   guint64 before = status_bytes ("VmHWM:");
   ExecutorTrialOptions trial;
   executor_trial_options_init (&trial);
-  g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, "cpu", &trial, NULL,
-                                                                  &error);
+  g_autoptr (ExecutorTrialResult) res
+      = executor_trial_run_named (plan, "cpu", &trial, NULL, &error);
   g_assert_null (res);
   g_assert_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_OUT_OF_MEMORY);
   g_autofree char *need_text = planner_format_bytes (need);
   g_autofree char *have_text = planner_format_bytes (have);
-  g_autofree char *expect = g_strdup_printf ("the trial run needs about %s of host memory",
-                                             need_text);
+  g_autofree char *expect
+      = g_strdup_printf ("the trial run needs about %s of host memory", need_text);
   if (strstr (error->message, expect) == NULL || strstr (error->message, "available") == NULL)
     g_error ("'%s' lacks '%s'", error->message, expect);
   /* Nothing of the plan's size was allocated: the high-water mark grew by less than 64 MiB. */

@@ -468,9 +468,9 @@ test_screenshot (void)
       renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
   /* Never the tracked docs/screenshot.png unless asked (tools/screenshot.sh). */
   const char *out = g_getenv ("SHARDSCOPE_SCREENSHOT");
-  g_autofree char *path = out && *out ? g_strdup (out)
-                                      : g_build_filename (g_getenv ("G_TEST_BUILDDIR"),
-                                                          "screenshot.png", NULL);
+  g_autofree char *path
+      = out && *out ? g_strdup (out)
+                    : g_build_filename (g_getenv ("G_TEST_BUILDDIR"), "screenshot.png", NULL);
   g_assert_true (gdk_texture_save_to_png (texture, path));
   g_autoptr (GError) error = NULL;
   g_autoptr (GdkTexture) back = gdk_texture_new_from_filename (path, &error);

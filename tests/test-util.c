@@ -153,9 +153,9 @@ test_util_run_cli_setup (char **envp, GSpawnChildSetupFunc setup, gpointer setup
   for (guint i = 0; args[i] != NULL; i++)
     g_ptr_array_add (argv, (gpointer)args[i]);
   g_ptr_array_add (argv, NULL);
-  g_assert_true (g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, setup,
-                               setup_data, out ? out : &dropped_out, err ? err : &dropped_err,
-                               &status, &error));
+  g_assert_true (g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, setup, setup_data,
+                               out ? out : &dropped_out, err ? err : &dropped_err, &status,
+                               &error));
   g_assert_no_error (error);
   return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
 }
