@@ -415,7 +415,8 @@ json_add_operand_views (JsonBuilder *b, const char *member, const OperandView *v
 
 static void
 print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMesh *mesh,
-                       const PlannerHardware *hw, const StrategyView *views, guint n)
+                       const PlannerHardware *hw, const StrategyView *views, guint n, guint count,
+                       gint64 limit)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
   g_autofree char *mesh_text = planner_mesh_to_string (mesh);
@@ -443,6 +444,14 @@ print_strategies_json (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
     }
   json_builder_end_array (b);
   app_cli_json_add_number (b, "flops", op->rule.flops);
+  /* Every legal strategy is counted; the list holds the first @n, at most @limit (null with
+   * --all). */
+  app_cli_json_add_int (b, "count", count);
+  json_builder_set_member_name (b, "limit");
+  if (limit < 0)
+    json_builder_add_null_value (b);
+  else
+    json_builder_add_int_value (b, limit);
   json_builder_set_member_name (b, "strategies");
   json_builder_begin_array (b);
   for (guint s = 0; s < n; s++)
@@ -489,7 +498,7 @@ print_operand_rows (const char *label, const OperandView *views, guint n, int la
 
 static void
 print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMesh *mesh,
-                       const PlannerHardware *hw, const StrategyView *views, guint n)
+                       const PlannerHardware *hw, const StrategyView *views, guint n, guint count)
 {
   g_autofree char *mesh_text = planner_mesh_to_string (mesh);
   g_autofree char *flops_h = app_cli_format_flops (op->rule.flops);
@@ -521,7 +530,11 @@ print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
                   : " (not splittable)");
     }
   printf ("\nFLOPs     %.0f (%s)\n", op->rule.flops, flops_h);
-  printf ("\n%u legal strategies (compute time on %s):\n", n, planner_hardware_get_name (hw));
+  if (n < count)
+    printf ("\n%u legal strategies (compute time on %s); the first %u:\n", count,
+            planner_hardware_get_name (hw), n);
+  else
+    printf ("\n%u legal strategies (compute time on %s):\n", count, planner_hardware_get_name (hw));
 
   int layout_width = 0, placements_width = 0;
   for (guint s = 0; s < n; s++)
@@ -540,12 +553,19 @@ print_strategies_text (PlannerGraph *graph, const PlannerOp *op, const PlannerMe
       printf ("    local FLOPs %.0f (%s) on %" G_GUINT64_FORMAT " part%s, compute %s\n",
               v->local_flops, local_h, v->parts, v->parts == 1 ? "" : "s", time_h);
     }
+  if (n < count)
+    printf ("\n%u more not shown: --limit N shows the first N, --all every one\n", count - n);
 }
+
+/* A mesh of many axes gives an op hundreds of thousands of strategies (8 axes of 2:
+ * 368,640 for a GPT-2 MLP, 200 MB of text): a page by default. */
+#define STRATEGIES_DEFAULT_LIMIT 50
 
 int
 app_cli_strategies (const AppCliCommand *command, int argc, char **argv)
 {
-  gboolean json = FALSE;
+  gboolean json = FALSE, all = FALSE;
+  gint64 limit = APP_CLI_UNSET;
   g_autofree char *mesh_text = NULL, *op_name = NULL, *hardware = NULL;
   g_auto (AppCliModelArgs) model_args = { 0 };
   const GOptionEntry entries[] = {
@@ -555,12 +575,21 @@ app_cli_strategies (const AppCliCommand *command, int argc, char **argv)
       "Hardware profile for compute times: a built-in name or a profile file "
       "(default " APP_CLI_DEFAULT_HARDWARE ")",
       "NAME|FILE" },
+    { "limit", 0, 0, G_OPTION_ARG_INT64, &limit,
+      "Show the first N strategies (default " G_STRINGIFY (STRATEGIES_DEFAULT_LIMIT) ")", "N" },
+    { "all", 0, 0, G_OPTION_ARG_NONE, &all, "Show every strategy, however many", NULL },
     { NULL },
   };
   g_autoptr (GOptionContext) context
       = app_cli_options_new (command, entries, &model_args, FALSE, &json);
   int status = app_cli_parse (command, context, &argc, &argv, 1, 1);
   if (status >= 0)
+    return status;
+  if (all && limit != APP_CLI_UNSET)
+    return app_cli_usage_error (command, "give --limit N or --all, not both");
+  if (limit == APP_CLI_UNSET)
+    limit = STRATEGIES_DEFAULT_LIMIT;
+  else if ((status = app_cli_check_int (command, "--limit", limit, 1, G_MAXUINT)) >= 0)
     return status;
   if (mesh_text == NULL)
     return app_cli_usage_error (command, "missing --mesh M (e.g. --mesh dp=2,mp=4)");
@@ -587,15 +616,17 @@ app_cli_strategies (const AppCliCommand *command, int argc, char **argv)
 
   const PlannerOp *op = planner_graph_get_op (graph, (guint)index);
   g_autoptr (GArray) strategies = planner_op_rule_enumerate (&op->rule, mesh);
-  StrategyView *views = g_new0 (StrategyView, strategies->len);
-  for (guint s = 0; s < strategies->len; s++)
+  guint count = strategies->len;
+  guint n = all ? count : (guint)MIN ((gint64)count, limit);
+  StrategyView *views = g_new0 (StrategyView, MAX (n, 1));
+  for (guint s = 0; s < n; s++)
     strategy_view_fill (&views[s], &g_array_index (strategies, PlannerStrategy, s), graph, op, mesh,
                         hw);
   if (json)
-    print_strategies_json (graph, op, mesh, hw, views, strategies->len);
+    print_strategies_json (graph, op, mesh, hw, views, n, count, all ? -1 : limit);
   else
-    print_strategies_text (graph, op, mesh, hw, views, strategies->len);
-  for (guint s = 0; s < strategies->len; s++)
+    print_strategies_text (graph, op, mesh, hw, views, n, count);
+  for (guint s = 0; s < n; s++)
     strategy_view_clear (&views[s]);
   g_free (views);
   return APP_CLI_EXIT_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app-cli.h"
+#include "app-file.h"
 #include "planner-compare.h"
 #include "planner-error.h"
 #include "planner-export.h"
@@ -272,8 +273,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   int status = app_cli_parse (command, context, &argc, &argv, from_given (argc, argv) ? 0 : 1, 1);
   if (status >= 0)
     return status;
-  if (from != NULL
-      && (argc > 1 || model_args.batch || model_args.seq || model_args.layers || model_args.dtype))
+  if (from != NULL && (argc > 1 || app_cli_model_args_given (&model_args)))
     return app_cli_usage_error (command, "--from takes the model of the plan it starts from; "
                                          "leave out MODEL, --batch, --seq, --layers and --dtype");
   if (mesh_text == NULL && from == NULL)
@@ -317,8 +317,12 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   /* A name the store refuses is refused before -o or the store file is written. */
   if (save_name && !planner_store_check_name (save_name, &error))
     return app_cli_refuse (error);
-  if (output && !planner_plan_save_json (plan, output, &error))
-    return app_cli_refuse (error);
+  if (output)
+    {
+      g_autofree char *text = planner_plan_to_json (plan);
+      if (!app_file_write (output, text, strlen (text), &error))
+        return app_cli_refuse (error);
+    }
   gint64 saved = 0;
   PlannerStore *store = save_name ? app_cli_get_store (TRUE, &error) : NULL;
   if (save_name
@@ -479,12 +483,7 @@ app_cli_export (const AppCliCommand *command, int argc, char **argv)
       fputs (text, stdout);
       return APP_CLI_EXIT_OK;
     }
-  g_autoptr (GError) io_error = NULL;
-  if (!g_file_set_contents (output, text, -1, &io_error))
-    {
-      g_set_error (&error, PLANNER_ERROR, PLANNER_ERROR_IO, "cannot write %s: %s", output,
-                   io_error->message);
-      return app_cli_refuse (error);
-    }
+  if (!app_file_write (output, text, strlen (text), &error))
+    return app_cli_refuse (error);
   return APP_CLI_EXIT_OK;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app-cli.h"
+#include "app-file.h"
 #include "graphview-layouter.h"
 #include "graphview-renderer.h"
 #include "planner-error.h"
@@ -69,7 +70,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
   g_auto (AppCliModelArgs) model_args = { 0 };
   g_autofree char *png = NULL, *svg = NULL, *pdf = NULL, *expand = NULL, *compare = NULL;
   g_autofree char *mesh = NULL, *policy = NULL, *hardware = NULL;
-  gint64 step = -1;
+  gint64 step = APP_CLI_UNSET;
   double scale = 1.0;
   gboolean json = FALSE;
   GOptionEntry entries[] = {
@@ -106,8 +107,10 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
     outputs[n_outputs++] = (Output){ pdf, GRAPHVIEW_FORMAT_PDF };
   if (n_outputs == 0)
     return app_cli_usage_error (command, "say where to draw: --png, --svg or --pdf FILE");
-  if (scale <= 0 || scale > 20)
-    return app_cli_usage_error (command, "--scale %g is not in (0, 20]", scale);
+  if ((status = app_cli_check_double (command, "--scale", scale, 0, TRUE, 20)) >= 0
+      || (step != APP_CLI_UNSET
+          && (status = app_cli_check_int (command, "--step", step, 0, G_MAXINT)) >= 0))
+    return status;
   if (policy && !mesh)
     return app_cli_usage_error (command, "--policy needs --mesh");
 
@@ -118,6 +121,11 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
     {
       if (mesh)
         return app_cli_usage_error (command, "%s is a plan: it has its mesh already", argv[1]);
+      if (app_cli_model_args_given (&model_args))
+        return app_cli_usage_error (command,
+                                    "%s is a plan: it has its shapes already; leave out --batch, "
+                                    "--seq, --layers and --dtype",
+                                    argv[1]);
       plan = app_cli_load_plan (argv[1], &error);
       if (plan == NULL)
         return app_cli_refuse (error);
@@ -154,7 +162,9 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
           return app_cli_refuse (error);
         }
     }
-  if (step >= 0)
+  if (step == APP_CLI_UNSET)
+    step = -1; /* no propagation overlay */
+  else
     {
       if (plan == NULL)
         return app_cli_usage_error (command, "--step needs a plan (a PLAN file, or --mesh)");
@@ -209,7 +219,9 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
     {
       GraphviewViewport vp;
       graphview_renderer_get_file_viewport (renderer, outputs[i].format, scale, &vp);
-      if (!graphview_renderer_save (renderer, outputs[i].path, outputs[i].format, scale, &error))
+      g_autoptr (GBytes) bytes
+          = graphview_renderer_render_file (renderer, outputs[i].format, scale, &error);
+      if (bytes == NULL || !app_file_write_bytes (outputs[i].path, bytes, &error))
         return app_cli_refuse (error);
       static const char *const names[] = { "png", "svg", "pdf" };
       json_builder_begin_object (builder);

@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 
 #include "app-cli.h"
+#include "app-file.h"
 #include "app-trial-store.h"
 #include <unistd.h>
 
@@ -20,6 +21,12 @@
 #include "planner-plan-json.h"
 
 /* `run` proves a plan on a backend; `calibrate` measures a hardware profile there. */
+
+/* Bounds of the numeric options: far beyond any use, short of what would run for days or
+ * allocate without end. */
+#define MAX_REPEAT 10000
+#define MAX_DEVICES 4096
+#define MAX_COLLECTIVE_BYTES ((gint64)1 << 32)
 
 /* --backend NAME into the string @name: the first option of both commands. */
 #define BACKEND_ENTRY(name)                                                                    \
@@ -286,9 +293,13 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     return app_cli_usage_error (command, "--optimizer is sgd or adam");
   if ((optimizer || lr != 1e-3) && !train)
     return app_cli_usage_error (command, "--optimizer and --lr go with --train");
-  if (repeat < 0 || warmup < 0 || devices < 0 || tolerance <= 0)
-    return app_cli_usage_error (command, "--repeat, --warmup and --devices must be >= 0 and "
-                                         "--tolerance > 0");
+  if ((status = app_cli_check_int (command, "--repeat", repeat, 1, MAX_REPEAT)) >= 0
+      || (status = app_cli_check_int (command, "--warmup", warmup, 0, MAX_REPEAT)) >= 0
+      || (status = app_cli_check_int (command, "--devices", devices, 0, MAX_DEVICES)) >= 0
+      || (status = app_cli_check_int (command, "--seed", seed, 0, G_MAXINT64)) >= 0
+      || (status = app_cli_check_double (command, "--tolerance", tolerance, 0, TRUE, 1)) >= 0
+      || (status = app_cli_check_double (command, "--lr", lr, 0, TRUE, 1e6)) >= 0)
+    return status;
 
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerPlan) plan = app_cli_load_plan (argv[1], &error);
@@ -529,8 +540,11 @@ app_cli_calibrate (const AppCliCommand *command, int argc, char **argv)
   const char *backend = backend_name ? backend_name : "cpu";
   if (output == NULL)
     return app_cli_usage_error (command, "-o FILE is required");
-  if (devices < 2 || iterations < 1 || max_bytes < 8)
-    return app_cli_usage_error (command, "--devices >= 2, --iterations >= 1, --max-bytes >= 8");
+  if ((status = app_cli_check_int (command, "--devices", devices, 2, MAX_DEVICES)) >= 0
+      || (status = app_cli_check_int (command, "--iterations", iterations, 1, MAX_REPEAT)) >= 0
+      || (status = app_cli_check_int (command, "--max-bytes", max_bytes, 8, MAX_COLLECTIVE_BYTES))
+             >= 0)
+    return status;
 
   ExecutorCalibrateOptions options;
   executor_calibrate_options_init (&options);
@@ -542,13 +556,15 @@ app_cli_calibrate (const AppCliCommand *command, int argc, char **argv)
   g_autoptr (PlannerHardware) hw = executor_calibrate (backend, &options, NULL, &error);
   if (isatty (fileno (stderr)))
     fprintf (stderr, "\r%70s\r", "");
-  if (hw == NULL || !planner_hardware_save_file (hw, output, &error))
+  if (hw == NULL)
+    return app_cli_refuse (error);
+  g_autofree char *profile = planner_hardware_to_json (hw);
+  if (!app_file_write (output, profile, strlen (profile), &error))
     return app_cli_refuse (error);
 
   if (json)
     {
-      g_autofree char *text = planner_hardware_to_json (hw);
-      app_cli_json_print_text (text);
+      app_cli_json_print_text (profile);
       return APP_CLI_EXIT_OK;
     }
   printf ("wrote %s\n", output);

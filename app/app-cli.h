@@ -36,7 +36,11 @@ struct _AppCliCommand
   int (*run) (const AppCliCommand *command, int argc, char **argv);
 };
 
-/* Options every command that loads a model takes: --batch, --seq, --layers, --dtype. */
+/* An integer option not given on the command line (set before parsing). */
+#define APP_CLI_UNSET G_MININT64
+
+/* Options every command that loads a model takes: --batch, --seq, --layers, --dtype.
+ * app_cli_add_model_options() sets the numbers to APP_CLI_UNSET. */
 typedef struct
 {
   gint64 batch;
@@ -46,6 +50,8 @@ typedef struct
 } AppCliModelArgs;
 
 void app_cli_model_args_clear (AppCliModelArgs *args);
+/* Whether any of --batch, --seq, --layers, --dtype was given. */
+gboolean app_cli_model_args_given (const AppCliModelArgs *args);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (AppCliModelArgs, app_cli_model_args_clear)
 
 /* A context named after @command, with --help listing its arguments and summary. */
@@ -67,11 +73,20 @@ int app_cli_parse (const AppCliCommand *command, GOptionContext *context, int *a
 /* Prints "shardscope-cli COMMAND: MESSAGE" and the usage line on stderr; returns 2. */
 int app_cli_usage_error (const AppCliCommand *command, const char *format, ...)
   G_GNUC_PRINTF (2, 3);
+/* The range checks of numeric options, after app_cli_parse(): -1 when @value is a number in
+ * range, else 2 after a usage line naming @option, the value and the range. Doubles must be
+ * finite (no nan, inf); @min_open excludes @min itself. */
+int app_cli_check_int (const AppCliCommand *command, const char *option, gint64 value, gint64 min,
+                       gint64 max);
+int app_cli_check_double (const AppCliCommand *command, const char *option, double value,
+                          double min, gboolean min_open, double max);
+
 /* Prints "shardscope-cli: MESSAGE" on stderr; returns 1. */
 int app_cli_refuse (const GError *error);
 
 /* Loads MODEL (zoo name, config.json or graph JSON) with the common options. An unknown
- * --dtype is bad usage: *@status is then 2 (else 1 on a refusal). */
+ * --dtype or a --batch, --seq or --layers out of range is bad usage: *@status is then 2
+ * (else 1 on a refusal). */
 PlannerGraph *app_cli_load_model (const AppCliCommand *command, const char *model,
                                   const AppCliModelArgs *args, int *status);
 

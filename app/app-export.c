@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "app-export.h"
+#include "app-file.h"
 
 #include <glib/gi18n.h>
 
@@ -55,6 +56,35 @@ replace_done (GObject *source, GAsyncResult *result, gpointer user_data)
     g_task_return_error (task, error);
 }
 
+/* A local file is written as shardscope-cli writes it (app_file_write()), off the GTK
+ * thread. */
+static void
+write_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  GFile *file = g_object_get_data (G_OBJECT (task), "file");
+  g_autofree char *path = g_file_get_path (file);
+  GError *error = NULL;
+  if (app_file_write_bytes (path, task_data, &error))
+    g_task_return_boolean (task, TRUE);
+  else
+    g_task_return_error (task, error);
+}
+
+static void
+write_bytes (GTask *task, GFile *file, GBytes *bytes, GCancellable *cancellable)
+{
+  if (!g_file_is_native (file))
+    {
+      g_file_replace_contents_bytes_async (file, bytes, NULL, FALSE,
+                                           G_FILE_CREATE_REPLACE_DESTINATION, cancellable,
+                                           replace_done, g_object_ref (task));
+      return;
+    }
+  g_object_set_data_full (G_OBJECT (task), "file", g_object_ref (file), g_object_unref);
+  g_task_set_task_data (task, g_bytes_ref (bytes), (GDestroyNotify)g_bytes_unref);
+  g_task_run_in_thread (task, write_thread);
+}
+
 void
 app_export_async (GObject *source, PlannerPlan *plan, GraphviewRenderer *renderer,
                   const char *format, GFile *file, GCancellable *cancellable,
@@ -72,34 +102,33 @@ app_export_async (GObject *source, PlannerPlan *plan, GraphviewRenderer *rendere
       return;
     }
   GError *error = NULL;
+  g_autoptr (GBytes) bytes = NULL;
   if (g_str_equal (format, "png") || g_str_equal (format, "svg") || g_str_equal (format, "pdf"))
     {
       /* The renderer holds the widget's layout and folding; it is not thread-safe, so the
        * picture is drawn here. */
-      g_autofree char *path = g_file_get_path (file);
       GraphviewFormat gformat = GRAPHVIEW_FORMAT_PNG;
       graphview_format_from_path (fmt->extension, &gformat);
       if (renderer == NULL || !graphview_renderer_is_ready (renderer))
-        g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_PENDING,
-                                 _("The graph is still being laid out; try again in a moment"));
-      else if (path == NULL)
-        g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                                 _("Pictures are written to local files only"));
-      else if (!graphview_renderer_save (renderer, path, gformat, 1.0, &error))
-        g_task_return_error (task, error);
-      else
-        g_task_return_boolean (task, TRUE);
-      return;
+        {
+          g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_PENDING,
+                                   _("The graph is still being laid out; try again in a moment"));
+          return;
+        }
+      bytes = graphview_renderer_render_file (renderer, gformat, 1.0, &error);
     }
-  char *text = export_text (plan, format, &error);
-  if (text == NULL)
+  else
+    {
+      char *text = export_text (plan, format, &error);
+      if (text != NULL)
+        bytes = g_bytes_new_take (text, strlen (text));
+    }
+  if (bytes == NULL)
     {
       g_task_return_error (task, error);
       return;
     }
-  g_autoptr (GBytes) bytes = g_bytes_new_take (text, strlen (text));
-  g_file_replace_contents_bytes_async (file, bytes, NULL, FALSE, G_FILE_CREATE_REPLACE_DESTINATION,
-                                       cancellable, replace_done, g_steal_pointer (&task));
+  write_bytes (task, file, bytes, cancellable);
 }
 
 gboolean

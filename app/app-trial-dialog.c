@@ -7,6 +7,7 @@
 
 #include "executor-backend.h"
 #include "executor-trial.h"
+#include "planner-redistribute.h"
 
 struct _AppTrialDialog
 {
@@ -207,6 +208,19 @@ app_trial_dialog_new (GtkWindow *parent, PlannerPlan *plan)
   self->plan = g_object_ref (plan);
   gtk_spin_button_set_value (self->devices_spin,
                              (double) planner_mesh_n_devices (planner_plan_get_mesh (plan)));
+  /* What a run will hold, said before it starts (a run that does not fit is refused). */
+  ExecutorTrialMemory memory;
+  guint64 have = executor_host_memory_available ();
+  if (have > 0 && executor_trial_estimate_memory (plan, &memory, NULL))
+    {
+      g_autofree char *need
+          = planner_format_bytes (executor_trial_memory_host_bytes (&memory, TRUE));
+      g_autofree char *free_text = planner_format_bytes (have);
+      g_autofree char *text = g_strdup_printf (
+          _("A run on the cpu backend needs about %s of memory; %s is available"), need,
+          free_text);
+      gtk_label_set_text (self->status, text);
+    }
   return GTK_WIDGET (self);
 }
 

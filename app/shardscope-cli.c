@@ -2,6 +2,7 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,11 +18,12 @@ static const AppCliCommand commands[] = {
   { "models", "", "list the zoo and the Hugging Face model types it reads", app_cli_models },
   { "graph", "MODEL", "ops, tensors, parameters, parameter bytes, forward FLOPs", app_cli_graph },
   { "strategies", "MODEL --mesh M --op NAME",
-    "every legal strategy of one op: layouts, local shapes, local FLOPs", app_cli_strategies },
+    "the legal strategies of one op, 50 at a time: layouts, local shapes, FLOPs",
+    app_cli_strategies },
   { "propagate", "MODEL --mesh M [--pin OP=LAYOUTS]... [--policy NAME|FILE]",
     "a full plan from pins and a policy: strategies, redistributions, costs", app_cli_propagate },
-  { "compare", "PLAN PLAN",
-    "per-op differences, redistributions added/removed, cost deltas", app_cli_compare },
+  { "compare", "PLAN PLAN", "per-op differences, redistributions added/removed, cost deltas",
+    app_cli_compare },
   { "export", "PLAN --format FORMAT [-o FILE]",
     "write a plan in another format (json, dtensor, mindspore, csv)", app_cli_export },
   { "render", "MODEL|PLAN --png|--svg|--pdf FILE",
@@ -78,6 +80,28 @@ find_command (const char *name)
   return NULL;
 }
 
+/* Output that did not reach standard output (a full disk, `> /dev/full`) is a refusal,
+ * not a success: stdio only says so when it is flushed and closed. */
+static int
+finish_stdout (int status)
+{
+  /* A write that failed earlier left only the error flag; the last flush and the close say
+   * why when they fail themselves. */
+  gboolean lost = ferror (stdout) != 0;
+  int saved = 0;
+  if (fflush (stdout) != 0)
+    saved = errno;
+  if (fclose (stdout) != 0 && saved == 0)
+    saved = errno;
+  if (!lost && saved == 0)
+    return status;
+  fprintf (stderr,
+           PROGRAM ": cannot write standard output: %s; free space there or send the "
+                   "output elsewhere\n",
+           saved ? g_strerror (saved) : "part of the output was lost (is the disk full?)");
+  return status == APP_CLI_EXIT_OK ? APP_CLI_EXIT_REFUSED : status;
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -102,12 +126,12 @@ main (int argc, char *argv[])
           return command->run (command, 2, help_argv);
         }
       print_usage (stdout);
-      return APP_CLI_EXIT_OK;
+      return finish_stdout (APP_CLI_EXIT_OK);
     }
   if (strcmp (name, "--version") == 0)
     {
       printf (PROGRAM " %s\n", PACKAGE_VERSION);
-      return APP_CLI_EXIT_OK;
+      return finish_stdout (APP_CLI_EXIT_OK);
     }
 
   const AppCliCommand *command = find_command (name);
@@ -124,7 +148,8 @@ main (int argc, char *argv[])
   /* GOption's --help prints "Usage: PRGNAME [OPTION...] ARGS". */
   g_autofree char *prgname = g_strdup_printf (PROGRAM " %s", command->name);
   g_set_prgname (prgname);
-  return command->run (command, argc - 1, argv + 1);
+  int status = command->run (command, argc - 1, argv + 1);
+  return finish_stdout (status);
 }
 
 /* ---- options ---- */
@@ -134,6 +159,19 @@ app_cli_model_args_clear (AppCliModelArgs *args)
 {
   g_clear_pointer (&args->dtype, g_free);
 }
+
+gboolean
+app_cli_model_args_given (const AppCliModelArgs *args)
+{
+  return args->batch != APP_CLI_UNSET || args->seq != APP_CLI_UNSET || args->layers != APP_CLI_UNSET
+         || args->dtype != NULL;
+}
+
+/* The largest shapes the model options take: far beyond any model, and small enough that
+ * batch x seq x hidden x vocab stays inside 64-bit sizes. */
+#define MAX_BATCH (1 << 20)
+#define MAX_SEQ (1 << 24)
+#define MAX_LAYERS 4096
 
 GOptionContext *
 app_cli_context_new (const AppCliCommand *command)
@@ -146,6 +184,7 @@ app_cli_context_new (const AppCliCommand *command)
 void
 app_cli_add_model_options (GOptionContext *context, AppCliModelArgs *args)
 {
+  args->batch = args->seq = args->layers = APP_CLI_UNSET;
   const GOptionEntry entries[] = {
     { "batch", 0, 0, G_OPTION_ARG_INT64, &args->batch, "Batch size (default 8)", "N" },
     { "seq", 0, 0, G_OPTION_ARG_INT64, &args->seq,
@@ -193,6 +232,30 @@ app_cli_usage_error (const AppCliCommand *command, const char *format, ...)
 }
 
 int
+app_cli_check_int (const AppCliCommand *command, const char *option, gint64 value, gint64 min,
+                   gint64 max)
+{
+  if (value >= min && value <= max)
+    return -1;
+  return app_cli_usage_error (command,
+                              "%s %" G_GINT64_FORMAT
+                              " is out of range: give a whole number from %" G_GINT64_FORMAT
+                              " to %" G_GINT64_FORMAT,
+                              option, value, min, max);
+}
+
+int
+app_cli_check_double (const AppCliCommand *command, const char *option, double value, double min,
+                      gboolean min_open, double max)
+{
+  /* Written so that NaN, which compares false with everything, fails. */
+  if (isfinite (value) && (min_open ? value > min : value >= min) && value <= max)
+    return -1;
+  return app_cli_usage_error (command, "%s %g is out of range: give a number in %s%g, %g]", option,
+                              value, min_open ? "(" : "[", min, max);
+}
+
+int
 app_cli_refuse (const GError *error)
 {
   fprintf (stderr, PROGRAM ": %s\n", error->message);
@@ -222,10 +285,26 @@ app_cli_load_model (const AppCliCommand *command, const char *model, const AppCl
   g_autoptr (GError) error = NULL;
   PlannerModelOptions options;
 
+  const struct
+  {
+    const char *option;
+    gint64 value, max;
+  } sizes[] = {
+    { "--batch", args->batch, MAX_BATCH },
+    { "--seq", args->seq, MAX_SEQ },
+    { "--layers", args->layers, MAX_LAYERS },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    if (sizes[i].value != APP_CLI_UNSET
+        && (*status = app_cli_check_int (command, sizes[i].option, sizes[i].value, 1, sizes[i].max))
+               >= 0)
+      return NULL;
+
   planner_model_options_init (&options);
-  options.batch = args->batch;
-  options.seq = args->seq;
-  options.layers = args->layers;
+  /* 0: the model's own. */
+  options.batch = args->batch == APP_CLI_UNSET ? 0 : args->batch;
+  options.seq = args->seq == APP_CLI_UNSET ? 0 : args->seq;
+  options.layers = args->layers == APP_CLI_UNSET ? 0 : args->layers;
   if (args->dtype)
     {
       if (!planner_dtype_from_string (args->dtype, &options.dtype)

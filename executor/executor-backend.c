@@ -111,6 +111,13 @@ executor_backend_calibrates_links (ExecutorBackend *self)
   return self->klass->calibrates_links;
 }
 
+gboolean
+executor_backend_uses_host_memory (ExecutorBackend *self)
+{
+  g_return_val_if_fail (self != NULL, FALSE);
+  return self->klass->host_memory;
+}
+
 guint64
 executor_backend_memory_available (ExecutorBackend *self)
 {

@@ -80,6 +80,8 @@ struct _ExecutorBackendClass
   /* Whether its collective times measure the links of a real machine, so a calibration may
    * write them into a profile (cpu: shared memory, yes; cuda virtual devices: no). */
   gboolean calibrates_links;
+  /* Whether its buffers are host memory (cpu), so a trial's host memory holds them too. */
+  gboolean host_memory;
 
   void (*finalize) (ExecutorBackend *self);
   /* Calls @func on every device concurrently and waits. On the first failure the backend
@@ -141,6 +143,7 @@ const PlannerMesh *executor_backend_get_mesh (ExecutorBackend *self);
 guint executor_backend_get_n_devices (ExecutorBackend *self);
 ExecutorDevice *executor_backend_get_device (ExecutorBackend *self, guint index);
 gboolean executor_backend_calibrates_links (ExecutorBackend *self);
+gboolean executor_backend_uses_host_memory (ExecutorBackend *self);
 guint64 executor_backend_memory_available (ExecutorBackend *self);
 /* SPMD: see ExecutorBackendClass.run. */
 gboolean executor_backend_run (ExecutorBackend *self, ExecutorDeviceFunc func,

@@ -206,6 +206,7 @@ executor_cpu_gemm (gboolean trans_b, gint64 m, gint64 n, gint64 k, const float *
 static ExecutorBackendClass cpu_class = {
   .name = "cpu",
   .calibrates_links = TRUE,
+  .host_memory = TRUE,
   .finalize = cpu_finalize,
   .run = cpu_run,
   .memory_available = cpu_memory_available,

@@ -528,20 +528,6 @@ ctx_run (RunCtx *ctx, GError **error)
 {
   Program *p = ctx->prog;
   guint n_dev = ctx->backend->n_devices;
-  guint64 need = 0;
-  for (guint t = 0; t < p->values->len; t++)
-    need += value_at (p, t)->bytes;
-  guint64 have = executor_backend_memory_available (ctx->backend);
-  if (have > 0 && need > have)
-    {
-      g_autofree char *a = planner_format_bytes (need);
-      g_autofree char *b = planner_format_bytes (have);
-      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_OUT_OF_MEMORY,
-                   "%s: each device needs %s for the trial's tensors but %s is free; use a "
-                   "smaller --batch/--seq or more devices",
-                   ctx->label, a, b);
-      return FALSE;
-    }
   ctx->downloads = g_new0 (guint8 **, p->values->len);
   for (guint t = 0; t < p->values->len; t++)
     ctx->downloads[t] = g_new0 (guint8 *, n_dev);
@@ -959,6 +945,210 @@ compare_all (ExecutorTrialResult *res, PlannerPlan *plan, Program *p, RunCtx *ct
   (void) ref;
 }
 
+/* ---- memory ---- */
+
+/* The sharded program, exactly as the plan lists it, and the reference: the same graph on
+ * one device, nothing split, no redistributions. */
+static gboolean
+programs_build (PlannerPlan *plan, Program *prog, Program *ref, GError **error)
+{
+  PlannerGraph *g = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  guint n_ops = planner_graph_get_n_ops (g), n_tensors = planner_graph_get_n_tensors (g);
+  guint n_redists = planner_plan_get_n_redistributions (plan);
+
+  g_autofree PlannerStrategy *strategies = g_new0 (PlannerStrategy, MAX (n_ops, 1));
+  g_autofree PlannerLayout *layouts = g_new0 (PlannerLayout, MAX (n_tensors, 1));
+  g_autofree const PlannerRedistribution **redists
+      = g_new0 (const PlannerRedistribution *, MAX (n_redists, 1));
+  for (guint i = 0; i < n_ops; i++)
+    strategies[i] = planner_plan_get_op (plan, i)->strategy;
+  for (guint t = 0; t < n_tensors; t++)
+    layouts[t] = *planner_plan_get_tensor_layout (plan, t);
+  for (guint r = 0; r < n_redists; r++)
+    redists[r] = planner_plan_get_redistribution (plan, r);
+  if (!program_build (prog, g, mesh, strategies, layouts, redists, n_redists, error))
+    {
+      program_clear (prog);
+      return FALSE;
+    }
+  /* Results of the sharded run worth comparing: every value that holds a tensor. */
+  for (guint t = 0; t < prog->values->len; t++)
+    if (!value_at (prog, t)->source)
+      value_at (prog, t)->compare = value_at (prog, t)->tensor >= 0;
+
+  PlannerMesh one = { 0 };
+  g_autofree PlannerStrategy *none = g_new0 (PlannerStrategy, MAX (n_ops, 1));
+  g_autofree PlannerLayout *whole = g_new0 (PlannerLayout, MAX (n_tensors, 1));
+  for (guint t = 0; t < n_tensors; t++)
+    planner_layout_init_replicated (&whole[t], planner_graph_get_tensor (g, t)->rank);
+  program_build (ref, g, &one, none, whole, NULL, 0, NULL);
+  return TRUE;
+}
+
+/* What ctx_run() allocates: every value is a buffer on every device; the first pass copies
+ * the values it compares to the host (device_passes()). */
+static void
+program_memory (Program *p, guint64 *buffers, guint64 *results)
+{
+  *buffers = *results = 0;
+  for (guint t = 0; t < p->values->len; t++)
+    {
+      const Value *v = value_at (p, t);
+      *buffers += MAX (v->bytes, 1);
+      if (v->compare)
+        *results += MAX (v->bytes, 1);
+    }
+}
+
+static void
+memory_of (PlannerPlan *plan, Program *prog, Program *ref, ExecutorTrialMemory *memory)
+{
+  PlannerGraph *g = planner_plan_get_graph (plan);
+  memset (memory, 0, sizeof *memory);
+  memory->n_devices = (guint)planner_mesh_n_devices (&prog->mesh);
+  /* make_sources(): every tensor no op produces, whole, as stored. */
+  for (guint t = 0; t < planner_graph_get_n_tensors (g); t++)
+    {
+      const PlannerTensor *tensor = planner_graph_get_tensor (g, t);
+      if (tensor->producer < 0)
+        memory->sources_bytes
+            += (guint64)MAX (executor_shape_numel (tensor->shape, tensor->rank), 1)
+               * executor_storage_size (executor_storage_dtype (tensor->dtype));
+    }
+  program_memory (ref, &memory->reference_bytes, &memory->reference_results_bytes);
+  program_memory (prog, &memory->device_bytes, &memory->device_results_bytes);
+}
+
+gboolean
+executor_trial_estimate_memory (PlannerPlan *plan, ExecutorTrialMemory *memory, GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), FALSE);
+  g_return_val_if_fail (memory != NULL, FALSE);
+  Program prog = { 0 }, ref = { 0 };
+  if (!programs_build (plan, &prog, &ref, error))
+    return FALSE;
+  memory_of (plan, &prog, &ref, memory);
+  program_clear (&prog);
+  program_clear (&ref);
+  return TRUE;
+}
+
+guint64
+executor_trial_memory_host_bytes (const ExecutorTrialMemory *m, gboolean buffers_on_host)
+{
+  g_return_val_if_fail (m != NULL, 0);
+  /* The sources and the reference's results stay from start to end; the reference's buffers
+   * are freed before the sharded run allocates its own and copies its results out. */
+  guint64 sharded = (guint64)m->n_devices * m->device_results_bytes;
+  guint64 reference = 0;
+  if (buffers_on_host)
+    {
+      sharded += (guint64)m->n_devices * m->device_bytes;
+      reference = m->reference_bytes;
+    }
+  return m->sources_bytes + m->reference_results_bytes + MAX (reference, sharded);
+}
+
+/* A "key: N kB" line of /proc/meminfo, in bytes; 0 when absent. */
+static guint64
+meminfo_bytes (const char *text, const char *key)
+{
+  const char *at = strstr (text, key);
+  if (at == NULL)
+    return 0;
+  return g_ascii_strtoull (at + strlen (key), NULL, 10) * 1024;
+}
+
+/* What the cgroup of this process may still allocate (cgroup v2), 0 when unlimited. */
+static guint64
+cgroup_available (void)
+{
+  g_autofree char *self = NULL;
+  if (!g_file_get_contents ("/proc/self/cgroup", &self, NULL, NULL))
+    return 0;
+  /* "0::/path" on the unified hierarchy. */
+  const char *path = strstr (self, "0::");
+  if (path == NULL)
+    return 0;
+  g_autofree char *rel = g_strndup (path + 3, strcspn (path + 3, "\n"));
+  g_autofree char *dir = g_build_filename ("/sys/fs/cgroup", rel, NULL);
+  g_autofree char *max_path = g_build_filename (dir, "memory.max", NULL);
+  g_autofree char *current_path = g_build_filename (dir, "memory.current", NULL);
+  g_autofree char *max = NULL, *current = NULL;
+  if (!g_file_get_contents (max_path, &max, NULL, NULL)
+      || !g_file_get_contents (current_path, &current, NULL, NULL) || g_str_has_prefix (max, "max"))
+    return 0;
+  guint64 limit = g_ascii_strtoull (max, NULL, 10), used = g_ascii_strtoull (current, NULL, 10);
+  return limit > used ? limit - used : 1;
+}
+
+guint64
+executor_host_memory_available (void)
+{
+  g_autofree char *text = NULL;
+  guint64 available = 0;
+  if (g_file_get_contents ("/proc/meminfo", &text, NULL, NULL))
+    available = meminfo_bytes (text, "MemAvailable:");
+  guint64 cgroup = cgroup_available ();
+  if (cgroup > 0 && (available == 0 || cgroup < available))
+    available = cgroup;
+  return available;
+}
+
+/* Refuses, with the figures, a run that would not fit: before anything is allocated, so a
+ * plan too large for the machine ends at once instead of growing for minutes. */
+static gboolean
+check_memory (PlannerPlan *plan, Program *prog, Program *ref, ExecutorBackend *backend,
+              ExecutorBackend *ref_backend, GError **error)
+{
+  ExecutorTrialMemory m;
+  memory_of (plan, prog, ref, &m);
+  gboolean on_host = executor_backend_uses_host_memory (backend);
+  guint64 host_need = executor_trial_memory_host_bytes (&m, on_host);
+  guint64 host_have = executor_host_memory_available ();
+  if (host_have > 0 && host_need > host_have)
+    {
+      g_autofree char *need = planner_format_bytes (host_need);
+      g_autofree char *have = planner_format_bytes (host_have);
+      g_autofree char *sources = planner_format_bytes (m.sources_bytes);
+      g_autofree char *reference = planner_format_bytes (m.reference_bytes);
+      g_autofree char *device = planner_format_bytes (m.device_bytes + m.device_results_bytes);
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_OUT_OF_MEMORY,
+                   "the trial run needs about %s of host memory (parameters and inputs %s, the "
+                   "unsharded reference %s, %u devices x %s) but %s is available; make the "
+                   "model smaller (--batch, --seq, --layers) and plan it again",
+                   need, sources, reference, m.n_devices, device, have);
+      return FALSE;
+    }
+  if (on_host)
+    return TRUE;
+  struct
+  {
+    ExecutorBackend *backend;
+    guint64 need;
+    const char *what;
+  } devices[] = {
+    { ref_backend, m.reference_bytes, "the unsharded reference" },
+    { backend, m.device_bytes, "each device of the plan" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (devices); i++)
+    {
+      guint64 have = executor_backend_memory_available (devices[i].backend);
+      if (have == 0 || devices[i].need <= have)
+        continue;
+      g_autofree char *need = planner_format_bytes (devices[i].need);
+      g_autofree char *free_text = planner_format_bytes (have);
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_OUT_OF_MEMORY,
+                   "%s needs %s of %s memory for the trial's tensors but %s is free; make the "
+                   "model smaller (--batch, --seq, --layers) or use more devices",
+                   devices[i].what, need, executor_backend_get_name (devices[i].backend),
+                   free_text);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 ExecutorTrialResult *
 executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
                     const ExecutorTrialOptions *options, GCancellable *cancellable,
@@ -985,38 +1175,13 @@ executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
     }
   guint n_ops = planner_graph_get_n_ops (g), n_tensors = planner_graph_get_n_tensors (g);
   guint n_redists = planner_plan_get_n_redistributions (plan);
+  Program prog = { 0 }, ref = { 0 };
+  if (!programs_build (plan, &prog, &ref, error))
+    return NULL;
 
-  /* The sharded program, exactly as the plan lists it. */
-  g_autofree PlannerStrategy *strategies = g_new0 (PlannerStrategy, MAX (n_ops, 1));
-  g_autofree PlannerLayout *layouts = g_new0 (PlannerLayout, MAX (n_tensors, 1));
-  g_autofree const PlannerRedistribution **redists
-    = g_new0 (const PlannerRedistribution *, MAX (n_redists, 1));
-  for (guint i = 0; i < n_ops; i++)
-    strategies[i] = planner_plan_get_op (plan, i)->strategy;
-  for (guint t = 0; t < n_tensors; t++)
-    layouts[t] = *planner_plan_get_tensor_layout (plan, t);
-  for (guint r = 0; r < n_redists; r++)
-    redists[r] = planner_plan_get_redistribution (plan, r);
-  Program prog = { 0 };
-  if (!program_build (&prog, g, mesh, strategies, layouts, redists, n_redists, error))
-    {
-      program_clear (&prog);
-      return NULL;
-    }
-
-  /* The reference: one device, nothing split, no redistributions. */
-  PlannerMesh one = { 0 };
-  g_autofree PlannerStrategy *none = g_new0 (PlannerStrategy, MAX (n_ops, 1));
-  g_autofree PlannerLayout *whole = g_new0 (PlannerLayout, MAX (n_tensors, 1));
-  for (guint t = 0; t < n_tensors; t++)
-    planner_layout_init_replicated (&whole[t], planner_graph_get_tensor (g, t)->rank);
-  Program ref = { 0 };
-  program_build (&ref, g, &one, none, whole, NULL, 0, NULL);
-
-  g_autoptr (GError) local = NULL;
   g_autoptr (ExecutorBackend) ref_backend
-    = executor_backend_new (executor_backend_get_name (backend), &one, error);
-  if (ref_backend == NULL)
+      = executor_backend_new (executor_backend_get_name (backend), &ref.mesh, error);
+  if (ref_backend == NULL || !check_memory (plan, &prog, &ref, backend, ref_backend, error))
     {
       program_clear (&prog);
       program_clear (&ref);
@@ -1071,11 +1236,10 @@ executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
         }
       for (guint r = 0; r < n_redists; r++)
         {
-          PlannerRedistPath path = { TRUE, redists[r]->n_steps, redists[r]->steps,
-                                     redists[r]->bytes, redists[r]->time_s };
-          ExecutorTiming t = { redist_name (g, redists[r]),
-                               planner_redist_path_describe (&path, mesh), redists[r]->time_s,
-                               0, 0 };
+          const PlannerRedistribution *rd = planner_plan_get_redistribution (plan, r);
+          PlannerRedistPath path = { TRUE, rd->n_steps, rd->steps, rd->bytes, rd->time_s };
+          ExecutorTiming t = { redist_name (g, rd), planner_redist_path_describe (&path, mesh),
+                               rd->time_s, 0, 0 };
           g_array_append_val (res->redistributions, t);
           res->estimated_step_s += t.estimated_s;
         }

@@ -90,10 +90,36 @@ void executor_trial_result_free (ExecutorTrialResult *result);
 /* The object `shardscope-cli run --json` prints. */
 char *executor_trial_result_to_json (const ExecutorTrialResult *result);
 
+/* What a trial run of a plan holds at once, from the plan alone (every value it allocates,
+ * shard by shard), before anything is allocated. */
+typedef struct
+{
+  guint n_devices;
+  guint64 sources_bytes;           /* the seeded parameters and inputs, whole, on the host */
+  guint64 reference_bytes;         /* the reference's buffers: every tensor whole, on one device */
+  guint64 reference_results_bytes; /* the reference's results, copied to the host */
+  guint64 device_bytes;            /* one sharded device's buffers: shards, redistribution results
+                                    * and scratch (the same on every device) */
+  guint64 device_results_bytes;    /* one device's results, copied to the host */
+} ExecutorTrialMemory;
+
+/* Fills @memory for @plan; FALSE with EXECUTOR_ERROR_INVALID_PLAN for a plan that cannot
+ * run (as executor_trial_run() would say). */
+gboolean executor_trial_estimate_memory (PlannerPlan *plan, ExecutorTrialMemory *memory,
+                                         GError **error);
+/* The host's peak during the run: sources, results and, where @buffers_on_host (the cpu
+ * backend), the buffers of the reference or of every device, whichever is larger. */
+guint64 executor_trial_memory_host_bytes (const ExecutorTrialMemory *memory,
+                                          gboolean buffers_on_host);
+/* Bytes the host may still allocate: /proc/meminfo's MemAvailable, or what a cgroup's
+ * memory.max leaves when that is less; 0 when unknown. */
+guint64 executor_host_memory_available (void);
+
 /* Runs @plan on @backend (made for the plan's mesh) and the reference on a one-device
  * backend of the same kind. A numeric mismatch is a result with passed FALSE, not an error;
- * errors are bad plans (EXECUTOR_ERROR_INVALID_PLAN), backend failures and cancellation
- * (G_IO_ERROR_CANCELLED). */
+ * errors are bad plans (EXECUTOR_ERROR_INVALID_PLAN), a run that would not fit in the host's
+ * or a device's free memory (EXECUTOR_ERROR_OUT_OF_MEMORY, with the figures, before anything
+ * is allocated), backend failures and cancellation (G_IO_ERROR_CANCELLED). */
 ExecutorTrialResult *executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
                                          const ExecutorTrialOptions *options,
                                          GCancellable *cancellable, GError **error);

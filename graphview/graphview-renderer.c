@@ -4,12 +4,9 @@
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
-#include <errno.h>
 #include <gio/gio.h>
-#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "graphview-private.h"
 #include "graphview-renderer.h"
@@ -1438,32 +1435,40 @@ graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat f
   viewport->height = ceil (h * scale + GRAPHVIEW_FILE_LEGEND_HEIGHT);
 }
 
-gboolean
-graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFormat format,
-                         double scale, GError **error)
+/* Cairo's stream surfaces append here. */
+static cairo_status_t
+append_bytes (void *closure, const unsigned char *data, unsigned int length)
 {
-  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  g_byte_array_append (closure, data, length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+GBytes *
+graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format, double scale,
+                                GError **error)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
   if (!graphview_renderer_is_ready (self))
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED,
-                   "%s: no layout of the graph's current folding to draw", path);
-      return FALSE;
+                   "no layout of the graph's current folding to draw; lay it out first");
+      return NULL;
     }
 
   GraphviewViewport vp;
   graphview_renderer_get_file_viewport (self, format, scale, &vp);
-  /* Write next to the target and rename, so no half-written file is left behind. */
-  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int)getpid ());
+  /* The drawing is made in memory and written by the caller (app_file_write()), which knows
+   * how to replace a file, feed a pipe or a device, and report a full disk. */
+  g_autoptr (GByteArray) out = g_byte_array_new ();
   cairo_surface_t *surface;
   switch (format)
     {
     case GRAPHVIEW_FORMAT_SVG:
-      surface = cairo_svg_surface_create (tmp, vp.width, vp.height);
+      surface = cairo_svg_surface_create_for_stream (append_bytes, out, vp.width, vp.height);
       break;
     case GRAPHVIEW_FORMAT_PDF:
-      surface = cairo_pdf_surface_create (tmp, vp.width, vp.height);
+      surface = cairo_pdf_surface_create_for_stream (append_bytes, out, vp.width, vp.height);
       break;
     case GRAPHVIEW_FORMAT_PNG:
     default:
@@ -1479,7 +1484,7 @@ graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFor
   cairo_status_t status = cairo_status (cr);
   cairo_destroy (cr);
   if (status == CAIRO_STATUS_SUCCESS && format == GRAPHVIEW_FORMAT_PNG)
-    status = cairo_surface_write_to_png (surface, tmp);
+    status = cairo_surface_write_to_png_stream (surface, append_bytes, out);
   cairo_surface_finish (surface);
   if (status == CAIRO_STATUS_SUCCESS)
     status = cairo_surface_status (surface);
@@ -1487,18 +1492,10 @@ graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFor
 
   if (status != CAIRO_STATUS_SUCCESS)
     {
-      g_unlink (tmp);
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write the drawing: %s", path,
-                   cairo_status_to_string (status));
-      return FALSE;
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   "cannot draw the %.0f x %.0f picture: %s; try a smaller --scale", vp.width,
+                   vp.height, cairo_status_to_string (status));
+      return NULL;
     }
-  if (g_rename (tmp, path) != 0)
-    {
-      int saved = errno;
-      g_unlink (tmp);
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "%s: %s", path,
-                   g_strerror (saved));
-      return FALSE;
-    }
-  return TRUE;
+  return g_byte_array_free_to_bytes (g_steal_pointer (&out));
 }

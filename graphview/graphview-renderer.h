@@ -94,9 +94,9 @@ void graphview_renderer_draw (GraphviewRenderer *self, cairo_t *cr,
 /* The viewport and device size a file at @scale gets (the scale is lowered for huge PNGs). */
 void graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat format,
                                            double scale, GraphviewViewport *viewport);
-/* Writes PNG, SVG or PDF; the file appears whole or not at all. */
-gboolean graphview_renderer_save (GraphviewRenderer *self, const char *path, GraphviewFormat format,
-                                  double scale, GError **error);
+/* The PNG, SVG or PDF file's bytes, drawn in memory; app_file_write() writes them. */
+GBytes *graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format,
+                                        double scale, GError **error);
 /* From a file name's extension. */
 gboolean graphview_format_from_path (const char *path, GraphviewFormat *format);
 

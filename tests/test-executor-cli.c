@@ -4,6 +4,9 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <cblas.h>
 
 #include "executor-backend.h"
 #include "planner-hardware.h"
@@ -11,40 +14,12 @@
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
-
-static const char *
-cli (void)
-{
-  const char *path = g_getenv ("SHARDSCOPE_CLI");
-  if (path == NULL || !g_file_test (path, G_FILE_TEST_IS_EXECUTABLE))
-    return NULL;
-  return path;
-}
-
-/* TRUE, with the test skipped, when there is no built shardscope-cli to run. */
-static gboolean
-skip_without_cli (void)
-{
-  if (cli () != NULL)
-    return FALSE;
-  g_test_skip ("shardscope-cli is not built");
-  return TRUE;
-}
+#include "test-util.h"
 
 static int
 run_cli (const char *const *args, char **out, char **err)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (char *) cli ());
-  for (guint i = 0; args[i]; i++)
-    g_ptr_array_add (argv, (char *) args[i]);
-  g_ptr_array_add (argv, NULL);
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_assert_true (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               out, err, &status, &error));
-  g_assert_no_error (error);
-  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
+  return test_util_run_cli (args, out, err);
 }
 
 /* The plan `propagate gpt2-tiny --mesh dp=2,mp=2 --policy megatron -o p.json` writes. */
@@ -68,7 +43,7 @@ write_plan (const char *dir)
 static void
 test_run_json (void)
 {
-  if (skip_without_cli ())
+  if (test_util_skip_without_cli ())
     return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *plan = write_plan (dir);
@@ -104,16 +79,23 @@ test_run_json (void)
 static void
 test_run_refusals (void)
 {
-  if (skip_without_cli ())
+  if (test_util_skip_without_cli ())
     return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *plan = write_plan (dir);
+  /* gpt2-tiny at batch 65536: 148 GiB for the reference's tensors alone, refused before
+   * anything is allocated. */
+  g_autofree char *big = g_build_filename (dir, "big.json", NULL);
+  const char *make_big[]
+      = { "propagate", "gpt2-tiny", "--batch", "65536", "--mesh", "dp=2", "-o", big, NULL };
+  g_assert_cmpint (run_cli (make_big, NULL, NULL), ==, 0);
   struct
   {
     const char *args[8];
     int status;
     const char *says;
   } cases[] = {
+    { { "run", big, NULL }, 1, "GiB of host memory (parameters and inputs" },
     { { "run", plan, "--devices", "8", NULL }, 1, "has 4 devices" },
     { { "run", plan, "--backend", "tpu", NULL }, 1, "unknown backend 'tpu'" },
     { { "run", plan, "--backend", "cuda", NULL }, 1, "-Dcuda=enabled" },
@@ -135,13 +117,52 @@ test_run_refusals (void)
       g_assert_nonnull (strstr (err, cases[i].says));
     }
   g_unlink (plan);
+  g_unlink (big);
   g_rmdir (dir);
+}
+
+/* GFLOP/s of one single-threaded cblas_sgemm of @n^3 (OPENBLAS_NUM_THREADS=1 in the
+ * executor suite), the best of three. */
+static double
+plain_gemm_gflops (int n)
+{
+  g_autofree float *a = g_new (float, (gsize)n *n), *b = g_new (float, (gsize)n *n),
+                   *c = g_new0 (float, (gsize)n *n);
+  for (gsize i = 0; i < (gsize)n * n; i++)
+    a[i] = b[i] = (float)(i % 7) * 0.25f;
+  double best = G_MAXDOUBLE;
+  for (int r = 0; r < 3; r++)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                   n);
+      best = MIN (best, (double)(g_get_monotonic_time () - t0) * 1e-6);
+    }
+  return 2.0 * n * n * (double)n / best / 1e9;
+}
+
+/* GB/s of a memcpy of @bytes, read plus write, the best of three. */
+static double
+plain_copy_GBps (gsize bytes)
+{
+  g_autofree guint8 *x = g_malloc (bytes), *y = g_malloc (bytes);
+  memset (x, 1, bytes);
+  memset (y, 2, bytes);
+  double best = G_MAXDOUBLE;
+  for (int r = 0; r < 3; r++)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      memcpy (y, x, bytes);
+      best = MIN (best, (double)(g_get_monotonic_time () - t0) * 1e-6);
+    }
+  g_assert_cmpint (y[bytes - 1], ==, 1);
+  return 2.0 * (double)bytes / best / 1e9;
 }
 
 static void
 test_calibrate (void)
 {
-  if (skip_without_cli ())
+  if (test_util_skip_without_cli ())
     return;
   g_autofree char *dir = g_dir_make_tmp ("executor-cli-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "profile.json", NULL);
@@ -165,8 +186,35 @@ test_calibrate (void)
       g_assert_cmpuint (n, >=, 9);
       g_assert_cmpfloat (pts[0].seconds, >, 0);
     }
-  g_assert_cmpfloat (planner_hardware_get_peak_tflops (hw, PLANNER_DTYPE_F32), >, 0);
-  g_assert_cmpfloat (planner_hardware_get_memory_bandwidth_GBps (hw), >, 0);
+
+  /* The measured figures replaced the starting profile's (cpu-local: 50 GFLOP/s, half that
+   * for bf16/f16, 10 GB/s, all written by hand), every float dtype at the f32 figure. */
+  g_autoptr (PlannerHardware) start = planner_hardware_lookup ("cpu-local", &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (planner_hardware_get_name (hw), ==, "cpu-measured");
+  double peak = planner_hardware_get_peak_tflops (hw, PLANNER_DTYPE_F32);
+  double bandwidth = planner_hardware_get_memory_bandwidth_GBps (hw);
+  g_assert_cmpfloat (peak, !=, planner_hardware_get_peak_tflops (start, PLANNER_DTYPE_F32));
+  g_assert_cmpfloat (bandwidth, !=, planner_hardware_get_memory_bandwidth_GBps (start));
+  g_assert_cmpfloat (planner_hardware_get_peak_tflops (hw, PLANNER_DTYPE_BF16), ==, peak);
+  g_assert_cmpfloat (planner_hardware_get_peak_tflops (start, PLANNER_DTYPE_BF16), !=, peak);
+  /* Memory per device: this machine's, shared by the 2 devices. */
+  double memory = (double)sysconf (_SC_PHYS_PAGES) * (double)sysconf (_SC_PAGESIZE) / 2 / 1e9;
+  g_assert_cmpfloat_with_epsilon (planner_hardware_get_memory_GB (hw), memory, 1e-6 * memory);
+
+  /* Plausible for this machine: within a factor of 8 of a plain OpenBLAS GEMM and a memcpy
+   * timed here, the same work the calibration times (512^3, a 32 MiB copy counted as read
+   * plus write). The factor leaves room for two devices sharing the cores with other work;
+   * a profile that kept its starting figures, or a unit slip (GFLOP/s for TFLOP/s), is
+   * outside it. */
+  double gemm_gflops = plain_gemm_gflops (512), copy_GBps = plain_copy_GBps (32 << 20);
+  g_test_message ("calibrated %.1f GFLOP/s, %.1f GB/s; plain OpenBLAS %.1f GFLOP/s, memcpy "
+                  "%.1f GB/s",
+                  peak * 1e3, bandwidth, gemm_gflops, copy_GBps);
+  g_assert_cmpfloat (peak * 1e3, >, gemm_gflops / 8);
+  g_assert_cmpfloat (peak * 1e3, <, gemm_gflops * 8);
+  g_assert_cmpfloat (bandwidth, >, copy_GBps / 8);
+  g_assert_cmpfloat (bandwidth, <, copy_GBps * 8);
   g_unlink (path);
   g_rmdir (dir);
 }

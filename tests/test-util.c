@@ -114,12 +114,17 @@ test_util_assert_error (const GError *error, int code, const char *fragment)
 }
 
 gboolean
-test_util_have_cli (void)
+test_util_skip_without_cli (void)
 {
-  if (g_getenv ("SHARDSCOPE_CLI") != NULL)
-    return TRUE;
-  g_test_message ("SHARDSCOPE_CLI is not set: nothing to run");
-  return FALSE;
+  const char *cli = g_getenv ("SHARDSCOPE_CLI");
+  if (cli != NULL && g_file_test (cli, G_FILE_TEST_IS_EXECUTABLE))
+    return FALSE;
+  if (cli == NULL)
+    g_test_skip ("SHARDSCOPE_CLI is not set: run the CLI tests through meson test, or set it to "
+                 "the built shardscope-cli");
+  else
+    g_test_skip_printf ("SHARDSCOPE_CLI=%s is not an executable: build shardscope-cli", cli);
+  return TRUE;
 }
 
 int
@@ -131,16 +136,24 @@ test_util_run_cli (const char *const *args, char **out, char **err)
 int
 test_util_run_cli_in (char **envp, const char *const *args, char **out, char **err)
 {
+  return test_util_run_cli_setup (envp, NULL, NULL, args, out, err);
+}
+
+int
+test_util_run_cli_setup (char **envp, GSpawnChildSetupFunc setup, gpointer setup_data,
+                         const char *const *args, char **out, char **err)
+{
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_autoptr (GError) error = NULL;
   g_autofree char *dropped_out = NULL, *dropped_err = NULL;
   int status = 0;
 
+  g_assert_nonnull (g_getenv ("SHARDSCOPE_CLI"));
   g_ptr_array_add (argv, (gpointer)g_getenv ("SHARDSCOPE_CLI"));
   for (guint i = 0; args[i] != NULL; i++)
     g_ptr_array_add (argv, (gpointer)args[i]);
   g_ptr_array_add (argv, NULL);
-  g_assert_true (g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL,
+  g_assert_true (g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, setup, setup_data,
                                out ? out : &dropped_out, err ? err : &dropped_err, &status,
                                &error));
   g_assert_no_error (error);

@@ -41,15 +41,20 @@ void test_util_add_named (const char *prefix, const char *name, gconstpointer da
 /* @error is @code of PLANNER_ERROR and its message holds @fragment. */
 void test_util_assert_error (const GError *error, int code, const char *fragment);
 
-/* Whether $SHARDSCOPE_CLI names the built CLI (meson test sets it); without it, a message
- * says there is nothing to run. */
-gboolean test_util_have_cli (void);
+/* The one skip of every CLI test: TRUE, with the test marked skipped by g_test_skip() and
+ * the reason, when $SHARDSCOPE_CLI (meson test sets it) does not name a built CLI. Called
+ * first in each test function, so a test run directly reports its tests as skipped rather
+ * than passing with none registered. */
+gboolean test_util_skip_without_cli (void);
 /* Runs $SHARDSCOPE_CLI with @args (NULL-terminated). Its standard output and error go to
  * @out and @err, or are dropped where NULL (never into the test's TAP output). Returns its
  * exit status, -1 when it did not exit. */
 int test_util_run_cli (const char *const *args, char **out, char **err);
 /* The same in the environment @envp. */
 int test_util_run_cli_in (char **envp, const char *const *args, char **out, char **err);
+/* The same with @setup run in the child before the CLI starts (resource limits). */
+int test_util_run_cli_setup (char **envp, GSpawnChildSetupFunc setup, gpointer setup_data,
+                             const char *const *args, char **out, char **err);
 /* @text parsed by @parser; its root is an object. */
 JsonObject *test_util_parse_object (JsonParser *parser, const char *text);
 

@@ -332,7 +332,7 @@ def check_model(tmp, name, cfg, weights, forward, layout, token_dtype, dtypes=No
             continue
         out, ref = os.path.join(folder, "out.safetensors"), os.path.join(folder, "ref.safetensors")
         p = cli("run", plan, "--weights", path, "--tokens", tokens, "--outputs", out,
-                "--outputs-reference", ref, "--repeat", 0, "--warmup", 0)
+                "--outputs-reference", ref, "--repeat", 1, "--warmup", 0)
         if p.returncode != 0:
             tap(False, "%s %s: run failed (%d): %s" % (what, policy, p.returncode, p.stderr.strip()))
             continue
@@ -432,7 +432,7 @@ def check_train(tmp, name, cfg, weights, forward, causal, pins):
         out = os.path.join(folder, "out.safetensors")
         ref = os.path.join(folder, "ref.safetensors")
         p = cli("run", plan, "--weights", ckpt, "--tokens", tokens, "--train", "--optimizer", opt,
-                "--lr", lr, "--outputs", out, "--outputs-reference", ref, "--repeat", 0,
+                "--lr", lr, "--outputs", out, "--outputs-reference", ref, "--repeat", 1,
                 "--warmup", 0, *(["--json"] if opt == "adam" else []))
         if p.returncode == 0 and opt == "adam":
             t = json.loads(p.stdout).get("train", {})
@@ -480,7 +480,7 @@ def check_refusals(tmp, cfg, weights):
     np.save(tokens, ids)
 
     def run_with(ckpt, *more):
-        return ["run", plan, "--weights", ckpt, "--tokens", tokens, "--repeat", 0] + list(more)
+        return ["run", plan, "--weights", ckpt, "--tokens", tokens, "--repeat", 1] + list(more)
 
     def ckpt(name, w, dtypes=None):
         path = os.path.join(folder, name + ".safetensors")
@@ -552,7 +552,7 @@ def check_refusals(tmp, cfg, weights):
 
     # Tokens.
     def run_tokens(path):
-        return ["run", plan, "--weights", good, "--tokens", path, "--repeat", 0]
+        return ["run", plan, "--weights", good, "--tokens", path, "--repeat", 1]
 
     t = os.path.join(folder, "t-shape.npy")
     np.save(t, ids[:, :4])

@@ -62,7 +62,7 @@ def main():
         # Initial weights: the trial's seeded random ones, as the reference writes them.
         init = os.path.join(tmp, "init.safetensors")
         out = subprocess.run([cli, "run", plans["unsharded"], "--tokens", tokens, "--train",
-                              "--lr", "1e-9", "--outputs-reference", init, "--repeat", "0",
+                              "--lr", "1e-9", "--outputs-reference", init, "--repeat", "1",
                               "--warmup", "0"], capture_output=True, text=True)
         if out.returncode != 0:
             print(out.stderr)
@@ -81,7 +81,7 @@ def main():
                 which = "--outputs-reference" if name == "unsharded" else "--outputs"
                 p = subprocess.run([cli, "run", plans[name], "--weights", weights[name],
                                     "--tokens", tokens, "--train", "--lr", "0.1", which, res,
-                                    "--repeat", "0", "--warmup", "0"],
+                                    "--repeat", "1", "--warmup", "0"],
                                    capture_output=True, text=True)
                 if p.returncode != 0:
                     print("%s step %d: %s" % (name, step, p.stderr.strip()))
