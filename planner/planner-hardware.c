@@ -693,6 +693,8 @@ planner_hardware_from_json (const char *text, GError **error)
       return NULL;
     }
   root = json_parser_get_root (parser);
+  if (root != NULL && !planner_json_check_utf8 (root, "hardware profile", error))
+    return NULL;
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,

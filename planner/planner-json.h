@@ -15,7 +15,12 @@ G_BEGIN_DECLS
 
 /* ---- reading ---- */
 
-/* Parses JSON text; a syntax error is PLANNER_ERROR_MALFORMED_FILE "WHAT:LINE:COL: ...". */
+/* Every string and member name under @root is UTF-8: json-glib takes lone surrogate escapes
+ * ("\ud800") and gives strings that are not, which GLib asserts on. planner_json_parse and
+ * planner_json_load_file check it; readers with their own JsonParser call it. */
+gboolean planner_json_check_utf8 (JsonNode *root, const char *what, GError **error);
+/* Parses JSON text; a syntax error is PLANNER_ERROR_MALFORMED_FILE "WHAT:LINE:COL: ...", a
+ * string that is not UTF-8 (above) too. */
 JsonNode *planner_json_parse (const char *text, gssize length, const char *what, GError **error);
 /* Reads and parses @path, which names the file in syntax errors. A file that cannot be read is
  * PLANNER_ERROR_IO: "cannot read KIND PATH: ..." with @kind ("plan"), else GLib's message. */

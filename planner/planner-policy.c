@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
 #include "planner-resources.h"
@@ -49,6 +50,9 @@ load_policy (const char *name_or_path, GError **error)
                        "policy file %s is not valid JSON: %s", name_or_path, local->message);
           return NULL;
         }
+      if (json_parser_get_root (parser) != NULL
+          && !planner_json_check_utf8 (json_parser_get_root (parser), name_or_path, error))
+        return NULL;
     }
   else
     {

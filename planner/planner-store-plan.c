@@ -581,14 +581,14 @@ damaged_row (PlannerStore *self, sqlite3_stmt *s, const char *plan, const char *
 static PlannerGraph *
 graph_from_config (const char *source, const char *config, GError **error)
 {
-  g_autoptr (JsonParser) parser = json_parser_new ();
   const char *question = strrchr (source, '?');
   g_autofree char *encoded = NULL;
   g_autofree char *text_source = NULL;
 
-  if (!json_parser_load_from_data (parser, config, -1, error))
+  /* The stored config is input like any file: a damaged one is a PLANNER_ERROR. */
+  g_autoptr (JsonNode) root = planner_json_parse (config, -1, "the stored model config", error);
+  if (root == NULL)
     return NULL;
-  JsonNode *root = json_parser_get_root (parser);
   if (JSON_NODE_HOLDS_OBJECT (root)
       && json_object_has_member (json_node_get_object (root), "shardscope_graph"))
     return planner_graph_from_json (config, error);
