@@ -25,6 +25,94 @@ is_builtin (const char *name)
   return g_strv_contains (builtin_names, name);
 }
 
+/* @name of @object is absent or a JSON value of @type (G_TYPE_STRING, G_TYPE_BOOLEAN,
+ * G_TYPE_INT64). */
+static gboolean
+member_is (JsonObject *object, const char *name, GType type)
+{
+  JsonNode *node = json_object_get_member (object, name);
+  return node == NULL || (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == type);
+}
+
+/* Every element of @name of @object, when there, is a string. */
+static gboolean
+member_is_string_array (JsonObject *object, const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+  if (node == NULL)
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return FALSE;
+  JsonArray *array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonNode *element = json_array_get_element (array, i);
+      if (!JSON_NODE_HOLDS_VALUE (element) || json_node_get_value_type (element) != G_TYPE_STRING)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Every member the expansion reads has the type it reads it as: json-glib's getters log a
+ * critical (and give nothing useful) on a member of another type. */
+static gboolean
+check_policy_types (JsonObject *obj, const char *what, GError **error)
+{
+  if (!member_is (obj, "shardscope_policy", G_TYPE_INT64) || !member_is (obj, "name", G_TYPE_STRING)
+      || !member_is (obj, "description", G_TYPE_STRING))
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "policy %s: \"shardscope_policy\" must be a number, \"name\" and "
+                   "\"description\" strings",
+                   what);
+      return FALSE;
+    }
+  JsonNode *families = json_object_get_member (obj, "families");
+  if (families == NULL || !JSON_NODE_HOLDS_ARRAY (families))
+    return TRUE; /* planner_policy_expand says what "families" must be */
+  JsonArray *family_array = json_node_get_array (families);
+  for (guint i = 0; i < json_array_get_length (family_array); i++)
+    {
+      JsonNode *fn = json_array_get_element (family_array, i);
+      if (!JSON_NODE_HOLDS_OBJECT (fn))
+        continue;
+      JsonObject *family = json_node_get_object (fn);
+      if (!member_is (family, "family", G_TYPE_STRING)
+          || !member_is (family, "detect", G_TYPE_STRING))
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                       "policy %s: families[%u]: \"family\" must be a string and \"detect\" a "
+                       "glob over op names such as \"*.c_attn\"",
+                       what, i);
+          return FALSE;
+        }
+      JsonNode *rules = json_object_get_member (family, "rules");
+      if (rules == NULL || !JSON_NODE_HOLDS_ARRAY (rules))
+        continue;
+      JsonArray *rule_array = json_node_get_array (rules);
+      for (guint r = 0; r < json_array_get_length (rule_array); r++)
+        {
+          JsonNode *rn = json_array_get_element (rule_array, r);
+          if (!JSON_NODE_HOLDS_OBJECT (rn))
+            continue;
+          JsonObject *rule = json_node_get_object (rn);
+          if (!member_is (rule, "ops", G_TYPE_STRING) || !member_is (rule, "pin", G_TYPE_STRING)
+              || !member_is (rule, "batch", G_TYPE_STRING)
+              || !member_is (rule, "optional", G_TYPE_BOOLEAN)
+              || !member_is_string_array (rule, "types"))
+            {
+              g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                           "policy %s: families[%u].rules[%u]: \"ops\", \"pin\" and \"batch\" "
+                           "must be strings, \"optional\" true or false, \"types\" an array "
+                           "of op type names such as [\"MatMul\"]",
+                           what, i, r);
+              return FALSE;
+            }
+        }
+    }
+  return TRUE;
+}
+
 static JsonNode *
 load_policy (const char *name_or_path, GError **error)
 {
@@ -63,6 +151,9 @@ load_policy (const char *name_or_path, GError **error)
       return NULL;
     }
   JsonNode *root = json_parser_get_root (parser);
+  if (root != NULL && JSON_NODE_HOLDS_OBJECT (root)
+      && !check_policy_types (json_node_get_object (root), name_or_path, error))
+    return NULL;
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root)
       || json_object_get_int_member_with_default (json_node_get_object (root),
                                                   "shardscope_policy", 0)

@@ -55,7 +55,7 @@ replay (gconstpointer data)
 
   g_file_get_contents (input->path, &contents, &length, &error);
   g_assert_no_error (error);
-  gboolean ok = input->harness->entry ((const guint8 *) contents, length, &error);
+  gboolean ok = input->harness->entry ((const guint8 *)contents, length, &error);
   fuzz_check_outcome (ok, error, input->harness->name);
   if (input->must_take)
     g_assert_no_error (error);
@@ -79,7 +79,7 @@ add_folder (const Harness *harness, const char *kind)
   while ((name = g_dir_read_name (d)) != NULL)
     if (name[0] != '.')
       g_ptr_array_add (names, g_strdup (name));
-  g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+  g_ptr_array_sort (names, (GCompareFunc)g_strcmp0);
   for (guint i = 0; i < names->len; i++)
     {
       const char *file = g_ptr_array_index (names, i);

@@ -29,8 +29,10 @@ fuzz_check_outcome (gboolean ok, const GError *error, const char *harness)
       && error->message[0] != '\0')
     return;
   fuzz_fail ("%s: %s with %s error%s%s", harness, ok ? "took the input" : "refused the input",
-           error == NULL ? "no" : error->domain == PLANNER_ERROR ? "a PLANNER_ERROR" : "a foreign",
-           error != NULL ? ": " : "", error != NULL ? error->message : "");
+             error == NULL                    ? "no"
+             : error->domain == PLANNER_ERROR ? "a PLANNER_ERROR"
+                                              : "a foreign",
+             error != NULL ? ": " : "", error != NULL ? error->message : "");
 }
 
 void
@@ -70,7 +72,7 @@ fuzz_tmp_path (const char *suffix)
   if (path == NULL)
     {
       /* Per process, so parallel fuzzing jobs (-jobs=N) do not share files. */
-      g_autofree char *base = g_strdup_printf ("shardscope-fuzz-%d-%s", (int) getpid (), suffix);
+      g_autofree char *base = g_strdup_printf ("shardscope-fuzz-%d-%s", (int)getpid (), suffix);
       path = g_build_filename (g_get_tmp_dir (), base, NULL);
       g_hash_table_insert (paths, g_strdup (suffix), path);
     }

@@ -18,7 +18,8 @@ fuzz_graph_json (const guint8 *data, gsize size, GError **error)
   g_autofree char *json = planner_graph_to_json (graph);
   g_autoptr (PlannerGraph) again = planner_graph_from_json (json, &local);
   if (again == NULL || !planner_graph_equal (graph, again))
-    fuzz_fail ("graph JSON does not read back equal: %s", local ? local->message : "a different graph");
+    fuzz_fail ("graph JSON does not read back equal: %s",
+               local ? local->message : "a different graph");
   return TRUE;
 }
 

@@ -17,7 +17,7 @@ fuzz_hardware (const guint8 *data, gsize size, GError **error)
   g_autoptr (PlannerHardware) again = planner_hardware_from_json (json, &local);
   if (again == NULL || !planner_hardware_equal (hw, again))
     fuzz_fail ("hardware profile does not read back equal: %s",
-             local ? local->message : "a different profile");
+               local ? local->message : "a different profile");
   return TRUE;
 }
 

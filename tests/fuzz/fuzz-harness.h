@@ -47,21 +47,21 @@ gboolean fuzz_store (const guint8 *data, gsize size, GError **error);
 /* In a -Dfuzz=true build each fuzz-<thing> program is fuzz-<thing>.c's entry point behind
  * libFuzzer's LLVMFuzzerTestOneInput; FUZZ_TARGET(fuzz_<thing>) defines it. */
 #ifdef SHARDSCOPE_FUZZ_TARGET
-#define FUZZ_TARGET(entry)                                                                   \
-  int LLVMFuzzerInitialize (int *argc, char ***argv);                                         \
-  int LLVMFuzzerTestOneInput (const guint8 *data, gsize size);                                \
-  int LLVMFuzzerInitialize (int *argc, char ***argv)                                          \
-  {                                                                                           \
-    fuzz_init ();                                                                             \
-    return 0;                                                                                 \
-  }                                                                                           \
-  int LLVMFuzzerTestOneInput (const guint8 *data, gsize size)                                 \
-  {                                                                                           \
-    GError *error = NULL;                                                                     \
-    gboolean ok = entry (data, size, &error);                                                 \
-    fuzz_check_outcome (ok, error, #entry);                                                   \
-    g_clear_error (&error);                                                                   \
-    return 0;                                                                                 \
+#define FUZZ_TARGET(entry)                                                                         \
+  int LLVMFuzzerInitialize (int *argc, char ***argv);                                              \
+  int LLVMFuzzerTestOneInput (const guint8 *data, gsize size);                                     \
+  int LLVMFuzzerInitialize (int *argc, char ***argv)                                               \
+  {                                                                                                \
+    fuzz_init ();                                                                                  \
+    return 0;                                                                                      \
+  }                                                                                                \
+  int LLVMFuzzerTestOneInput (const guint8 *data, gsize size)                                      \
+  {                                                                                                \
+    GError *error = NULL;                                                                          \
+    gboolean ok = entry (data, size, &error);                                                      \
+    fuzz_check_outcome (ok, error, #entry);                                                        \
+    g_clear_error (&error);                                                                        \
+    return 0;                                                                                      \
   }
 #else
 #define FUZZ_TARGET(entry)

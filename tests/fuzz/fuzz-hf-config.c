@@ -27,7 +27,7 @@ fuzz_hf_config (const guint8 *data, gsize size, GError **error)
   g_autoptr (PlannerGraph) again = planner_graph_from_json (json, &local);
   if (again == NULL || !planner_graph_equal (graph, again))
     fuzz_fail ("the graph of a config.json does not survive graph JSON: %s",
-             local ? local->message : "a different graph");
+               local ? local->message : "a different graph");
   return TRUE;
 }
 

@@ -21,15 +21,16 @@ check_roundtrip (const PlannerLayout *layout, const PlannerMesh *mesh, const cha
     fuzz_fail ("layout \"%s\" was taken but is not well formed", text);
 
   g_autofree char *bracket = planner_layout_to_string (layout, mesh);
-  if (!planner_layout_parse (bracket, mesh, &again, &error) || !planner_layout_equal (layout, &again))
+  if (!planner_layout_parse (bracket, mesh, &again, &error)
+      || !planner_layout_equal (layout, &again))
     fuzz_fail ("layout \"%s\" printed as \"%s\" does not parse back: %s", text, bracket,
-             error ? error->message : "a different layout");
+               error ? error->message : "a different layout");
 
   g_autofree char *placements = planner_layout_to_placements (layout, mesh);
   if (!planner_layout_parse_placements (placements, mesh, layout->rank, &again, &error)
       || !planner_layout_equal (layout, &again))
     fuzz_fail ("layout \"%s\" printed as \"%s\" does not parse back: %s", text, placements,
-             error ? error->message : "a different layout");
+               error ? error->message : "a different layout");
 }
 
 gboolean

@@ -18,7 +18,7 @@ fuzz_mesh (const guint8 *data, gsize size, GError **error)
   g_autoptr (PlannerMesh) again = planner_mesh_parse (printed, &local);
   if (again == NULL || !planner_mesh_equal (mesh, again))
     fuzz_fail ("mesh \"%s\" printed as \"%s\" does not parse back: %s", text, printed,
-             local ? local->message : "a different mesh");
+               local ? local->message : "a different mesh");
 
   guint64 n = planner_mesh_n_devices (mesh);
   if (n == 0)
@@ -30,11 +30,13 @@ fuzz_mesh (const guint8 *data, gsize size, GError **error)
       planner_mesh_device_coords (mesh, ends[i], coords);
       for (guint a = 0; a < mesh->n_axes; a++)
         if (coords[a] >= mesh->sizes[a])
-          fuzz_fail ("mesh \"%s\": device %" G_GUINT64_FORMAT " has coordinate %u on axis %s of size %u",
-                   text, ends[i], coords[a], mesh->names[a], mesh->sizes[a]);
+          fuzz_fail ("mesh \"%s\": device %" G_GUINT64_FORMAT
+                     " has coordinate %u on axis %s of size %u",
+                     text, ends[i], coords[a], mesh->names[a], mesh->sizes[a]);
       if (planner_mesh_device_id (mesh, coords) != ends[i])
-        fuzz_fail ("mesh \"%s\": device %" G_GUINT64_FORMAT " does not map back from its coordinates",
-                 text, ends[i]);
+        fuzz_fail ("mesh \"%s\": device %" G_GUINT64_FORMAT
+                   " does not map back from its coordinates",
+                   text, ends[i]);
     }
   return TRUE;
 }

@@ -9,7 +9,10 @@
 #include "planner-pin.h"
 
 static const char *const op_names[] = {
-  "transformer.h.0.mlp.c_fc", "model.layers.1.self_attn.q_proj", "lm_head", "",
+  "transformer.h.0.mlp.c_fc",
+  "model.layers.1.self_attn.q_proj",
+  "lm_head",
+  "",
 };
 
 gboolean

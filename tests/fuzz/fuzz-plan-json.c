@@ -16,9 +16,10 @@ fuzz_plan_json (const guint8 *data, gsize size, GError **error)
   g_autoptr (GError) local = NULL;
   g_autofree char *json = planner_plan_to_json (plan);
   g_autoptr (PlannerPlan) again
-    = planner_plan_from_json_with_graph (json, planner_plan_get_graph (plan), &local);
+      = planner_plan_from_json_with_graph (json, planner_plan_get_graph (plan), &local);
   if (again == NULL || !planner_plan_equal (plan, again))
-    fuzz_fail ("plan JSON does not read back equal: %s", local ? local->message : "a different plan");
+    fuzz_fail ("plan JSON does not read back equal: %s",
+               local ? local->message : "a different plan");
   return TRUE;
 }
 
