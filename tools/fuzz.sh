@@ -22,6 +22,8 @@ shift $((OPTIND - 1))
 if [ $# -eq 0 ]; then
   set -- mesh layout pin hardware graph-json hf-config policy store plan-json
 fi
+# GSlice on, as tests/fuzz/run-fuzz.sh explains.
+unset G_SLICE
 found=0
 for h in "$@"; do
   exe="$build/tests/fuzz/fuzz-$h"

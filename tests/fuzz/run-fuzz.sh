@@ -13,7 +13,11 @@ set -- "$corpus" "$src/seeds"
 if [ -d "$src/regressions" ]; then
   set -- "$@" "$src/regressions"
 fi
-# Leaks count as findings; stderr of the harness (GLib's own messages) stays in the log.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
-exec "$harness" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+# Leaks count as findings. GSlice stays on (the asan setup turns it off for the tests):
+# json-glib 1.6 leaks the nodes of some refused documents ("2{...") from its slices, which
+# lsan.supp can name only with the slow unwinder, too slow for fuzzing; test-fuzz-inputs
+# replays every kept input with both (tests/meson.build).
+unset G_SLICE
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+exec "$harness" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -error_exitcode=1 \
   -artifact_prefix="$build/crash-${name#fuzz-}-" "$@"
