@@ -3,6 +3,8 @@
  * it gives parses again from its own text. */
 #include "fuzz-harness.h"
 
+#include <glib/gstdio.h>
+
 #include "planner-model.h"
 #include "planner-pin.h"
 #include "planner-policy.h"
@@ -39,7 +41,10 @@ fuzz_policy (const guint8 *data, gsize size, GError **error)
       g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
       g_autoptr (GPtrArray) pins = planner_policy_expand (path, graphs[g], mesh, notes, error);
       if (pins == NULL)
-        return FALSE;
+        {
+          g_unlink (path);
+          return FALSE;
+        }
       for (guint i = 0; i < pins->len; i++)
         {
           const PlannerPin *pin = g_ptr_array_index (pins, i);
@@ -49,6 +54,7 @@ fuzz_policy (const guint8 *data, gsize size, GError **error)
             fuzz_fail ("policy pin \"%s\" does not parse again: %s", pin->text, local->message);
         }
     }
+  g_unlink (path);
   return TRUE;
 }
 
