@@ -199,6 +199,62 @@ scan_json (const char *text, gsize length, const char *what, GError **error)
   return ok;
 }
 
+/* json-glib takes "\ud800" (a lone surrogate) and hands back a string that is not UTF-8,
+ * which GLib's string functions assert on and json-glib itself cannot read back. Returns the
+ * first such string (or member name) under @node, or NULL. */
+static const char *
+find_invalid_utf8 (JsonNode *node)
+{
+  if (JSON_NODE_HOLDS_OBJECT (node))
+    {
+      JsonObjectIter iter;
+      const char *name;
+      JsonNode *member;
+      json_object_iter_init (&iter, json_node_get_object (node));
+      while (json_object_iter_next (&iter, &name, &member))
+        {
+          if (!g_utf8_validate (name, -1, NULL))
+            return name;
+          const char *bad = find_invalid_utf8 (member);
+          if (bad != NULL)
+            return bad;
+        }
+    }
+  else if (JSON_NODE_HOLDS_ARRAY (node))
+    {
+      JsonArray *array = json_node_get_array (node);
+      for (guint i = 0; i < json_array_get_length (array); i++)
+        {
+          const char *bad = find_invalid_utf8 (json_array_get_element (array, i));
+          if (bad != NULL)
+            return bad;
+        }
+    }
+  else if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING)
+    {
+      const char *text = json_node_get_string (node);
+      if (text != NULL && !g_utf8_validate (text, -1, NULL))
+        return text;
+    }
+  return NULL;
+}
+
+gboolean
+planner_json_check_utf8 (JsonNode *root, const char *what, GError **error)
+{
+  const char *bad = find_invalid_utf8 (root);
+  if (bad == NULL)
+    return TRUE;
+  g_autofree char *valid = g_utf8_make_valid (bad, -1);
+  /* Enough of it to find it in the file. */
+  g_autofree char *shown = g_utf8_substring (valid, 0, MIN (g_utf8_strlen (valid, -1), 40));
+  g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+               "%s: the string \"%s\" is not valid UTF-8 (a lone \\uD800-\\uDFFF escape?); "
+               "write surrogates in pairs",
+               what, shown);
+  return FALSE;
+}
+
 JsonNode *
 planner_json_parse (const char *text, gssize length, const char *what, GError **error)
 {
@@ -227,6 +283,8 @@ planner_json_parse (const char *text, gssize length, const char *what, GError **
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: empty file", what);
       return NULL;
     }
+  if (!planner_json_check_utf8 (json_parser_get_root (parser), what, error))
+    return NULL;
   return json_parser_steal_root (parser);
 }
 

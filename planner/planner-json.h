@@ -15,6 +15,10 @@ G_BEGIN_DECLS
 
 /* ---- reading ---- */
 
+/* Every string and member name under @root is UTF-8: json-glib takes lone surrogate escapes
+ * ("\ud800") and gives strings that are not, which GLib asserts on. planner_json_parse and
+ * planner_json_load_file check it; readers with their own JsonParser call it. */
+gboolean planner_json_check_utf8 (JsonNode *root, const char *what, GError **error);
 /* Every file input nests far less: deeper is refused before json-glib, which recurses once per
  * level, could run out of stack. */
 #define PLANNER_JSON_MAX_DEPTH 512

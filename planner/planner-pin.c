@@ -52,6 +52,15 @@ planner_pin_parse (const char *text, const PlannerMesh *mesh, GError **error)
 {
   g_return_val_if_fail (text != NULL && mesh != NULL, NULL);
 
+  /* GPatternSpec asserts on a glob that is not UTF-8 (op names are UTF-8, a glob that is
+   * not cannot match one anyway). */
+  if (!g_utf8_validate (text, -1, NULL))
+    {
+      g_autofree char *shown = g_utf8_make_valid (text, -1);
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
+                   "pin '%s' is not valid UTF-8; write op names and layouts in UTF-8", shown);
+      return NULL;
+    }
   const char *eq = strchr (text, '=');
   if (eq == NULL || eq == text)
     {

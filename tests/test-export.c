@@ -532,7 +532,8 @@ test_python_string (void)
       for (const char *p = literal; *p != '\0'; p++)
         g_assert_true ((guchar)*p >= 0x20 && (guchar)*p < 0x7f);
     }
-  g_assert_cmpstr (planner_export_python_string ("it's\n"), ==, "'it\\'s\\n'");
+  g_autofree char *quoted = planner_export_python_string ("it's\n");
+  g_assert_cmpstr (quoted, ==, "'it\\'s\\n'");
   if (python == NULL)
     {
       g_test_skip ("python3 is not installed: the literals are not read back");

@@ -480,6 +480,7 @@ test_overrides (void)
   graph = planner_zoo_build ("llama-tiny", &options, &error);
   g_assert_no_error (error);
   ASSERT_SHAPE (tensor (graph, "input_ids"), 8, 256);
+  g_clear_object (&graph);
 
   /* Shapes too big for 64-bit element counts. */
   options.seq = G_MAXINT32;

@@ -8,7 +8,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # build/ unless SHARDSCOPE_BUILD_DIR names another (to keep several builds side by side).
 BUILD_DIR="${SHARDSCOPE_BUILD_DIR:-$ROOT/build}"
 
-# Everything the project builds, tests and runs with on Debian 12.
+# The sanitized build (tools/test.sh): ASan + UBSan, no GPU or GUI, and with clang the
+# libFuzzer harnesses too. $SHARDSCOPE_ASAN_DIR names another folder.
+ASAN_DIR="${SHARDSCOPE_ASAN_DIR:-$ROOT/build-asan}"
+
+# Everything the project builds, tests and runs with on Debian 12 (clang and its runtime
+# libraries for the fuzz harnesses).
 PACKAGES=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libjson-glib-dev libsqlite3-dev
@@ -18,6 +23,7 @@ PACKAGES=(
   gettext desktop-file-utils appstream
   xvfb xauth python3 python3-numpy
   libopenmpi-dev
+  clang libclang-rt-dev
 )
 
 # Root runs apt itself; anyone else needs sudo.
@@ -84,4 +90,25 @@ build_project() {
     as_builder meson setup "${options[@]}" "$BUILD_DIR" || return
   fi
   as_builder meson compile -C "$BUILD_DIR"
+}
+
+# Configures and builds the sanitized tree, ASAN_DIR: clang with the fuzz harnesses where
+# clang is installed, else the default compiler without them. CUDA, NCCL, MPI and the GTK app
+# stay out: the sanitizers run the planner, executor (CPU) and CLI suites. Returns non-zero
+# on the first failure.
+build_asan() {
+  cd "$ROOT" || return
+  local options=(-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -Dnccl=disabled
+                 -Dmpi=disabled -Dgui=disabled)
+  local compiler=()
+  if command -v clang >/dev/null 2>&1; then
+    options+=(-Dfuzz=true)
+    compiler=(env CC=clang)
+  fi
+  if [ -f "$ASAN_DIR/meson-private/coredata.dat" ]; then
+    as_builder meson setup --reconfigure "${options[@]}" "$ASAN_DIR" || return
+  else
+    as_builder "${compiler[@]}" meson setup "${options[@]}" "$ASAN_DIR" || return
+  fi
+  as_builder meson compile -C "$ASAN_DIR"
 }
