@@ -968,6 +968,8 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
   name = g_strdup (planner_store_col_text (s, 0));
   policy = g_strdup (planner_store_col_text (s, 1));
   propagate_ms = planner_store_col_double (s, 2);
+  /* The training options have no columns yet: a stored plan has the defaults. */
+  planner_cost_constants_init (&constants);
   constants.weight_copies = planner_store_col_double (s, 3);
   constants.grad_copies = planner_store_col_double (s, 4);
   constants.optimizer_states = planner_store_col_double (s, 5);
@@ -1002,6 +1004,8 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
       || !load_trace (self, id, name, plan, error) || !load_conflicts (self, id, name, plan, error))
     return NULL;
   planner_plan_set_totals (plan, &totals);
+  /* Memory and step breakdown have no columns: derived from what was loaded. */
+  planner_plan_refresh_training (plan);
   return g_steal_pointer (&plan);
 }
 

@@ -162,7 +162,10 @@ test_roundtrip (gconstpointer data)
   g_assert_null (e->parent_name);
   g_assert_cmpuint (e->n_pins, ==, planner_plan_get_pins (plan)->len);
   g_assert_cmpint (llabs (e->created - g_get_real_time ()), <, 600 * G_USEC_PER_SEC);
-  g_assert_cmpmem (&e->totals, sizeof e->totals, planner_plan_get_totals (plan), sizeof e->totals);
+  /* The listing reads the totals' columns; the training figures after them (memory, step
+   * breakdown) are derived when a plan is loaded, not listed. */
+  gsize columns = G_STRUCT_OFFSET (PlannerPlanTotals, memory);
+  g_assert_cmpmem (&e->totals, columns, planner_plan_get_totals (plan), columns);
 
   /* A second plan of the same model shares its model, mesh and profile rows. */
   assert_roundtrip (store, plan, "second");
