@@ -396,7 +396,7 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
                    "micro-batch %u does not divide the %u sequences each device gets per step; "
-                   "use a divisor of %u (or 0 for the whole local batch)",
+                   "use a divisor of %u",
                    m.c->micro_batch, local_batch, local_batch);
       return FALSE;
     }

@@ -3,8 +3,10 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "planner-error.h"
+#include "planner-plan-json.h"
 #include "planner-plan.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
@@ -234,6 +236,45 @@ test_llama_does_not_fit (void)
   g_assert_cmpuint (states, ==, G_GUINT64_CONSTANT (6738415616) * 2);
 }
 
+/* A plan file written before the training model (no training options in "constants", no
+ * "memory" or "step_breakdown_s" in "totals") still reads, and gets the figures recomputed
+ * from its layouts with the default options; a new one reads back equal. */
+static void
+test_old_plan_file (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) plan = test_util_model_plan ("gpt2-tiny", "dp=2,mp=2", "megatron", NULL);
+  g_autofree char *text = planner_plan_to_json (plan);
+  g_autoptr (PlannerPlan) again = planner_plan_from_json (text, &error);
+  g_assert_no_error (error);
+  g_assert_true (planner_plan_equal (plan, again));
+
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root = test_util_parse_object (parser, text);
+  JsonObject *constants = json_object_get_object_member (root, "constants");
+  const char *added[] = { "optimizer", "zero", "recompute", "attention", "micro_batch",
+                          "dp_bucket_MiB", "dp_overlap" };
+  for (guint i = 0; i < G_N_ELEMENTS (added); i++)
+    json_object_remove_member (constants, added[i]);
+  JsonObject *totals = json_object_get_object_member (root, "totals");
+  const char *figures[] = { "memory", "step_breakdown_s", "micro_batches", "local_batch" };
+  for (guint i = 0; i < G_N_ELEMENTS (figures); i++)
+    json_object_remove_member (totals, figures[i]);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  json_generator_set_root (gen, json_parser_get_root (parser));
+  g_autofree char *old = json_generator_to_data (gen, NULL);
+  g_assert_null (strstr (old, "step_breakdown_s"));
+
+  g_autoptr (PlannerPlan) loaded = planner_plan_from_json (old, &error);
+  g_assert_no_error (error);
+  const PlannerPlanTotals *a = planner_plan_get_totals (plan);
+  const PlannerPlanTotals *b = planner_plan_get_totals (loaded);
+  g_assert_cmpmem (&a->memory, sizeof a->memory, &b->memory, sizeof b->memory);
+  g_assert_cmpuint (b->memory.total, >, 0);
+  g_assert_cmpfloat (b->breakdown.forward, ==, a->breakdown.forward);
+  g_assert_cmpuint (planner_plan_get_constants (loaded)->zero, ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -244,5 +285,6 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/train/mlp-step", test_mlp_step);
   g_test_add_func ("/planner/train/micro-batch", test_micro_batch);
   g_test_add_func ("/planner/train/llama-does-not-fit", test_llama_does_not_fit);
+  g_test_add_func ("/planner/train/old-plan-file", test_old_plan_file);
   return g_test_run ();
 }
