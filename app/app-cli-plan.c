@@ -283,7 +283,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   g_autofree char *optimizer = NULL, *recompute = NULL, *attention = NULL;
   int zero = -1, micro_batch = -1;
   double bucket_MiB = -1;
-  gboolean no_overlap = FALSE;
+  gboolean no_overlap = FALSE, no_dropout = FALSE;
   g_auto (GStrv) user_pins = NULL;
   g_auto (AppCliModelArgs) model_args = { 0 };
   const GOptionEntry entries[] = {
@@ -330,6 +330,9 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "Gradient bucket size for the data-parallel sync (default 25, as DDP)", "MIB" },
     { "no-dp-overlap", 0, 0, G_OPTION_ARG_NONE, &no_overlap,
       "Do not overlap the gradient sync with the backward pass", NULL },
+    { "no-dropout", 0, 0, G_OPTION_ARG_NONE, &no_dropout,
+      "The model's dropout probabilities are 0: its dropout ops keep no mask and cost nothing",
+      NULL },
     { NULL },
   };
   g_autoptr (GOptionContext) context
@@ -413,6 +416,8 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
     constants.dp_bucket_MiB = bucket_MiB;
   if (no_overlap)
     constants.dp_overlap = FALSE;
+  if (no_dropout)
+    constants.no_dropout = TRUE;
   planner_plan_set_constants (plan, &constants);
   if (!planner_plan_finish (plan, allow_tied, &error))
     return app_cli_refuse (error);

@@ -105,6 +105,7 @@ typedef struct
   guint micro_batch;           /* sequences per device per micro-batch; 0: the whole local batch */
   double dp_bucket_MiB;        /* gradient buckets (DDP's 25 MiB) */
   gboolean dp_overlap;         /* buckets sync while the backward pass runs */
+  gboolean no_dropout;         /* the graph's dropout ops have p = 0: identities, no masks */
 } PlannerCostConstants;
 
 void planner_cost_constants_init (PlannerCostConstants *constants);

@@ -385,6 +385,8 @@ plan_to_node (PlannerPlan *plan)
   planner_json_add_double (b, "dp_bucket_MiB", constants->dp_bucket_MiB);
   json_builder_set_member_name (b, "dp_overlap");
   json_builder_add_boolean_value (b, constants->dp_overlap);
+  json_builder_set_member_name (b, "no_dropout");
+  json_builder_add_boolean_value (b, constants->no_dropout);
   json_builder_end_object (b);
 
   json_builder_set_member_name (b, "summary");
@@ -732,6 +734,13 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
       if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
         return planner_json_fail (&r->json, "dp_overlap", "must be true or false");
       c->dp_overlap = json_node_get_boolean (node);
+    }
+  if (json_object_has_member (o, "no_dropout"))
+    {
+      JsonNode *node = json_object_get_member (o, "no_dropout");
+      if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
+        return planner_json_fail (&r->json, "no_dropout", "must be true or false");
+      c->no_dropout = json_node_get_boolean (node);
     }
   planner_json_pop (&r->json, mark);
   return TRUE;

@@ -178,7 +178,8 @@ op_keeps (Model *m, Kept *kp, guint i, gboolean selective)
       keep (m, kp, i, op->outputs[0], &out[0]);
       break;
     case PLANNER_OP_DROPOUT:
-      kp->extra[i] += local_numel (m, o0, &out[0]); /* a 1-byte mask */
+      if (m->dropout)
+        kp->extra[i] += local_numel (m, o0, &out[0]); /* a 1-byte mask */
       break;
     case PLANNER_OP_SDPA:
       {
@@ -232,7 +233,7 @@ op_time (Model *m, guint i)
   PlannerDType dtype = o0->dtype;
   double flops = planner_strategy_local_flops (&p->strategy, &op->rule, m->mesh) / a;
 
-  if (is_view (op->type))
+  if (is_view (op->type) || (op->type == PLANNER_OP_DROPOUT && !m->dropout))
     return t;
   planner_plan_op_layouts (m->plan, i, in, out);
   for (guint k = 0; k < op->n_inputs; k++)
@@ -410,7 +411,7 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
     {
       const PlannerOp *op = planner_graph_get_op (m.graph, i);
       layer[i] = op_layer (op->name);
-      if (op->type == PLANNER_OP_DROPOUT)
+      if (op->type == PLANNER_OP_DROPOUT && !m.c->no_dropout)
         m.dropout = TRUE;
     }
   for (guint t = 0; t < n_tensors; t++)

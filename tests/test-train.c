@@ -38,7 +38,7 @@ static const char *const gpt2_config
 
 static PlannerPlan *
 plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute recompute,
-           PlannerAttentionKernel attention)
+           PlannerAttentionKernel attention, gboolean no_dropout)
 {
   g_autoptr (GError) error = NULL;
   PlannerModelOptions options;
@@ -54,6 +54,7 @@ plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute
   PlannerCostConstants c = *planner_plan_get_constants (plan);
   c.recompute = recompute;
   c.attention = attention;
+  c.no_dropout = no_dropout;
   planner_plan_set_constants (plan, &c);
   g_assert_true (planner_plan_finish (plan, FALSE, &error));
   g_assert_no_error (error);
@@ -62,10 +63,10 @@ plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute
 
 static gint64
 layer_activations (const char *mesh, const char *policy, PlannerRecompute recompute,
-                   PlannerAttentionKernel attention)
+                   PlannerAttentionKernel attention, gboolean no_dropout)
 {
-  g_autoptr (PlannerPlan) one = plan_with (1, mesh, policy, recompute, attention);
-  g_autoptr (PlannerPlan) two = plan_with (2, mesh, policy, recompute, attention);
+  g_autoptr (PlannerPlan) one = plan_with (1, mesh, policy, recompute, attention, no_dropout);
+  g_autoptr (PlannerPlan) two = plan_with (2, mesh, policy, recompute, attention, no_dropout);
   return (gint64)planner_plan_get_totals (two)->memory.activations
          - (gint64)planner_plan_get_totals (one)->memory.activations;
 }
@@ -78,6 +79,7 @@ typedef struct
   PlannerRecompute recompute;
   PlannerAttentionKernel attention;
   gint64 bytes;
+  gboolean no_dropout;
 } ActivationCase;
 
 /* s b h = 128 * 2 * 64 = 16384; a s^2 b = 4 * 16384 * 2 = 131072; t = 2. */
@@ -103,14 +105,23 @@ static const ActivationCase activation_cases[] = {
   /* 2 * 16384 / 2: the layer input is stored split on the sequence */
   { "/planner/train/activations/full-sp", "mp=2", "megatron-sp", PLANNER_RECOMPUTE_FULL,
     PLANNER_ATTENTION_FLASH, 16384 },
+  /* Dropout with p = 0 keeps no masks: 34 - 2 = 32 s b h, plus the logsumexp:
+   * 32 * 16384 + 4096 */
+  { "/planner/train/activations/no-dropout", "dp=1", NULL, PLANNER_RECOMPUTE_NONE,
+    PLANNER_ATTENTION_FLASH, 528384, TRUE },
+  /* Unfused without dropout: 32 s b h + 2 a s^2 b (the softmax output only):
+   * 524288 + 262144 */
+  { "/planner/train/activations/unfused-no-dropout", "dp=1", NULL, PLANNER_RECOMPUTE_NONE,
+    PLANNER_ATTENTION_UNFUSED, 786432, TRUE },
 };
 
 static void
 test_activations (gconstpointer data)
 {
   const ActivationCase *c = data;
-  g_assert_cmpint (layer_activations (c->mesh, c->policy, c->recompute, c->attention), ==,
-                   c->bytes);
+  g_assert_cmpint (
+      layer_activations (c->mesh, c->policy, c->recompute, c->attention, c->no_dropout), ==,
+      c->bytes);
 }
 
 static void
@@ -252,8 +263,8 @@ test_old_plan_file (void)
   g_autoptr (JsonParser) parser = json_parser_new ();
   JsonObject *root = test_util_parse_object (parser, text);
   JsonObject *constants = json_object_get_object_member (root, "constants");
-  const char *added[] = { "optimizer", "zero", "recompute", "attention", "micro_batch",
-                          "dp_bucket_MiB", "dp_overlap" };
+  const char *added[] = { "optimizer", "zero",          "recompute",  "attention",
+                          "micro_batch", "dp_bucket_MiB", "dp_overlap", "no_dropout" };
   for (guint i = 0; i < G_N_ELEMENTS (added); i++)
     json_object_remove_member (constants, added[i]);
   JsonObject *totals = json_object_get_object_member (root, "totals");
