@@ -201,13 +201,19 @@ planner_cost_measurement_fit (const PlannerHardware *hw, PlannerStepKind kind, P
   return TRUE;
 }
 
-/* The formula of semantics.md 7: AllReduce is a ReduceScatter then an AllGather, hence the 2. */
+/* The formula of semantics.md 7: AllReduce is a ReduceScatter then an AllGather, hence the 2.
+ * Across nodes NCCL also has its double binary tree for AllReduce, which moves the same bytes
+ * per device in 2 ceil(log2 p) latency steps instead of the ring's 2 (p-1), and picks
+ * whichever is faster: the latency term takes the smaller count there. */
 static double
-formula_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n)
+formula_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n, gboolean tree)
 {
   double steps = kind == PLANNER_STEP_ALL_REDUCE ? 2.0 * (p - 1) : p - 1;
+  double latency_steps = steps;
 
-  return steps * link->latency_us * 1e-6 + steps / p * n / (link->bandwidth_GBps * 1e9);
+  if (tree && kind == PLANNER_STEP_ALL_REDUCE)
+    latency_steps = MIN (steps, 2.0 * ceil (log2 (p)));
+  return latency_steps * link->latency_us * 1e-6 + steps / p * n / (link->bandwidth_GBps * 1e9);
 }
 
 double
@@ -229,7 +235,7 @@ planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, P
   points = planner_hardware_get_measurement (hw, kind, link, p, &n_points);
   if (points != NULL)
     return curve_time (points, n_points, n);
-  return formula_time (planner_hardware_get_link (hw, link), kind, p, n);
+  return formula_time (planner_hardware_get_link (hw, link), kind, p, n, link == PLANNER_LINK_INTER);
 }
 
 double
@@ -266,7 +272,7 @@ planner_cost_step_time (const PlannerHardware *hw, const PlannerMesh *mesh, Plan
       if (k > 1)
         l.bandwidth_GBps
             = MIN (l.bandwidth_GBps, planner_hardware_get_link (hw, PLANNER_LINK_INTRA)->bandwidth_GBps);
-      return formula_time (&l, kind, p, n);
+      return formula_time (&l, kind, p, n, TRUE);
     }
   return planner_cost_collective_time (hw, kind, link, p, n);
 }

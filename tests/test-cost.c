@@ -139,8 +139,10 @@ test_link_choice (void)
   g_assert_cmpfloat (
       mp, ==,
       planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, MiB));
-  /* 14 * 8 us + 1.75 * 1048576 / 47e9 = 112 + 39.04272 us */
-  assert_close (dp, 151.04272e-6, 1e-6);
+  /* Across nodes NCCL's tree AllReduce takes 2 ceil(log2 8) = 6 latency steps, not the
+   * ring's 14: 6 * 8 us + 1.75 * 1048576 / 47e9 = 48 + 39.04272 us (the ring-only model gave
+   * 112 + 39.04272). */
+  assert_close (dp, 87.04272e-6, 1e-6);
   g_assert_cmpfloat (dp, >, mp);
 
   /* Edited constants are used at once. */
@@ -451,10 +453,15 @@ test_multi_nic (void)
 
   g_assert_cmpuint (planner_hardware_get_efficiency (hw)->nics_per_node, ==, 8);
   g_autoptr (PlannerMesh) wide = test_util_mesh ("dp=16,mp=2");
-  /* dp=16 of dp=16,mp=2: 4 members per node, 4 NICs, 188 GB/s, 30 steps of 8 us:
-   *   240 us + 2 * 15/16 * 67108864 / 188e9 = 240 + 669.3045 = 909.3045 us */
+  /* dp=16 of dp=16,mp=2: 4 members per node, 4 NICs, 188 GB/s; the tree's 2 ceil(log2 16) = 8
+   * latency steps of 8 us:
+   *   64 us + 2 * 15/16 * 67108864 / 188e9 = 64 + 669.3045 = 733.3045 us
+   * and an AllGather of 64 MiB (ring only): 15 * 8 us + 15/16 * 67108864 / 188e9
+   *   = 120 + 334.65225 = 454.65225 us */
   assert_close (planner_cost_step_time (hw, wide, PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB),
-                909.3045e-6, 1e-6);
+                733.3045e-6, 1e-6);
+  assert_close (planner_cost_step_time (hw, wide, PLANNER_STEP_ALL_GATHER, 0, 4 * MiB, 64 * MiB),
+                454.65225e-6, 1e-6);
   /* Inside one node the axis is intra as before. */
   g_assert_true (planner_hardware_axis_is_intra (hw, m, 0));
 }
