@@ -106,8 +106,7 @@ read_gemm (PlannerJsonReader *r, JsonObject *o, PlannerEfficiency *e)
 }
 
 gboolean
-planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile,
-                                  PlannerEfficiency *e)
+planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile, PlannerEfficiency *e)
 {
   static const char *const known[] = {
     "gemm",          "attention_flash",     "memory_bound", "kernel_launch_us",

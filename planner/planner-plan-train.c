@@ -41,10 +41,10 @@ typedef struct
   const PlannerMesh *mesh;
   const PlannerHardware *hw;
   const PlannerCostConstants *c;
-  gboolean dropout;  /* the graph has dropout ops: attention drops its probabilities too */
-  guint accum;       /* micro-batches per step */
-  int *layer;        /* per op: transformer layer index from its name, -1 outside layers */
-  guint *root;       /* per tensor: the tensor it is a view of (reshape/transpose chains) */
+  gboolean dropout; /* dropout ops with p > 0: attention drops its probabilities too */
+  guint accum;      /* micro-batches per step */
+  int *layer;       /* per op: transformer layer index from its name, -1 outside layers */
+  guint *root;      /* per tensor: the tensor it is a view of (reshape/transpose chains) */
 } Model;
 
 static guint64
@@ -100,8 +100,8 @@ is_view (PlannerOpType type)
 static gboolean
 is_gemm (PlannerOpType type)
 {
-  return type == PLANNER_OP_MATMUL || type == PLANNER_OP_BATCH_MATMUL
-         || type == PLANNER_OP_EINSUM || type == PLANNER_OP_CONV2D;
+  return type == PLANNER_OP_MATMUL || type == PLANNER_OP_BATCH_MATMUL || type == PLANNER_OP_EINSUM
+         || type == PLANNER_OP_CONV2D;
 }
 
 /* The layout an op keeps input @k in: the one it reads, unless that comes from the stored
@@ -124,9 +124,9 @@ kept_layout (Model *m, guint op, guint k, const PlannerLayout *needed)
 
 typedef struct
 {
-  guint64 *kept;   /* per root tensor: bytes kept (max over keepers) */
-  int *keeper;     /* per root tensor: the first op that keeps it */
-  guint64 *extra;  /* per op: bytes it keeps that are not tensors (masks, scores, logsumexp) */
+  guint64 *kept;  /* per root tensor: bytes kept (max over keepers) */
+  int *keeper;    /* per root tensor: the first op that keeps it */
+  guint64 *extra; /* per op: bytes it keeps that are not tensors (masks, scores, logsumexp) */
 } Kept;
 
 static void
@@ -474,8 +474,7 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
       guint t = g_array_index (outputs, guint, o);
       const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
       if (x->kind == PLANNER_TENSOR_ACTIVATION && kp.keeper[root[t]] < 0)
-        kp.kept[root[t]]
-            = local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
+        kp.kept[root[t]] = local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
     }
 
   double activations = 0;
@@ -595,11 +594,10 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   g_autoptr (GArray) times = g_array_new (FALSE, FALSE, sizeof (double));
   double sync = sync_buckets (&m, groups, times);
   double last_backward = backward + recompute + recompute_comm + comm / 2;
-  b.dp_sync_exposed = planner_cost_bucket_exposed ((const double *)(void *)times->data,
-                                                   times->len, last_backward, m.c->dp_overlap);
+  b.dp_sync_exposed = planner_cost_bucket_exposed ((const double *)(void *)times->data, times->len,
+                                                   last_backward, m.c->dp_overlap);
   b.dp_sync_hidden = sync - b.dp_sync_exposed;
-  double step_bytes
-      = m.c->optimizer == PLANNER_OPTIMIZER_SGD ? SGD_STEP_BYTES : ADAM_STEP_BYTES;
+  double step_bytes = m.c->optimizer == PLANNER_OPTIMIZER_SGD ? SGD_STEP_BYTES : ADAM_STEP_BYTES;
   b.overhead = kernels * m.accum * eff->kernel_launch_us * 1e-6
                + optimizer_params * step_bytes
                      / (planner_hardware_memory_bandwidth (m.hw) * eff->memory_bound);

@@ -233,8 +233,8 @@ test_llama_does_not_fit (void)
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);
   guint64 states = t->memory.parameters + t->memory.gradients + t->memory.optimizer;
   g_assert_cmpuint (states, ==, G_GUINT64_CONSTANT (6738415616) * 16);
-  g_assert_cmpuint (t->memory.total, >, planner_hardware_memory_bytes (
-                                           planner_plan_get_hardware (plan)));
+  g_assert_cmpuint (t->memory.total, >,
+                    planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
 
   g_autoptr (PlannerPlan) sharded = test_util_model_plan ("llama", "dp=8", NULL, NULL);
   PlannerCostConstants c = *planner_plan_get_constants (sharded);
@@ -263,7 +263,7 @@ test_old_plan_file (void)
   g_autoptr (JsonParser) parser = json_parser_new ();
   JsonObject *root = test_util_parse_object (parser, text);
   JsonObject *constants = json_object_get_object_member (root, "constants");
-  const char *added[] = { "optimizer", "zero",          "recompute",  "attention",
+  const char *added[] = { "optimizer",   "zero",          "recompute",  "attention",
                           "micro_batch", "dp_bucket_MiB", "dp_overlap", "no_dropout" };
   for (guint i = 0; i < G_N_ELEMENTS (added); i++)
     json_object_remove_member (constants, added[i]);
