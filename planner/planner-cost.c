@@ -457,3 +457,22 @@ planner_cost_bucket_exposed (const double *times, guint n, double backward, gboo
     }
   return MAX (0.0, done - backward);
 }
+
+double
+planner_cost_prefetch_exposed (const double *times, guint n, double compute, gboolean overlap)
+{
+  double gathered = 0, now = 0, total = 0;
+
+  g_return_val_if_fail (n == 0 || times != NULL, 0.0);
+
+  for (guint k = 0; k < n; k++)
+    total += times[k];
+  if (!overlap || n == 0)
+    return total;
+  for (guint k = 0; k < n; k++)
+    {
+      gathered += times[k];
+      now = MAX (now, gathered) + compute / n;
+    }
+  return MAX (0.0, now - compute);
+}

@@ -160,4 +160,11 @@ double planner_cost_memory_bound_time (const PlannerHardware *hw, PlannerDType d
 double planner_cost_bucket_exposed (const double *times, guint n, double backward,
                                     gboolean overlap);
 
+/* Exposed time of @n parameter gathers of @times ahead of a pass of @compute seconds in @n
+ * equal segments (ZeRO-3's forward): gather k must be done before segment k starts; the
+ * gathers go out one after another from the start of the pass (prefetch). Without @overlap,
+ * all of it is exposed. */
+double planner_cost_prefetch_exposed (const double *times, guint n, double compute,
+                                      gboolean overlap);
+
 G_END_DECLS

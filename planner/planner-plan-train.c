@@ -332,10 +332,10 @@ typedef struct
 } SyncGroup;
 
 /* Buckets of dp_bucket_MiB over each group of parameters that sync over the same axes, one
- * AllReduce per axis (ZeRO-3 adds the parameter AllGathers of the forward and backward
- * passes: half as much again). Returns the total; @times/@n list each bucket. */
+ * collective of @kind per axis per bucket (a gradient AllReduce, ReduceScatter or a parameter
+ * AllGather of the bucket's full size). Returns the total; @times lists each bucket. */
 static double
-sync_buckets (Model *m, GArray *groups, GArray *times)
+sync_buckets (Model *m, GArray *groups, PlannerStepKind kind, GArray *times)
 {
   double total = 0, bucket = MAX (m->c->dp_bucket_MiB, 1e-6) * MiB;
   for (guint g = 0; g < groups->len; g++)
@@ -346,17 +346,73 @@ sync_buckets (Model *m, GArray *groups, GArray *times)
         {
           guint64 n = (guint64)MIN (left, bucket);
           double t = 0;
+          guint64 shard = n;
           for (guint a = 0; a < m->mesh->n_axes; a++)
             if (sg->axes & (1u << a))
-              t += planner_cost_step_time (m->hw, m->mesh, PLANNER_STEP_ALL_REDUCE, a, n, n);
-          if (m->c->zero >= 3)
-            t *= 1.5;
+              shard /= m->mesh->sizes[a];
+          for (guint a = 0; a < m->mesh->n_axes; a++)
+            if (sg->axes & (1u << a))
+              t += planner_cost_step_time (m->hw, m->mesh, kind, a,
+                                           kind == PLANNER_STEP_ALL_GATHER ? shard : n,
+                                           kind == PLANNER_STEP_REDUCE_SCATTER ? shard : n);
           g_array_append_val (times, t);
           total += t;
           left -= n;
         }
     }
   return total;
+}
+
+/* The data-parallel sync by ZeRO stage, as DDP, DeepSpeed and FSDP run it:
+ *   0, 1  one gradient AllReduce per bucket per step (DDP's no_sync accumulation; stage 1's
+ *         ReduceScatter + AllGather moves the same bytes), behind the last micro-batch's
+ *         backward pass;
+ *   2     a ReduceScatter per bucket per micro-batch (gradients are kept sharded), behind each
+ *         backward pass, and one AllGather of the updated parameters per step, exposed;
+ *   3     per micro-batch, the parameter AllGathers of the forward pass, prefetched ahead of
+ *         it, and in the backward pass an AllGather (two with full recompute) and a
+ *         ReduceScatter per bucket behind it.
+ * Sets @exposed and returns the whole sync time. */
+static double
+dp_sync (Model *m, GArray *groups, double forward, double backward, double *exposed)
+{
+  gboolean overlap = m->c->dp_overlap;
+  double a = m->accum;
+  g_autoptr (GArray) ar = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) rs = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) ag = g_array_new (FALSE, FALSE, sizeof (double));
+
+  if (m->c->zero <= 1)
+    {
+      double total = sync_buckets (m, groups, PLANNER_STEP_ALL_REDUCE, ar);
+      *exposed = planner_cost_bucket_exposed ((const double *)(void *)ar->data, ar->len, backward,
+                                              overlap);
+      return total;
+    }
+  double t_rs = sync_buckets (m, groups, PLANNER_STEP_REDUCE_SCATTER, rs);
+  double t_ag = sync_buckets (m, groups, PLANNER_STEP_ALL_GATHER, ag);
+  if (m->c->zero == 2)
+    {
+      *exposed = a * planner_cost_bucket_exposed ((const double *)(void *)rs->data, rs->len,
+                                                  backward, overlap)
+                 + t_ag;
+      return a * t_rs + t_ag;
+    }
+  /* Stage 3: the backward pass gathers each bucket again (and once more to recompute it)
+   * before reducing its gradients. */
+  double gathers = m->c->recompute == PLANNER_RECOMPUTE_FULL ? 2 : 1;
+  g_autoptr (GArray) back = g_array_new (FALSE, FALSE, sizeof (double));
+  for (guint k = 0; k < rs->len; k++)
+    {
+      double t = g_array_index (rs, double, k) + gathers * g_array_index (ag, double, k);
+      g_array_append_val (back, t);
+    }
+  *exposed = a
+             * (planner_cost_prefetch_exposed ((const double *)(void *)ag->data, ag->len, forward,
+                                               overlap)
+                + planner_cost_bucket_exposed ((const double *)(void *)back->data, back->len,
+                                               backward, overlap));
+  return a * (t_ag + t_rs + gathers * t_ag);
 }
 
 /* Sequences per device in one global step: the leading dim of the first graph input (the
@@ -591,11 +647,10 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   b.recompute = (recompute + recompute_comm) * m.accum;
   b.tp_comm_exposed = comm * m.accum;
 
-  g_autoptr (GArray) times = g_array_new (FALSE, FALSE, sizeof (double));
-  double sync = sync_buckets (&m, groups, times);
-  double last_backward = backward + recompute + recompute_comm + comm / 2;
-  b.dp_sync_exposed = planner_cost_bucket_exposed ((const double *)(void *)times->data, times->len,
-                                                   last_backward, m.c->dp_overlap);
+  /* One micro-batch's passes, with their share of the redistributions. */
+  double pass_backward = backward + recompute + recompute_comm + comm / 2;
+  double pass_forward = forward + comm / 2;
+  double sync = dp_sync (&m, groups, pass_forward, pass_backward, &b.dp_sync_exposed);
   b.dp_sync_hidden = sync - b.dp_sync_exposed;
   double step_bytes = m.c->optimizer == PLANNER_OPTIMIZER_SGD ? SGD_STEP_BYTES : ADAM_STEP_BYTES;
   b.overhead = kernels * m.accum * eff->kernel_launch_us * 1e-6

@@ -443,6 +443,21 @@ test_buckets (void)
   g_assert_cmpfloat (planner_cost_bucket_exposed (NULL, 0, 10e-3, TRUE), ==, 0.0);
 }
 
+/* Prefetched parameter gathers ahead of a 10 ms pass in 4 segments, by hand: gathers of 1 ms
+ * are done at 1, 2, 3, 4 ms and segment k waits for gather k: segments run 1-3.5, 3.5-6,
+ * 6-8.5, 8.5-11 ms: 1 ms exposed (the first gather); of 4 ms: done at 4, 8, 12, 16 ms,
+ * segments 4-6.5, 8-10.5, 12-14.5, 16-18.5: 8.5 ms exposed. */
+static void
+test_prefetch (void)
+{
+  const double small[] = { 1e-3, 1e-3, 1e-3, 1e-3 };
+  const double large[] = { 4e-3, 4e-3, 4e-3, 4e-3 };
+
+  assert_close (planner_cost_prefetch_exposed (small, 4, 10e-3, TRUE), 1e-3, 1e-9);
+  assert_close (planner_cost_prefetch_exposed (large, 4, 10e-3, TRUE), 8.5e-3, 1e-9);
+  assert_close (planner_cost_prefetch_exposed (large, 4, 10e-3, FALSE), 16e-3, 1e-9);
+}
+
 /* Several NICs per node: a group with 4 members in each 8-GPU node drives
  * 4 x (8 NICs / 8 GPUs) = 4 NICs: 4 x 47 = 188 GB/s (below NVLink's 370). */
 static void
@@ -488,6 +503,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/cost/memory", test_memory);
   g_test_add_func ("/planner/cost/gemm-efficiency", test_gemm_efficiency);
   g_test_add_func ("/planner/cost/buckets", test_buckets);
+  g_test_add_func ("/planner/cost/prefetch", test_prefetch);
   g_test_add_func ("/planner/cost/multi-nic", test_multi_nic);
 
   return g_test_run ();

@@ -222,6 +222,55 @@ test_micro_batch (void)
   test_util_assert_error (error, PLANNER_ERROR_NOT_DIVISIBLE, "micro-batch 3 does not divide");
 }
 
+/* The data-parallel sync by ZeRO stage, on the MLP over dp=2 of the round profile with a
+ * 100 GB/s, zero-latency link and no overlap (so every byte shows), by hand: the parameters
+ * are 33574912 f32 bytes in one group, buckets of 25 MiB: 26214400 + 7360512 bytes.
+ *   AllReduce per bucket  2 (p-1)/p n / B = n / 1e11: 262.144 + 73.60512 = 335.74912 us
+ *   ReduceScatter or AllGather  (p-1)/p n / B: 131.072 + 36.80256 = 167.87456 us
+ *   stage 0 and 1: one AllReduce per step                      335.74912 us
+ *   stage 2: ReduceScatter per micro-batch + AllGather per step 335.74912 us (one micro-batch)
+ *   stage 3: forward AllGather + backward AllGather and ReduceScatter, per micro-batch:
+ *            3 x 167.87456 = 503.62368 us; with full recompute one more AllGather: 671.49824
+ *   stage 3 with two micro-batches: 2 x 503.62368 = 1007.24736 us; stage 0: 335.74912 still */
+static double
+zero_sync (guint zero, guint micro_batch, PlannerRecompute recompute)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = test_util_model ("mlp", NULL);
+  g_autoptr (PlannerHardware) hw = round_profile ();
+  PlannerLink link = *planner_hardware_get_link (hw, PLANNER_LINK_INTRA);
+  link.bandwidth_GBps = 100;
+  link.latency_us = 0;
+  planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=2", hw, NULL, NULL);
+  PlannerCostConstants c = *planner_plan_get_constants (plan);
+  c.zero = zero;
+  c.micro_batch = micro_batch;
+  c.recompute = recompute;
+  c.dp_overlap = FALSE;
+  planner_plan_set_constants (plan, &c);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_assert_no_error (error);
+  const PlannerPlanTotals *t = planner_plan_get_totals (plan);
+  g_assert_cmpfloat (t->breakdown.dp_sync_hidden, ==, 0);
+  g_assert_cmpfloat (t->grad_sync_time_s, ==, t->breakdown.dp_sync_exposed);
+  return t->breakdown.dp_sync_exposed;
+}
+
+static void
+test_zero_sync (void)
+{
+  assert_close (zero_sync (0, 0, PLANNER_RECOMPUTE_NONE), 335.74912e-6, 1e-6);
+  assert_close (zero_sync (1, 0, PLANNER_RECOMPUTE_NONE), 335.74912e-6, 1e-6);
+  assert_close (zero_sync (2, 0, PLANNER_RECOMPUTE_NONE), 335.74912e-6, 1e-6);
+  assert_close (zero_sync (3, 0, PLANNER_RECOMPUTE_NONE), 503.62368e-6, 1e-6);
+  assert_close (zero_sync (3, 0, PLANNER_RECOMPUTE_FULL), 671.49824e-6, 1e-6);
+  assert_close (zero_sync (3, 2, PLANNER_RECOMPUTE_NONE), 1007.24736e-6, 1e-6);
+  assert_close (zero_sync (0, 2, PLANNER_RECOMPUTE_NONE), 335.74912e-6, 1e-6);
+  /* Stage 2 with two micro-batches: 2 x 167.87456 + 167.87456 */
+  assert_close (zero_sync (2, 2, PLANNER_RECOMPUTE_NONE), 503.62368e-6, 1e-6);
+}
+
 /* LLaMA-2-7B on one H100 with Adam: 6738415616 parameters x 16 bytes = 107.8 GB of model
  * states alone, over the 80 GB: the plan does not fit (the old model counted 8 bytes a
  * 16-bit parameter, 53.9 GB, and showed it fitting). ZeRO-3 over dp=8 brings the states to
@@ -295,6 +344,7 @@ main (int argc, char **argv)
     g_test_add_data_func (activation_cases[i].path, &activation_cases[i], test_activations);
   g_test_add_func ("/planner/train/mlp-step", test_mlp_step);
   g_test_add_func ("/planner/train/micro-batch", test_micro_batch);
+  g_test_add_func ("/planner/train/zero-sync", test_zero_sync);
   g_test_add_func ("/planner/train/llama-does-not-fit", test_llama_does_not_fit);
   g_test_add_func ("/planner/train/old-plan-file", test_old_plan_file);
   return g_test_run ();

@@ -184,9 +184,9 @@ def main():
     w("")
     w("- The benchmark's FSDP `DEFAULT` mixed precision (H100 table) reduces gradients in fp32; "
       "Shardscope syncs them in the parameters' bf16.")
-    w("- ZeRO-3's parameter AllGathers are modelled as half an AllReduce more on each gradient "
-      "bucket, hidden behind the backward pass like the gradient sync; FSDP also prefetches "
-      "them during the forward pass.")
+    w("- FSDP's AllGathers and ReduceScatters are modelled per micro-batch and per 25 MiB "
+      "bucket (prefetched in the forward pass, behind the backward pass); FSDP's own unit is "
+      "the wrapped block, and `limit_all_gathers` throttles the prefetch.")
     w("- Communication kernels do not slow the compute they overlap with.")
     w("")
     w("## Commands")
