@@ -358,6 +358,85 @@ planner_cost_constants_init (PlannerCostConstants *constants)
   constants->dp_overlap = TRUE;
 }
 
+char *
+planner_cost_training_to_string (const PlannerCostConstants *c)
+{
+  char bucket[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_return_val_if_fail (c != NULL, NULL);
+  g_ascii_dtostr (bucket, sizeof bucket, c->dp_bucket_MiB);
+  return g_strdup_printf ("optimizer=%s;zero=%u;recompute=%s;attention=%s;micro_batch=%u;"
+                          "dp_bucket_MiB=%s;dp_overlap=%d;no_dropout=%d",
+                          planner_optimizer_to_string (c->optimizer), c->zero,
+                          planner_recompute_to_string (c->recompute),
+                          planner_attention_kernel_to_string (c->attention), c->micro_batch,
+                          bucket, c->dp_overlap ? 1 : 0, c->no_dropout ? 1 : 0);
+}
+
+static gboolean
+parse_uint (const char *text, guint max, guint *out)
+{
+  guint64 v;
+  if (!g_ascii_string_to_unsigned (text, 10, 0, max, &v, NULL))
+    return FALSE;
+  *out = (guint)v;
+  return TRUE;
+}
+
+gboolean
+planner_cost_training_from_string (const char *text, PlannerCostConstants *constants)
+{
+  g_return_val_if_fail (text != NULL && constants != NULL, FALSE);
+
+  PlannerCostConstants c = *constants;
+  g_auto (GStrv) items = g_strsplit (text, ";", -1);
+  for (guint i = 0; items[i]; i++)
+    {
+      if (items[i][0] == '\0')
+        continue;
+      char *value = strchr (items[i], '=');
+      guint flag = 0;
+      if (value == NULL)
+        return FALSE;
+      *value++ = '\0';
+      const char *key = items[i];
+      gboolean ok;
+      if (strcmp (key, "optimizer") == 0)
+        ok = planner_optimizer_from_string (value, &c.optimizer);
+      else if (strcmp (key, "zero") == 0)
+        ok = parse_uint (value, 3, &c.zero);
+      else if (strcmp (key, "recompute") == 0)
+        ok = planner_recompute_from_string (value, &c.recompute);
+      else if (strcmp (key, "attention") == 0)
+        ok = planner_attention_kernel_from_string (value, &c.attention);
+      else if (strcmp (key, "micro_batch") == 0)
+        ok = parse_uint (value, G_MAXINT, &c.micro_batch);
+      else if (strcmp (key, "dp_bucket_MiB") == 0)
+        {
+          char *end;
+          c.dp_bucket_MiB = g_ascii_strtod (value, &end);
+          ok = *value != '\0' && *end == '\0' && isfinite (c.dp_bucket_MiB)
+               && c.dp_bucket_MiB > 0;
+        }
+      else if (strcmp (key, "dp_overlap") == 0)
+        {
+          ok = parse_uint (value, 1, &flag);
+          c.dp_overlap = flag;
+        }
+      else if (strcmp (key, "no_dropout") == 0)
+        {
+          ok = parse_uint (value, 1, &flag);
+          c.no_dropout = flag;
+        }
+      else
+        ok = FALSE;
+      if (!ok)
+        return FALSE;
+    }
+  *constants = c;
+  return TRUE;
+}
+
 void
 planner_cost_model_states (const PlannerCostConstants *constants, guint64 n_params,
                            PlannerDType dtype, guint dp, PlannerMemory *memory)

@@ -110,6 +110,13 @@ typedef struct
 
 void planner_cost_constants_init (PlannerCostConstants *constants);
 
+/* The training options (optimizer .. no_dropout) as one line, for the store:
+ * "optimizer=adam;zero=3;recompute=full;attention=flash;micro_batch=6;dp_bucket_MiB=25;
+ * dp_overlap=1;no_dropout=0". Reading sets what the text names on @constants and refuses
+ * (FALSE) an unknown key or value; other members stay as they were. */
+char *planner_cost_training_to_string (const PlannerCostConstants *constants);
+gboolean planner_cost_training_from_string (const char *text, PlannerCostConstants *constants);
+
 /* Model-state bytes per device, split as the JSON `memory` object shows them. */
 typedef struct
 {

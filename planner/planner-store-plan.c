@@ -309,6 +309,13 @@ insert_plan_row (PlannerStore *self, PlannerPlan *plan, const char *name, gint64
               V_DOUBLE (c->backward_factor)));
   bind_totals (s, 13, planner_plan_get_totals (plan));
   G_STATIC_ASSERT (12 + N_TOTALS_COLUMNS == 26);
+  g_autofree char *training = planner_cost_training_to_string (c);
+  if (sqlite3_bind_text (s, 27, training, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE, "saving the plan: %s",
+                   sqlite3_errmsg (self->db));
+      return FALSE;
+    }
   if (!planner_store_run (self, s, "saving the plan", error))
     return FALSE;
   *plan_id = sqlite3_last_insert_rowid (self->db);
@@ -980,7 +987,15 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
   mesh_spec = g_strdup (planner_store_col_text (s, 11));
   profile = g_strdup (planner_store_col_text (s, 12));
   planner_store_read_totals (s, 13, &totals);
+  /* Rows saved before the training options had a column read with the defaults. */
+  const char *training = planner_store_col_text (s, 13 + N_TOTALS_COLUMNS);
+  gboolean training_ok = training == NULL || planner_cost_training_from_string (training, &constants);
   sqlite3_reset (s);
+  if (!training_ok)
+    {
+      damaged (self, name, "its training options do not parse", error);
+      return NULL;
+    }
 
   if ((mesh = planner_mesh_parse (mesh_spec, &local_error)) == NULL
       || (hw = planner_hardware_from_json (profile, &local_error)) == NULL)

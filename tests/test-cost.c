@@ -481,6 +481,39 @@ test_multi_nic (void)
   g_assert_true (planner_hardware_axis_is_intra (hw, m, 0));
 }
 
+/* The training options as the store keeps them: written, read back equal; unknown keys and
+ * bad values refused, leaving the constants as they were. */
+static void
+test_training_text (void)
+{
+  PlannerCostConstants c, d;
+  planner_cost_constants_init (&c);
+  c.optimizer = PLANNER_OPTIMIZER_SGD;
+  c.zero = 2;
+  c.recompute = PLANNER_RECOMPUTE_SELECTIVE;
+  c.attention = PLANNER_ATTENTION_UNFUSED;
+  c.micro_batch = 3;
+  c.dp_bucket_MiB = 12.5;
+  c.dp_overlap = FALSE;
+  c.no_dropout = TRUE;
+  g_autofree char *text = planner_cost_training_to_string (&c);
+  g_assert_cmpstr (text, ==,
+                   "optimizer=sgd;zero=2;recompute=selective;attention=unfused;micro_batch=3;"
+                   "dp_bucket_MiB=12.5;dp_overlap=0;no_dropout=1");
+  planner_cost_constants_init (&d);
+  d.optimizer_states = c.optimizer_states;
+  g_assert_true (planner_cost_training_from_string (text, &d));
+  g_assert_cmpmem (&c, sizeof c, &d, sizeof d);
+
+  const char *bad[] = { "zero=4", "recompute=some", "colour=blue", "dp_bucket_MiB=0", "zero" };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      planner_cost_constants_init (&d);
+      g_assert_false (planner_cost_training_from_string (bad[i], &d));
+      g_assert_cmpuint (d.zero, ==, 0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -504,6 +537,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/cost/gemm-efficiency", test_gemm_efficiency);
   g_test_add_func ("/planner/cost/buckets", test_buckets);
   g_test_add_func ("/planner/cost/prefetch", test_prefetch);
+  g_test_add_func ("/planner/cost/training-text", test_training_text);
   g_test_add_func ("/planner/cost/multi-nic", test_multi_nic);
 
   return g_test_run ();
