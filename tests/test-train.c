@@ -335,6 +335,42 @@ test_old_plan_file (void)
   g_assert_cmpuint (planner_plan_get_constants (loaded)->zero, ==, 0);
 }
 
+/* Selective recompute redoes the unfused attention core, by hand, on the 2-layer tiny GPT-2
+ * (b 2, a 4, s 128, head 16, bf16) on the round profile with a bf16 peak of 100 TFLOP/s:
+ *   per layer, the two batched GEMMs: 2 x (2*4*128*128) x (16 + 16) = 8388608 FLOP at the
+ *   table's 50% (per-head size (128*128*16)^(1/3) = 64): 0.16777216 us;
+ *   the 131072 scores through the fused softmax (read + write, 2 bytes each) and dropout
+ *   (read + write + 1-byte mask): 131072 x 9 = 1179648 bytes at 500 GB/s: 2.359296 us;
+ *   2 layers: 2 x 2.52706816 = 5.05413632 us. Flash attention has nothing to redo. */
+static void
+test_selective_recompute (void)
+{
+  g_autoptr (GError) error = NULL;
+  PlannerModelOptions options;
+  planner_model_options_init (&options);
+  options.batch = B;
+  options.seq = S;
+  options.layers = 2;
+  options.dtype_set = TRUE;
+  options.dtype = PLANNER_DTYPE_BF16;
+  g_autoptr (PlannerGraph) graph = planner_hf_import_json (gpt2_config, &options, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlannerHardware) hw = round_profile ();
+  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, 100);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=1", hw, NULL, NULL);
+  PlannerCostConstants c = *planner_plan_get_constants (plan);
+  c.recompute = PLANNER_RECOMPUTE_SELECTIVE;
+  c.attention = PLANNER_ATTENTION_UNFUSED;
+  planner_plan_set_constants (plan, &c);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  assert_close (planner_plan_get_totals (plan)->breakdown.recompute, 5.05413632e-6, 1e-6);
+
+  c.attention = PLANNER_ATTENTION_FLASH;
+  planner_plan_set_constants (plan, &c);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_assert_cmpfloat (planner_plan_get_totals (plan)->breakdown.recompute, ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -345,6 +381,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/train/mlp-step", test_mlp_step);
   g_test_add_func ("/planner/train/micro-batch", test_micro_batch);
   g_test_add_func ("/planner/train/zero-sync", test_zero_sync);
+  g_test_add_func ("/planner/train/selective-recompute", test_selective_recompute);
   g_test_add_func ("/planner/train/llama-does-not-fit", test_llama_does_not_fit);
   g_test_add_func ("/planner/train/old-plan-file", test_old_plan_file);
   return g_test_run ();
