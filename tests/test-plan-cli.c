@@ -300,6 +300,31 @@ test_training (void)
   g_assert_cmpint ((gint64)planner_plan_get_totals (plan)->memory.total, ==,
                    json_object_get_int_member (mem, "total"));
 
+  /* A plan derived with --from keeps its parent's options unless given again. */
+  {
+    const char *derive[] = { "propagate", "--from", path, "--json", NULL };
+    g_autofree char *dout = NULL, *derr = NULL;
+    g_assert_cmpint (test_util_run_cli (derive, &dout, &derr), ==, 0);
+    g_autoptr (JsonParser) dp = json_parser_new ();
+    JsonObject *d = test_util_parse_object (dp, dout);
+    g_assert_cmpfloat (json_object_get_double_member (
+                           json_object_get_object_member (d, "step_breakdown_us"), "recompute"),
+                       >, 0);
+    const char *zero3[] = { "propagate", "--from", path, "--zero", "3", "--json", NULL };
+    g_autofree char *zout = NULL, *zerr = NULL;
+    g_assert_cmpint (test_util_run_cli (zero3, &zout, &zerr), ==, 0);
+    g_autoptr (JsonParser) zp = json_parser_new ();
+    JsonObject *z = test_util_parse_object (zp, zout);
+    /* One device: ZeRO has nothing to shard over, the model states stay 16 bytes a parameter,
+     * and full recompute is still there. */
+    g_assert_cmpint (json_object_get_int_member (json_object_get_object_member (z, "memory"),
+                                                 "optimizer"),
+                     ==, json_object_get_int_member (mem, "optimizer"));
+    g_assert_cmpfloat (json_object_get_double_member (
+                           json_object_get_object_member (z, "step_breakdown_us"), "recompute"),
+                       >, 0);
+  }
+
   /* Text output says it does not fit. */
   const char *text_args[] = { "propagate", "llama", "--mesh", "dp=1", "--batch", "1", "--seq",
                               "512",       NULL };
