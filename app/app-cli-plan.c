@@ -108,15 +108,56 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
   app_cli_totals_text_init (&text, t);
   printf ("Per device, forward: communication %s in %s, compute %s\n", text.comm_bytes, text.comm,
           text.compute);
-  printf ("Training step:   %s (compute x%g, backward communication %s, gradient sync %s)\n",
-          text.step, 1 + constants->backward_factor, text.backward, text.sync);
+  printf ("Training step:   %s (%u micro-batch%s of %u of the %u sequences per device; "
+          "%s, ZeRO %u, recompute %s, %s attention)\n",
+          text.step, t->micro_batches, t->micro_batches == 1 ? "" : "es",
+          t->local_batch / MAX (t->micro_batches, 1), t->local_batch,
+          planner_optimizer_to_string (constants->optimizer), constants->zero,
+          planner_recompute_to_string (constants->recompute),
+          planner_attention_kernel_to_string (constants->attention));
+  const PlannerStepBreakdown *b = &t->breakdown;
+  const struct
+  {
+    const char *name;
+    double s;
+  } parts[] = {
+    { "forward", b->forward },
+    { "backward", b->backward },
+    { "recompute", b->recompute },
+    { "tensor-parallel comm", b->tp_comm_exposed },
+    { "gradient sync, exposed", b->dp_sync_exposed },
+    { "overhead (launches, optimizer)", b->overhead },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (parts); i++)
+    {
+      g_autofree char *v = app_cli_format_seconds (parts[i].s);
+      printf ("  %-32s %s\n", parts[i].name, v);
+    }
+  g_autofree char *hidden = app_cli_format_seconds (b->dp_sync_hidden);
+  printf ("  %-32s %s (overlapped with the backward pass, not added)\n", "gradient sync, hidden",
+          hidden);
 
   guint64 capacity = planner_hardware_memory_bytes (hw);
   g_autofree char *capacity_text = app_cli_format_bytes (capacity);
   printf ("Memory/device:   %s of %s = %g GB (%.1f%%)%s\n", text.memory, capacity_text,
           planner_hardware_get_memory_GB (hw),
-          capacity ? 100.0 * (double)t->memory_per_device_bytes / (double)capacity : 0.0,
-          t->memory_per_device_bytes > capacity ? ": DOES NOT FIT" : "");
+          capacity ? 100.0 * (double)t->memory.total / (double)capacity : 0.0,
+          t->memory.total > capacity ? ": DOES NOT FIT" : "");
+  const struct
+  {
+    const char *name;
+    guint64 bytes;
+  } mem[] = {
+    { "parameters", t->memory.parameters },
+    { "gradients", t->memory.gradients },
+    { "optimizer states", t->memory.optimizer },
+    { "activations (one micro-batch)", t->memory.activations },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (mem); i++)
+    {
+      g_autofree char *v = app_cli_format_bytes (mem[i].bytes);
+      printf ("  %-32s %s\n", mem[i].name, v);
+    }
   printf ("Propagation:     %.3f ms\n", planner_plan_get_propagate_ms (plan));
 
   guint n_conflicts = planner_plan_get_n_conflicts (plan);
@@ -240,6 +281,10 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   gboolean json = FALSE, trace = FALSE, allow_tied = FALSE;
   g_autofree char *mesh_text = NULL, *policy = NULL, *hardware = NULL, *output = NULL;
   g_autofree char *save_name = NULL, *from = NULL;
+  g_autofree char *optimizer = NULL, *recompute = NULL, *attention = NULL;
+  int zero = -1, micro_batch = -1;
+  double bucket_MiB = -1;
+  gboolean no_overlap = FALSE, no_dropout = FALSE;
   g_auto (GStrv) user_pins = NULL;
   g_auto (AppCliModelArgs) model_args = { 0 };
   const GOptionEntry entries[] = {
@@ -266,6 +311,29 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "--pin adds to them, --mesh, --hardware and --policy replace them; a stored plan becomes "
       "the parent",
       "PLAN" },
+    { "zero", 0, 0, G_OPTION_ARG_INT, &zero,
+      "ZeRO stage over the data-parallel axes: 0 (default), 1 optimizer states, 2 also "
+      "gradients, 3 also weights",
+      "0|1|2|3" },
+    { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer,
+      "Optimizer: adam (default; fp32 m and v) or sgd (no state)", "adam|sgd" },
+    { "recompute", 0, 0, G_OPTION_ARG_STRING, &recompute,
+      "Activation recomputation: none (default), selective (the attention core) or full "
+      "(every layer from its input)",
+      "none|selective|full" },
+    { "attention", 0, 0, G_OPTION_ARG_STRING, &attention,
+      "Attention kernel: flash (default) or unfused (keeps the s x s scores)", "flash|unfused" },
+    { "micro-batch", 0, 0, G_OPTION_ARG_INT, &micro_batch,
+      "Sequences per device per micro-batch, with gradient accumulation up to the step "
+      "(default: the whole local batch)",
+      "N" },
+    { "dp-bucket-mib", 0, 0, G_OPTION_ARG_DOUBLE, &bucket_MiB,
+      "Gradient bucket size for the data-parallel sync (default 25, as DDP)", "MIB" },
+    { "no-dp-overlap", 0, 0, G_OPTION_ARG_NONE, &no_overlap,
+      "Do not overlap the gradient sync with the backward pass", NULL },
+    { "no-dropout", 0, 0, G_OPTION_ARG_NONE, &no_dropout,
+      "The model's dropout probabilities are 0: its dropout ops keep no mask and cost nothing",
+      NULL },
     { NULL },
   };
   g_autoptr (GOptionContext) context
@@ -278,6 +346,22 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
                                          "leave out MODEL, --batch, --seq, --layers and --dtype");
   if (mesh_text == NULL && from == NULL)
     return app_cli_usage_error (command, "missing --mesh M (e.g. --mesh dp=2,mp=4)");
+  PlannerCostConstants constants;
+  planner_cost_constants_init (&constants);
+  if (zero != -1 && (zero < 0 || zero > 3))
+    return app_cli_usage_error (command, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", zero);
+  if (optimizer && !planner_optimizer_from_string (optimizer, &constants.optimizer))
+    return app_cli_usage_error (command, "--optimizer '%s': use adam or sgd", optimizer);
+  if (recompute && !planner_recompute_from_string (recompute, &constants.recompute))
+    return app_cli_usage_error (command, "--recompute '%s': use none, selective or full",
+                                recompute);
+  if (attention && !planner_attention_kernel_from_string (attention, &constants.attention))
+    return app_cli_usage_error (command, "--attention '%s': use flash or unfused", attention);
+  if (micro_batch != -1 && micro_batch < 1)
+    return app_cli_usage_error (command, "--micro-batch %d: give 1 or more sequences",
+                                micro_batch);
+  if (bucket_MiB != -1 && !(bucket_MiB > 0 && bucket_MiB < 1e9))
+    return app_cli_usage_error (command, "--dp-bucket-mib %g: give a size > 0", bucket_MiB);
 
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerPlan) parent = from ? app_cli_load_plan (from, &error) : NULL;
@@ -309,6 +393,33 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   options.allow_tied_redistribution = allow_tied;
   g_autoptr (PlannerPlan) plan = planner_propagate (graph, mesh, hw, pins, &options, &error);
   if (plan == NULL)
+    return app_cli_refuse (error);
+  /* The training options: a derived plan keeps its parent's unless given again. */
+  if (parent)
+    {
+      PlannerCostConstants given = constants;
+      constants = *planner_plan_get_constants (parent);
+      if (optimizer)
+        constants.optimizer = given.optimizer;
+      if (recompute)
+        constants.recompute = given.recompute;
+      if (attention)
+        constants.attention = given.attention;
+    }
+  if (zero != -1)
+    constants.zero = (guint)zero;
+  if (optimizer)
+    constants.optimizer_states = constants.optimizer == PLANNER_OPTIMIZER_SGD ? 0 : 2;
+  if (micro_batch != -1)
+    constants.micro_batch = (guint)micro_batch;
+  if (bucket_MiB != -1)
+    constants.dp_bucket_MiB = bucket_MiB;
+  if (no_overlap)
+    constants.dp_overlap = FALSE;
+  if (no_dropout)
+    constants.no_dropout = TRUE;
+  planner_plan_set_constants (plan, &constants);
+  if (!planner_plan_finish (plan, allow_tied, &error))
     return app_cli_refuse (error);
   planner_plan_set_policy (plan, policy);
   if (save_name)

@@ -41,6 +41,20 @@ update (AppDocumentView *view)
   set_figure (self->step, _("Training step"), step);
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->step), step);
   g_object_set_data_full (G_OBJECT (self), "step-text", g_strdup (step), g_free);
+  /* The breakdown the CLI prints: what the step is made of, and what the backward pass hides. */
+  const PlannerStepBreakdown *b = &t->breakdown;
+  g_autofree char *fwd = planner_format_time (b->forward);
+  g_autofree char *bwd = planner_format_time (b->backward);
+  g_autofree char *rec = planner_format_time (b->recompute);
+  g_autofree char *tp = planner_format_time (b->tp_comm_exposed);
+  g_autofree char *dp = planner_format_time (b->dp_sync_exposed);
+  g_autofree char *hidden = planner_format_time (b->dp_sync_hidden);
+  g_autofree char *over = planner_format_time (b->overhead);
+  g_autofree char *step_tip = g_strdup_printf (
+      _("Forward %s, backward %s, recompute %s, tensor-parallel communication %s, gradient sync "
+        "%s exposed (%s hidden), overhead %s"),
+      fwd, bwd, rec, tp, dp, hidden, over);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->step), step_tip);
 
   g_autofree char *compute = planner_format_time (t->compute_time_s);
   set_figure (self->compute, _("Compute (forward)"), compute);
@@ -70,21 +84,27 @@ update (AppDocumentView *view)
   gtk_label_set_text (self->collectives, coll->str);
 
   guint64 capacity = planner_hardware_memory_bytes (hw);
-  g_autofree char *used = planner_format_bytes (t->memory_per_device_bytes);
+  guint64 total = t->memory.total;
+  g_autofree char *used = planner_format_bytes (total);
   g_autofree char *cap = planner_format_bytes (capacity);
-  g_autofree char *mem = g_strdup_printf (_("%s of %s"), used, cap);
+  double fraction = capacity ? (double) total / capacity : 0;
+  /* A plan that cannot fit says so in words, not only in colour. */
+  g_autofree char *mem = g_strdup_printf (fraction > 1.0 ? _("%s of %s: does not fit")
+                                                         : _("%s of %s"),
+                                          used, cap);
   set_figure (self->memory, _("Memory per device"), mem);
-  double fraction = capacity ? (double) t->memory_per_device_bytes / capacity : 0;
   gtk_level_bar_set_value (self->memory_bar, MIN (fraction, 1.0));
   if (fraction > 1.0)
     gtk_widget_add_css_class (GTK_WIDGET (self->memory), "error");
   else
     gtk_widget_remove_css_class (GTK_WIDGET (self->memory), "error");
-  g_autofree char *params = planner_format_bytes (t->param_bytes_per_device);
-  g_autofree char *acts = planner_format_bytes (t->activation_bytes_per_device);
+  g_autofree char *params = planner_format_bytes (t->memory.parameters);
+  g_autofree char *grads = planner_format_bytes (t->memory.gradients);
+  g_autofree char *opt = planner_format_bytes (t->memory.optimizer);
+  g_autofree char *acts = planner_format_bytes (t->memory.activations);
   g_autofree char *mem_tip = g_strdup_printf (
-      _("Parameters %s per device (weights, gradients and optimizer states on top), activations %s"),
-      params, acts);
+      _("Parameters %s, gradients %s, optimizer states %s, activations %s (one micro-batch)"),
+      params, grads, opt, acts);
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->memory), mem_tip);
 }
 

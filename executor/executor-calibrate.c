@@ -41,6 +41,7 @@ typedef struct
   double progress_base, progress_span;
   /* compute figures, per device */
   double *gemm_s;
+  double *gemm_curve_s; /* [device][size index]: the GEMM sweep of the efficiency table */
   double *copy_s;
   gsize copy_bytes;
   guint axis;
@@ -105,6 +106,19 @@ sweep_device (ExecutorDevice *dev, gpointer data, GError **error)
   return ok;
 }
 
+/* The GEMM efficiency sweep: square sizes from GEMM_SWEEP_MIN doubling up to the calibration
+ * GEMM's. */
+#define GEMM_SWEEP_MIN 32
+
+static guint
+gemm_sweep_count (gint64 n)
+{
+  guint k = 0;
+  for (gint64 m = GEMM_SWEEP_MIN; m <= n && k < PLANNER_MAX_EFFICIENCY_POINTS; m *= 2)
+    k++;
+  return k;
+}
+
 /* Compute figures with every device busy at once, as in a trial run. */
 static gboolean
 compute_device (ExecutorDevice *dev, gpointer data, GError **error)
@@ -150,6 +164,25 @@ compute_device (ExecutorDevice *dev, gpointer data, GError **error)
         }
       s->gemm_s[dev->index] = best_gemm;
       s->copy_s[dev->index] = best_copy;
+      /* The efficiency table: smaller square GEMMs on the same buffers. */
+      guint k = 0;
+      for (gint64 m = GEMM_SWEEP_MIN; ok && m <= n; m *= 2, k++)
+        {
+          for (guint j = 0; j < 3; j++)
+            args[j].shape[0] = args[j].shape[1] = m;
+          call.inputs[0] = args[0];
+          call.inputs[1] = args[1];
+          call.outputs[0] = args[2];
+          double best = G_MAXDOUBLE;
+          for (guint it = 0; ok && it < 5; it++)
+            {
+              ok = executor_device_barrier (dev, error);
+              executor_device_timer_begin (dev);
+              ok = ok && executor_device_run_op (dev, &call, error);
+              best = MIN (best, executor_device_timer_end (dev));
+            }
+          s->gemm_curve_s[dev->index * gemm_sweep_count (n) + k] = best;
+        }
     }
   executor_device_buffer_free (dev, a);
   executor_device_buffer_free (dev, b);
@@ -206,6 +239,8 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
     n_groups++;
   guint g = 0;
   double peak = 0, membw = 0;
+  double gemm_curve_size[PLANNER_MAX_EFFICIENCY_POINTS], gemm_curve_flops[PLANNER_MAX_EFFICIENCY_POINTS];
+  guint gemm_curve_n = 0;
   for (guint p = 2; p <= MAX (options->max_devices, 2); p *= 2, g++)
     {
       /* Groups of p on every device at once (a major axis of max/p groups), as a trial on
@@ -234,6 +269,7 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
       s.progress_base = (double) g / n_groups;
       s.progress_span = 1.0 / n_groups;
       s.gemm_s = g_new0 (double, n_dev);
+      s.gemm_curve_s = g_new0 (double, (gsize) n_dev * gemm_sweep_count (options->gemm_size));
       s.copy_s = g_new0 (double, n_dev);
       s.copy_bytes = 32u << 20;
       gboolean ok = executor_backend_run (backend, sweep_device, &s, error);
@@ -251,6 +287,19 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
                 }
               double n = (double) options->gemm_size;
               peak = 2 * n * n * n / gemm;
+              /* Throughput by size, the slowest device's; the peak is the best of them, and
+               * the table is each size's fraction of it. */
+              guint nk = gemm_sweep_count (options->gemm_size);
+              gemm_curve_n = nk;
+              for (guint k = 0; k < nk; k++)
+                {
+                  double t = 0, m = (double) (GEMM_SWEEP_MIN << k);
+                  for (guint d = 0; d < n_dev; d++)
+                    t = MAX (t, s.gemm_curve_s[d * nk + k]);
+                  gemm_curve_size[k] = m;
+                  gemm_curve_flops[k] = 2 * m * m * m / t;
+                  peak = MAX (peak, gemm_curve_flops[k]);
+                }
               /* A copy reads and writes every byte. */
               membw = 2.0 * (double) s.copy_bytes / copy;
             }
@@ -284,6 +333,7 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
             }
       g_free (s.times);
       g_free (s.gemm_s);
+      g_free (s.gemm_curve_s);
       g_free (s.copy_s);
       if (!ok)
         return NULL;
@@ -322,13 +372,29 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
       planner_hardware_set_memory_GB (hw, mem / pmax / 1e9);
     }
   planner_hardware_set_memory_bandwidth_GBps (hw, membw / 1e9);
+  /* The measured GEMM efficiency table (f32, as the calibration GEMM runs): on a GPU it
+   * describes the f32 path only, so the profile's own table (for bf16) is kept there. The
+   * copy measured the bandwidth the memory-bound ops reach, so their efficiency is 1. */
+  if (!gpu && gemm_curve_n > 0)
+    {
+      PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+      e.n_gemm = gemm_curve_n;
+      for (guint k = 0; k < gemm_curve_n; k++)
+        {
+          e.gemm_size[k] = gemm_curve_size[k];
+          e.gemm_efficiency[k] = MIN (1.0, MAX (gemm_curve_flops[k] / peak, 1e-6));
+        }
+      e.memory_bound = 1;
+      planner_hardware_set_efficiency (hw, &e);
+    }
   g_autofree char *hw_name = g_strdup_printf ("%s-measured", backend_name);
   planner_hardware_set_name (hw, hw_name);
   g_autofree char *desc = g_strdup_printf (
     "Measured by 'shardscope-cli calibrate --backend %s' on %ld online cores: collectives "
     "over groups of 2..%u devices (every group of the %u devices at once), %" G_GUINT64_FORMAT " B to %" G_GUINT64_FORMAT
     " B, median of %u iterations after %u warm-up; GEMM %" G_GINT64_FORMAT
-    "^3 and a %u MiB copy with %u devices busy. %s",
+    "^3 (and square GEMMs from 32 up, for the efficiency table) and a %u MiB copy with %u "
+    "devices busy. %s",
     backend_name, sysconf (_SC_NPROCESSORS_ONLN), pmax, pmax, options->min_bytes, options->max_bytes,
     options->iterations, options->warmup, options->gemm_size, 32, pmax,
     gpu ? "GPUs of one node: bf16 peak, memory and the inter-node link are h100-sxm's."

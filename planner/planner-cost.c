@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "planner-cost.h"
 
@@ -200,13 +201,19 @@ planner_cost_measurement_fit (const PlannerHardware *hw, PlannerStepKind kind, P
   return TRUE;
 }
 
-/* The formula of semantics.md 7: AllReduce is a ReduceScatter then an AllGather, hence the 2. */
+/* The formula of semantics.md 7: AllReduce is a ReduceScatter then an AllGather, hence the 2.
+ * Across nodes NCCL also has its double binary tree for AllReduce, which moves the same bytes
+ * per device in 2 ceil(log2 p) latency steps instead of the ring's 2 (p-1), and picks
+ * whichever is faster: the latency term takes the smaller count there. */
 static double
-formula_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n)
+formula_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n, gboolean tree)
 {
   double steps = kind == PLANNER_STEP_ALL_REDUCE ? 2.0 * (p - 1) : p - 1;
+  double latency_steps = steps;
 
-  return steps * link->latency_us * 1e-6 + steps / p * n / (link->bandwidth_GBps * 1e9);
+  if (tree && kind == PLANNER_STEP_ALL_REDUCE)
+    latency_steps = MIN (steps, 2.0 * ceil (log2 (p)));
+  return latency_steps * link->latency_us * 1e-6 + steps / p * n / (link->bandwidth_GBps * 1e9);
 }
 
 double
@@ -228,7 +235,7 @@ planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, P
   points = planner_hardware_get_measurement (hw, kind, link, p, &n_points);
   if (points != NULL)
     return curve_time (points, n_points, n);
-  return formula_time (planner_hardware_get_link (hw, link), kind, p, n);
+  return formula_time (planner_hardware_get_link (hw, link), kind, p, n, link == PLANNER_LINK_INTER);
 }
 
 double
@@ -240,9 +247,34 @@ planner_cost_step_time (const PlannerHardware *hw, const PlannerMesh *mesh, Plan
   g_return_val_if_fail (axis < mesh->n_axes, 0.0);
   g_return_val_if_fail (kind < PLANNER_N_STEP_KINDS, 0.0);
 
-  return planner_cost_collective_time (hw, kind, planner_hardware_axis_link_kind (hw, mesh, axis),
-                                       mesh->sizes[axis],
-                                       planner_cost_step_buffer (kind, n_in, n_out));
+  PlannerLinkKind link = planner_hardware_axis_link_kind (hw, mesh, axis);
+  guint p = mesh->sizes[axis];
+  guint64 n = planner_cost_step_buffer (kind, n_in, n_out);
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (hw);
+  guint node = planner_hardware_get_node_size (hw);
+  guint64 minor = 1;
+
+  for (guint a = axis + 1; a < mesh->n_axes; a++)
+    minor *= mesh->sizes[a];
+  /* Several NICs per node: a group that has k members in each node drives k x (NICs per
+   * device) NICs from that node, as NCCL's rings and trees spread their channels over every
+   * NIC; the hops inside the node ride NVLink, which caps the rate. Without a measured curve
+   * only, and only when the profile says how many NICs a node has. */
+  if (link == PLANNER_LINK_INTER && kind != PLANNER_STEP_SLICE && p > 1 && e->nics_per_node > 0
+      && minor < node && node % minor == 0
+      && planner_hardware_get_measurement (hw, kind, link, p, NULL) == NULL)
+    {
+      guint k = MIN (p, (guint)(node / minor));
+      PlannerLink l = *planner_hardware_get_link (hw, PLANNER_LINK_INTER);
+      double share = (double)e->nics_per_node * k / node;
+
+      l.bandwidth_GBps *= MAX (1.0, share);
+      if (k > 1)
+        l.bandwidth_GBps
+            = MIN (l.bandwidth_GBps, planner_hardware_get_link (hw, PLANNER_LINK_INTRA)->bandwidth_GBps);
+      return formula_time (&l, kind, p, n, TRUE);
+    }
+  return planner_cost_collective_time (hw, kind, link, p, n);
 }
 
 gboolean
@@ -276,25 +308,250 @@ planner_cost_compute_time (const PlannerHardware *hw, PlannerDType dtype, double
               bytes / planner_hardware_memory_bandwidth (hw));
 }
 
+static const char *const optimizer_names[] = { "adam", "sgd" };
+static const char *const recompute_names[] = { "none", "selective", "full" };
+static const char *const attention_names[] = { "flash", "unfused" };
+
+static int
+index_of (const char *const *names, guint n, const char *text)
+{
+  for (guint i = 0; i < n; i++)
+    if (g_strcmp0 (names[i], text) == 0)
+      return (int)i;
+  return -1;
+}
+
+#define ENUM_STRINGS(type, prefix, names)                                                          \
+  const char *planner_##prefix##_to_string (type value)                                           \
+  {                                                                                                \
+    g_return_val_if_fail ((guint)value < G_N_ELEMENTS (names), NULL);                              \
+    return names[value];                                                                           \
+  }                                                                                                \
+  gboolean planner_##prefix##_from_string (const char *text, type *value)                        \
+  {                                                                                                \
+    int i = index_of (names, G_N_ELEMENTS (names), text);                                          \
+    if (i >= 0 && value)                                                                           \
+      *value = (type)i;                                                                            \
+    return i >= 0;                                                                                 \
+  }
+
+ENUM_STRINGS (PlannerOptimizer, optimizer, optimizer_names)
+ENUM_STRINGS (PlannerRecompute, recompute, recompute_names)
+ENUM_STRINGS (PlannerAttentionKernel, attention_kernel, attention_names)
+
 void
 planner_cost_constants_init (PlannerCostConstants *constants)
 {
   g_return_if_fail (constants != NULL);
 
+  memset (constants, 0, sizeof *constants);
   constants->weight_copies = 1;
   constants->grad_copies = 1;
   constants->optimizer_states = 2;
   constants->backward_factor = 2;
+  constants->optimizer = PLANNER_OPTIMIZER_ADAM;
+  constants->zero = 0;
+  constants->recompute = PLANNER_RECOMPUTE_NONE;
+  constants->attention = PLANNER_ATTENTION_FLASH;
+  constants->micro_batch = 0;
+  constants->dp_bucket_MiB = 25;
+  constants->dp_overlap = TRUE;
 }
 
-guint64
-planner_cost_memory_per_device (const PlannerCostConstants *constants, guint64 local_param_bytes,
-                                guint64 activation_bytes)
+char *
+planner_cost_training_to_string (const PlannerCostConstants *c)
 {
-  double per_param;
+  char bucket[G_ASCII_DTOSTR_BUF_SIZE];
 
-  g_return_val_if_fail (constants != NULL, 0);
+  g_return_val_if_fail (c != NULL, NULL);
+  g_ascii_dtostr (bucket, sizeof bucket, c->dp_bucket_MiB);
+  return g_strdup_printf ("optimizer=%s;zero=%u;recompute=%s;attention=%s;micro_batch=%u;"
+                          "dp_bucket_MiB=%s;dp_overlap=%d;no_dropout=%d",
+                          planner_optimizer_to_string (c->optimizer), c->zero,
+                          planner_recompute_to_string (c->recompute),
+                          planner_attention_kernel_to_string (c->attention), c->micro_batch,
+                          bucket, c->dp_overlap ? 1 : 0, c->no_dropout ? 1 : 0);
+}
 
-  per_param = constants->weight_copies + constants->grad_copies + constants->optimizer_states;
-  return (guint64)llround (local_param_bytes * per_param) + activation_bytes;
+static gboolean
+parse_uint (const char *text, guint max, guint *out)
+{
+  guint64 v;
+  if (!g_ascii_string_to_unsigned (text, 10, 0, max, &v, NULL))
+    return FALSE;
+  *out = (guint)v;
+  return TRUE;
+}
+
+gboolean
+planner_cost_training_from_string (const char *text, PlannerCostConstants *constants)
+{
+  g_return_val_if_fail (text != NULL && constants != NULL, FALSE);
+
+  PlannerCostConstants c = *constants;
+  g_auto (GStrv) items = g_strsplit (text, ";", -1);
+  for (guint i = 0; items[i]; i++)
+    {
+      if (items[i][0] == '\0')
+        continue;
+      char *value = strchr (items[i], '=');
+      guint flag = 0;
+      if (value == NULL)
+        return FALSE;
+      *value++ = '\0';
+      const char *key = items[i];
+      gboolean ok;
+      if (strcmp (key, "optimizer") == 0)
+        ok = planner_optimizer_from_string (value, &c.optimizer);
+      else if (strcmp (key, "zero") == 0)
+        ok = parse_uint (value, 3, &c.zero);
+      else if (strcmp (key, "recompute") == 0)
+        ok = planner_recompute_from_string (value, &c.recompute);
+      else if (strcmp (key, "attention") == 0)
+        ok = planner_attention_kernel_from_string (value, &c.attention);
+      else if (strcmp (key, "micro_batch") == 0)
+        ok = parse_uint (value, G_MAXINT, &c.micro_batch);
+      else if (strcmp (key, "dp_bucket_MiB") == 0)
+        {
+          char *end;
+          c.dp_bucket_MiB = g_ascii_strtod (value, &end);
+          ok = *value != '\0' && *end == '\0' && isfinite (c.dp_bucket_MiB)
+               && c.dp_bucket_MiB > 0;
+        }
+      else if (strcmp (key, "dp_overlap") == 0)
+        {
+          ok = parse_uint (value, 1, &flag);
+          c.dp_overlap = flag;
+        }
+      else if (strcmp (key, "no_dropout") == 0)
+        {
+          ok = parse_uint (value, 1, &flag);
+          c.no_dropout = flag;
+        }
+      else
+        ok = FALSE;
+      if (!ok)
+        return FALSE;
+    }
+  *constants = c;
+  return TRUE;
+}
+
+void
+planner_cost_model_states (const PlannerCostConstants *constants, guint64 n_params,
+                           PlannerDType dtype, guint dp, PlannerMemory *memory)
+{
+  g_return_if_fail (constants != NULL && memory != NULL);
+
+  double size = planner_dtype_size (dtype);
+  /* 16-bit training updates an fp32 master copy; fp32 training updates the weights. */
+  double master = size < 4 ? 4 : 0;
+  double shard = MAX (dp, 1u);
+  double weights = n_params * size * constants->weight_copies;
+  double grads = n_params * size * constants->grad_copies;
+  double optimizer = n_params * (master + 4 * constants->optimizer_states);
+
+  if (constants->zero >= 1)
+    optimizer /= shard;
+  if (constants->zero >= 2)
+    grads /= shard;
+  if (constants->zero >= 3)
+    weights /= shard;
+  memory->parameters += (guint64)llround (weights);
+  memory->gradients += (guint64)llround (grads);
+  memory->optimizer += (guint64)llround (optimizer);
+}
+
+double
+planner_step_breakdown_total (const PlannerStepBreakdown *b)
+{
+  g_return_val_if_fail (b != NULL, 0.0);
+  return b->forward + b->backward + b->recompute + b->tp_comm_exposed + b->dp_sync_exposed
+         + b->overhead;
+}
+
+double
+planner_cost_gemm_efficiency (const PlannerHardware *hw, double size)
+{
+  g_return_val_if_fail (hw != NULL, 1.0);
+
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (hw);
+  guint n = e->n_gemm;
+  if (n == 0)
+    return 1.0;
+  if (size <= e->gemm_size[0])
+    return e->gemm_efficiency[0];
+  if (size >= e->gemm_size[n - 1])
+    return e->gemm_efficiency[n - 1];
+  guint i = 1;
+  while (e->gemm_size[i] < size)
+    i++;
+  /* Linear in log2(size): sizes span decades, efficiency rises with the dimension's doublings. */
+  double x0 = log2 (e->gemm_size[i - 1]), x1 = log2 (e->gemm_size[i]);
+  double w = (log2 (size) - x0) / (x1 - x0);
+  return e->gemm_efficiency[i - 1] + w * (e->gemm_efficiency[i] - e->gemm_efficiency[i - 1]);
+}
+
+double
+planner_cost_gemm_time (const PlannerHardware *hw, PlannerDType dtype, double flops, double bytes)
+{
+  g_return_val_if_fail (hw != NULL, 0.0);
+  g_return_val_if_fail (flops >= 0 && bytes >= 0, 0.0);
+
+  if (flops == 0 && bytes == 0)
+    return 0.0;
+  double eff = planner_cost_gemm_efficiency (hw, cbrt (flops / 2));
+  return MAX (flops / (planner_hardware_peak_flops (hw, dtype) * eff),
+              bytes / (planner_hardware_memory_bandwidth (hw)
+                       * planner_hardware_get_efficiency (hw)->memory_bound));
+}
+
+double
+planner_cost_memory_bound_time (const PlannerHardware *hw, PlannerDType dtype, double flops,
+                                double bytes)
+{
+  g_return_val_if_fail (hw != NULL, 0.0);
+  g_return_val_if_fail (flops >= 0 && bytes >= 0, 0.0);
+
+  return MAX (flops / planner_hardware_peak_flops (hw, dtype),
+              bytes / (planner_hardware_memory_bandwidth (hw)
+                       * planner_hardware_get_efficiency (hw)->memory_bound));
+}
+
+double
+planner_cost_bucket_exposed (const double *times, guint n, double backward, gboolean overlap)
+{
+  double done = 0, total = 0;
+
+  g_return_val_if_fail (n == 0 || times != NULL, 0.0);
+
+  for (guint k = 0; k < n; k++)
+    total += times[k];
+  if (!overlap || n == 0)
+    return total;
+  for (guint k = 0; k < n; k++)
+    {
+      double ready = backward * (k + 1) / n;
+      done = MAX (done, ready) + times[k];
+    }
+  return MAX (0.0, done - backward);
+}
+
+double
+planner_cost_prefetch_exposed (const double *times, guint n, double compute, gboolean overlap)
+{
+  double gathered = 0, now = 0, total = 0;
+
+  g_return_val_if_fail (n == 0 || times != NULL, 0.0);
+
+  for (guint k = 0; k < n; k++)
+    total += times[k];
+  if (!overlap || n == 0)
+    return total;
+  for (guint k = 0; k < n; k++)
+    {
+      gathered += times[k];
+      now = MAX (now, gathered) + compute / n;
+    }
+  return MAX (0.0, now - compute);
 }

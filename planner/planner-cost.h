@@ -60,20 +60,118 @@ gboolean planner_step_kind_backward (PlannerStepKind kind, PlannerStepKind *back
 double planner_cost_compute_time (const PlannerHardware *hw, PlannerDType dtype, double flops,
                                   double bytes);
 
+/* The training-step and memory model (planner/README.md, "Training step and memory"). */
+
+typedef enum
+{
+  PLANNER_OPTIMIZER_ADAM, /* m and v in fp32: 2 states */
+  PLANNER_OPTIMIZER_SGD,  /* plain SGD: no state */
+} PlannerOptimizer;
+
+typedef enum
+{
+  PLANNER_RECOMPUTE_NONE,
+  PLANNER_RECOMPUTE_SELECTIVE, /* Korthikanti et al.: the attention core only */
+  PLANNER_RECOMPUTE_FULL,      /* every transformer layer from its input */
+} PlannerRecompute;
+
+typedef enum
+{
+  PLANNER_ATTENTION_FLASH,   /* fused kernel: keeps q, k, v, the output and logsumexp */
+  PLANNER_ATTENTION_UNFUSED, /* keeps the s x s scores (softmax, dropout mask and output) */
+} PlannerAttentionKernel;
+
+/* "adam", "sgd"; "none", "selective", "full"; "flash", "unfused". */
+const char *planner_optimizer_to_string (PlannerOptimizer optimizer);
+gboolean planner_optimizer_from_string (const char *text, PlannerOptimizer *optimizer);
+const char *planner_recompute_to_string (PlannerRecompute recompute);
+gboolean planner_recompute_from_string (const char *text, PlannerRecompute *recompute);
+const char *planner_attention_kernel_to_string (PlannerAttentionKernel kernel);
+gboolean planner_attention_kernel_from_string (const char *text, PlannerAttentionKernel *kernel);
+
 /* The constants of the training-step and memory estimates that are not hardware. Every one is
- * shown to the user and editable. */
+ * shown to the user and editable, and saved with the plan. */
 typedef struct
 {
   double weight_copies;    /* 1: the weights themselves */
   double grad_copies;      /* 1: their gradients */
-  double optimizer_states; /* per parameter, in parameter bytes: 2 for Adam (m and v) */
+  double optimizer_states; /* fp32 states per parameter: 2 for Adam (m and v), 0 for SGD */
   double backward_factor;  /* backward compute = 2x forward */
+  /* Added with the training model (absent from older plan files: these defaults). */
+  PlannerOptimizer optimizer;  /* sets optimizer_states */
+  guint zero;                  /* ZeRO stage 0-3 over the data-parallel axes */
+  PlannerRecompute recompute;
+  PlannerAttentionKernel attention;
+  guint micro_batch;           /* sequences per device per micro-batch; 0: the whole local batch */
+  double dp_bucket_MiB;        /* gradient buckets (DDP's 25 MiB) */
+  gboolean dp_overlap;         /* buckets sync while the backward pass runs */
+  gboolean no_dropout;         /* the graph's dropout ops have p = 0: identities, no masks */
 } PlannerCostConstants;
 
 void planner_cost_constants_init (PlannerCostConstants *constants);
-/* Memory per device: param_bytes x (weights + grads + optimizer states) + activation bytes
- * kept for backward. */
-guint64 planner_cost_memory_per_device (const PlannerCostConstants *constants,
-                                        guint64 local_param_bytes, guint64 activation_bytes);
+
+/* The training options (optimizer .. no_dropout) as one line, for the store:
+ * "optimizer=adam;zero=3;recompute=full;attention=flash;micro_batch=6;dp_bucket_MiB=25;
+ * dp_overlap=1;no_dropout=0". Reading sets what the text names on @constants and refuses
+ * (FALSE) an unknown key or value; other members stay as they were. */
+char *planner_cost_training_to_string (const PlannerCostConstants *constants);
+gboolean planner_cost_training_from_string (const char *text, PlannerCostConstants *constants);
+
+/* Model-state bytes per device, split as the JSON `memory` object shows them. */
+typedef struct
+{
+  guint64 parameters;
+  guint64 gradients;
+  guint64 optimizer;
+  guint64 activations;
+  guint64 total;
+} PlannerMemory;
+
+/* Model states of @n_params local parameter elements of @dtype, whose gradients are synced
+ * over @dp devices (the data-parallel axes the parameter is replicated on): weights and
+ * gradients in @dtype, and for a 16-bit @dtype an fp32 master copy; optimizer states in fp32.
+ * Mixed-precision Adam is 2 + 2 + 4 + 4 + 4 = 16 bytes a parameter, as is fp32 Adam
+ * (4 + 4 + 4 + 4). ZeRO stage 1 shards the master copy and the states over @dp, 2 also the
+ * gradients, 3 also the weights. Adds to @memory (parameters, gradients, optimizer). */
+void planner_cost_model_states (const PlannerCostConstants *constants, guint64 n_params,
+                                PlannerDType dtype, guint dp, PlannerMemory *memory);
+
+/* The step breakdown (seconds per device per global step). */
+typedef struct
+{
+  double forward;         /* forward compute of every micro-batch */
+  double backward;        /* backward compute */
+  double recompute;       /* recomputed forward compute (and its tensor-parallel collectives) */
+  double tp_comm_exposed; /* forward and backward redistributions (not overlapped) */
+  double dp_sync_exposed; /* the part of the gradient sync the backward pass does not hide */
+  double dp_sync_hidden;  /* the part it hides (shown, not added) */
+  double overhead;        /* kernel launches and the optimizer step */
+} PlannerStepBreakdown;
+
+double planner_step_breakdown_total (const PlannerStepBreakdown *breakdown);
+
+/* Achieved compute. GEMMs (MatMul, BatchMatMul, Einsum): @flops at the profile's GEMM efficiency
+ * for the size (M N K)^(1/3) = (flops / 2)^(1/3), interpolated in log2(size), or by the
+ * memory traffic, whichever is slower. Other ops: @bytes at the profile's memory-bound
+ * efficiency of the HBM bandwidth (or their flops at peak). */
+double planner_cost_gemm_efficiency (const PlannerHardware *hw, double size);
+double planner_cost_gemm_time (const PlannerHardware *hw, PlannerDType dtype, double flops,
+                               double bytes);
+double planner_cost_memory_bound_time (const PlannerHardware *hw, PlannerDType dtype, double flops,
+                                       double bytes);
+
+/* Exposed time of a gradient sync in @n buckets whose collective times are @times, while a
+ * backward pass of @backward seconds produces them: bucket k (1-based) is ready at
+ * backward x k / n and the buckets go out one after another on one stream. Without @overlap,
+ * all of it is exposed. */
+double planner_cost_bucket_exposed (const double *times, guint n, double backward,
+                                    gboolean overlap);
+
+/* Exposed time of @n parameter gathers of @times ahead of a pass of @compute seconds in @n
+ * equal segments (ZeRO-3's forward): gather k must be done before segment k starts; the
+ * gathers go out one after another from the start of the pass (prefetch). Without @overlap,
+ * all of it is exposed. */
+double planner_cost_prefetch_exposed (const double *times, guint n, double compute,
+                                      gboolean overlap);
 
 G_END_DECLS

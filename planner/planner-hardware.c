@@ -9,6 +9,7 @@
 
 #include "planner-error.h"
 #include "planner-hardware.h"
+#include "planner-hardware-private.h"
 #include "planner-json.h"
 #include "planner-resources.h"
 
@@ -36,6 +37,7 @@ struct _PlannerHardware
   guint node_size;
   PlannerLink links[PLANNER_N_LINKS];
   GPtrArray *curves; /* Curve, sorted by (kind, link, p) so files are written in one order */
+  PlannerEfficiency efficiency; /* planner-hardware-efficiency.c */
 };
 
 static const char *const step_kind_names[PLANNER_N_STEP_KINDS] = {
@@ -182,6 +184,7 @@ planner_hardware_new (const char *name)
       hw->links[i].latency_us = 1.0;
     }
   hw->curves = g_ptr_array_new_with_free_func (curve_free);
+  planner_hardware_efficiency_init (&hw->efficiency);
   return hw;
 }
 
@@ -242,7 +245,8 @@ planner_hardware_equal (const PlannerHardware *a, const PlannerHardware *b)
 
   if (strcmp (a->name, b->name) != 0 || strcmp (a->description, b->description) != 0
       || a->memory_bandwidth_GBps != b->memory_bandwidth_GBps || a->memory_GB != b->memory_GB
-      || a->node_size != b->node_size || a->curves->len != b->curves->len)
+      || a->node_size != b->node_size || a->curves->len != b->curves->len
+      || !planner_hardware_efficiency_equal (&a->efficiency, &b->efficiency))
     return FALSE;
   for (guint i = 0; i < N_DTYPES; i++)
     if (a->peak_tflops[i] != b->peak_tflops[i])
@@ -374,6 +378,21 @@ planner_hardware_set_link (PlannerHardware *hw, PlannerLinkKind kind, const Plan
   /* Zero latency is allowed: an ideal link is a legitimate what-if. */
   g_return_if_fail (isfinite (link->latency_us) && link->latency_us >= 0);
   hw->links[kind] = *link;
+}
+
+const PlannerEfficiency *
+planner_hardware_get_efficiency (const PlannerHardware *hw)
+{
+  g_return_val_if_fail (hw != NULL, NULL);
+  return &hw->efficiency;
+}
+
+void
+planner_hardware_set_efficiency (PlannerHardware *hw, const PlannerEfficiency *efficiency)
+{
+  g_return_if_fail (hw != NULL && efficiency != NULL);
+  g_return_if_fail (efficiency->n_gemm <= PLANNER_MAX_EFFICIENCY_POINTS);
+  hw->efficiency = *efficiency;
 }
 
 double
@@ -687,7 +706,7 @@ planner_hardware_from_json (const char *text, GError **error)
 {
   static const char *const known[] = {
     "shardscope_hardware", "name",      "description", "peak_tflops",  "memory_bandwidth_GBps",
-    "memory_GB",           "node_size", "links",       "measurements", NULL,
+    "memory_GB",           "node_size", "links",       "measurements", "efficiency", NULL,
   };
   static const char *const known_links[] = { "intra", "inter", NULL };
   g_auto (PlannerJsonReader) r = { "hardware profile", NULL, error };
@@ -770,6 +789,10 @@ planner_hardware_from_json (const char *text, GError **error)
           return NULL;
     }
 
+  if (json_object_has_member (object, "efficiency")
+      && !planner_hardware_read_efficiency (&r, object, &hw->efficiency))
+    return NULL;
+
   return g_steal_pointer (&hw);
 }
 
@@ -839,7 +862,13 @@ planner_hardware_to_json (const PlannerHardware *hw)
       append_number_member (out, 6, "latency_us", hw->links[i].latency_us, "\n");
       g_string_append (out, i + 1 < PLANNER_N_LINKS ? "    },\n" : "    }\n");
     }
-  g_string_append (out, hw->curves->len > 0 ? "  },\n" : "  }\n");
+  g_string_append (out, "  }");
+  if (hw->efficiency.n_gemm > 0 || !planner_hardware_efficiency_is_default (&hw->efficiency))
+    {
+      g_string_append (out, ",\n");
+      planner_hardware_append_efficiency (out, &hw->efficiency);
+    }
+  g_string_append (out, hw->curves->len > 0 ? ",\n" : "\n");
 
   if (hw->curves->len > 0)
     {

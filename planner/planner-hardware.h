@@ -57,6 +57,23 @@ typedef struct
   double seconds;
 } PlannerMeasuredPoint;
 
+/* Achieved-throughput constants (planner-cost.h, planner/README.md "Efficiency"): the profile's
+ * optional "efficiency" object. A profile without it computes at datasheet peak, as before. */
+#define PLANNER_MAX_EFFICIENCY_POINTS 16
+
+typedef struct
+{
+  guint n_gemm;                                    /* 0: GEMMs at peak */
+  double gemm_size[PLANNER_MAX_EFFICIENCY_POINTS]; /* (M N K)^(1/3), increasing */
+  double gemm_efficiency[PLANNER_MAX_EFFICIENCY_POINTS]; /* fraction of dense peak, (0, 1] */
+  double flash_forward;    /* flash attention forward, fraction of dense peak */
+  double flash_backward;   /* its backward (2.5x the forward FLOPs) */
+  double memory_bound;     /* fraction of HBM bandwidth that norms and elementwise ops reach */
+  double kernel_launch_us; /* per kernel */
+  guint nics_per_node;     /* 0: one inter-node link per device only */
+  double nvls_bandwidth_GBps; /* AllReduce busbw over a whole node with NVLink SHARP; 0: none */
+} PlannerEfficiency;
+
 typedef struct _PlannerHardware PlannerHardware;
 
 /* Built-ins ship in the planner's GResource (data/hardware/NAME.json). */
@@ -96,6 +113,9 @@ guint planner_hardware_get_node_size (const PlannerHardware *hw);
 void planner_hardware_set_node_size (PlannerHardware *hw, guint node_size);
 const PlannerLink *planner_hardware_get_link (const PlannerHardware *hw, PlannerLinkKind kind);
 void planner_hardware_set_link (PlannerHardware *hw, PlannerLinkKind kind, const PlannerLink *link);
+
+const PlannerEfficiency *planner_hardware_get_efficiency (const PlannerHardware *hw);
+void planner_hardware_set_efficiency (PlannerHardware *hw, const PlannerEfficiency *efficiency);
 
 /* SI figures for the formulas. */
 double planner_hardware_peak_flops (const PlannerHardware *hw, PlannerDType dtype);

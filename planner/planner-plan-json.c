@@ -123,6 +123,36 @@ add_total_fields (JsonBuilder *b, const PlannerPlanTotals *t, guint first, guint
     }
 }
 
+/* The training model's figures: "memory" (bytes per device) and the step breakdown in
+ * seconds x @scale under @breakdown_name, then the micro-batch counts. */
+static void
+add_training (JsonBuilder *b, const PlannerPlanTotals *t, double scale, const char *breakdown_name)
+{
+  const PlannerMemory *m = &t->memory;
+  const PlannerStepBreakdown *s = &t->breakdown;
+
+  json_builder_set_member_name (b, "memory");
+  json_builder_begin_object (b);
+  planner_json_add_int (b, "parameters", (gint64)m->parameters);
+  planner_json_add_int (b, "gradients", (gint64)m->gradients);
+  planner_json_add_int (b, "optimizer", (gint64)m->optimizer);
+  planner_json_add_int (b, "activations", (gint64)m->activations);
+  planner_json_add_int (b, "total", (gint64)m->total);
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, breakdown_name);
+  json_builder_begin_object (b);
+  planner_json_add_double (b, "forward", s->forward * scale);
+  planner_json_add_double (b, "backward", s->backward * scale);
+  planner_json_add_double (b, "recompute", s->recompute * scale);
+  planner_json_add_double (b, "tp_comm_exposed", s->tp_comm_exposed * scale);
+  planner_json_add_double (b, "dp_sync_exposed", s->dp_sync_exposed * scale);
+  planner_json_add_double (b, "dp_sync_hidden", s->dp_sync_hidden * scale);
+  planner_json_add_double (b, "overhead", s->overhead * scale);
+  json_builder_end_object (b);
+  planner_json_add_int (b, "micro_batches", t->micro_batches);
+  planner_json_add_int (b, "local_batch", t->local_batch);
+}
+
 static const char *
 op_name_or_null (PlannerGraph *graph, int op)
 {
@@ -150,6 +180,10 @@ planner_plan_summary_to_json (PlannerPlan *plan)
   planner_json_add_int (b, "memory_per_device_bytes", (gint64)t->memory_per_device_bytes);
   planner_json_add_int (b, "memory_capacity_bytes",
                         (gint64)planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
+  add_training (b, t, 1e6, "step_breakdown_us");
+  json_builder_set_member_name (b, "fits");
+  json_builder_add_boolean_value (
+      b, t->memory.total <= planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
   planner_json_add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
   json_builder_end_object (b);
   return json_builder_get_root (b);
@@ -185,6 +219,7 @@ add_totals (JsonBuilder *b, const PlannerPlanTotals *t, const PlannerMesh *mesh)
     }
   json_builder_end_object (b);
   add_total_fields (b, t, PLANNER_N_TOTAL_COUNTS, PLANNER_N_TOTAL_FIELDS);
+  add_training (b, t, 1.0, "step_breakdown_s");
   json_builder_end_object (b);
 }
 
@@ -342,6 +377,17 @@ plan_to_node (PlannerPlan *plan)
   planner_json_add_double (b, "grad_copies", constants->grad_copies);
   planner_json_add_double (b, "optimizer_states", constants->optimizer_states);
   planner_json_add_double (b, "backward_factor", constants->backward_factor);
+  planner_json_add_string (b, "optimizer", planner_optimizer_to_string (constants->optimizer));
+  planner_json_add_int (b, "zero", constants->zero);
+  planner_json_add_string (b, "recompute", planner_recompute_to_string (constants->recompute));
+  planner_json_add_string (b, "attention",
+                           planner_attention_kernel_to_string (constants->attention));
+  planner_json_add_int (b, "micro_batch", constants->micro_batch);
+  planner_json_add_double (b, "dp_bucket_MiB", constants->dp_bucket_MiB);
+  json_builder_set_member_name (b, "dp_overlap");
+  json_builder_add_boolean_value (b, constants->dp_overlap);
+  json_builder_set_member_name (b, "no_dropout");
+  json_builder_add_boolean_value (b, constants->no_dropout);
   json_builder_end_object (b);
 
   json_builder_set_member_name (b, "summary");
@@ -428,6 +474,7 @@ typedef struct
   PlannerGraph *graph;
   PlannerMesh mesh;
   PlannerPlan *plan; /* what is read goes into it */
+  gboolean has_training; /* totals held the training figures (memory, breakdown) */
 } Reader;
 
 static void
@@ -674,7 +721,9 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
 {
   gsize mark;
   static const char *const known[]
-      = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor", NULL };
+      = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor", "optimizer",
+          "zero",          "recompute",   "attention",        "micro_batch",     "dp_bucket_MiB",
+          "dp_overlap",    "no_dropout",  NULL };
   JsonObject *o = planner_json_enter_member (&r->json, root, "constants", &mark);
   if (o == NULL || !known_members (r, o, known)
       || !get_double (r, o, "weight_copies", &c->weight_copies)
@@ -682,8 +731,107 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
       || !get_double (r, o, "optimizer_states", &c->optimizer_states)
       || !get_double (r, o, "backward_factor", &c->backward_factor))
     return FALSE;
+  /* The training options came later: a plan file without them has the defaults. */
+  const char *text;
+  gint64 value;
+  if (json_object_has_member (o, "optimizer"))
+    {
+      if (!planner_json_get_string (&r->json, o, "optimizer", FALSE, &text))
+        return FALSE;
+      if (!planner_optimizer_from_string (text, &c->optimizer))
+        return planner_json_fail (&r->json, "optimizer", "must be \"adam\" or \"sgd\"");
+    }
+  if (json_object_has_member (o, "zero"))
+    {
+      if (!planner_json_get_int (&r->json, o, "zero", 0, 3, &value))
+        return FALSE;
+      c->zero = (guint)value;
+    }
+  if (json_object_has_member (o, "recompute"))
+    {
+      if (!planner_json_get_string (&r->json, o, "recompute", FALSE, &text))
+        return FALSE;
+      if (!planner_recompute_from_string (text, &c->recompute))
+        return planner_json_fail (&r->json, "recompute",
+                                  "must be \"none\", \"selective\" or \"full\"");
+    }
+  if (json_object_has_member (o, "attention"))
+    {
+      if (!planner_json_get_string (&r->json, o, "attention", FALSE, &text))
+        return FALSE;
+      if (!planner_attention_kernel_from_string (text, &c->attention))
+        return planner_json_fail (&r->json, "attention", "must be \"flash\" or \"unfused\"");
+    }
+  if (json_object_has_member (o, "micro_batch"))
+    {
+      if (!planner_json_get_int (&r->json, o, "micro_batch", 0, G_MAXINT, &value))
+        return FALSE;
+      c->micro_batch = (guint)value;
+    }
+  if (json_object_has_member (o, "dp_bucket_MiB"))
+    {
+      if (!get_double (r, o, "dp_bucket_MiB", &c->dp_bucket_MiB))
+        return FALSE;
+      if (!(c->dp_bucket_MiB > 0) || !isfinite (c->dp_bucket_MiB))
+        return planner_json_fail (&r->json, "dp_bucket_MiB", "must be > 0");
+    }
+  if (json_object_has_member (o, "dp_overlap"))
+    {
+      JsonNode *node = json_object_get_member (o, "dp_overlap");
+      if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
+        return planner_json_fail (&r->json, "dp_overlap", "must be true or false");
+      c->dp_overlap = json_node_get_boolean (node);
+    }
+  if (json_object_has_member (o, "no_dropout"))
+    {
+      JsonNode *node = json_object_get_member (o, "no_dropout");
+      if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
+        return planner_json_fail (&r->json, "no_dropout", "must be true or false");
+      c->no_dropout = json_node_get_boolean (node);
+    }
   planner_json_pop (&r->json, mark);
   return TRUE;
+}
+
+static gboolean
+get_u64_member (Reader *r, JsonObject *o, const char *name, guint64 *out)
+{
+  return planner_json_get_uint64 (&r->json, o, name, out);
+}
+
+/* The training figures of totals; FALSE with *present FALSE when the file predates them. */
+static gboolean
+read_training (Reader *r, JsonObject *o, PlannerPlanTotals *t, gboolean *present)
+{
+  static const char *const known_memory[]
+      = { "parameters", "gradients", "optimizer", "activations", "total", NULL };
+  static const char *const known_breakdown[]
+      = { "forward",         "backward",       "recompute", "tp_comm_exposed",
+          "dp_sync_exposed", "dp_sync_hidden", "overhead",  NULL };
+  gsize m;
+  *present = json_object_has_member (o, "memory");
+  if (!*present)
+    return TRUE;
+  JsonObject *mem = planner_json_enter_member (&r->json, o, "memory", &m);
+  if (mem == NULL || !known_members (r, mem, known_memory) || !get_u64_member (r, mem, "parameters", &t->memory.parameters)
+      || !get_u64_member (r, mem, "gradients", &t->memory.gradients)
+      || !get_u64_member (r, mem, "optimizer", &t->memory.optimizer)
+      || !get_u64_member (r, mem, "activations", &t->memory.activations)
+      || !get_u64_member (r, mem, "total", &t->memory.total))
+    return FALSE;
+  planner_json_pop (&r->json, m);
+  JsonObject *s = planner_json_enter_member (&r->json, o, "step_breakdown_s", &m);
+  if (s == NULL || !known_members (r, s, known_breakdown) || !get_double (r, s, "forward", &t->breakdown.forward)
+      || !get_double (r, s, "backward", &t->breakdown.backward)
+      || !get_double (r, s, "recompute", &t->breakdown.recompute)
+      || !get_double (r, s, "tp_comm_exposed", &t->breakdown.tp_comm_exposed)
+      || !get_double (r, s, "dp_sync_exposed", &t->breakdown.dp_sync_exposed)
+      || !get_double (r, s, "dp_sync_hidden", &t->breakdown.dp_sync_hidden)
+      || !get_double (r, s, "overhead", &t->breakdown.overhead))
+    return FALSE;
+  planner_json_pop (&r->json, m);
+  return planner_json_get_uint (&r->json, o, "micro_batches", &t->micro_batches)
+         && planner_json_get_uint (&r->json, o, "local_batch", &t->local_batch);
 }
 
 /* Fields [@first, @end) of planner_total_fields. */
@@ -712,14 +860,19 @@ read_totals (Reader *r, JsonObject *root, PlannerPlanTotals *t)
   gsize mark, mark_kinds, mark_axes, m;
   static const char *const known_kind[] = { "count", "bytes", "time_s", NULL };
   static const char *const known_axis[] = { "bytes", "time_s", NULL };
-  const char *known[PLANNER_N_TOTAL_FIELDS + 3];
+  const char *known[PLANNER_N_TOTAL_FIELDS + 7];
   const char *kind_names[PLANNER_N_STEP_KINDS + 1];
   const char *axis_names[PLANNER_MAX_AXES + 1];
   for (guint i = 0; i < PLANNER_N_TOTAL_FIELDS; i++)
     known[i] = planner_total_fields[i].name;
   known[PLANNER_N_TOTAL_FIELDS] = "collectives";
   known[PLANNER_N_TOTAL_FIELDS + 1] = "axes";
-  known[PLANNER_N_TOTAL_FIELDS + 2] = NULL;
+  /* The training figures (read_training()). */
+  known[PLANNER_N_TOTAL_FIELDS + 2] = "memory";
+  known[PLANNER_N_TOTAL_FIELDS + 3] = "step_breakdown_s";
+  known[PLANNER_N_TOTAL_FIELDS + 4] = "micro_batches";
+  known[PLANNER_N_TOTAL_FIELDS + 5] = "local_batch";
+  known[PLANNER_N_TOTAL_FIELDS + 6] = NULL;
   for (guint k = 0; k < PLANNER_N_STEP_KINDS; k++)
     kind_names[k] = planner_step_kind_to_string (k);
   kind_names[PLANNER_N_STEP_KINDS] = NULL;
@@ -764,7 +917,8 @@ read_totals (Reader *r, JsonObject *root, PlannerPlanTotals *t)
     }
   planner_json_pop (&r->json, mark_axes);
 
-  if (!get_total_fields (r, o, t, PLANNER_N_TOTAL_COUNTS, PLANNER_N_TOTAL_FIELDS))
+  if (!get_total_fields (r, o, t, PLANNER_N_TOTAL_COUNTS, PLANNER_N_TOTAL_FIELDS)
+      || !read_training (r, o, t, &r->has_training))
     return FALSE;
   planner_json_pop (&r->json, mark);
   return TRUE;
@@ -1224,6 +1378,9 @@ same_figures (JsonNode *a, JsonNode *b)
     }
   if (JSON_NODE_HOLDS_NULL (a) || JSON_NODE_HOLDS_NULL (b))
     return JSON_NODE_HOLDS_NULL (a) && JSON_NODE_HOLDS_NULL (b);
+  if (planner_json_node_is (a, G_TYPE_BOOLEAN) || planner_json_node_is (b, G_TYPE_BOOLEAN))
+    return planner_json_node_is (a, G_TYPE_BOOLEAN) && planner_json_node_is (b, G_TYPE_BOOLEAN)
+           && json_node_get_boolean (a) == json_node_get_boolean (b);
   gboolean int_a = planner_json_node_is (a, G_TYPE_INT64),
            int_b = planner_json_node_is (b, G_TYPE_INT64);
   if (int_a && int_b)
@@ -1232,6 +1389,23 @@ same_figures (JsonNode *a, JsonNode *b)
       && (int_b || planner_json_node_is (b, G_TYPE_DOUBLE)))
     return json_node_get_double (a) == json_node_get_double (b);
   return FALSE;
+}
+
+/* Every member of the object @a is in @b with the same figures; @b may have more. */
+static gboolean
+same_members (JsonNode *a, JsonNode *b)
+{
+  if (!JSON_NODE_HOLDS_OBJECT (a) || !JSON_NODE_HOLDS_OBJECT (b))
+    return FALSE;
+  JsonObject *oa = json_node_get_object (a), *ob = json_node_get_object (b);
+  g_autoptr (GList) names = json_object_get_members (oa);
+  for (GList *l = names; l; l = l->next)
+    {
+      JsonNode *member = json_object_get_member (ob, l->data);
+      if (member == NULL || !same_figures (json_object_get_member (oa, l->data), member))
+        return FALSE;
+    }
+  return TRUE;
 }
 
 static PlannerPlan *
@@ -1344,6 +1518,7 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
     }
 
   PlannerCostConstants constants;
+  planner_cost_constants_init (&constants);
   const char *name, *policy;
   double propagate_ms;
   if (!read_constants (&r, o, &constants)
@@ -1366,13 +1541,14 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
       || !check_totals (&r, &totals))
     return NULL;
   planner_plan_set_totals (plan, &totals);
-
-  /* The summary repeats the totals for people and scripts: it must say what they say. */
+  /* The summary repeats the totals for people and scripts: it must say what they say. A file
+   * written before the training model has neither its figures in totals nor in the summary:
+   * what it has is checked against the totals as read, then the figures are derived. */
   JsonNode *summary = planner_json_member (&r.json, o, "summary");
   if (summary == NULL)
     return NULL;
   g_autoptr (JsonNode) derived = planner_plan_summary_to_json (plan);
-  if (!same_figures (summary, derived))
+  if (!(r.has_training ? same_figures (summary, derived) : same_members (summary, derived)))
     {
       g_autofree char *expected = planner_json_to_string (derived);
       planner_json_fail (&r.json, "summary",
@@ -1381,6 +1557,8 @@ plan_from_node (JsonNode *root, PlannerGraph *given_graph, GError **error)
                          expected);
       return NULL;
     }
+  if (!r.has_training)
+    planner_plan_refresh_training (plan);
   return g_steal_pointer (&plan);
 }
 

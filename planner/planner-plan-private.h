@@ -22,6 +22,16 @@ void planner_plan_set_totals (PlannerPlan *self, const PlannerPlanTotals *totals
  * the plan has 5". planner-plan-json.c. */
 char *planner_plan_check_totals (PlannerPlan *plan, const PlannerPlanTotals *totals);
 
+/* The training model (planner-plan-train.c) on a plan whose layouts and redistributions are
+ * set: fills @totals' memory, breakdown, micro_batches and local_batch, and with @set_totals
+ * also step_time_s, grad_sync_time_s, activation_bytes_per_device and
+ * memory_per_device_bytes. FALSE when the micro-batch does not divide the local batch. */
+gboolean planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *totals,
+                                        gboolean set_totals, GError **error);
+/* A plan read back without the training figures (an old plan file, a store row): recompute
+ * them, leaving the saved totals as they are. */
+void planner_plan_refresh_training (PlannerPlan *self);
+
 /* The one-number figures of PlannerPlanTotals, in the order plan files and the store keep them:
  * the counts (guint) first, then bytes (guint64) and seconds (double). Plan files name them as
  * here; the store's columns prefix the counts with "n_". */

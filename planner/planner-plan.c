@@ -605,8 +605,8 @@ activation_gradient_sync (PlannerPlan *self)
   return time;
 }
 
-static void
-compute_totals (PlannerPlan *self)
+static gboolean
+compute_totals (PlannerPlan *self, GError **error)
 {
   PlannerPlanTotals *tot = &self->totals;
   PlannerGraph *g = self->graph;
@@ -693,10 +693,9 @@ compute_totals (PlannerPlan *self)
           tot->grad_sync_time_s += planner_cost_step_time (
             self->hw, &self->mesh, PLANNER_STEP_ALL_REDUCE, a, bytes, bytes);
     }
-  tot->step_time_s = tot->compute_time_s * (1.0 + self->constants.backward_factor)
-                     + tot->comm_time_s + tot->backward_comm_time_s + tot->grad_sync_time_s;
-  tot->memory_per_device_bytes = planner_cost_memory_per_device (
-    &self->constants, tot->param_bytes_per_device, tot->activation_bytes_per_device);
+  /* The training model replaces the step, memory and per-op compute figures
+   * (planner-plan-train.c). */
+  return planner_plan_compute_training (self, tot, TRUE, error);
 }
 
 gboolean
@@ -795,8 +794,7 @@ planner_plan_finish (PlannerPlan *self, gboolean allow_tied_redistribution, GErr
     }
 
   find_conflicts (self);
-  compute_totals (self);
-  return TRUE;
+  return compute_totals (self, error);
 }
 
 /* ---- equality ---- */

@@ -10,6 +10,7 @@
 
 #include "planner-graph.h"
 #include "planner-hardware.h"
+#include "planner-cost.h"
 #include "planner-redistribute.h"
 
 G_BEGIN_DECLS
@@ -95,7 +96,12 @@ typedef struct
   double step_time_s;      /* training step: forward + backward + gradient sync */
   guint64 param_bytes_per_device;
   guint64 activation_bytes_per_device;
-  guint64 memory_per_device_bytes;
+  guint64 memory_per_device_bytes; /* memory.total */
+  /* The training model (planner-plan-train.c); not store columns: recomputed on loading. */
+  PlannerMemory memory;            /* per device, per micro-batch */
+  PlannerStepBreakdown breakdown;  /* per global step; its total is step_time_s */
+  guint micro_batches;             /* gradient accumulation steps per global step */
+  guint local_batch;               /* sequences per device per global step */
 } PlannerPlanTotals;
 
 #define PLANNER_TYPE_PLAN (planner_plan_get_type ())

@@ -330,6 +330,13 @@ insert_plan_row (PlannerStore *self, PlannerPlan *plan, const char *name, gint64
               V_DOUBLE (c->backward_factor)));
   bind_totals (s, 13, planner_plan_get_totals (plan));
   G_STATIC_ASSERT (12 + N_TOTALS_COLUMNS == 26);
+  g_autofree char *training = planner_cost_training_to_string (c);
+  if (sqlite3_bind_text (s, 27, training, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE, "saving the plan: %s",
+                   sqlite3_errmsg (self->db));
+      return FALSE;
+    }
   if (!planner_store_run (self, s, "saving the plan", error))
     return FALSE;
   *plan_id = sqlite3_last_insert_rowid (self->db);
@@ -1038,6 +1045,8 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
   name = g_strdup (planner_store_col_text (s, 0));
   policy = g_strdup (planner_store_col_text (s, 1));
   propagate_ms = planner_store_col_double (s, 2);
+  /* The training options have no columns yet: a stored plan has the defaults. */
+  planner_cost_constants_init (&constants);
   constants.weight_copies = planner_store_col_double (s, 3);
   constants.grad_copies = planner_store_col_double (s, 4);
   constants.optimizer_states = planner_store_col_double (s, 5);
@@ -1049,7 +1058,15 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
   profile = g_strdup (planner_store_col_text (s, 12));
   planner_store_read_totals (s, 13, &totals);
   gint64 n_devices = planner_store_col_int (s, 13 + PLANNER_N_TOTAL_FIELDS);
+  /* Rows saved before the training options had a column read with the defaults. */
+  const char *training = planner_store_col_text (s, 14 + N_TOTALS_COLUMNS);
+  gboolean training_ok = training == NULL || planner_cost_training_from_string (training, &constants);
   sqlite3_reset (s);
+  if (!training_ok)
+    {
+      damaged (self, name, "its training options do not parse", error);
+      return NULL;
+    }
 
   if (mesh_spec == NULL || (mesh = planner_mesh_parse (mesh_spec, &local_error)) == NULL
       || profile == NULL || (hw = planner_hardware_from_json (profile, &local_error)) == NULL)
@@ -1111,6 +1128,8 @@ load_locked (PlannerStore *self, gint64 id, GError **error)
       return NULL;
     }
   planner_plan_set_totals (plan, &totals);
+  /* Memory and step breakdown have no columns: derived from what was loaded. */
+  planner_plan_refresh_training (plan);
   return g_steal_pointer (&plan);
 }
 

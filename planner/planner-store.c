@@ -135,6 +135,10 @@ static const char *const migrations[] = {
   "  name TEXT NOT NULL, estimated_us REAL, measured_us REAL,"
   "  PRIMARY KEY (run_id, position)) WITHOUT ROWID;"
   "PRAGMA user_version = 2;",
+
+  /* 2 -> 3: the training options (planner_cost_training_to_string); NULL: the defaults. */
+  "ALTER TABLE plans ADD COLUMN training TEXT;"
+  "PRAGMA user_version = 3;",
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (migrations) == PLANNER_STORE_SCHEMA_VERSION);
@@ -178,8 +182,8 @@ static const char *const stmt_sql[N_STMTS] = {
   [STMT_INSERT_PLAN]
   = "INSERT INTO plans (name, model_id, mesh_id, hardware_id, parent_id, created, policy, "
     "propagate_ms, weight_copies, grad_copies, optimizer_states, backward_factor, " TOTALS_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-    "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+    ", training) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+    "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
   [STMT_INSERT_COLLECTIVE] = "INSERT INTO plan_collectives (plan_id, kind, count, bytes, time_s) "
                              "VALUES (?1, ?2, ?3, ?4, ?5)",
   [STMT_INSERT_AXIS]
@@ -208,7 +212,7 @@ static const char *const stmt_sql[N_STMTS] = {
   [STMT_SELECT_PLAN]
   = "SELECT p.name, p.policy, p.propagate_ms, p.weight_copies, p.grad_copies, "
     "p.optimizer_states, p.backward_factor, m.source, m.config, m.graph_hash, m.name, me.spec, "
-    "h.profile, " P_TOTALS_COLUMNS ", me.n_devices FROM plans p JOIN models m ON m.id = p.model_id "
+    "h.profile, " P_TOTALS_COLUMNS ", me.n_devices, p.training FROM plans p JOIN models m ON m.id = p.model_id "
     "JOIN meshes me ON me.id = p.mesh_id JOIN hardware h ON h.id = p.hardware_id "
     "WHERE p.id = ?1",
   [STMT_SELECT_COLLECTIVES]

@@ -21,7 +21,7 @@
 G_BEGIN_DECLS
 
 /* The schema this code writes; older files are migrated to it when opened. */
-#define PLANNER_STORE_SCHEMA_VERSION 2
+#define PLANNER_STORE_SCHEMA_VERSION 3
 
 /* One row of a plan listing. */
 typedef struct

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "planner-cost.h"
 #include "test-util.h"
@@ -138,8 +139,10 @@ test_link_choice (void)
   g_assert_cmpfloat (
       mp, ==,
       planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, MiB));
-  /* 14 * 8 us + 1.75 * 1048576 / 47e9 = 112 + 39.04272 us */
-  assert_close (dp, 151.04272e-6, 1e-6);
+  /* Across nodes NCCL's tree AllReduce takes 2 ceil(log2 8) = 6 latency steps, not the
+   * ring's 14: 6 * 8 us + 1.75 * 1048576 / 47e9 = 48 + 39.04272 us (the ring-only model gave
+   * 112 + 39.04272). */
+  assert_close (dp, 87.04272e-6, 1e-6);
   g_assert_cmpfloat (dp, >, mp);
 
   /* Edited constants are used at once. */
@@ -346,21 +349,169 @@ test_backward (void)
   g_assert_false (planner_step_kind_backward (PLANNER_STEP_ALL_REDUCE, &back));
 }
 
+/* Model states, by hand (the old model counted bf16 Adam as 2 x (1 + 1 + 2) = 8 bytes a
+ * parameter, half the real 16): 1e9 bf16 parameters, Adam, mixed precision:
+ *   weights 2e9, gradients 2e9, optimizer 4e9 master + 8e9 m and v = 12e9; 16e9 in all. */
 static void
 test_memory (void)
 {
   PlannerCostConstants c;
+  PlannerMemory m = { 0 };
 
   planner_cost_constants_init (&c);
   g_assert_cmpfloat (c.weight_copies, ==, 1);
   g_assert_cmpfloat (c.grad_copies, ==, 1);
   g_assert_cmpfloat (c.optimizer_states, ==, 2);
   g_assert_cmpfloat (c.backward_factor, ==, 2);
-  /* 1 GB of local parameters x (1 + 1 + 2) + 0.5 GB of activations. */
-  g_assert_cmpuint (planner_cost_memory_per_device (&c, 1000000000, 500000000), ==, 4500000000);
-  /* SGD without momentum keeps no optimizer state. */
+  g_assert_cmpuint (c.zero, ==, 0);
+  g_assert_cmpint (c.recompute, ==, PLANNER_RECOMPUTE_NONE);
+  g_assert_cmpfloat (c.dp_bucket_MiB, ==, 25);
+
+  planner_cost_model_states (&c, 1000000000, PLANNER_DTYPE_BF16, 8, &m);
+  g_assert_cmpuint (m.parameters, ==, 2000000000);
+  g_assert_cmpuint (m.gradients, ==, 2000000000);
+  g_assert_cmpuint (m.optimizer, ==, 12000000000);
+
+  /* fp32 Adam: 4 + 4 + 8 = 16 bytes too, no master copy. */
+  memset (&m, 0, sizeof m);
+  planner_cost_model_states (&c, 1000000000, PLANNER_DTYPE_F32, 1, &m);
+  g_assert_cmpuint (m.parameters + m.gradients + m.optimizer, ==, 16000000000);
+  g_assert_cmpuint (m.optimizer, ==, 8000000000);
+
+  /* ZeRO over dp = 8 (Rajbhandari et al. 2020, fig. 1: 2 + 2 + 12/Nd, 2 + (2 + 12)/Nd,
+   * (2 + 2 + 12)/Nd bytes a parameter). */
+  static const guint64 zero_bytes[] = { 16000000000, 5500000000, 3750000000, 2000000000 };
+  for (guint z = 0; z <= 3; z++)
+    {
+      memset (&m, 0, sizeof m);
+      c.zero = z;
+      planner_cost_model_states (&c, 1000000000, PLANNER_DTYPE_BF16, 8, &m);
+      g_assert_cmpuint (m.parameters + m.gradients + m.optimizer, ==, zero_bytes[z]);
+    }
+
+  /* SGD without momentum keeps no state: bf16 2 + 2 + 4 (master) = 8 bytes. */
+  planner_cost_constants_init (&c);
+  c.optimizer = PLANNER_OPTIMIZER_SGD;
   c.optimizer_states = 0;
-  g_assert_cmpuint (planner_cost_memory_per_device (&c, 1000000000, 500000000), ==, 2500000000);
+  memset (&m, 0, sizeof m);
+  planner_cost_model_states (&c, 1000000000, PLANNER_DTYPE_BF16, 1, &m);
+  g_assert_cmpuint (m.parameters + m.gradients + m.optimizer, ==, 8000000000);
+}
+
+/* GEMM efficiency: linear in log2 of the size between the profile's points, flat outside. */
+static void
+test_gemm_efficiency (void)
+{
+  g_autoptr (PlannerHardware) hw = planner_hardware_new ("t");
+  PlannerEfficiency e;
+  planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, 100);
+  planner_hardware_set_memory_bandwidth_GBps (hw, 1000);
+  e = *planner_hardware_get_efficiency (hw);
+  /* No points: datasheet peak. */
+  assert_close (planner_cost_gemm_efficiency (hw, 4096), 1.0, 1e-12);
+  e.n_gemm = 2;
+  e.gemm_size[0] = 256;
+  e.gemm_efficiency[0] = 0.4;
+  e.gemm_size[1] = 4096;
+  e.gemm_efficiency[1] = 0.8;
+  e.memory_bound = 0.5;
+  planner_hardware_set_efficiency (hw, &e);
+  assert_close (planner_cost_gemm_efficiency (hw, 128), 0.4, 1e-12);
+  assert_close (planner_cost_gemm_efficiency (hw, 8192), 0.8, 1e-12);
+  /* 1024 is 2 of the 4 doublings from 256 to 4096: 0.4 + 0.5 * 0.4 = 0.6. */
+  assert_close (planner_cost_gemm_efficiency (hw, 1024), 0.6, 1e-12);
+  /* A 1024^3 GEMM: 2 * 2^30 FLOP / (100e12 * 0.6) = 35.79139 us; its 6 MiB of traffic at
+   * 500 GB/s (12.58 us) is faster. */
+  assert_close (planner_cost_gemm_time (hw, PLANNER_DTYPE_BF16, 2.0 * 1073741824.0, 6291456),
+                35.79139e-6, 1e-6);
+  /* Memory-bound: 1e6 bytes at 1000 GB/s x 0.5 = 2 us. */
+  assert_close (planner_cost_memory_bound_time (hw, PLANNER_DTYPE_BF16, 1e3, 1e6), 2e-6, 1e-12);
+}
+
+/* Bucketed gradient sync against a 10 ms backward pass, by hand:
+ * 4 buckets of 1 ms ready at 2.5, 5, 7.5, 10 ms: the last ends at 11 ms, 1 ms exposed;
+ * 4 buckets of 4 ms: they end at 2.5 + 16 = 18.5 ms, 8.5 ms exposed; no overlap: all of it. */
+static void
+test_buckets (void)
+{
+  const double small[] = { 1e-3, 1e-3, 1e-3, 1e-3 };
+  const double large[] = { 4e-3, 4e-3, 4e-3, 4e-3 };
+
+  assert_close (planner_cost_bucket_exposed (small, 4, 10e-3, TRUE), 1e-3, 1e-9);
+  assert_close (planner_cost_bucket_exposed (large, 4, 10e-3, TRUE), 8.5e-3, 1e-9);
+  assert_close (planner_cost_bucket_exposed (large, 4, 10e-3, FALSE), 16e-3, 1e-9);
+  g_assert_cmpfloat (planner_cost_bucket_exposed (NULL, 0, 10e-3, TRUE), ==, 0.0);
+}
+
+/* Prefetched parameter gathers ahead of a 10 ms pass in 4 segments, by hand: gathers of 1 ms
+ * are done at 1, 2, 3, 4 ms and segment k waits for gather k: segments run 1-3.5, 3.5-6,
+ * 6-8.5, 8.5-11 ms: 1 ms exposed (the first gather); of 4 ms: done at 4, 8, 12, 16 ms,
+ * segments 4-6.5, 8-10.5, 12-14.5, 16-18.5: 8.5 ms exposed. */
+static void
+test_prefetch (void)
+{
+  const double small[] = { 1e-3, 1e-3, 1e-3, 1e-3 };
+  const double large[] = { 4e-3, 4e-3, 4e-3, 4e-3 };
+
+  assert_close (planner_cost_prefetch_exposed (small, 4, 10e-3, TRUE), 1e-3, 1e-9);
+  assert_close (planner_cost_prefetch_exposed (large, 4, 10e-3, TRUE), 8.5e-3, 1e-9);
+  assert_close (planner_cost_prefetch_exposed (large, 4, 10e-3, FALSE), 16e-3, 1e-9);
+}
+
+/* Several NICs per node: a group with 4 members in each 8-GPU node drives
+ * 4 x (8 NICs / 8 GPUs) = 4 NICs: 4 x 47 = 188 GB/s (below NVLink's 370). */
+static void
+test_multi_nic (void)
+{
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  g_autoptr (PlannerMesh) m = test_util_mesh ("dp=4,mp=2");
+
+  g_assert_cmpuint (planner_hardware_get_efficiency (hw)->nics_per_node, ==, 8);
+  g_autoptr (PlannerMesh) wide = test_util_mesh ("dp=16,mp=2");
+  /* dp=16 of dp=16,mp=2: 4 members per node, 4 NICs, 188 GB/s; the tree's 2 ceil(log2 16) = 8
+   * latency steps of 8 us:
+   *   64 us + 2 * 15/16 * 67108864 / 188e9 = 64 + 669.3045 = 733.3045 us
+   * and an AllGather of 64 MiB (ring only): 15 * 8 us + 15/16 * 67108864 / 188e9
+   *   = 120 + 334.65225 = 454.65225 us */
+  assert_close (planner_cost_step_time (hw, wide, PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB),
+                733.3045e-6, 1e-6);
+  assert_close (planner_cost_step_time (hw, wide, PLANNER_STEP_ALL_GATHER, 0, 4 * MiB, 64 * MiB),
+                454.65225e-6, 1e-6);
+  /* Inside one node the axis is intra as before. */
+  g_assert_true (planner_hardware_axis_is_intra (hw, m, 0));
+}
+
+/* The training options as the store keeps them: written, read back equal; unknown keys and
+ * bad values refused, leaving the constants as they were. */
+static void
+test_training_text (void)
+{
+  PlannerCostConstants c, d;
+  planner_cost_constants_init (&c);
+  c.optimizer = PLANNER_OPTIMIZER_SGD;
+  c.zero = 2;
+  c.recompute = PLANNER_RECOMPUTE_SELECTIVE;
+  c.attention = PLANNER_ATTENTION_UNFUSED;
+  c.micro_batch = 3;
+  c.dp_bucket_MiB = 12.5;
+  c.dp_overlap = FALSE;
+  c.no_dropout = TRUE;
+  g_autofree char *text = planner_cost_training_to_string (&c);
+  g_assert_cmpstr (text, ==,
+                   "optimizer=sgd;zero=2;recompute=selective;attention=unfused;micro_batch=3;"
+                   "dp_bucket_MiB=12.5;dp_overlap=0;no_dropout=1");
+  planner_cost_constants_init (&d);
+  d.optimizer_states = c.optimizer_states;
+  g_assert_true (planner_cost_training_from_string (text, &d));
+  g_assert_cmpmem (&c, sizeof c, &d, sizeof d);
+
+  const char *bad[] = { "zero=4", "recompute=some", "colour=blue", "dp_bucket_MiB=0", "zero" };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      planner_cost_constants_init (&d);
+      g_assert_false (planner_cost_training_from_string (bad[i], &d));
+      g_assert_cmpuint (d.zero, ==, 0);
+    }
 }
 
 int
@@ -383,6 +534,11 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/cost/sweep", test_sweep);
   g_test_add_func ("/planner/cost/backward", test_backward);
   g_test_add_func ("/planner/cost/memory", test_memory);
+  g_test_add_func ("/planner/cost/gemm-efficiency", test_gemm_efficiency);
+  g_test_add_func ("/planner/cost/buckets", test_buckets);
+  g_test_add_func ("/planner/cost/prefetch", test_prefetch);
+  g_test_add_func ("/planner/cost/training-text", test_training_text);
+  g_test_add_func ("/planner/cost/multi-nic", test_multi_nic);
 
   return g_test_run ();
 }

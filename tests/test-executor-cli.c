@@ -215,6 +215,20 @@ test_calibrate (void)
   g_assert_cmpfloat (peak * 1e3, <, gemm_gflops * 8);
   g_assert_cmpfloat (bandwidth, >, copy_GBps / 8);
   g_assert_cmpfloat (bandwidth, <, copy_GBps * 8);
+  /* The GEMM efficiency table, measured: square sizes 32 .. 512 (the calibration GEMM), each
+   * size's throughput as a fraction of the best one, which is the f32 peak. */
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (hw);
+  g_assert_cmpuint (e->n_gemm, ==, 5);
+  double best = 0;
+  for (guint k = 0; k < e->n_gemm; k++)
+    {
+      g_assert_cmpfloat (e->gemm_size[k], ==, 32 << k);
+      g_assert_cmpfloat (e->gemm_efficiency[k], >, 0);
+      g_assert_cmpfloat (e->gemm_efficiency[k], <=, 1);
+      best = MAX (best, e->gemm_efficiency[k]);
+    }
+  g_assert_cmpfloat (best, ==, 1);
+  g_assert_cmpfloat (e->memory_bound, ==, 1);
   g_unlink (path);
   g_rmdir (dir);
 }

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "planner-plan-json.h"
@@ -273,6 +274,94 @@ test_statuses (void)
   g_assert_false (g_file_test (never, G_FILE_TEST_EXISTS));
 }
 
+/* The training model through the CLI: the memory object, the step breakdown that adds up to
+ * step_time_us, the fits flag, the options, and a plan file that keeps them. LLaMA-2-7B with
+ * Adam on one 80 GB H100 needs 6738415616 x 16 bytes of model states alone: it does not fit. */
+static void
+test_training (void)
+{
+  g_autofree char *path = plan_path ("llama-one-gpu.json");
+  const char *args[] = { "propagate",     "llama", "--mesh", "dp=1", "--batch", "1", "--seq", "512",
+                         "--recompute",   "full",  "--json", "-o",   path,      NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_util_run_cli (args, &out, &err), ==, 0);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *o = test_util_parse_object (parser, out);
+  JsonObject *mem = json_object_get_object_member (o, "memory");
+  g_assert_cmpint (json_object_get_int_member (mem, "parameters")
+                       + json_object_get_int_member (mem, "gradients")
+                       + json_object_get_int_member (mem, "optimizer"),
+                   ==, G_GINT64_CONSTANT (6738415616) * 16);
+  g_assert_cmpint (json_object_get_int_member (mem, "total"), ==,
+                   json_object_get_int_member (o, "memory_per_device_bytes"));
+  g_assert_false (json_object_get_boolean_member (o, "fits"));
+  JsonObject *b = json_object_get_object_member (o, "step_breakdown_us");
+  const char *parts[] = { "forward", "backward", "recompute", "tp_comm_exposed",
+                          "dp_sync_exposed", "overhead" };
+  double sum = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (parts); i++)
+    sum += json_object_get_double_member (b, parts[i]);
+  double step = json_object_get_double_member (o, "step_time_us");
+  g_assert_cmpfloat (fabs (sum - step), <, 1e-6 * step);
+  /* Full recompute redoes every layer's forward. */
+  g_assert_cmpfloat (json_object_get_double_member (b, "recompute"), >, 0);
+
+  /* The plan file keeps the options and the figures. */
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) plan = planner_plan_load_json (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (planner_plan_get_constants (plan)->recompute, ==, PLANNER_RECOMPUTE_FULL);
+  g_assert_cmpint ((gint64)planner_plan_get_totals (plan)->memory.total, ==,
+                   json_object_get_int_member (mem, "total"));
+
+  /* A plan derived with --from keeps its parent's options unless given again. */
+  {
+    const char *derive[] = { "propagate", "--from", path, "--json", NULL };
+    g_autofree char *dout = NULL, *derr = NULL;
+    g_assert_cmpint (test_util_run_cli (derive, &dout, &derr), ==, 0);
+    g_autoptr (JsonParser) dp = json_parser_new ();
+    JsonObject *d = test_util_parse_object (dp, dout);
+    g_assert_cmpfloat (json_object_get_double_member (
+                           json_object_get_object_member (d, "step_breakdown_us"), "recompute"),
+                       >, 0);
+    const char *zero3[] = { "propagate", "--from", path, "--zero", "3", "--json", NULL };
+    g_autofree char *zout = NULL, *zerr = NULL;
+    g_assert_cmpint (test_util_run_cli (zero3, &zout, &zerr), ==, 0);
+    g_autoptr (JsonParser) zp = json_parser_new ();
+    JsonObject *z = test_util_parse_object (zp, zout);
+    /* One device: ZeRO has nothing to shard over, the model states stay 16 bytes a parameter,
+     * and full recompute is still there. */
+    g_assert_cmpint (json_object_get_int_member (json_object_get_object_member (z, "memory"),
+                                                 "optimizer"),
+                     ==, json_object_get_int_member (mem, "optimizer"));
+    g_assert_cmpfloat (json_object_get_double_member (
+                           json_object_get_object_member (z, "step_breakdown_us"), "recompute"),
+                       >, 0);
+  }
+
+  /* Text output says it does not fit. */
+  const char *text_args[] = { "propagate", "llama", "--mesh", "dp=1", "--batch", "1", "--seq",
+                              "512",       NULL };
+  g_autofree char *text = NULL, *text_err = NULL;
+  g_assert_cmpint (test_util_run_cli (text_args, &text, &text_err), ==, 0);
+  g_assert_nonnull (strstr (text, "DOES NOT FIT"));
+  g_assert_nonnull (strstr (text, "optimizer states"));
+
+  /* Bad options are usage errors. */
+  const char *bad[][8] = {
+    { "propagate", "gpt2-tiny", "--mesh", "dp=2", "--zero", "4", NULL },
+    { "propagate", "gpt2-tiny", "--mesh", "dp=2", "--recompute", "some", NULL },
+    { "propagate", "gpt2-tiny", "--mesh", "dp=2", "--optimizer", "lamb", NULL },
+    { "propagate", "gpt2-tiny", "--mesh", "dp=2", "--micro-batch", "0", NULL },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autofree char *o2 = NULL, *e2 = NULL;
+      g_assert_cmpint (test_util_run_cli (bad[i], &o2, &e2), ==, 2);
+      g_assert_nonnull (strstr (e2, bad[i][4]));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -285,6 +374,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/plan-cli/compare", test_compare);
   g_test_add_func ("/planner/plan-cli/export", test_export);
   g_test_add_func ("/planner/plan-cli/statuses", test_statuses);
+  g_test_add_func ("/planner/plan-cli/training", test_training);
   int status = g_test_run ();
   test_util_tmp_dir_remove (dir);
   g_free (dir);

@@ -1,0 +1,205 @@
+#define G_LOG_DOMAIN "planner-hardware"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "planner-hardware-private.h"
+
+/* The profile's "efficiency" object (planner/README.md, "Efficiency"):
+ *
+ *   "efficiency": {
+ *     "gemm": [[256, 0.35], [1024, 0.65], [4096, 0.8]],
+ *     "attention_flash": { "forward": 0.55, "backward": 0.4 },
+ *     "memory_bound": 0.75,
+ *     "kernel_launch_us": 3,
+ *     "nics_per_node": 8,
+ *     "nvls_bandwidth_GBps": 450
+ *   }
+ *
+ * Every member is optional; an absent one keeps the datasheet-peak default. */
+
+void
+planner_hardware_efficiency_init (PlannerEfficiency *efficiency)
+{
+  g_return_if_fail (efficiency != NULL);
+  memset (efficiency, 0, sizeof *efficiency);
+  efficiency->flash_forward = 1;
+  efficiency->flash_backward = 1;
+  efficiency->memory_bound = 1;
+}
+
+gboolean
+planner_hardware_efficiency_is_default (const PlannerEfficiency *efficiency)
+{
+  PlannerEfficiency d;
+  planner_hardware_efficiency_init (&d);
+  return planner_hardware_efficiency_equal (efficiency, &d);
+}
+
+gboolean
+planner_hardware_efficiency_equal (const PlannerEfficiency *a, const PlannerEfficiency *b)
+{
+  if (a->n_gemm != b->n_gemm || a->flash_forward != b->flash_forward
+      || a->flash_backward != b->flash_backward || a->memory_bound != b->memory_bound
+      || a->kernel_launch_us != b->kernel_launch_us || a->nics_per_node != b->nics_per_node
+      || a->nvls_bandwidth_GBps != b->nvls_bandwidth_GBps)
+    return FALSE;
+  for (guint i = 0; i < a->n_gemm; i++)
+    if (a->gemm_size[i] != b->gemm_size[i] || a->gemm_efficiency[i] != b->gemm_efficiency[i])
+      return FALSE;
+  return TRUE;
+}
+
+/* A fraction in (0, 1]. */
+static gboolean
+read_fraction (PlannerJsonReader *r, JsonNode *node, const char *name, double *out)
+{
+  double value;
+  if (!planner_json_read_number (r, node, name, &value))
+    return FALSE;
+  if (!isfinite (value) || value <= 0 || value > 1)
+    return planner_json_fail (r, name, "must be a fraction in (0, 1], got %g", value);
+  *out = value;
+  return TRUE;
+}
+
+static gboolean
+get_optional_fraction (PlannerJsonReader *r, JsonObject *o, const char *name, double *out)
+{
+  return !json_object_has_member (o, name)
+         || read_fraction (r, json_object_get_member (o, name), name, out);
+}
+
+static gboolean
+read_gemm (PlannerJsonReader *r, JsonObject *o, PlannerEfficiency *e)
+{
+  JsonArray *points = planner_json_get_array (r, o, "gemm");
+  if (points == NULL)
+    return FALSE;
+  guint n = json_array_get_length (points);
+  if (n == 0 || n > PLANNER_MAX_EFFICIENCY_POINTS)
+    return planner_json_fail (r, "gemm", "must hold 1 to %d [size, efficiency] points, has %u",
+                              PLANNER_MAX_EFFICIENCY_POINTS, n);
+  gsize mark = planner_json_push (r, "gemm");
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *point = g_strdup_printf ("[%u]", i);
+      JsonArray *pair = planner_json_read_array (r, json_array_get_element (points, i), point);
+      double size;
+      if (pair == NULL)
+        return FALSE;
+      if (json_array_get_length (pair) != 2)
+        return planner_json_fail (r, point, "must be a [size, efficiency] pair");
+      if (!planner_json_read_number (r, json_array_get_element (pair, 0), point, &size)
+          || !read_fraction (r, json_array_get_element (pair, 1), point, &e->gemm_efficiency[i]))
+        return FALSE;
+      if (!isfinite (size) || size < 1 || (i > 0 && size <= e->gemm_size[i - 1]))
+        return planner_json_fail (r, point,
+                                  "must have a size >= 1 and larger than the point before it");
+      e->gemm_size[i] = size;
+    }
+  e->n_gemm = n;
+  planner_json_pop (r, mark);
+  return TRUE;
+}
+
+gboolean
+planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile, PlannerEfficiency *e)
+{
+  static const char *const known[] = {
+    "gemm",          "attention_flash",     "memory_bound", "kernel_launch_us",
+    "nics_per_node", "nvls_bandwidth_GBps", NULL,
+  };
+  static const char *const known_flash[] = { "forward", "backward", NULL };
+  JsonObject *o = planner_json_get_object (r, profile, "efficiency");
+  if (o == NULL)
+    return FALSE;
+  gsize mark = planner_json_push (r, "efficiency");
+  if (!planner_json_check_members (r, o, known))
+    return FALSE;
+  if (json_object_has_member (o, "gemm") && !read_gemm (r, o, e))
+    return FALSE;
+  if (json_object_has_member (o, "attention_flash"))
+    {
+      JsonObject *flash = planner_json_get_object (r, o, "attention_flash");
+      if (flash == NULL)
+        return FALSE;
+      gsize m = planner_json_push (r, "attention_flash");
+      if (!planner_json_check_members (r, flash, known_flash)
+          || !get_optional_fraction (r, flash, "forward", &e->flash_forward)
+          || !get_optional_fraction (r, flash, "backward", &e->flash_backward))
+        return FALSE;
+      planner_json_pop (r, m);
+    }
+  if (!get_optional_fraction (r, o, "memory_bound", &e->memory_bound))
+    return FALSE;
+  if (json_object_has_member (o, "kernel_launch_us"))
+    {
+      double us;
+      if (!planner_json_read_number (r, json_object_get_member (o, "kernel_launch_us"),
+                                     "kernel_launch_us", &us))
+        return FALSE;
+      if (!isfinite (us) || us < 0 || us > 1e6)
+        return planner_json_fail (r, "kernel_launch_us", "must be in [0, 1e6] us, got %g", us);
+      e->kernel_launch_us = us;
+    }
+  if (json_object_has_member (o, "nics_per_node"))
+    {
+      gint64 nics;
+      if (!planner_json_get_int (r, o, "nics_per_node", 0, 1024, &nics))
+        return FALSE;
+      e->nics_per_node = (guint)nics;
+    }
+  if (json_object_has_member (o, "nvls_bandwidth_GBps"))
+    {
+      double bw;
+      if (!planner_json_read_number (r, json_object_get_member (o, "nvls_bandwidth_GBps"),
+                                     "nvls_bandwidth_GBps", &bw))
+        return FALSE;
+      if (!isfinite (bw) || bw < 0)
+        return planner_json_fail (r, "nvls_bandwidth_GBps", "must be >= 0 (0: no NVLS), got %g",
+                                  bw);
+      e->nvls_bandwidth_GBps = bw;
+    }
+  planner_json_pop (r, mark);
+  return TRUE;
+}
+
+static void
+append_number (GString *out, const char *name, double value, gboolean last)
+{
+  g_string_append_printf (out, "    \"%s\": ", name);
+  planner_json_append_number (out, value);
+  g_string_append (out, last ? "\n" : ",\n");
+}
+
+void
+planner_hardware_append_efficiency (GString *out, const PlannerEfficiency *e)
+{
+  g_string_append (out, "  \"efficiency\": {\n");
+  if (e->n_gemm > 0)
+    {
+      g_string_append (out, "    \"gemm\": [");
+      for (guint i = 0; i < e->n_gemm; i++)
+        {
+          g_string_append (out, i ? ", [" : "[");
+          planner_json_append_number (out, e->gemm_size[i]);
+          g_string_append (out, ", ");
+          planner_json_append_number (out, e->gemm_efficiency[i]);
+          g_string_append (out, "]");
+        }
+      g_string_append (out, "],\n");
+    }
+  g_string_append (out, "    \"attention_flash\": { \"forward\": ");
+  planner_json_append_number (out, e->flash_forward);
+  g_string_append (out, ", \"backward\": ");
+  planner_json_append_number (out, e->flash_backward);
+  g_string_append (out, " },\n");
+  append_number (out, "memory_bound", e->memory_bound, FALSE);
+  append_number (out, "kernel_launch_us", e->kernel_launch_us, FALSE);
+  g_string_append_printf (out, "    \"nics_per_node\": %u,\n", e->nics_per_node);
+  append_number (out, "nvls_bandwidth_GBps", e->nvls_bandwidth_GBps, TRUE);
+  g_string_append (out, "  }");
+}

@@ -1,0 +1,689 @@
+#define G_LOG_DOMAIN "planner-plan"
+
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-plan-private.h"
+
+/* The training-step and memory model of a finished plan (planner/README.md, "Training step
+ * and memory").
+ *
+ * Memory: model states from planner_cost_model_states() per parameter, sharded by ZeRO over
+ * the axes its gradient is synced on; activations as what the backward pass keeps, op by op
+ * (the Korthikanti et al. 2022 accounting: a GEMM keeps its activation input, a norm and an
+ * activation function their input, a dropout its 1-byte mask, attention q, k, v plus either
+ * the s x s scores (unfused) or its output and logsumexp (flash)), each stored tensor counted
+ * once however many ops keep it, through reshapes and transposes (views).
+ *
+ * Time: per micro-batch, forward compute at achieved throughput (planner-cost.h), backward,
+ * recompute, the redistributions of both passes, then the gradient sync in buckets overlapped
+ * with the last micro-batch's backward pass, kernel launches and the optimizer step. */
+
+#define MiB 1048576.0
+/* Flash attention's backward does 2.5x the forward's matmul FLOPs (it recomputes the scores):
+ * five s x s x d products against two (Dao 2023, FlashAttention-2, section 3.1.2). */
+#define FLASH_BACKWARD_FLOPS 2.5
+/* Adam touches per parameter: fp32 master, m and v read and written (24 bytes), the gradient
+ * read and the 16-bit weights written (4): 28 bytes; fp32 training reads a 4-byte gradient
+ * and writes no copy: 28 as well. SGD: the master (or weights) read and written plus the
+ * gradient and copy: 12. */
+#define ADAM_STEP_BYTES 28.0
+#define SGD_STEP_BYTES 12.0
+
+typedef struct
+{
+  PlannerPlan *plan;
+  PlannerGraph *graph;
+  const PlannerMesh *mesh;
+  const PlannerHardware *hw;
+  const PlannerCostConstants *c;
+  gboolean dropout; /* dropout ops with p > 0: attention drops its probabilities too */
+  guint accum;      /* micro-batches per step */
+  int *layer;       /* per op: transformer layer index from its name, -1 outside layers */
+  guint *root;      /* per tensor: the tensor it is a view of (reshape/transpose chains) */
+} Model;
+
+static guint64
+local_bytes (const Model *m, const PlannerTensor *t, const PlannerLayout *layout)
+{
+  gint64 local[PLANNER_MAX_RANK];
+  guint64 n = planner_dtype_size (t->dtype);
+  planner_layout_local_shape (layout, m->mesh, t->shape, local);
+  for (guint d = 0; d < t->rank; d++)
+    n *= (guint64)local[d];
+  return n;
+}
+
+static guint64
+local_numel (const Model *m, const PlannerTensor *t, const PlannerLayout *layout)
+{
+  return local_bytes (m, t, layout) / planner_dtype_size (t->dtype);
+}
+
+/* "model.layers.12.mlp" -> 12: a path component "layers", "h", "layer" or "blocks" followed
+ * by a number is a transformer layer (Hugging Face module paths, planner-hf-import.c). */
+static int
+op_layer (const char *name)
+{
+  static const char *const containers[] = { "layers.", "h.", "layer.", "blocks." };
+  for (const char *p = name; *p; p++)
+    {
+      if (p != name && p[-1] != '.')
+        continue;
+      for (guint i = 0; i < G_N_ELEMENTS (containers); i++)
+        {
+          gsize n = strlen (containers[i]);
+          if (strncmp (p, containers[i], n) == 0 && g_ascii_isdigit (p[n]))
+            {
+              char *end;
+              long v = strtol (p + n, &end, 10);
+              if (*end == '.' || *end == '\0')
+                return (int)MIN (v, G_MAXINT);
+            }
+        }
+    }
+  return -1;
+}
+
+/* Ops that are views in eager PyTorch and in the fused kernels that read strided inputs: they
+ * move no data and launch nothing. */
+static gboolean
+is_view (PlannerOpType type)
+{
+  return type == PLANNER_OP_RESHAPE || type == PLANNER_OP_TRANSPOSE || type == PLANNER_OP_SPLIT;
+}
+
+static gboolean
+is_gemm (PlannerOpType type)
+{
+  return type == PLANNER_OP_MATMUL || type == PLANNER_OP_BATCH_MATMUL || type == PLANNER_OP_EINSUM
+         || type == PLANNER_OP_CONV2D;
+}
+
+/* The layout an op keeps input @k in: the one it reads, unless that comes from the stored
+ * layout by AllGathers only (sequence parallelism), which the backward pass gathers again
+ * rather than keep the gathered copy (Korthikanti et al. section 4.2.2). */
+static const PlannerLayout *
+kept_layout (Model *m, guint op, guint k, const PlannerLayout *needed)
+{
+  const PlannerOp *o = planner_graph_get_op (m->graph, op);
+  guint t = o->inputs[k];
+  int r = planner_plan_find_redistribution (m->plan, t, needed);
+  if (r < 0)
+    return needed;
+  const PlannerRedistribution *red = planner_plan_get_redistribution (m->plan, r);
+  for (guint s = 0; s < red->n_steps; s++)
+    if (red->steps[s].kind != PLANNER_STEP_ALL_GATHER)
+      return needed;
+  return planner_plan_get_tensor_layout (m->plan, t);
+}
+
+typedef struct
+{
+  guint64 *kept;  /* per root tensor: bytes kept (max over keepers) */
+  int *keeper;    /* per root tensor: the first op that keeps it */
+  guint64 *extra; /* per op: bytes it keeps that are not tensors (masks, scores, logsumexp) */
+} Kept;
+
+static void
+keep (Model *m, Kept *kp, guint op, guint tensor, const PlannerLayout *layout)
+{
+  const PlannerTensor *t = planner_graph_get_tensor (m->graph, tensor);
+  if (t->kind != PLANNER_TENSOR_ACTIVATION)
+    return;
+  guint r = m->root[tensor];
+  guint64 bytes = local_bytes (m, t, layout);
+  if (kp->keeper[r] < 0)
+    kp->keeper[r] = (int)op;
+  kp->kept[r] = MAX (kp->kept[r], bytes);
+}
+
+/* What op @i keeps for its backward pass (the tensors go to @kp by root, the rest to
+ * kp->extra[i]); @selective drops the attention core's scores. */
+static void
+op_keeps (Model *m, Kept *kp, guint i, gboolean selective)
+{
+  const PlannerOp *op = planner_graph_get_op (m->graph, i);
+  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+  planner_plan_op_layouts (m->plan, i, in, out);
+  const PlannerTensor *o0 = planner_graph_get_tensor (m->graph, op->outputs[0]);
+
+  switch (op->type)
+    {
+    case PLANNER_OP_MATMUL:
+    case PLANNER_OP_EINSUM:
+    case PLANNER_OP_BATCH_MATMUL:
+    case PLANNER_OP_CONV2D:
+    case PLANNER_OP_MUL:
+    case PLANNER_OP_DIV:
+    case PLANNER_OP_CROSS_ENTROPY:
+      /* Each activation input is needed for the other operand's gradient. */
+      for (guint k = 0; k < op->n_inputs; k++)
+        keep (m, kp, i, op->inputs[k], kept_layout (m, i, k, &in[k]));
+      break;
+    case PLANNER_OP_GELU:
+    case PLANNER_OP_SILU:
+    case PLANNER_OP_RELU:
+    case PLANNER_OP_LAYER_NORM:
+    case PLANNER_OP_RMS_NORM:
+      keep (m, kp, i, op->inputs[0], kept_layout (m, i, 0, &in[0]));
+      break;
+    case PLANNER_OP_TANH:
+    case PLANNER_OP_EXP:
+    case PLANNER_OP_SOFTMAX:
+      keep (m, kp, i, op->outputs[0], &out[0]);
+      break;
+    case PLANNER_OP_DROPOUT:
+      if (m->dropout)
+        kp->extra[i] += local_numel (m, o0, &out[0]); /* a 1-byte mask */
+      break;
+    case PLANNER_OP_SDPA:
+      {
+        const PlannerTensor *q = planner_graph_get_tensor (m->graph, op->inputs[0]);
+        const PlannerTensor *k = planner_graph_get_tensor (m->graph, op->inputs[1]);
+        gint64 ql[PLANNER_MAX_RANK], kl[PLANNER_MAX_RANK];
+        planner_layout_local_shape (&in[0], m->mesh, q->shape, ql);
+        planner_layout_local_shape (&in[1], m->mesh, k->shape, kl);
+        double scores = (double)ql[0] * ql[1] * ql[2] * kl[2];
+        double size = planner_dtype_size (o0->dtype);
+
+        for (guint j = 0; j < 3 && j < op->n_inputs; j++)
+          keep (m, kp, i, op->inputs[j], kept_layout (m, i, j, &in[j]));
+        if (m->c->attention == PLANNER_ATTENTION_FLASH)
+          {
+            keep (m, kp, i, op->outputs[0], &out[0]);
+            kp->extra[i] += (guint64)(4.0 * ql[0] * ql[1] * ql[2]); /* fp32 logsumexp */
+          }
+        else if (!selective)
+          /* softmax output; with dropout also its mask (1 byte) and output (Korthikanti's
+           * 5 a s^2 b in 16-bit) */
+          kp->extra[i] += (guint64)(scores * (size + (m->dropout ? 1 + size : 0)));
+        break;
+      }
+    default:
+      /* Add, Sub, Cast, Neg, Embedding (keeps the ids, a graph input), Rotary (keeps nothing
+       * but positions), views, reductions, Concat, Slice. */
+      break;
+    }
+}
+
+/* ---- time ---- */
+
+typedef struct
+{
+  double forward, backward;
+  guint kernels; /* forward and backward together */
+} OpTime;
+
+/* One op's compute for one micro-batch (1/accum of the local batch). */
+static OpTime
+op_time (Model *m, guint i)
+{
+  const PlannerOp *op = planner_graph_get_op (m->graph, i);
+  PlannerOpPlan *p = planner_plan_get_op (m->plan, i);
+  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+  OpTime t = { 0 };
+  double a = m->accum, bytes = 0;
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (m->hw);
+  const PlannerTensor *o0 = planner_graph_get_tensor (m->graph, op->outputs[0]);
+  PlannerDType dtype = o0->dtype;
+  double flops = planner_strategy_local_flops (&p->strategy, &op->rule, m->mesh) / a;
+
+  if (is_view (op->type) || (op->type == PLANNER_OP_DROPOUT && !m->dropout))
+    return t;
+  planner_plan_op_layouts (m->plan, i, in, out);
+  for (guint k = 0; k < op->n_inputs; k++)
+    {
+      const PlannerTensor *x = planner_graph_get_tensor (m->graph, op->inputs[k]);
+      double b = local_bytes (m, x, &in[k]);
+      bytes += x->kind == PLANNER_TENSOR_PARAMETER ? b : b / a;
+    }
+  for (guint k = 0; k < op->n_outputs; k++)
+    bytes += local_bytes (m, planner_graph_get_tensor (m->graph, op->outputs[k]), &out[k]) / a;
+
+  if (op->type == PLANNER_OP_SDPA)
+    {
+      const PlannerTensor *q = planner_graph_get_tensor (m->graph, op->inputs[0]);
+      const PlannerTensor *k = planner_graph_get_tensor (m->graph, op->inputs[1]);
+      gint64 ql[PLANNER_MAX_RANK], kl[PLANNER_MAX_RANK];
+      planner_layout_local_shape (&in[0], m->mesh, q->shape, ql);
+      planner_layout_local_shape (&in[1], m->mesh, k->shape, kl);
+      double peak = planner_hardware_peak_flops (m->hw, dtype);
+      if (m->c->attention == PLANNER_ATTENTION_FLASH)
+        {
+          /* The causal kernel skips the masked half of the tiles. */
+          double f = op->attrs.causal ? flops / 2 : flops;
+          t.forward = f / (peak * e->flash_forward);
+          t.backward = FLASH_BACKWARD_FLOPS * f / (peak * e->flash_backward);
+          t.kernels = 3;
+        }
+      else
+        {
+          /* Two batched GEMMs per head (s x d x s), scale-mask-softmax fused (read and write
+           * the scores), dropout (read, write, mask); the backward pass does each twice. */
+          double scores = (double)ql[0] * ql[1] * ql[2] * kl[2] / a;
+          double size = planner_dtype_size (dtype);
+          double per_head = (double)ql[2] * kl[2] * ql[3];
+          double gemm = flops / (peak * planner_cost_gemm_efficiency (m->hw, cbrt (per_head)));
+          double elementwise = scores * (2 * size + (m->dropout ? 2 * size + 1 : 0));
+          double mem = elementwise / (planner_hardware_memory_bandwidth (m->hw) * e->memory_bound);
+          t.forward = gemm + mem;
+          t.backward = 2 * gemm + 2 * mem;
+          t.kernels = m->dropout ? 4 * 3 : 3 * 3;
+        }
+      return t;
+    }
+  if (op->type == PLANNER_OP_EMBEDDING)
+    {
+      /* A gather reads only the rows it returns; its gradient is a scatter-add into a table
+       * of zeros. */
+      double rows = local_bytes (m, o0, &out[0]) / a;
+      double table = local_bytes (m, planner_graph_get_tensor (m->graph, op->inputs[1]), &in[1]);
+      t.forward = planner_cost_memory_bound_time (m->hw, dtype, 0, 2 * rows);
+      t.backward = planner_cost_memory_bound_time (m->hw, dtype, 0, 2 * rows + table);
+      t.kernels = 3;
+      return t;
+    }
+  if (op->type == PLANNER_OP_DROPOUT)
+    bytes += local_numel (m, o0, &out[0]) / a; /* writes its mask */
+  if (is_gemm (op->type))
+    {
+      t.forward = planner_cost_gemm_time (m->hw, dtype, flops, bytes);
+      /* Input and weight gradients: two GEMMs of the forward's size. */
+      t.backward = m->c->backward_factor * t.forward;
+      t.kernels = 3;
+    }
+  else
+    {
+      t.forward = planner_cost_memory_bound_time (m->hw, dtype, flops, bytes);
+      t.backward = m->c->backward_factor * t.forward;
+      t.kernels = 2;
+    }
+  return t;
+}
+
+/* Redistribution time for one micro-batch: an activation's buffers shrink by the accumulation
+ * count, a parameter's do not. */
+static double
+step_time (Model *m, const PlannerRedistribution *red, const PlannerRedistStep *st, gboolean back)
+{
+  const PlannerTensor *t = planner_graph_get_tensor (m->graph, red->tensor);
+  double a = t->kind == PLANNER_TENSOR_ACTIVATION ? m->accum : 1;
+  guint64 n_in = (guint64)(st->n_in / a), n_out = (guint64)(st->n_out / a);
+  PlannerStepKind kind = st->kind;
+
+  if (!back)
+    return planner_cost_step_time (m->hw, m->mesh, kind, st->axis, n_in, n_out);
+  if (!planner_step_kind_backward (st->kind, &kind))
+    return 0;
+  return planner_cost_step_time (m->hw, m->mesh, kind, st->axis, n_out, n_in);
+}
+
+/* ---- the gradient sync ---- */
+
+typedef struct
+{
+  guint32 axes;
+  guint64 bytes;
+} SyncGroup;
+
+/* Buckets of dp_bucket_MiB over each group of parameters that sync over the same axes, one
+ * collective of @kind per axis per bucket (a gradient AllReduce, ReduceScatter or a parameter
+ * AllGather of the bucket's full size). Returns the total; @times lists each bucket. */
+static double
+sync_buckets (Model *m, GArray *groups, PlannerStepKind kind, GArray *times)
+{
+  double total = 0, bucket = MAX (m->c->dp_bucket_MiB, 1e-6) * MiB;
+  for (guint g = 0; g < groups->len; g++)
+    {
+      const SyncGroup *sg = &g_array_index (groups, SyncGroup, g);
+      double left = sg->bytes;
+      while (left > 0)
+        {
+          guint64 n = (guint64)MIN (left, bucket);
+          double t = 0;
+          guint64 shard = n;
+          for (guint a = 0; a < m->mesh->n_axes; a++)
+            if (sg->axes & (1u << a))
+              shard /= m->mesh->sizes[a];
+          for (guint a = 0; a < m->mesh->n_axes; a++)
+            if (sg->axes & (1u << a))
+              t += planner_cost_step_time (m->hw, m->mesh, kind, a,
+                                           kind == PLANNER_STEP_ALL_GATHER ? shard : n,
+                                           kind == PLANNER_STEP_REDUCE_SCATTER ? shard : n);
+          g_array_append_val (times, t);
+          total += t;
+          left -= n;
+        }
+    }
+  return total;
+}
+
+/* The data-parallel sync by ZeRO stage, as DDP, DeepSpeed and FSDP run it:
+ *   0, 1  one gradient AllReduce per bucket per step (DDP's no_sync accumulation; stage 1's
+ *         ReduceScatter + AllGather moves the same bytes), behind the last micro-batch's
+ *         backward pass;
+ *   2     a ReduceScatter per bucket per micro-batch (gradients are kept sharded), behind each
+ *         backward pass, and one AllGather of the updated parameters per step, exposed;
+ *   3     per micro-batch, the parameter AllGathers of the forward pass, prefetched ahead of
+ *         it, and in the backward pass an AllGather (two with full recompute) and a
+ *         ReduceScatter per bucket behind it.
+ * Sets @exposed and returns the whole sync time. */
+static double
+dp_sync (Model *m, GArray *groups, double forward, double backward, double *exposed)
+{
+  gboolean overlap = m->c->dp_overlap;
+  double a = m->accum;
+  g_autoptr (GArray) ar = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) rs = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) ag = g_array_new (FALSE, FALSE, sizeof (double));
+
+  if (m->c->zero <= 1)
+    {
+      double total = sync_buckets (m, groups, PLANNER_STEP_ALL_REDUCE, ar);
+      *exposed = planner_cost_bucket_exposed ((const double *)(void *)ar->data, ar->len, backward,
+                                              overlap);
+      return total;
+    }
+  double t_rs = sync_buckets (m, groups, PLANNER_STEP_REDUCE_SCATTER, rs);
+  double t_ag = sync_buckets (m, groups, PLANNER_STEP_ALL_GATHER, ag);
+  if (m->c->zero == 2)
+    {
+      *exposed = a * planner_cost_bucket_exposed ((const double *)(void *)rs->data, rs->len,
+                                                  backward, overlap)
+                 + t_ag;
+      return a * t_rs + t_ag;
+    }
+  /* Stage 3: the backward pass gathers each bucket again (and once more to recompute it)
+   * before reducing its gradients. */
+  double gathers = m->c->recompute == PLANNER_RECOMPUTE_FULL ? 2 : 1;
+  g_autoptr (GArray) back = g_array_new (FALSE, FALSE, sizeof (double));
+  for (guint k = 0; k < rs->len; k++)
+    {
+      double t = g_array_index (rs, double, k) + gathers * g_array_index (ag, double, k);
+      g_array_append_val (back, t);
+    }
+  *exposed = a
+             * (planner_cost_prefetch_exposed ((const double *)(void *)ag->data, ag->len, forward,
+                                               overlap)
+                + planner_cost_bucket_exposed ((const double *)(void *)back->data, back->len,
+                                               backward, overlap));
+  return a * (t_ag + t_rs + gathers * t_ag);
+}
+
+/* Sequences per device in one global step: the leading dim of the first graph input (the
+ * token ids) as its layout splits it. */
+static guint
+find_local_batch (Model *m)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (m->graph); t++)
+    {
+      const PlannerTensor *x = planner_graph_get_tensor (m->graph, t);
+      if (x->kind != PLANNER_TENSOR_INPUT || x->rank == 0)
+        continue;
+      gint64 local[PLANNER_MAX_RANK];
+      planner_layout_local_shape (planner_plan_get_tensor_layout (m->plan, t), m->mesh, x->shape,
+                                  local);
+      return (guint)MAX (local[0], 1);
+    }
+  return 1;
+}
+
+gboolean
+planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboolean set_totals,
+                               GError **error)
+{
+  Model m = { 0 };
+  m.plan = self;
+  m.graph = planner_plan_get_graph (self);
+  m.mesh = planner_plan_get_mesh (self);
+  m.hw = planner_plan_get_hardware (self);
+  m.c = planner_plan_get_constants (self);
+  guint n_ops = planner_graph_get_n_ops (m.graph);
+  guint n_tensors = planner_graph_get_n_tensors (m.graph);
+  const PlannerEfficiency *eff = planner_hardware_get_efficiency (m.hw);
+
+  guint local_batch = find_local_batch (&m);
+  guint micro = m.c->micro_batch ? m.c->micro_batch : local_batch;
+  if (micro > local_batch || local_batch % micro != 0)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
+                   "micro-batch %u does not divide the %u sequences each device gets per step; "
+                   "use a divisor of %u",
+                   m.c->micro_batch, local_batch, local_batch);
+      return FALSE;
+    }
+  m.accum = local_batch / micro;
+
+  g_autofree int *layer = g_new (int, n_ops);
+  g_autofree guint *root = g_new (guint, n_tensors);
+  m.layer = layer;
+  m.root = root;
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (m.graph, i);
+      layer[i] = op_layer (op->name);
+      if (op->type == PLANNER_OP_DROPOUT && !m.c->no_dropout)
+        m.dropout = TRUE;
+    }
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
+      root[t] = t;
+      if (x->producer >= 0)
+        {
+          const PlannerOp *op = planner_graph_get_op (m.graph, (guint)x->producer);
+          /* Reshape and transpose keep every element: the same storage. */
+          if (op->type == PLANNER_OP_RESHAPE || op->type == PLANNER_OP_TRANSPOSE)
+            root[t] = root[op->inputs[0]];
+        }
+    }
+
+  /* ---- memory ---- */
+  PlannerMemory mem = { 0 };
+  g_autoptr (GArray) groups = g_array_new (FALSE, FALSE, sizeof (SyncGroup));
+  double optimizer_params = 0;
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
+      if (x->kind != PLANNER_TENSOR_PARAMETER)
+        continue;
+      const PlannerLayout *layout = planner_plan_get_tensor_layout (self, t);
+      guint32 users = 0;
+      for (guint c = 0; c < x->consumers->len; c++)
+        users |= planner_strategy_axis_mask (
+            &planner_plan_get_op (self, g_array_index (x->consumers, PlannerUse, c).op)->strategy);
+      guint32 sync = users & ~planner_layout_split_mask (layout) & ~layout->partial;
+      guint dp = 1;
+      for (guint a = 0; a < m.mesh->n_axes; a++)
+        if (sync & (1u << a))
+          dp *= m.mesh->sizes[a];
+      guint64 n = local_numel (&m, x, layout);
+      planner_cost_model_states (m.c, n, x->dtype, dp, &mem);
+      optimizer_params += m.c->zero >= 1 ? (double)n / dp : (double)n;
+      if (sync == 0)
+        continue;
+      guint g = 0;
+      while (g < groups->len && g_array_index (groups, SyncGroup, g).axes != sync)
+        g++;
+      if (g == groups->len)
+        {
+          SyncGroup sg = { sync, 0 };
+          g_array_append_val (groups, sg);
+        }
+      g_array_index (groups, SyncGroup, g).bytes += local_bytes (&m, x, layout);
+    }
+
+  Kept kp = { g_new0 (guint64, n_tensors), g_new (int, n_tensors), g_new0 (guint64, n_ops) };
+  for (guint t = 0; t < n_tensors; t++)
+    kp.keeper[t] = -1;
+  for (guint i = 0; i < n_ops; i++)
+    op_keeps (&m, &kp, i, m.c->recompute == PLANNER_RECOMPUTE_SELECTIVE);
+  /* Graph outputs (the logits) are kept for the loss. */
+  const GArray *outputs = planner_graph_get_outputs (m.graph);
+  for (guint o = 0; o < outputs->len; o++)
+    {
+      guint t = g_array_index (outputs, guint, o);
+      const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
+      if (x->kind == PLANNER_TENSOR_ACTIVATION && kp.keeper[root[t]] < 0)
+        kp.kept[root[t]] = local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
+    }
+
+  double activations = 0;
+  if (m.c->recompute == PLANNER_RECOMPUTE_FULL)
+    {
+      /* Each layer keeps only its input; during the backward pass one layer at a time holds
+       * everything it would have kept. */
+      int n_layers = 0;
+      for (guint i = 0; i < n_ops; i++)
+        n_layers = MAX (n_layers, layer[i] + 1);
+      g_autofree double *per_layer = g_new0 (double, MAX (n_layers, 1));
+      g_autofree gboolean *counted = g_new0 (gboolean, n_tensors);
+      double inputs = 0, outside = 0, largest = 0;
+      for (guint t = 0; t < n_tensors; t++)
+        {
+          if (kp.kept[t] == 0)
+            continue;
+          int owner = kp.keeper[t] >= 0 ? layer[kp.keeper[t]] : -1;
+          if (owner >= 0)
+            per_layer[owner] += kp.kept[t];
+          else
+            outside += kp.kept[t];
+        }
+      for (guint i = 0; i < n_ops; i++)
+        {
+          const PlannerOp *op = planner_graph_get_op (m.graph, i);
+          if (layer[i] < 0)
+            {
+              outside += kp.extra[i];
+              continue;
+            }
+          per_layer[layer[i]] += kp.extra[i];
+          for (guint k = 0; k < op->n_inputs; k++)
+            {
+              guint t = op->inputs[k];
+              const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
+              if (x->kind != PLANNER_TENSOR_ACTIVATION || counted[t]
+                  || (x->producer >= 0 && layer[x->producer] == layer[i]))
+                continue;
+              counted[t] = TRUE;
+              inputs += local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
+            }
+        }
+      for (int l = 0; l < n_layers; l++)
+        largest = MAX (largest, per_layer[l]);
+      activations = inputs + largest + outside;
+    }
+  else
+    {
+      for (guint t = 0; t < n_tensors; t++)
+        activations += kp.kept[t];
+      for (guint i = 0; i < n_ops; i++)
+        activations += kp.extra[i];
+    }
+  g_free (kp.kept);
+  g_free (kp.keeper);
+  g_free (kp.extra);
+  /* The graph is built for the whole local batch; one micro-batch is kept at a time. */
+  mem.activations = (guint64)llround (activations / m.accum);
+  mem.total = mem.parameters + mem.gradients + mem.optimizer + mem.activations;
+
+  /* ---- time, per micro-batch ---- */
+  PlannerStepBreakdown b = { 0 };
+  double forward = 0, backward = 0, recompute = 0, comm = 0, recompute_comm = 0;
+  guint kernels = 0;
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (m.graph, i);
+      OpTime t = op_time (&m, i);
+      if (set_totals)
+        planner_plan_get_op (self, i)->compute_time_s = t.forward * m.accum;
+      forward += t.forward;
+      backward += t.backward;
+      kernels += t.kernels;
+      if ((m.c->recompute == PLANNER_RECOMPUTE_FULL && layer[i] >= 0)
+          || (m.c->recompute == PLANNER_RECOMPUTE_SELECTIVE && op->type == PLANNER_OP_SDPA
+              && m.c->attention == PLANNER_ATTENTION_UNFUSED))
+        {
+          recompute += t.forward;
+          kernels += t.kernels / 3 + 1;
+        }
+    }
+  for (guint r = 0; r < planner_plan_get_n_redistributions (self); r++)
+    {
+      const PlannerRedistribution *red = planner_plan_get_redistribution (self, r);
+      for (guint s = 0; s < red->n_steps; s++)
+        {
+          double f = step_time (&m, red, &red->steps[s], FALSE);
+          comm += f + step_time (&m, red, &red->steps[s], TRUE);
+          if (m.c->recompute == PLANNER_RECOMPUTE_FULL && red->consumer >= 0
+              && layer[red->consumer] >= 0)
+            recompute_comm += f;
+        }
+    }
+  /* Gradients of activations replicated while their users split the work (the plan's
+   * backward_comm_time_s beyond the transposed steps) do not shrink with micro-batches'
+   * count: their bytes do, their number grows. */
+  double transposed = 0;
+  for (guint r = 0; r < planner_plan_get_n_redistributions (self); r++)
+    {
+      const PlannerRedistribution *red = planner_plan_get_redistribution (self, r);
+      for (guint s = 0; s < red->n_steps; s++)
+        {
+          PlannerStepKind back;
+          if (planner_step_kind_backward (red->steps[s].kind, &back))
+            transposed += planner_cost_step_time (m.hw, m.mesh, back, red->steps[s].axis,
+                                                  red->steps[s].n_out, red->steps[s].n_in);
+        }
+    }
+  comm += MAX (0.0, tot->backward_comm_time_s - transposed) / m.accum;
+
+  b.forward = forward * m.accum;
+  b.backward = backward * m.accum;
+  b.recompute = (recompute + recompute_comm) * m.accum;
+  b.tp_comm_exposed = comm * m.accum;
+
+  /* One micro-batch's passes, with their share of the redistributions. */
+  double pass_backward = backward + recompute + recompute_comm + comm / 2;
+  double pass_forward = forward + comm / 2;
+  double sync = dp_sync (&m, groups, pass_forward, pass_backward, &b.dp_sync_exposed);
+  /* MAX: exposed is computed apart and may exceed sync by a rounding error (-3e-21). */
+  b.dp_sync_hidden = MAX (sync - b.dp_sync_exposed, 0.0);
+  double step_bytes = m.c->optimizer == PLANNER_OPTIMIZER_SGD ? SGD_STEP_BYTES : ADAM_STEP_BYTES;
+  b.overhead = kernels * m.accum * eff->kernel_launch_us * 1e-6
+               + optimizer_params * step_bytes
+                     / (planner_hardware_memory_bandwidth (m.hw) * eff->memory_bound);
+
+  tot->memory = mem;
+  tot->breakdown = b;
+  tot->micro_batches = m.accum;
+  tot->local_batch = local_batch;
+  if (set_totals)
+    {
+      double fwd_total = 0;
+      for (guint i = 0; i < n_ops; i++)
+        fwd_total += planner_plan_get_op (self, i)->compute_time_s;
+      tot->compute_time_s = fwd_total;
+      tot->grad_sync_time_s = sync;
+      tot->activation_bytes_per_device = mem.activations;
+      tot->memory_per_device_bytes = mem.total;
+      tot->step_time_s = planner_step_breakdown_total (&b);
+    }
+  return TRUE;
+}
+
+void
+planner_plan_refresh_training (PlannerPlan *self)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+
+  PlannerPlanTotals totals = *planner_plan_get_totals (self);
+  /* A plan that was saved could be finished, so its micro-batch divides; a hand-edited file
+   * that breaks this keeps zero figures rather than failing the read. */
+  if (planner_plan_compute_training (self, &totals, FALSE, NULL))
+    planner_plan_set_totals (self, &totals);
+}
