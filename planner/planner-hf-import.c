@@ -393,6 +393,48 @@ read_dtype (Reader *r, HfConfig *c)
                name);
 }
 
+/* The rotary base. transformers 5 writes it inside "rope_parameters" (with "rope_type") and
+ * no longer at the top, where transformers 4 put it beside "rope_scaling"; reading only the
+ * top would silently give 10000 to a Qwen2 checkpoint trained with 1e6. Only the plain
+ * rotary embedding is modelled: a scaled one (linear, dynamic, yarn, llama3, ...) changes
+ * every position's angles and is refused rather than approximated. */
+static double
+read_rope_theta (Reader *r)
+{
+  const char *const fields[] = { "rope_parameters", "rope_scaling" };
+  double theta = reader_positive (r, "rope_theta", 10000.0);
+
+  for (guint i = 0; i < G_N_ELEMENTS (fields) && r->error == NULL; i++)
+    {
+      JsonNode *node = reader_lookup (r, fields[i], NULL);
+      g_autofree char *what = NULL;
+      const char *type;
+
+      if (node == NULL)
+        continue;
+      if (!JSON_NODE_HOLDS_OBJECT (node))
+        {
+          reader_wrong_type (r, fields[i], "an object");
+          break;
+        }
+      what = g_strdup_printf ("%s: %s", r->what, fields[i]);
+      Reader sub = { json_node_get_object (node), what, NULL };
+      type = reader_string (&sub, "rope_type", "type", "default");
+      if (sub.error == NULL && !g_str_equal (type, "default"))
+        g_set_error (&sub.error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                     "%s: rope_type \"%s\" is not supported: only the default rotary "
+                     "embedding is modelled (rope_type \"default\", or no %s)",
+                     what, type, fields[i]);
+      theta = reader_positive (&sub, "rope_theta", theta);
+      if (sub.error != NULL)
+        {
+          r->error = sub.error;
+          break;
+        }
+    }
+  return theta;
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -444,7 +486,7 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
         c->max_positions = reader_size (&r, "max_position_embeddings", NULL, REQUIRED);
         c->max_positions_field = "max_position_embeddings";
         c->eps = reader_positive (&r, "rms_norm_eps", 1e-6);
-        c->rope_theta = reader_positive (&r, "rope_theta", 10000.0);
+        c->rope_theta = read_rope_theta (&r);
         c->tie = reader_bool (&r, "tie_word_embeddings", FALSE);
         attention_bias = reader_bool (&r, "attention_bias", FALSE);
         /* Qwen2 always has q/k/v biases and never an o_proj bias; LLaMA's attention_bias
