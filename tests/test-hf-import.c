@@ -749,6 +749,24 @@ static const BadConfig bad_configs[] = {
     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
     "\"max_position_embeddings\": 64, \"rope_parameters\": {\"rope_theta\": -1}}",
     PLANNER_ERROR_MALFORMED_FILE, "rope_parameters: field \"rope_theta\" must be a positive" },
+  /* Attention the graph does not model: refused, not compared against a different model. */
+  { "sliding-window-mistral",
+    "{\"model_type\": \"mistral\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64, \"sliding_window\": 16}",
+    PLANNER_ERROR_SHAPE_MISMATCH,
+    "layer 0 attends through a sliding window of 16 tokens (sliding_window), shorter than the "
+    "sequence of 64" },
+  { "sliding-window-layer-types",
+    "{\"model_type\": \"qwen2\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64, \"sliding_window\": 8, "
+    "\"layer_types\": [\"full_attention\", \"sliding_attention\"]}",
+    PLANNER_ERROR_SHAPE_MISMATCH, "layer 1 attends through a sliding window of 8 tokens" },
+  { "gpt2-unscaled-attention",
+    "{\"model_type\": \"gpt2\", \"vocab_size\": 512, \"n_embd\": 64, \"n_layer\": 2, "
+    "\"n_head\": 4, \"n_positions\": 64, \"scale_attn_weights\": false}",
+    PLANNER_ERROR_MALFORMED_FILE, "scale_attn_weights false is not supported" },
   { "unknown-dtype",
     "{\"model_type\": \"llama\", \"vocab_size\": 512, \"hidden_size\": 64, "
     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
