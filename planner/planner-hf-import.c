@@ -90,6 +90,10 @@ typedef struct
   gboolean qkv_bias;
   gboolean o_bias;
   gboolean mlp_bias;
+  /* Sliding-window attention (Mistral, Qwen2): the window, 0 for none, and the first layer
+   * that uses it (G_MAXINT64 for none). */
+  gint64 sliding_window;
+  gint64 sliding_from;
   PlannerOpType act;
   int act_variant;
   /* Field names as this family spells them, for messages. */
@@ -393,6 +397,99 @@ read_dtype (Reader *r, HfConfig *c)
                name);
 }
 
+/* A config switch whose other value changes the math in a way the graph does not model:
+ * refused, so a trial run never compares against a different model than the checkpoint's. */
+static void
+reader_require_bool (Reader *r, const char *field, gboolean fallback, const char *why)
+{
+  gboolean value = reader_bool (r, field, fallback);
+
+  if (r->error == NULL && value != fallback)
+    g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                 "%s: %s %s is not supported: %s; only %s %s is modelled", r->what, field,
+                 value ? "true" : "false", why, field, fallback ? "true" : "false");
+}
+
+/* Which layers attend through a sliding window: transformers 5 lists "layer_types"
+ * ("sliding_attention" or "full_attention" per layer); before it, Mistral slid in every layer
+ * when "sliding_window" is set and Qwen2 from layer "max_window_layers" on when
+ * "use_sliding_window" is true. */
+static void
+read_sliding_window (Reader *r, HfConfig *c)
+{
+  JsonNode *types = reader_lookup (r, "layer_types", NULL);
+
+  c->sliding_window = reader_size (r, "sliding_window", NULL, 0);
+  c->sliding_from = G_MAXINT64;
+  if (r->error != NULL || c->sliding_window == 0)
+    return;
+  if (types != NULL)
+    {
+      JsonArray *list;
+
+      if (!JSON_NODE_HOLDS_ARRAY (types))
+        {
+          reader_wrong_type (r, "layer_types", "a list of attention kinds");
+          return;
+        }
+      list = json_node_get_array (types);
+      for (guint i = 0; i < json_array_get_length (list); i++)
+        if (node_value_type (json_array_get_element (list, i)) == G_TYPE_STRING
+            && g_str_equal (json_array_get_string_element (list, i), "sliding_attention"))
+          {
+            c->sliding_from = i;
+            break;
+          }
+    }
+  else if (g_str_equal (c->type->model_type, "mistral"))
+    c->sliding_from = 0;
+  else if (g_str_equal (c->type->model_type, "qwen2")
+           && reader_bool (r, "use_sliding_window", FALSE))
+    c->sliding_from = reader_size (r, "max_window_layers", NULL, 28);
+}
+
+/* The rotary base. transformers 5 writes it inside "rope_parameters" (with "rope_type") and
+ * no longer at the top, where transformers 4 put it beside "rope_scaling"; reading only the
+ * top would silently give 10000 to a Qwen2 checkpoint trained with 1e6. Only the plain
+ * rotary embedding is modelled: a scaled one (linear, dynamic, yarn, llama3, ...) changes
+ * every position's angles and is refused rather than approximated. */
+static double
+read_rope_theta (Reader *r)
+{
+  const char *const fields[] = { "rope_parameters", "rope_scaling" };
+  double theta = reader_positive (r, "rope_theta", 10000.0);
+
+  for (guint i = 0; i < G_N_ELEMENTS (fields) && r->error == NULL; i++)
+    {
+      JsonNode *node = reader_lookup (r, fields[i], NULL);
+      g_autofree char *what = NULL;
+      const char *type;
+
+      if (node == NULL)
+        continue;
+      if (!JSON_NODE_HOLDS_OBJECT (node))
+        {
+          reader_wrong_type (r, fields[i], "an object");
+          break;
+        }
+      what = g_strdup_printf ("%s: %s", r->what, fields[i]);
+      Reader sub = { json_node_get_object (node), what, NULL };
+      type = reader_string (&sub, "rope_type", "type", "default");
+      if (sub.error == NULL && !g_str_equal (type, "default"))
+        g_set_error (&sub.error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                     "%s: rope_type \"%s\" is not supported: only the default rotary "
+                     "embedding is modelled (rope_type \"default\", or no %s)",
+                     what, type, fields[i]);
+      theta = reader_positive (&sub, "rope_theta", theta);
+      if (sub.error != NULL)
+        {
+          r->error = sub.error;
+          break;
+        }
+    }
+  return theta;
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -400,6 +497,7 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
   const char *hidden_field = "hidden_size", *heads_field = "num_attention_heads";
 
   memset (c, 0, sizeof *c);
+  c->sliding_from = G_MAXINT64; /* no sliding window unless the family reads one */
   c->type = lookup_model_type (&r);
   if (c->type != NULL)
     c->architecture = lookup_architecture (&r, c->type);
@@ -427,6 +525,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
       c->tie = reader_bool (&r, "tie_word_embeddings", TRUE);
       c->qkv_bias = c->o_bias = c->mlp_bias = TRUE;
       read_activation (&r, c, "activation_function", "gelu_new");
+      reader_require_bool (&r, "scale_attn_weights", TRUE,
+                           "the attention scores would not be divided by sqrt (head size)");
+      reader_require_bool (&r, "scale_attn_by_inverse_layer_idx", FALSE,
+                           "layer i's scores would also be divided by i + 1");
       break;
 
     case FAMILY_LLAMA:
@@ -444,7 +546,7 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
         c->max_positions = reader_size (&r, "max_position_embeddings", NULL, REQUIRED);
         c->max_positions_field = "max_position_embeddings";
         c->eps = reader_positive (&r, "rms_norm_eps", 1e-6);
-        c->rope_theta = reader_positive (&r, "rope_theta", 10000.0);
+        c->rope_theta = read_rope_theta (&r);
         c->tie = reader_bool (&r, "tie_word_embeddings", FALSE);
         attention_bias = reader_bool (&r, "attention_bias", FALSE);
         /* Qwen2 always has q/k/v biases and never an o_proj bias; LLaMA's attention_bias
@@ -453,6 +555,7 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
         c->o_bias = attention_bias;
         c->mlp_bias = reader_bool (&r, "mlp_bias", FALSE);
         read_activation (&r, c, "hidden_act", "silu");
+        read_sliding_window (&r, c);
       }
       break;
 
@@ -470,6 +573,8 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
       c->tie = reader_bool (&r, "tie_word_embeddings", TRUE);
       c->qkv_bias = c->o_bias = c->mlp_bias = TRUE;
       read_activation (&r, c, "hidden_act", "gelu");
+      reader_require_bool (&r, "is_decoder", FALSE,
+                           "a decoder BERT attends causally, this graph bidirectionally");
       break;
 
     default:
@@ -1047,6 +1152,17 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
                    "%s: sequence length %" G_GINT64_FORMAT " exceeds %s %" G_GINT64_FORMAT
                    " (learned position embeddings); use a sequence of at most %" G_GINT64_FORMAT,
                    what, b.seq, c.max_positions_field, c.max_positions, c.max_positions);
+      return NULL;
+    }
+
+  if (c.sliding_from < layers && b.seq > c.sliding_window)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "%s: layer %" G_GINT64_FORMAT " attends through a sliding window of %"
+                   G_GINT64_FORMAT " tokens (sliding_window), shorter than the sequence of %"
+                   G_GINT64_FORMAT ", and the graph models full causal attention; use a "
+                   "sequence of at most %" G_GINT64_FORMAT,
+                   what, c.sliding_from, c.sliding_window, b.seq, c.sliding_window);
       return NULL;
     }
 

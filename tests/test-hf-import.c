@@ -328,6 +328,25 @@ test_qwen2 (void)
   ASSERT_SHAPE (tensor (graph, "logits"), 8, 1024, 151936);
 }
 
+/* transformers 5 writes the rotary base inside "rope_parameters" (issue 13: a Qwen2
+ * checkpoint saved by save_pretrained came out with theta 10000 instead of 1e6). */
+static void
+test_rope_parameters (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = planner_hf_import_json (
+      "{\"model_type\": \"qwen2\", \"vocab_size\": 64, \"hidden_size\": 16, "
+      "\"intermediate_size\": 24, \"num_hidden_layers\": 1, \"num_attention_heads\": 4, "
+      "\"num_key_value_heads\": 2, \"max_position_embeddings\": 32, "
+      "\"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"}, "
+      "\"rope_scaling\": null}",
+      NULL, &error);
+
+  g_assert_no_error (error);
+  g_assert_cmpfloat (op (graph, "model.layers.0.self_attn.rotary_q")->attrs.theta, ==, 1e6);
+  g_assert_cmpfloat (op (graph, "model.layers.0.self_attn.rotary_k")->attrs.theta, ==, 1e6);
+}
+
 static void
 test_bert (void)
 {
@@ -713,6 +732,42 @@ static const BadConfig bad_configs[] = {
     PLANNER_ERROR_SHAPE_MISMATCH,
     "tensor transformer.wte.weight [2147483647,2147483520] takes the graph's tensors past 2^60 "
     "bytes" },
+  /* A scaled rotary embedding changes every angle: refused, not run as the plain one. */
+  { "rope-scaling-llama3",
+    "{\"model_type\": \"llama\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64, \"rope_theta\": 500000.0, "
+    "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
+    PLANNER_ERROR_MALFORMED_FILE, "rope_scaling: rope_type \"llama3\" is not supported" },
+  { "rope-parameters-yarn",
+    "{\"model_type\": \"qwen2\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64, "
+    "\"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 1e6, \"factor\": 4.0}}",
+    PLANNER_ERROR_MALFORMED_FILE, "rope_parameters: rope_type \"yarn\" is not supported" },
+  { "rope-parameters-theta",
+    "{\"model_type\": \"mistral\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64, \"rope_parameters\": {\"rope_theta\": -1}}",
+    PLANNER_ERROR_MALFORMED_FILE, "rope_parameters: field \"rope_theta\" must be a positive" },
+  /* Attention the graph does not model: refused, not compared against a different model. */
+  { "sliding-window-mistral",
+    "{\"model_type\": \"mistral\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64, \"sliding_window\": 16}",
+    PLANNER_ERROR_SHAPE_MISMATCH,
+    "layer 0 attends through a sliding window of 16 tokens (sliding_window), shorter than the "
+    "sequence of 64" },
+  { "sliding-window-layer-types",
+    "{\"model_type\": \"qwen2\", \"vocab_size\": 512, \"hidden_size\": 64, "
+    "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+    "\"max_position_embeddings\": 64, \"sliding_window\": 8, "
+    "\"layer_types\": [\"full_attention\", \"sliding_attention\"]}",
+    PLANNER_ERROR_SHAPE_MISMATCH, "layer 1 attends through a sliding window of 8 tokens" },
+  { "gpt2-unscaled-attention",
+    "{\"model_type\": \"gpt2\", \"vocab_size\": 512, \"n_embd\": 64, \"n_layer\": 2, "
+    "\"n_head\": 4, \"n_positions\": 64, \"scale_attn_weights\": false}",
+    PLANNER_ERROR_MALFORMED_FILE, "scale_attn_weights false is not supported" },
   { "unknown-dtype",
     "{\"model_type\": \"llama\", \"vocab_size\": 512, \"hidden_size\": 64, "
     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
@@ -773,6 +828,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/hf-import/llama", test_llama);
   g_test_add_func ("/planner/hf-import/gqa", test_gqa);
   g_test_add_func ("/planner/hf-import/qwen2", test_qwen2);
+  g_test_add_func ("/planner/hf-import/rope-parameters", test_rope_parameters);
   g_test_add_func ("/planner/hf-import/bert", test_bert);
   g_test_add_func ("/planner/hf-import/bert-model", test_bert_model);
   g_test_add_func ("/planner/hf-import/overrides", test_overrides);

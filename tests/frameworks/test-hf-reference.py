@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Issue 13's "done when": Shardscope's training step against the Hugging Face model itself.
+
+For gpt2, llama, mistral, qwen2 and bert (the real configs in data/models/, shrunk to 2
+layers and small sizes, every other field kept: activation, epsilons, rope theta, key/value
+head ratio, tied embeddings), transformers builds the model with `from_config` and a fixed
+seed and writes it with `save_pretrained` (config.json and model.safetensors). The Hugging
+Face model then computes, in torch f32 with dropout off (eval mode), the logits, the loss
+(causal LM with labels = the tokens, which it shifts itself; masked LM for BERT with every
+position labelled by its own token) and the gradient of every parameter, by the names
+`named_parameters` gives (a tied weight once). Each model runs through
+
+    shardscope-cli propagate DIR/config.json --mesh dp=2,tp=2 --policy P --batch 2 --seq 8 ...
+    shardscope-cli run PLAN --weights DIR --tokens T.npy --train --outputs OUT.safetensors
+
+(with --tolerance 1e-4: the run's own sharded-against-unsharded check would otherwise stop
+at 1e-5, which BERT's key-bias gradient, zero in exact arithmetic and 1e-8 of the largest
+gradient in f32, exceeds under dp) under megatron, megatron-sp, dp and a pinned plan, and
+`logits`, `loss` and every
+`grad.<name>` of OUT (the sharded step) and of --outputs-reference (the unsharded one) must
+match the Hugging Face values within 1e-4 relative.
+
+    test-hf-reference.py           ($SHARDSCOPE_CLI is the built shardscope-cli)
+
+Runs in $SHARDSCOPE_FRAMEWORK_VENV/torch (default .venv-frameworks/ in the checkout; made by
+tools/framework-venv.sh); skipped, with the reason, where that Python cannot import torch and
+transformers. TAP; the table of errors is printed as comments. Arguments: model names, to run
+only those; $SHARDSCOPE_HF_REFERENCE_DIR keeps the checkpoints, tokens and plans there.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VENV = os.environ.get("SHARDSCOPE_FRAMEWORK_VENV") or os.path.join(ROOT, ".venv-frameworks")
+VENV_PYTHON = os.path.join(VENV, "torch", "bin", "python")
+CLI = os.environ.get("SHARDSCOPE_CLI")
+
+B, S = 2, 8
+MESH = "dp=2,tp=2"
+TOL = 1e-4
+# A gradient's scale is at least this fraction of the model's largest gradient entry: a
+# gradient that is zero in exact arithmetic (BERT's key bias: softmax ignores a constant
+# added to every score) is f32 round-off on both sides.
+GRAD_FLOOR = 1e-3
+GPT2_PINS = ["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"]
+LLAMA_PINS = ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
+BERT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]"]
+
+# model -> (real config in data/models/, the sizes that shrink it, pins). Head counts keep
+# the real key/value ratio where it is grouped (mistral 4:1, qwen2 7:1).
+MODELS = {
+    "gpt2": ("gpt2.json", {"vocab_size": 96, "n_embd": 16, "n_head": 4, "n_layer": 2,
+                           "n_positions": 32, "n_ctx": 32}, GPT2_PINS),
+    "llama": ("llama-2-7b.json", {"vocab_size": 80, "hidden_size": 16, "intermediate_size": 24,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4,
+                                  "num_key_value_heads": 4, "max_position_embeddings": 32},
+              LLAMA_PINS),
+    "mistral": ("mistral-7b-v0.1.json", {"vocab_size": 80, "hidden_size": 32,
+                                         "intermediate_size": 48, "num_hidden_layers": 2,
+                                         "num_attention_heads": 8, "num_key_value_heads": 2,
+                                         "max_position_embeddings": 64}, LLAMA_PINS),
+    "qwen2": ("qwen2-0.5b.json", {"vocab_size": 88, "hidden_size": 56, "intermediate_size": 40,
+                                  "num_hidden_layers": 2, "num_attention_heads": 14,
+                                  "num_key_value_heads": 2, "max_position_embeddings": 64,
+                                  "max_window_layers": 2}, LLAMA_PINS),
+    "bert": ("bert-base-uncased.json", {"vocab_size": 72, "hidden_size": 16,
+                                        "intermediate_size": 32, "num_hidden_layers": 2,
+                                        "num_attention_heads": 4, "max_position_embeddings": 32},
+             BERT_PINS),
+}
+POLICIES = ["megatron", "megatron-sp", "dp"]
+
+
+def skip(reason):
+    print("1..0 # SKIP %s" % reason)
+    sys.exit(0)
+
+
+def into_venv():
+    """Re-run this script under the framework venv's Python, or skip saying why not."""
+    if os.path.realpath(sys.prefix) == os.path.realpath(os.path.join(VENV, "torch")):
+        return
+    if not os.access(VENV_PYTHON, os.X_OK):
+        skip("%s is missing: make it with tools/framework-venv.sh (or set "
+             "$SHARDSCOPE_FRAMEWORK_VENV)" % VENV_PYTHON)
+    p = subprocess.run([VENV_PYTHON, "-c", "import torch, transformers, safetensors, numpy"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+        skip("%s cannot import torch, transformers, safetensors and numpy: %s"
+             % (VENV_PYTHON, last))
+    sys.stdout.flush()
+    os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
+
+
+def hf_config(model):
+    """The real config, shrunk, as a transformers config object (f32, 2 layers)."""
+    from transformers import AutoConfig
+
+    fname, sizes, _ = MODELS[model]
+    with open(os.path.join(ROOT, "data", "models", fname)) as f:
+        real = json.load(f)
+    fields = {k: v for k, v in real.items()
+              if k not in ("model_type", "architectures", "torch_dtype", "dtype")}
+    fields.update(sizes)
+    fields["architectures"] = real["architectures"]
+    fields["dtype"] = "float32"
+    return AutoConfig.for_model(real["model_type"], **fields)
+
+
+def hf_model(model, config, seed):
+    """from_config with a fixed seed, then every parameter drawn again from the same seed:
+    Hugging Face's own init (std 0.02, zero biases, unit norm weights) would hide a bias
+    added twice, a norm weight misapplied or a transposed matrix in near-zero logits."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+    torch.manual_seed(seed)
+    cls = AutoModelForMaskedLM if model == "bert" else AutoModelForCausalLM
+    m = cls.from_config(config, dtype=torch.float32)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            r = torch.randn(p.shape, generator=g, dtype=torch.float32)
+            if p.dim() >= 2:
+                p.copy_(0.3 * r)
+            elif name.endswith("bias"):
+                p.copy_(0.1 * r)
+            else:  # norm weights
+                p.copy_(1.0 + 0.1 * r)
+    m.eval()  # dropout off: what the trial runs
+    return m
+
+
+def hf_reference(m, ids):
+    """Logits, loss and the gradient of every named parameter, in f32 torch."""
+    import torch
+
+    t = torch.tensor(ids, dtype=torch.long)
+    m.zero_grad(set_to_none=True)
+    out = m(input_ids=t, labels=t)
+    out.loss.backward()
+    grads = {name: p.grad.detach().numpy().copy() for name, p in m.named_parameters()}
+    return out.logits.detach().numpy().copy(), float(out.loss.detach()), grads
+
+
+def rel(got, want, floor=0.0):
+    import numpy as np
+
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float(np.abs(got - want).max() / max(float(np.abs(want).max()), floor, 1e-30))
+
+
+def compare(res, logits, loss, grads):
+    """Max relative errors (logits, loss, grads) and what is wrong, if anything."""
+    msgs = []
+    got = res.get("logits")
+    if got is None or got.shape != logits.shape:
+        msgs.append("logits missing or %s, want %s" % (None if got is None else list(got.shape),
+                                                       list(logits.shape)))
+        e_logits = float("inf")
+    else:
+        e_logits = rel(got, logits)
+    e_loss = rel(res["loss"], loss) if "loss" in res else float("inf")
+    floor = GRAD_FLOOR * max(float(abs(g).max()) for g in grads.values())
+    e_grad, worst = 0.0, ""
+    for name, want in grads.items():
+        g = res.get("grad." + name)
+        if g is None or tuple(g.shape) != tuple(want.shape):
+            msgs.append("grad.%s missing or %s, want %s" % (
+                name, None if g is None else list(g.shape), list(want.shape)))
+            e_grad = float("inf")
+            continue
+        e = rel(g, want, floor)
+        if e > e_grad:
+            e_grad, worst = e, name
+    extra = sorted(k for k in res if k.startswith("grad.") and k[5:] not in grads)
+    msgs += ["%s is not a named parameter" % k for k in extra]
+    if e_logits > TOL:
+        msgs.append("logits rel %.3g" % e_logits)
+    if e_loss > TOL:
+        msgs.append("loss %.7g vs Hugging Face %.7g" % (float(res.get("loss", float("nan"))), loss))
+    if e_grad > TOL:
+        msgs.append("worst gradient grad.%s rel %.3g" % (worst, e_grad))
+    return e_logits, e_loss, e_grad, worst, msgs
+
+
+def main():
+    into_venv()
+    if not CLI:
+        skip("$SHARDSCOPE_CLI is not set (the CLI was not built)")
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file
+
+    torch.set_num_threads(1)
+    only = sys.argv[1:]  # optional model names, for a quick look at one
+    results, table = [], []
+    keep = os.environ.get("SHARDSCOPE_HF_REFERENCE_DIR")  # keep the files, to look at them
+    with tempfile.TemporaryDirectory(prefix="hf-reference-") as tmp:
+        if keep:
+            tmp = keep
+            os.makedirs(tmp, exist_ok=True)
+        for k, model in enumerate(MODELS):
+            if only and model not in only:
+                continue
+            pins = MODELS[model][2]
+            folder = os.path.join(tmp, model)
+            config = hf_config(model)
+            m = hf_model(model, config, 13 + k)
+            m.save_pretrained(folder)
+            rng = np.random.default_rng(13 + k)
+            ids = rng.integers(0, config.vocab_size, size=(B, S)).astype(np.int64)
+            tokens = os.path.join(tmp, model + "-tokens.npy")
+            np.save(tokens, ids)
+            logits, loss, grads = hf_reference(m, ids)
+            runs = [(p, ["--policy", p]) for p in POLICIES]
+            runs.append(("pinned", sum((["--pin", p] for p in pins), [])))
+            for policy, how in runs:
+                plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
+                out = os.path.join(tmp, "out.safetensors")
+                ref = os.path.join(tmp, "ref.safetensors")
+                what = "%s under %s on %s" % (model, policy, MESH)
+                p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"),
+                                    "--mesh", MESH, *how, "--batch", str(B), "--seq", str(S),
+                                    "--hardware", "cpu-local", "--allow-tied", "-o", plan],
+                                   capture_output=True, text=True)
+                if p.returncode != 0:
+                    results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
+                    continue
+                p = subprocess.run([CLI, "run", plan, "--weights", folder, "--tokens", tokens,
+                                    "--train", "--outputs", out, "--outputs-reference", ref,
+                                    "--repeat", "0", "--warmup", "0", "--tolerance", str(TOL)],
+                                   capture_output=True, text=True)
+                if p.returncode != 0:
+                    results.append((False, "%s: run --train exit %d: %s" % (
+                        what, p.returncode, p.stderr.strip()[:600])))
+                    continue
+                for side, path in (("sharded", out), ("unsharded", ref)):
+                    el, ez, eg, worst, msgs = compare(load_file(path), logits, loss, grads)
+                    if side == "sharded":
+                        table.append((model, policy, el, ez, eg, worst))
+                    results.append((not msgs, "%s, %s: vs Hugging Face %s, logits rel %.2g, "
+                                    "loss rel %.2g, %d gradients rel %.2g (tol %g)%s" % (
+                                        what, side, type(m).__name__, el, ez, len(grads), eg,
+                                        TOL, "" if not msgs else "; " + "; ".join(msgs[:4]))))
+    print("1..%d" % len(results))
+    for i, (ok, what) in enumerate(results):
+        print("%s %d - %s" % ("ok" if ok else "not ok", i + 1, what))
+    print("# %-8s %-12s %10s %10s %10s  worst gradient" % ("model", "plan", "logits", "loss",
+                                                           "grads"))
+    for model, policy, el, ez, eg, worst in table:
+        print("# %-8s %-12s %10.2g %10.2g %10.2g  %s" % (model, policy, el, ez, eg, worst))
+    return 0 if all(ok for ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
