@@ -1133,7 +1133,7 @@ test_training_options (void)
   g_assert_no_error (error);
   g_assert_cmpuint (planner_plan_get_totals (plan)->micro_batches, ==, 2);
 
-  PlannerStore *store = open_store (path);
+  g_autoptr (PlannerStore) store = open_store (path);
   assert_roundtrip (store, plan, "zero3");
   g_autoptr (PlannerPlan) loaded = planner_store_load_plan_by_name (store, "zero3", &error);
   g_assert_no_error (error);
