@@ -1344,7 +1344,9 @@ read_entry (sqlite3_stmt *s)
 static gboolean
 fill_entry_totals (PlannerStore *self, PlannerStoreEntry *e, GError **error)
 {
-  g_autoptr (PlannerMesh) mesh = planner_mesh_parse (e->mesh, NULL);
+  /* A row edited to a NULL or unreadable mesh still lists (loading it is refused with the
+   * reason); its totals are read for every axis the store can hold. */
+  g_autoptr (PlannerMesh) mesh = e->mesh != NULL ? planner_mesh_parse (e->mesh, NULL) : NULL;
 
   return planner_store_load_totals (self, e->id, e->name, &e->totals,
                                     mesh != NULL ? mesh->n_axes : PLANNER_MAX_AXES, error);
