@@ -234,7 +234,7 @@ def main():
                     continue
                 p = subprocess.run([CLI, "run", plan, "--weights", folder, "--tokens", tokens,
                                     "--train", "--outputs", out, "--outputs-reference", ref,
-                                    "--repeat", "0", "--warmup", "0", "--tolerance", str(TOL)],
+                                    "--repeat", "1", "--warmup", "0", "--tolerance", str(TOL)],
                                    capture_output=True, text=True)
                 if p.returncode != 0:
                     results.append((False, "%s: run --train exit %d: %s" % (
