@@ -678,7 +678,7 @@ planner_store_load_totals (PlannerStore *self, gint64 id, const char *name, Plan
   while ((rc = planner_store_next_row (self, s, "reading the totals", error)) > 0)
     {
       PlannerStepKind kind;
-      if (!planner_step_kind_from_string (planner_store_col_text (s, 0), &kind))
+      if (!planner_step_kind_from_string (planner_store_col_str (s, 0), &kind))
         return damaged_row (self, s, name, "a collective total has an unknown kind", error);
       t->coll_count[kind] = (guint)planner_store_col_int (s, 1);
       t->coll_bytes[kind] = (guint64)planner_store_col_int (s, 2);
@@ -711,7 +711,7 @@ planner_store_pin_texts (PlannerStore *self, gint64 id, GError **error)
   if (s == NULL)
     return NULL;
   while ((rc = planner_store_next_row (self, s, "reading the pins", error)) > 0)
-    g_ptr_array_add (pins, g_strdup (planner_store_col_text (s, 0)));
+    g_ptr_array_add (pins, g_strdup (planner_store_col_str (s, 0)));
   sqlite3_reset (s);
   return rc == 0 ? g_steal_pointer (&pins) : NULL;
 }
@@ -767,8 +767,8 @@ load_ops (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, GE
                  != 0)
         return damaged_row (self, s, name, "its op strategies do not match the model's ops", error);
       p = planner_plan_get_op (plan, index);
-      if (!op_strategy_decode (planner_store_col_text (s, 2), graph, op, mesh, &p->strategy)
-          || !planner_decision_from_string (planner_store_col_text (s, 3), &p->decision)
+      if (!op_strategy_decode (planner_store_col_str (s, 2), graph, op, mesh, &p->strategy)
+          || !planner_decision_from_string (planner_store_col_str (s, 3), &p->decision)
           || (out != NULL && !load_out_layouts (out, op, graph, mesh, p)))
         {
           g_autofree char *spec = planner_mesh_to_string (mesh);
@@ -807,7 +807,7 @@ load_tensors (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan
       PlannerLayout layout;
 
       if (index != count || index >= n_tensors
-          || !layout_decode (planner_store_col_text (s, 1), mesh,
+          || !layout_decode (planner_store_col_str (s, 1), mesh,
                              planner_graph_get_tensor (graph, index), &layout))
         return damaged_row (self, s, name, "a tensor layout does not decode", error);
       planner_plan_set_tensor_layout (plan, index, &layout);
@@ -853,8 +853,8 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
       r.n_steps = (guint)planner_store_col_int (s, 7);
       r.bytes = (guint64)planner_store_col_int (s, 8);
       r.time_s = planner_store_col_double (s, 9);
-      if (!layout_decode (planner_store_col_text (s, 5), mesh, t, &r.from)
-          || !layout_decode (planner_store_col_text (s, 6), mesh, t, &r.to))
+      if (!layout_decode (planner_store_col_str (s, 5), mesh, t, &r.from)
+          || !layout_decode (planner_store_col_str (s, 6), mesh, t, &r.to))
         return damaged_row (self, s, name, "a redistribution's layouts do not decode", error);
       g_array_append_val (redistributions, r);
     }
@@ -879,11 +879,11 @@ load_redistributions (PlannerStore *self, gint64 id, const char *name, PlannerPl
       const PlannerTensor *t = planner_graph_get_tensor (graph, r->tensor);
       guint rank = t->rank;
       PlannerLayout after;
-      if (!planner_step_kind_from_string (planner_store_col_text (s, 2), &st.kind) || axis < 0
+      if (!planner_step_kind_from_string (planner_store_col_str (s, 2), &st.kind) || axis < 0
           || axis >= mesh->n_axes || dim < -1 || dim >= (gint64)rank || dim_to < -1
           || dim_to >= (gint64)rank
-          || !layout_decode (planner_store_col_text (s, 6), mesh, t, &st.before)
-          || !layout_decode (planner_store_col_text (s, 7), mesh, t, &st.after)
+          || !layout_decode (planner_store_col_str (s, 6), mesh, t, &st.before)
+          || !layout_decode (planner_store_col_str (s, 7), mesh, t, &st.after)
           || !planner_redist_step_apply (st.kind, (guint)axis, (int)dim, (int)dim_to, &st.before,
                                          &after)
           || !planner_layout_equal (&after, &st.after))
@@ -944,7 +944,7 @@ load_trace (PlannerStore *self, gint64 id, const char *name, PlannerPlan *plan, 
       t.edge_cost_s = planner_store_col_double (s, 6);
       t.n_candidates = (guint)planner_store_col_int (s, 7);
       t.has_runner_up = runner_up != NULL;
-      if (!op_strategy_decode (planner_store_col_text (s, 3), graph, traced, mesh, &t.strategy)
+      if (!op_strategy_decode (planner_store_col_str (s, 3), graph, traced, mesh, &t.strategy)
           || (runner_up != NULL
               && !op_strategy_decode (runner_up, graph, traced, mesh, &t.runner_up)))
         return damaged_row (self, s, name, "a trace step's strategy does not decode", error);
@@ -969,7 +969,7 @@ load_conflicts (PlannerStore *self, gint64 id, const char *name, PlannerPlan *pl
       gint64 redistribution = planner_store_col_int (s, 1);
       if (redistribution < 0 || redistribution >= planner_plan_get_n_redistributions (plan))
         return damaged_row (self, s, name, "a conflict names no redistribution", error);
-      planner_plan_append_conflict (plan, planner_store_col_text (s, 2), (guint)redistribution);
+      planner_plan_append_conflict (plan, planner_store_col_str (s, 2), (guint)redistribution);
     }
   return rc == 0;
 }

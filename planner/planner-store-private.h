@@ -132,6 +132,9 @@ void planner_store_bind_double (sqlite3_stmt *s, int i, double value);
 double planner_store_col_double (sqlite3_stmt *s, int i);
 
 const char *planner_store_col_text (sqlite3_stmt *s, int i);
+/* A text column the store always writes: "" where an edited or damaged row holds NULL, so
+ * the reader refuses the value by its parser instead of meeting NULL. */
+const char *planner_store_col_str (sqlite3_stmt *s, int i);
 
 gint64 planner_store_col_int (sqlite3_stmt *s, int i);
 

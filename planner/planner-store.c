@@ -465,6 +465,13 @@ planner_store_col_text (sqlite3_stmt *s, int i)
   return (const char *)sqlite3_column_text (s, i);
 }
 
+const char *
+planner_store_col_str (sqlite3_stmt *s, int i)
+{
+  const char *text = (const char *)sqlite3_column_text (s, i);
+  return text != NULL ? text : "";
+}
+
 gint64
 planner_store_col_int (sqlite3_stmt *s, int i)
 {
@@ -1563,7 +1570,7 @@ load_measurements (PlannerStore *self, PlannerTrialRun *run, GError **error)
   while ((rc = planner_store_next_row (self, s, "reading the measurements", error)) > 0)
     {
       PlannerTrialMeasurement m;
-      if (!planner_measurement_kind_from_string (planner_store_col_text (s, 0), &m.kind))
+      if (!planner_measurement_kind_from_string (planner_store_col_str (s, 0), &m.kind))
         {
           sqlite3_reset (s);
           g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_STORE,
@@ -1571,7 +1578,7 @@ load_measurements (PlannerStore *self, PlannerTrialRun *run, GError **error)
                        self->path, run->id);
           return FALSE;
         }
-      m.name = g_string_chunk_insert (run->names, planner_store_col_text (s, 1));
+      m.name = g_string_chunk_insert (run->names, planner_store_col_str (s, 1));
       m.estimated_us = planner_store_col_double (s, 2);
       m.measured_us = planner_store_col_double (s, 3);
       g_array_append_val (run->measurements, m);
@@ -1595,7 +1602,7 @@ read_trial_runs (PlannerStore *self, gint64 plan_id, const char *name, GError **
       PlannerTrialRun *r = g_new0 (PlannerTrialRun, 1);
       r->id = planner_store_col_int (s, 0);
       r->plan_id = plan_id;
-      r->backend = g_strdup (planner_store_col_text (s, 1));
+      r->backend = g_strdup (planner_store_col_str (s, 1));
       r->devices = (guint)planner_store_col_int (s, 2);
       r->created = planner_store_col_int (s, 3);
       r->max_abs_error = planner_store_col_double (s, 4);
