@@ -34,12 +34,23 @@ typedef struct
 } CollectiveCase;
 
 static const CollectiveCase collective_cases[] = {
-  /* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node (NVLink 4: 370 GB/s, 2.5 us/step):
+  /* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node: NVLink SHARP (NVLS, busbw 480 GB/s)
+   * beats the ring (NVLink 4: 370 GB/s); both 2.5 us per step:
    *   latency   2 (p-1) alpha = 2 * 7 * 2.5 us = 35 us
-   *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 370e9 = 117440512 / 370e9 = 317.4068 us
-   *   total     352.4068 us */
+   *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 480e9 = 117440512 / 480e9 = 244.6677 us
+   *   total     279.6677 us (the ring: 35 + 117440512 / 370e9 = 352.4068 us) */
   { "/planner/cost/all-reduce", "h100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB,
-    352.4068e-6, 8, 117440512 },
+    279.6677e-6, 8, 117440512 },
+  /* The same over mp=4: NCCL rings groups of 4 or fewer (no NVLS), 370 GB/s:
+   *   latency   2 * 3 * 2.5 us = 15 us
+   *   bandwidth 1.5 * 67108864 / 370e9 = 100663296 / 370e9 = 272.0630 us
+   *   total     287.0630 us */
+  { "/planner/cost/all-reduce-ring", "h100-sxm", "mp=4", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB,
+    64 * MiB, 287.0630e-6, 4, 100663296 },
+  /* a100-sxm has no NVLink SHARP: 8 GPUs ring at 225 GB/s:
+   *   35 us + 117440512 / 225e9 = 35 + 521.9578 = 556.9578 us */
+  { "/planner/cost/all-reduce-a100", "a100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB,
+    64 * MiB, 556.9578e-6, 8, 117440512 },
   /* AllGather on dp of dp=4,mp=8 on h100-sxm: dp crosses nodes (NDR IB: 47 GB/s, 8 us/step),
    * n_in 4 MiB -> n_out 16 MiB:
    *   latency   (p-1) alpha = 3 * 8 us = 24 us
@@ -152,7 +163,10 @@ test_link_choice (void)
     link.bandwidth_GBps = 185;
     link.latency_us = 0;
     planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
-    /* 1.75 * 67108864 / 185e9 = 634.8135 us */
+    /* With NVLink SHARP off the ring is what runs: 1.75 * 67108864 / 185e9 = 634.8135 us */
+    PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+    e.nvls_bandwidth_GBps = 0;
+    planner_hardware_set_efficiency (hw, &e);
     assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, 64 * MiB, 64 * MiB),
                   634.8135e-6, 1e-6);
   }
@@ -496,16 +510,27 @@ test_training_text (void)
   c.dp_bucket_MiB = 12.5;
   c.dp_overlap = FALSE;
   c.no_dropout = TRUE;
+  c.grad_reduce = PLANNER_GRAD_REDUCE_F32;
+  c.backward_prefetch = PLANNER_PREFETCH_POST;
   g_autofree char *text = planner_cost_training_to_string (&c);
   g_assert_cmpstr (text, ==,
                    "optimizer=sgd;zero=2;recompute=selective;attention=unfused;micro_batch=3;"
-                   "dp_bucket_MiB=12.5;dp_overlap=0;no_dropout=1");
+                   "dp_bucket_MiB=12.5;dp_overlap=0;no_dropout=1;grad_reduce=f32;"
+                   "backward_prefetch=post");
   planner_cost_constants_init (&d);
   d.optimizer_states = c.optimizer_states;
   g_assert_true (planner_cost_training_from_string (text, &d));
   g_assert_cmpmem (&c, sizeof c, &d, sizeof d);
 
-  const char *bad[] = { "zero=4", "recompute=some", "colour=blue", "dp_bucket_MiB=0", "zero" };
+  /* A row stored before grad_reduce and backward_prefetch reads with their defaults. */
+  planner_cost_constants_init (&d);
+  g_assert_true (planner_cost_training_from_string ("attention=flash1;zero=3", &d));
+  g_assert_cmpint (d.attention, ==, PLANNER_ATTENTION_FLASH1);
+  g_assert_cmpint (d.grad_reduce, ==, PLANNER_GRAD_REDUCE_PARAM);
+  g_assert_cmpint (d.backward_prefetch, ==, PLANNER_PREFETCH_PRE);
+
+  const char *bad[] = { "zero=4", "recompute=some",  "colour=blue",      "dp_bucket_MiB=0",
+                        "zero",   "grad_reduce=f16", "attention=flash3", "backward_prefetch=none" };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
     {
       planner_cost_constants_init (&d);

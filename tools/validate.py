@@ -22,6 +22,24 @@ TIME_TARGET = 0.15
 MEMORY_TARGET = 0.10
 
 
+def propagate(args, constants, tmp, name):
+    """propagate's JSON summary for @args; training options that propagate has no flag for
+    (@constants: members of the plan file's "constants") are set in the plan file it writes,
+    and the plan is derived again from that file (a derived plan keeps its parent's options)."""
+    if not constants:
+        return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    plan = os.path.join(tmp, name + ".plan.json")
+    subprocess.run([a for a in args if a != "--json"] + ["-o", plan], check=True,
+                   capture_output=True, text=True)
+    with open(plan) as f:
+        doc = json.load(f)
+    doc["constants"].update(constants)
+    with open(plan, "w") as f:
+        json.dump(doc, f)
+    return subprocess.run([args[0], "propagate", "--from", plan, "--json"], check=True,
+                          capture_output=True, text=True).stdout
+
+
 def run_row(cli, row, tmp):
     """The estimate for one row: propagate's JSON summary."""
     with open(os.path.join(ROOT, "data", "validation", "models", row["model"] + ".json")) as f:
@@ -38,11 +56,11 @@ def run_row(cli, row, tmp):
         "--mesh", "dp=%d" % row["gpus"], "--hardware", row["hardware"],
         "--micro-batch", str(row["micro_batch"]),
         "--recompute", "full" if row["activation_checkpointing"] else "none",
-        "--attention", "flash", "--no-dropout", "--json",
+        "--attention", row["attention"], "--no-dropout", "--json",
     ]
     if row.get("sharding") == "FULL_SHARD":
         args += ["--zero", "3"]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    out = propagate(args, row.get("constants"), tmp, row["id"])
     # The model's parameter count, from a one-sequence plan on one device (bf16: 2 bytes each).
     count = [cli, "propagate", path, "--batch", "1", "--seq", str(row["seq"]), "--dtype", "bf16",
              "--mesh", "dp=1", "--hardware", row["hardware"], "--json"]
