@@ -448,18 +448,22 @@ dp_sync (Model *m, GArray *groups, double forward, double backward, double *expo
 }
 
 /* Sequences per device in one global step: the leading dim of the first graph input (the
- * token ids) as its layout splits it. */
+ * token ids) as its layout splits it; @batch_axes gets the mesh axes that split it (the
+ * data-parallel axes). */
 static guint
-find_local_batch (Model *m)
+find_local_batch (Model *m, guint32 *batch_axes)
 {
+  *batch_axes = 0;
   for (guint t = 0; t < planner_graph_get_n_tensors (m->graph); t++)
     {
       const PlannerTensor *x = planner_graph_get_tensor (m->graph, t);
       if (x->kind != PLANNER_TENSOR_INPUT || x->rank == 0)
         continue;
+      const PlannerLayout *layout = planner_plan_get_tensor_layout (m->plan, t);
       gint64 local[PLANNER_MAX_RANK];
-      planner_layout_local_shape (planner_plan_get_tensor_layout (m->plan, t), m->mesh, x->shape,
-                                  local);
+      planner_layout_local_shape (layout, m->mesh, x->shape, local);
+      for (guint i = 0; i < layout->n_axes[0]; i++)
+        *batch_axes |= 1u << layout->axes[0][i];
       return (guint)MAX (local[0], 1);
     }
   return 1;
@@ -479,7 +483,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   guint n_tensors = planner_graph_get_n_tensors (m.graph);
   const PlannerEfficiency *eff = planner_hardware_get_efficiency (m.hw);
 
-  guint local_batch = find_local_batch (&m);
+  guint32 batch_axes;
+  guint local_batch = find_local_batch (&m, &batch_axes);
   guint micro = m.c->micro_batch ? m.c->micro_batch : local_batch;
   if (micro > local_batch || local_batch % micro != 0)
     {
@@ -530,9 +535,13 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
         users |= planner_strategy_axis_mask (
             &planner_plan_get_op (self, g_array_index (x->consumers, PlannerUse, c).op)->strategy);
       guint32 sync = users & ~planner_layout_split_mask (layout) & ~layout->partial;
+      /* ZeRO shards every parameter over the data-parallel axes it is replicated on, also one
+       * whose users run replicated there (GPT-2's position table: its gradient is synced as
+       * the activation gradient AllReduce of tp_comm). */
+      guint32 shard = (sync | batch_axes) & ~planner_layout_split_mask (layout) & ~layout->partial;
       guint dp = 1;
       for (guint a = 0; a < m.mesh->n_axes; a++)
-        if (sync & (1u << a))
+        if (shard & (1u << a))
           dp *= m.mesh->sizes[a];
       guint64 n = local_numel (&m, x, layout);
       planner_cost_model_states (m.c, n, x->dtype, dp, &mem);

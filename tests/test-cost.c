@@ -442,6 +442,82 @@ test_gemm_efficiency (void)
   assert_close (planner_cost_memory_bound_time (hw, PLANNER_DTYPE_BF16, 1e3, 1e6), 2e-6, 1e-12);
 }
 
+/* Attention throughput curves: the curve of the kernel with the same masking, nearest in head
+ * dimension (in doublings), linear in log2 of the sequence between points, flat beyond. */
+static void
+test_attention_efficiency (void)
+{
+  g_autoptr (PlannerHardware) hw = planner_hardware_new ("attention");
+  PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+  double eff = 0;
+
+  /* No curve for a kernel: FALSE, and the caller keeps attention_flash's fractions. */
+  g_assert_false (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, &eff));
+  e.attention[0] = (PlannerAttentionCurve){ PLANNER_ATTENTION_FLASH, TRUE,        128, 2,
+                                            { 1024, 4096 },          { 0.2, 0.4 } };
+  e.attention[1]
+      = (PlannerAttentionCurve){ PLANNER_ATTENTION_FLASH, FALSE, 128, 1, { 1024 }, { 0.5 } };
+  e.attention[2]
+      = (PlannerAttentionCurve){ PLANNER_ATTENTION_FLASH, TRUE, 64, 1, { 1024 }, { 0.1 } };
+  e.n_attention = 3;
+  planner_hardware_set_efficiency (hw, &e);
+  /* 2048 is halfway between 1024 and 4096 in log2: (0.2 + 0.4) / 2 */
+  g_assert_true (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, &eff));
+  assert_close (eff, 0.3, 1e-12);
+  /* Flat beyond the ends. */
+  g_assert_true (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 512, &eff));
+  assert_close (eff, 0.2, 1e-12);
+  g_assert_true (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 65536, &eff));
+  assert_close (eff, 0.4, 1e-12);
+  /* Head dim 96: log2 96 = 6.585 is 0.415 doublings from 128 and 0.585 from 64: the d128
+   * curve; 80 (6.322) is nearer 64. */
+  g_assert_true (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 96, 1024, &eff));
+  assert_close (eff, 0.2, 1e-12);
+  g_assert_true (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 80, 1024, &eff));
+  assert_close (eff, 0.1, 1e-12);
+  /* The masking comes before the head dimension: non-causal d64 takes the non-causal d128. */
+  g_assert_true (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, FALSE, 64, 1024, &eff));
+  assert_close (eff, 0.5, 1e-12);
+  /* Another kernel has no curve. */
+  g_assert_false (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH1, TRUE, 128, 1024, &eff));
+
+  /* The built-in profiles hold the published figures: FlashAttention-2's release benchmark
+   * (causal, head dim 128, forward + backward), A100 155 TFLOP/s at 2k of 312, H100
+   * FlashAttention 1 108 TFLOP/s at 2k of 989. */
+  g_autoptr (PlannerHardware) a100 = test_util_hardware ("a100-sxm");
+  g_autoptr (PlannerHardware) h100 = test_util_hardware ("h100-sxm");
+  g_assert_true (
+      planner_cost_attention_efficiency (a100, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, &eff));
+  assert_close (eff, 155.0 / 312, 1e-3);
+  g_assert_true (
+      planner_cost_attention_efficiency (h100, PLANNER_ATTENTION_FLASH1, TRUE, 128, 2048, &eff));
+  assert_close (eff, 108.0 / 989, 1e-3);
+}
+
+/* ZeRO-3's backward with BACKWARD_POST, units 0..2 (backward runs 2, 1, 0), by hand:
+ *   gathers 1 ms, reduces 2 ms: unit 2's gather 1; unit 1's beside unit 2's ReduceScatter
+ *   1 + min(1, 2) = 2; unit 0's 2; unit 0's ReduceScatter after the pass 2: 7 ms.
+ *   reduces 0.5 ms: 1 + 1.5 + 1.5 + 0.5 = 4.5 ms. */
+static void
+test_post_prefetch (void)
+{
+  const double gathers[] = { 1e-3, 1e-3, 1e-3 };
+  const double slow[] = { 2e-3, 2e-3, 2e-3 };
+  const double fast[] = { 0.5e-3, 0.5e-3, 0.5e-3 };
+
+  assert_close (planner_cost_post_prefetch_exposed (gathers, slow, 3), 7e-3, 1e-9);
+  assert_close (planner_cost_post_prefetch_exposed (gathers, fast, 3), 4.5e-3, 1e-9);
+  g_assert_cmpfloat (planner_cost_post_prefetch_exposed (NULL, NULL, 0), ==, 0.0);
+}
+
 /* Bucketed gradient sync against a 10 ms backward pass, by hand:
  * 4 buckets of 1 ms ready at 2.5, 5, 7.5, 10 ms: the last ends at 11 ms, 1 ms exposed;
  * 4 buckets of 4 ms: they end at 2.5 + 16 = 18.5 ms, 8.5 ms exposed; no overlap: all of it. */
@@ -560,6 +636,8 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/cost/backward", test_backward);
   g_test_add_func ("/planner/cost/memory", test_memory);
   g_test_add_func ("/planner/cost/gemm-efficiency", test_gemm_efficiency);
+  g_test_add_func ("/planner/cost/attention-efficiency", test_attention_efficiency);
+  g_test_add_func ("/planner/cost/post-prefetch", test_post_prefetch);
   g_test_add_func ("/planner/cost/buckets", test_buckets);
   g_test_add_func ("/planner/cost/prefetch", test_prefetch);
   g_test_add_func ("/planner/cost/training-text", test_training_text);
