@@ -442,6 +442,16 @@ test_gemm_efficiency (void)
   assert_close (planner_cost_memory_bound_time (hw, PLANNER_DTYPE_BF16, 1e3, 1e6), 2e-6, 1e-12);
 }
 
+/* @hw's attention efficiency for the kernel, masking, head dim and sequence is @want. */
+static void
+assert_attention (const PlannerHardware *hw, PlannerAttentionKernel kernel, gboolean causal,
+                  double head_dim, double seq, double want, double rel)
+{
+  double eff = 0;
+  g_assert_true (planner_cost_attention_efficiency (hw, kernel, causal, head_dim, seq, &eff));
+  assert_close (eff, want, rel);
+}
+
 /* Attention throughput curves: the curve of the kernel with the same masking, nearest in head
  * dimension (in doublings), linear in log2 of the sequence between points, flat beyond. */
 static void
@@ -463,28 +473,16 @@ test_attention_efficiency (void)
   e.n_attention = 3;
   planner_hardware_set_efficiency (hw, &e);
   /* 2048 is halfway between 1024 and 4096 in log2: (0.2 + 0.4) / 2 */
-  g_assert_true (
-      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, &eff));
-  assert_close (eff, 0.3, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, 0.3, 1e-12);
   /* Flat beyond the ends. */
-  g_assert_true (
-      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 512, &eff));
-  assert_close (eff, 0.2, 1e-12);
-  g_assert_true (
-      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 65536, &eff));
-  assert_close (eff, 0.4, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 512, 0.2, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 65536, 0.4, 1e-12);
   /* Head dim 96: log2 96 = 6.585 is 0.415 doublings from 128 and 0.585 from 64: the d128
    * curve; 80 (6.322) is nearer 64. */
-  g_assert_true (
-      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 96, 1024, &eff));
-  assert_close (eff, 0.2, 1e-12);
-  g_assert_true (
-      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 80, 1024, &eff));
-  assert_close (eff, 0.1, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 96, 1024, 0.2, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 80, 1024, 0.1, 1e-12);
   /* The masking comes before the head dimension: non-causal d64 takes the non-causal d128. */
-  g_assert_true (
-      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, FALSE, 64, 1024, &eff));
-  assert_close (eff, 0.5, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, FALSE, 64, 1024, 0.5, 1e-12);
   /* Another kernel has no curve. */
   g_assert_false (
       planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH1, TRUE, 128, 1024, &eff));
@@ -494,12 +492,8 @@ test_attention_efficiency (void)
    * FlashAttention 1 108 TFLOP/s at 2k of 989. */
   g_autoptr (PlannerHardware) a100 = test_util_hardware ("a100-sxm");
   g_autoptr (PlannerHardware) h100 = test_util_hardware ("h100-sxm");
-  g_assert_true (
-      planner_cost_attention_efficiency (a100, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, &eff));
-  assert_close (eff, 155.0 / 312, 1e-3);
-  g_assert_true (
-      planner_cost_attention_efficiency (h100, PLANNER_ATTENTION_FLASH1, TRUE, 128, 2048, &eff));
-  assert_close (eff, 108.0 / 989, 1e-3);
+  assert_attention (a100, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, 155.0 / 312, 1e-3);
+  assert_attention (h100, PLANNER_ATTENTION_FLASH1, TRUE, 128, 2048, 108.0 / 989, 1e-3);
 }
 
 /* ZeRO-3's backward with BACKWARD_POST, units 0..2 (backward runs 2, 1, 0), by hand:

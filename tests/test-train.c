@@ -36,9 +36,9 @@ static const char *const gpt2_config
       " \"n_positions\": 128, \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4,"
       " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-05}";
 
-static PlannerPlan *
-plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute recompute,
-           PlannerAttentionKernel attention, gboolean no_dropout)
+/* The tiny GPT-2 at batch B, sequence S, bf16, with @layers layers (0: the config's 2). */
+static PlannerGraph *
+tiny_gpt2 (gint64 layers)
 {
   g_autoptr (GError) error = NULL;
   PlannerModelOptions options;
@@ -48,8 +48,17 @@ plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute
   options.layers = layers;
   options.dtype_set = TRUE;
   options.dtype = PLANNER_DTYPE_BF16;
-  g_autoptr (PlannerGraph) graph = planner_hf_import_json (gpt2_config, &options, &error);
+  PlannerGraph *graph = planner_hf_import_json (gpt2_config, &options, &error);
   g_assert_no_error (error);
+  return graph;
+}
+
+static PlannerPlan *
+plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute recompute,
+           PlannerAttentionKernel attention, gboolean no_dropout)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (layers);
   PlannerPlan *plan = test_util_plan (graph, mesh, NULL, policy, NULL);
   PlannerCostConstants c = *planner_plan_get_constants (plan);
   c.recompute = recompute;
@@ -355,15 +364,7 @@ static void
 test_selective_recompute (void)
 {
   g_autoptr (GError) error = NULL;
-  PlannerModelOptions options;
-  planner_model_options_init (&options);
-  options.batch = B;
-  options.seq = S;
-  options.layers = 2;
-  options.dtype_set = TRUE;
-  options.dtype = PLANNER_DTYPE_BF16;
-  g_autoptr (PlannerGraph) graph = planner_hf_import_json (gpt2_config, &options, &error);
-  g_assert_no_error (error);
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (2);
   g_autoptr (PlannerHardware) hw = round_profile ();
   planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, 100);
   g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=1", hw, NULL, NULL);
@@ -391,14 +392,7 @@ tiny_dp_plan (guint zero, double bandwidth_GBps, double latency_us, PlannerGradR
               PlannerBackwardPrefetch prefetch, gboolean overlap)
 {
   g_autoptr (GError) error = NULL;
-  PlannerModelOptions options;
-  planner_model_options_init (&options);
-  options.batch = B;
-  options.seq = S;
-  options.dtype_set = TRUE;
-  options.dtype = PLANNER_DTYPE_BF16;
-  g_autoptr (PlannerGraph) graph = planner_hf_import_json (gpt2_config, &options, &error);
-  g_assert_no_error (error);
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (0);
   g_autoptr (PlannerHardware) hw = planner_hardware_new ("instant");
   for (PlannerDType d = PLANNER_DTYPE_F32; d <= PLANNER_DTYPE_I64; d++)
     planner_hardware_set_peak_tflops (hw, d, 1e9);
@@ -418,56 +412,60 @@ tiny_dp_plan (guint zero, double bandwidth_GBps, double latency_us, PlannerGradR
   return plan;
 }
 
-/* ZeRO-3 syncs per FSDP unit: wte + ln_f (outside the layers) and each layer, 3 units, each
- * one AllGather forward, one AllGather and one ReduceScatter backward per micro-batch; on a
- * link of 10 us per step (p = 2: one step) and no bandwidth cost that is 9 x 10 = 90 us. (25
- * MiB buckets would hold all 265728 bytes in one: 30 us.) */
-static void
-test_zero3_units (void)
+/* The gradient sync of the tiny GPT-2 by hand: dp_sync_exposed for one configuration. */
+typedef struct
 {
-  g_autoptr (PlannerPlan) plan
-      = tiny_dp_plan (3, 1e9, 10, PLANNER_GRAD_REDUCE_PARAM, PLANNER_PREFETCH_PRE, FALSE);
-  assert_close (planner_plan_get_totals (plan)->breakdown.dp_sync_exposed, 90e-6, 1e-6);
-}
+  const char *path;
+  guint zero;
+  double bandwidth_GBps, latency_us;
+  PlannerGradReduce reduce;
+  PlannerBackwardPrefetch prefetch;
+  gboolean overlap;
+  double exposed_s;
+} SyncCase;
 
-/* Gradients reduced in fp32 move 4 bytes a parameter, parameters gathered 2. ZeRO-2 on 1 GB/s,
- * no latency, no overlap: a ReduceScatter per micro-batch and an AllGather per step of the
- * 132864 synced parameters, (p-1)/p = 1/2 of each buffer:
- *   bf16 reduce: (265728 + 265728) / 2 / 1e9 = 265.728 us
- *   fp32 reduce: (531456 + 265728) / 2 / 1e9 = 398.592 us */
-static void
-test_grad_reduce_f32 (void)
-{
-  g_autoptr (PlannerPlan) param
-      = tiny_dp_plan (2, 1, 0, PLANNER_GRAD_REDUCE_PARAM, PLANNER_PREFETCH_PRE, FALSE);
-  g_autoptr (PlannerPlan) f32
-      = tiny_dp_plan (2, 1, 0, PLANNER_GRAD_REDUCE_F32, PLANNER_PREFETCH_PRE, FALSE);
-  assert_close (planner_plan_get_totals (param)->breakdown.dp_sync_exposed, 265.728e-6, 1e-6);
-  assert_close (planner_plan_get_totals (f32)->breakdown.dp_sync_exposed, 398.592e-6, 1e-6);
-}
+static const SyncCase sync_cases[] = {
+  /* ZeRO-3 syncs per FSDP unit: wte + ln_f (outside the layers) and each layer, 3 units, each
+   * one AllGather forward, one AllGather and one ReduceScatter backward per micro-batch; on a
+   * link of 10 us per step (p = 2: one step) and no bandwidth cost that is 9 x 10 = 90 us. (25
+   * MiB buckets would hold all 265728 bytes in one: 30 us.) */
+  { "/planner/train/sync/zero3-units", 3, 1e9, 10, PLANNER_GRAD_REDUCE_PARAM, PLANNER_PREFETCH_PRE,
+    FALSE, 90e-6 },
+  /* Gradients reduced in fp32 move 4 bytes a parameter, parameters gathered 2. ZeRO-2 on 1
+   * GB/s, no latency, no overlap: a ReduceScatter per micro-batch and an AllGather per step of
+   * the 132864 synced parameters, (p-1)/p = 1/2 of each buffer:
+   *   bf16 reduce: (265728 + 265728) / 2 / 1e9 = 265.728 us
+   *   fp32 reduce: (531456 + 265728) / 2 / 1e9 = 398.592 us */
+  { "/planner/train/sync/grad-reduce-param", 2, 1, 0, PLANNER_GRAD_REDUCE_PARAM,
+    PLANNER_PREFETCH_PRE, FALSE, 265.728e-6 },
+  { "/planner/train/sync/grad-reduce-f32", 2, 1, 0, PLANNER_GRAD_REDUCE_F32, PLANNER_PREFETCH_PRE,
+    FALSE, 398.592e-6 },
+  /* FSDP's BACKWARD_POST, ZeRO-3, 1 GB/s, no latency, compute taking no time. Units in forward
+   * order: wte + ln_f 32896 parameters (65792 bytes), layers 49984 (99968 bytes); a gather or
+   * a ReduceScatter moves half: 32.896 and 49.984 us. The only other time is the AllReduce of
+   * the position embedding's output gradient (its users split dp, it does not), 16384 bytes:
+   * 16.384 us, half of it counted in each pass (8.192 us).
+   *   forward: gathers done at 32.896, 82.88, 132.864 us, each followed by a third of the
+   *            8.192 us pass: it ends at 135.594667, 127.402667 us after the pass would
+   *   backward, post: layer 1's gather 49.984; layer 0's beside layer 1's ReduceScatter
+   *            49.984 + 49.984; the first unit's beside layer 0's 32.896 + 32.896; its own
+   *            ReduceScatter after the pass 32.896: 248.64 us
+   *   376.042667 us. BACKWARD_PRE: gather + ReduceScatter per unit (65.792, 99.968, 99.968
+   *   us) ready at 2.730667, 5.461333, 8.192 us, one after another: done at 268.458667,
+   *   260.266667 us past the pass; 387.669333 us. */
+  { "/planner/train/sync/backward-prefetch-post", 3, 1, 0, PLANNER_GRAD_REDUCE_PARAM,
+    PLANNER_PREFETCH_POST, TRUE, 376.042667e-6 },
+  { "/planner/train/sync/backward-prefetch-pre", 3, 1, 0, PLANNER_GRAD_REDUCE_PARAM,
+    PLANNER_PREFETCH_PRE, TRUE, 387.669333e-6 },
+};
 
-/* FSDP's BACKWARD_POST on the tiny GPT-2, ZeRO-3, 1 GB/s, no latency, compute taking no
- * time, by hand. Units in forward order: wte + ln_f 32896 parameters (65792 bytes), layers
- * 49984 (99968 bytes); a gather or a ReduceScatter moves half: 32.896 and 49.984 us. The only
- * other time is the AllReduce of the position embedding's output gradient (its users split
- * dp, it does not), 16384 bytes: 16.384 us, half of it counted in each pass (8.192 us).
- *   forward: gathers done at 32.896, 82.88, 132.864 us, each followed by a third of the
- *            8.192 us pass: it ends at 135.594667, 127.402667 us after the pass would
- *   backward, post: layer 1's gather 49.984; layer 0's beside layer 1's ReduceScatter
- *            49.984 + 49.984; the first unit's beside layer 0's 32.896 + 32.896; its own
- *            ReduceScatter after the pass 32.896: 248.64 us
- *   376.042667 us. BACKWARD_PRE: gather + ReduceScatter per unit (65.792, 99.968, 99.968 us)
- *   ready at 2.730667, 5.461333, 8.192 us, one after another: done at 268.458667, 260.266667
- *   us past the pass; 387.669333 us. */
 static void
-test_backward_prefetch_post (void)
+test_sync (gconstpointer data)
 {
-  g_autoptr (PlannerPlan) post
-      = tiny_dp_plan (3, 1, 0, PLANNER_GRAD_REDUCE_PARAM, PLANNER_PREFETCH_POST, TRUE);
-  g_autoptr (PlannerPlan) pre
-      = tiny_dp_plan (3, 1, 0, PLANNER_GRAD_REDUCE_PARAM, PLANNER_PREFETCH_PRE, TRUE);
-  assert_close (planner_plan_get_totals (post)->breakdown.dp_sync_exposed, 376.042667e-6, 1e-6);
-  assert_close (planner_plan_get_totals (pre)->breakdown.dp_sync_exposed, 387.669333e-6, 1e-6);
+  const SyncCase *c = data;
+  g_autoptr (PlannerPlan) plan = tiny_dp_plan (c->zero, c->bandwidth_GBps, c->latency_us, c->reduce,
+                                               c->prefetch, c->overlap);
+  assert_close (planner_plan_get_totals (plan)->breakdown.dp_sync_exposed, c->exposed_s, 1e-6);
 }
 
 /* ZeRO shards every parameter over the data-parallel axis, the position table too (its users
@@ -520,14 +518,7 @@ static void
 test_attention_curve (void)
 {
   g_autoptr (GError) error = NULL;
-  PlannerModelOptions options;
-  planner_model_options_init (&options);
-  options.batch = B;
-  options.seq = S;
-  options.dtype_set = TRUE;
-  options.dtype = PLANNER_DTYPE_BF16;
-  g_autoptr (PlannerGraph) graph = planner_hf_import_json (gpt2_config, &options, &error);
-  g_assert_no_error (error);
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (0);
   double forward[2], backward[2];
   for (guint with_curve = 0; with_curve < 2; with_curve++)
     {
@@ -611,9 +602,8 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/train/selective-recompute", test_selective_recompute);
   g_test_add_func ("/planner/train/llama-does-not-fit", test_llama_does_not_fit);
   g_test_add_func ("/planner/train/old-plan-file", test_old_plan_file);
-  g_test_add_func ("/planner/train/zero3-units", test_zero3_units);
-  g_test_add_func ("/planner/train/grad-reduce-f32", test_grad_reduce_f32);
-  g_test_add_func ("/planner/train/backward-prefetch-post", test_backward_prefetch_post);
+  for (guint i = 0; i < G_N_ELEMENTS (sync_cases); i++)
+    g_test_add_data_func (sync_cases[i].path, &sync_cases[i], test_sync);
   g_test_add_func ("/planner/train/zero-shards-every-parameter", test_zero_shards_every_parameter);
   g_test_add_func ("/planner/train/overlap-slowdown", test_overlap_slowdown);
   g_test_add_func ("/planner/train/attention-curve", test_attention_curve);
