@@ -324,8 +324,9 @@ test_old_plan_file (void)
   g_autoptr (JsonParser) parser = json_parser_new ();
   JsonObject *root = test_util_parse_object (parser, text);
   JsonObject *constants = json_object_get_object_member (root, "constants");
-  const char *added[] = { "optimizer",   "zero",          "recompute",  "attention",
-                          "micro_batch", "dp_bucket_MiB", "dp_overlap", "no_dropout" };
+  const char *added[]
+      = { "optimizer",     "zero",       "recompute",  "attention",   "micro_batch",
+          "dp_bucket_MiB", "dp_overlap", "no_dropout", "grad_reduce", "backward_prefetch" };
   for (guint i = 0; i < G_N_ELEMENTS (added); i++)
     json_object_remove_member (constants, added[i]);
   JsonObject *totals = json_object_get_object_member (root, "totals");
@@ -351,6 +352,22 @@ test_old_plan_file (void)
   g_assert_cmpuint (b->memory.total, >, 0);
   g_assert_cmpfloat (b->breakdown.forward, ==, a->breakdown.forward);
   g_assert_cmpuint (planner_plan_get_constants (loaded)->zero, ==, 0);
+  g_assert_cmpint (planner_plan_get_constants (loaded)->grad_reduce, ==, PLANNER_GRAD_REDUCE_PARAM);
+  g_assert_cmpint (planner_plan_get_constants (loaded)->backward_prefetch, ==,
+                   PLANNER_PREFETCH_PRE);
+
+  /* The options added with FSDP's behaviours and flash1 are written and read back. */
+  PlannerCostConstants c = *planner_plan_get_constants (plan);
+  c.grad_reduce = PLANNER_GRAD_REDUCE_F32;
+  c.backward_prefetch = PLANNER_PREFETCH_POST;
+  c.attention = PLANNER_ATTENTION_FLASH1;
+  planner_plan_set_constants (plan, &c);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_autofree char *fsdp = planner_plan_to_json (plan);
+  g_assert_nonnull (strstr (fsdp, "\"backward_prefetch\": \"post\""));
+  g_autoptr (PlannerPlan) fsdp_back = planner_plan_from_json (fsdp, &error);
+  g_assert_no_error (error);
+  g_assert_true (planner_plan_equal (plan, fsdp_back));
 }
 
 /* Selective recompute redoes the unfused attention core, by hand, on the 2-layer tiny GPT-2
