@@ -201,6 +201,10 @@ planner_cost_measurement_fit (const PlannerHardware *hw, PlannerStepKind kind, P
   return TRUE;
 }
 
+/* NCCL picks NVLS for an intra-node AllReduce from 5 devices up (measured on 8x H200 with
+ * nccl-tests: Ring at 4 GPUs, NVLS at 5 to 8; ml-engineering, network/README.md, "SHARP"). */
+#define NVLS_MIN_DEVICES 4
+
 /* The formula of semantics.md 7: AllReduce is a ReduceScatter then an AllGather, hence the 2.
  * Across nodes NCCL also has its double binary tree for AllReduce, which moves the same bytes
  * per device in 2 ceil(log2 p) latency steps instead of the ring's 2 (p-1), and picks
@@ -235,7 +239,19 @@ planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, P
   points = planner_hardware_get_measurement (hw, kind, link, p, &n_points);
   if (points != NULL)
     return curve_time (points, n_points, n);
-  return formula_time (planner_hardware_get_link (hw, link), kind, p, n, link == PLANNER_LINK_INTER);
+  double t
+      = formula_time (planner_hardware_get_link (hw, link), kind, p, n, link == PLANNER_LINK_INTER);
+  /* NVLink SHARP: inside a node with NVSwitch, NCCL reduces in the switch (algorithm NVLS) for
+   * AllReduce over more than 4 devices, at a busbw above the ring's; it takes the faster. */
+  double nvls = planner_hardware_get_efficiency (hw)->nvls_bandwidth_GBps;
+  if (kind == PLANNER_STEP_ALL_REDUCE && link == PLANNER_LINK_INTRA && p > NVLS_MIN_DEVICES
+      && nvls > 0)
+    {
+      PlannerLink l = *planner_hardware_get_link (hw, link);
+      l.bandwidth_GBps = nvls;
+      t = MIN (t, formula_time (&l, kind, p, n, FALSE));
+    }
+  return t;
 }
 
 double
@@ -270,8 +286,8 @@ planner_cost_step_time (const PlannerHardware *hw, const PlannerMesh *mesh, Plan
 
       l.bandwidth_GBps *= MAX (1.0, share);
       if (k > 1)
-        l.bandwidth_GBps
-            = MIN (l.bandwidth_GBps, planner_hardware_get_link (hw, PLANNER_LINK_INTRA)->bandwidth_GBps);
+        l.bandwidth_GBps = MIN (l.bandwidth_GBps,
+                                planner_hardware_get_link (hw, PLANNER_LINK_INTRA)->bandwidth_GBps);
       return formula_time (&l, kind, p, n, TRUE);
     }
   return planner_cost_collective_time (hw, kind, link, p, n);
@@ -310,7 +326,9 @@ planner_cost_compute_time (const PlannerHardware *hw, PlannerDType dtype, double
 
 static const char *const optimizer_names[] = { "adam", "sgd" };
 static const char *const recompute_names[] = { "none", "selective", "full" };
-static const char *const attention_names[] = { "flash", "unfused" };
+static const char *const attention_names[] = { "flash", "unfused", "flash1" };
+static const char *const grad_reduce_names[] = { "param", "f32" };
+static const char *const prefetch_names[] = { "pre", "post" };
 
 static int
 index_of (const char *const *names, guint n, const char *text)
@@ -322,12 +340,12 @@ index_of (const char *const *names, guint n, const char *text)
 }
 
 #define ENUM_STRINGS(type, prefix, names)                                                          \
-  const char *planner_##prefix##_to_string (type value)                                           \
+  const char *planner_##prefix##_to_string (type value)                                            \
   {                                                                                                \
     g_return_val_if_fail ((guint)value < G_N_ELEMENTS (names), NULL);                              \
     return names[value];                                                                           \
   }                                                                                                \
-  gboolean planner_##prefix##_from_string (const char *text, type *value)                        \
+  gboolean planner_##prefix##_from_string (const char *text, type *value)                          \
   {                                                                                                \
     int i = index_of (names, G_N_ELEMENTS (names), text);                                          \
     if (i >= 0 && value)                                                                           \
@@ -338,6 +356,8 @@ index_of (const char *const *names, guint n, const char *text)
 ENUM_STRINGS (PlannerOptimizer, optimizer, optimizer_names)
 ENUM_STRINGS (PlannerRecompute, recompute, recompute_names)
 ENUM_STRINGS (PlannerAttentionKernel, attention_kernel, attention_names)
+ENUM_STRINGS (PlannerGradReduce, grad_reduce, grad_reduce_names)
+ENUM_STRINGS (PlannerBackwardPrefetch, backward_prefetch, prefetch_names)
 
 void
 planner_cost_constants_init (PlannerCostConstants *constants)
@@ -356,6 +376,8 @@ planner_cost_constants_init (PlannerCostConstants *constants)
   constants->micro_batch = 0;
   constants->dp_bucket_MiB = 25;
   constants->dp_overlap = TRUE;
+  constants->grad_reduce = PLANNER_GRAD_REDUCE_PARAM;
+  constants->backward_prefetch = PLANNER_PREFETCH_PRE;
 }
 
 char *
@@ -366,11 +388,14 @@ planner_cost_training_to_string (const PlannerCostConstants *c)
   g_return_val_if_fail (c != NULL, NULL);
   g_ascii_dtostr (bucket, sizeof bucket, c->dp_bucket_MiB);
   return g_strdup_printf ("optimizer=%s;zero=%u;recompute=%s;attention=%s;micro_batch=%u;"
-                          "dp_bucket_MiB=%s;dp_overlap=%d;no_dropout=%d",
+                          "dp_bucket_MiB=%s;dp_overlap=%d;no_dropout=%d;grad_reduce=%s;"
+                          "backward_prefetch=%s",
                           planner_optimizer_to_string (c->optimizer), c->zero,
                           planner_recompute_to_string (c->recompute),
-                          planner_attention_kernel_to_string (c->attention), c->micro_batch,
-                          bucket, c->dp_overlap ? 1 : 0, c->no_dropout ? 1 : 0);
+                          planner_attention_kernel_to_string (c->attention), c->micro_batch, bucket,
+                          c->dp_overlap ? 1 : 0, c->no_dropout ? 1 : 0,
+                          planner_grad_reduce_to_string (c->grad_reduce),
+                          planner_backward_prefetch_to_string (c->backward_prefetch));
 }
 
 static gboolean
@@ -415,8 +440,7 @@ planner_cost_training_from_string (const char *text, PlannerCostConstants *const
         {
           char *end;
           c.dp_bucket_MiB = g_ascii_strtod (value, &end);
-          ok = *value != '\0' && *end == '\0' && isfinite (c.dp_bucket_MiB)
-               && c.dp_bucket_MiB > 0;
+          ok = *value != '\0' && *end == '\0' && isfinite (c.dp_bucket_MiB) && c.dp_bucket_MiB > 0;
         }
       else if (strcmp (key, "dp_overlap") == 0)
         {
@@ -428,6 +452,10 @@ planner_cost_training_from_string (const char *text, PlannerCostConstants *const
           ok = parse_uint (value, 1, &flag);
           c.no_dropout = flag;
         }
+      else if (strcmp (key, "grad_reduce") == 0)
+        ok = planner_grad_reduce_from_string (value, &c.grad_reduce);
+      else if (strcmp (key, "backward_prefetch") == 0)
+        ok = planner_backward_prefetch_from_string (value, &c.backward_prefetch);
       else
         ok = FALSE;
       if (!ok)
@@ -470,26 +498,63 @@ planner_step_breakdown_total (const PlannerStepBreakdown *b)
          + b->overhead;
 }
 
+/* The value of the table (@x increasing, @n >= 1) at @at: linear in log2(x) between points, as
+ * sizes and sequence lengths span decades and efficiency rises with their doublings; flat
+ * beyond the ends. */
+static double
+table_log2 (const double *x, const double *y, guint n, double at)
+{
+  if (at <= x[0])
+    return y[0];
+  if (at >= x[n - 1])
+    return y[n - 1];
+  guint i = 1;
+  while (x[i] < at)
+    i++;
+  double x0 = log2 (x[i - 1]), x1 = log2 (x[i]);
+  double w = (log2 (at) - x0) / (x1 - x0);
+  return y[i - 1] + w * (y[i] - y[i - 1]);
+}
+
 double
 planner_cost_gemm_efficiency (const PlannerHardware *hw, double size)
 {
   g_return_val_if_fail (hw != NULL, 1.0);
 
   const PlannerEfficiency *e = planner_hardware_get_efficiency (hw);
-  guint n = e->n_gemm;
-  if (n == 0)
+  if (e->n_gemm == 0)
     return 1.0;
-  if (size <= e->gemm_size[0])
-    return e->gemm_efficiency[0];
-  if (size >= e->gemm_size[n - 1])
-    return e->gemm_efficiency[n - 1];
-  guint i = 1;
-  while (e->gemm_size[i] < size)
-    i++;
-  /* Linear in log2(size): sizes span decades, efficiency rises with the dimension's doublings. */
-  double x0 = log2 (e->gemm_size[i - 1]), x1 = log2 (e->gemm_size[i]);
-  double w = (log2 (size) - x0) / (x1 - x0);
-  return e->gemm_efficiency[i - 1] + w * (e->gemm_efficiency[i] - e->gemm_efficiency[i - 1]);
+  return table_log2 (e->gemm_size, e->gemm_efficiency, e->n_gemm, size);
+}
+
+gboolean
+planner_cost_attention_efficiency (const PlannerHardware *hw, PlannerAttentionKernel kernel,
+                                   gboolean causal, double head_dim, double seq, double *efficiency)
+{
+  g_return_val_if_fail (hw != NULL && efficiency != NULL, FALSE);
+
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (hw);
+  const PlannerAttentionCurve *best = NULL;
+  double best_score = G_MAXDOUBLE;
+  for (guint i = 0; i < e->n_attention; i++)
+    {
+      const PlannerAttentionCurve *c = &e->attention[i];
+      if (c->kernel != kernel)
+        continue;
+      /* The same masking first (causal kernels skip tiles, which changes their efficiency),
+       * then the nearest head dimension in doublings. */
+      double score = fabs (log2 (MAX (head_dim, 1.0)) - log2 (c->head_dim))
+                     + ((c->causal != 0) != (causal != 0) ? 1e6 : 0);
+      if (score < best_score)
+        {
+          best = c;
+          best_score = score;
+        }
+    }
+  if (best == NULL)
+    return FALSE;
+  *efficiency = table_log2 (best->seq, best->efficiency, best->n, seq);
+  return TRUE;
 }
 
 double
@@ -502,8 +567,9 @@ planner_cost_gemm_time (const PlannerHardware *hw, PlannerDType dtype, double fl
     return 0.0;
   double eff = planner_cost_gemm_efficiency (hw, cbrt (flops / 2));
   return MAX (flops / (planner_hardware_peak_flops (hw, dtype) * eff),
-              bytes / (planner_hardware_memory_bandwidth (hw)
-                       * planner_hardware_get_efficiency (hw)->memory_bound));
+              bytes
+                  / (planner_hardware_memory_bandwidth (hw)
+                     * planner_hardware_get_efficiency (hw)->memory_bound));
 }
 
 double
@@ -514,8 +580,9 @@ planner_cost_memory_bound_time (const PlannerHardware *hw, PlannerDType dtype, d
   g_return_val_if_fail (flops >= 0 && bytes >= 0, 0.0);
 
   return MAX (flops / planner_hardware_peak_flops (hw, dtype),
-              bytes / (planner_hardware_memory_bandwidth (hw)
-                       * planner_hardware_get_efficiency (hw)->memory_bound));
+              bytes
+                  / (planner_hardware_memory_bandwidth (hw)
+                     * planner_hardware_get_efficiency (hw)->memory_bound));
 }
 
 double
@@ -554,4 +621,21 @@ planner_cost_prefetch_exposed (const double *times, guint n, double compute, gbo
       now = MAX (now, gathered) + compute / n;
     }
   return MAX (0.0, now - compute);
+}
+
+double
+planner_cost_post_prefetch_exposed (const double *gathers, const double *reduces, guint n)
+{
+  double exposed = 0;
+
+  g_return_val_if_fail (n == 0 || (gathers != NULL && reduces != NULL), 0.0);
+
+  if (n == 0)
+    return 0.0;
+  /* Backward order: unit n-1 first. Its gather starts the pass; each later gather waits for
+   * the unit after it, then runs beside that unit's ReduceScatter. */
+  for (guint k = n; k-- > 0;)
+    exposed += gathers[k] + (k + 1 < n ? MIN (gathers[k], reduces[k + 1]) : 0);
+  /* The first unit's ReduceScatter follows the last compute of the pass. */
+  return exposed + reduces[0];
 }

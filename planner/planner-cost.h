@@ -75,19 +75,34 @@ typedef enum
   PLANNER_RECOMPUTE_FULL,      /* every transformer layer from its input */
 } PlannerRecompute;
 
+/* PlannerAttentionKernel and its strings are in planner-hardware.h (the profile's attention
+ * curves are keyed by it). */
+
 typedef enum
 {
-  PLANNER_ATTENTION_FLASH,   /* fused kernel: keeps q, k, v, the output and logsumexp */
-  PLANNER_ATTENTION_UNFUSED, /* keeps the s x s scores (softmax, dropout mask and output) */
-} PlannerAttentionKernel;
+  PLANNER_GRAD_REDUCE_PARAM, /* gradients reduced in the parameters' dtype */
+  PLANNER_GRAD_REDUCE_F32,   /* in fp32: FSDP's mixed precision with reduce_dtype float32 (e.g.
+                              * Composer's DEFAULT), Megatron's fp32 gradient accumulation */
+} PlannerGradReduce;
 
-/* "adam", "sgd"; "none", "selective", "full"; "flash", "unfused". */
+typedef enum
+{
+  PLANNER_PREFETCH_PRE,  /* ZeRO-3's backward gathers the next unit while the current one
+                          * computes (FSDP's BACKWARD_PRE, FSDP2) */
+  PLANNER_PREFETCH_POST, /* after it (FSDP's BACKWARD_POST): each gather is exposed, sharing
+                          * the link with the ReduceScatter of the unit before */
+} PlannerBackwardPrefetch;
+
+/* "adam", "sgd"; "none", "selective", "full"; "param", "f32"; "pre", "post". */
 const char *planner_optimizer_to_string (PlannerOptimizer optimizer);
 gboolean planner_optimizer_from_string (const char *text, PlannerOptimizer *optimizer);
 const char *planner_recompute_to_string (PlannerRecompute recompute);
 gboolean planner_recompute_from_string (const char *text, PlannerRecompute *recompute);
-const char *planner_attention_kernel_to_string (PlannerAttentionKernel kernel);
-gboolean planner_attention_kernel_from_string (const char *text, PlannerAttentionKernel *kernel);
+const char *planner_grad_reduce_to_string (PlannerGradReduce reduce);
+gboolean planner_grad_reduce_from_string (const char *text, PlannerGradReduce *reduce);
+const char *planner_backward_prefetch_to_string (PlannerBackwardPrefetch prefetch);
+gboolean planner_backward_prefetch_from_string (const char *text,
+                                                PlannerBackwardPrefetch *prefetch);
 
 /* The constants of the training-step and memory estimates that are not hardware. Every one is
  * shown to the user and editable, and saved with the plan. */
@@ -98,22 +113,27 @@ typedef struct
   double optimizer_states; /* fp32 states per parameter: 2 for Adam (m and v), 0 for SGD */
   double backward_factor;  /* backward compute = 2x forward */
   /* Added with the training model (absent from older plan files: these defaults). */
-  PlannerOptimizer optimizer;  /* sets optimizer_states */
-  guint zero;                  /* ZeRO stage 0-3 over the data-parallel axes */
+  PlannerOptimizer optimizer; /* sets optimizer_states */
+  guint zero;                 /* ZeRO stage 0-3 over the data-parallel axes */
   PlannerRecompute recompute;
   PlannerAttentionKernel attention;
-  guint micro_batch;           /* sequences per device per micro-batch; 0: the whole local batch */
-  double dp_bucket_MiB;        /* gradient buckets (DDP's 25 MiB) */
-  gboolean dp_overlap;         /* buckets sync while the backward pass runs */
-  gboolean no_dropout;         /* the graph's dropout ops have p = 0: identities, no masks */
+  guint micro_batch;    /* sequences per device per micro-batch; 0: the whole local batch */
+  double dp_bucket_MiB; /* gradient buckets (DDP's 25 MiB) */
+  gboolean dp_overlap;  /* buckets sync while the backward pass runs */
+  gboolean no_dropout;  /* the graph's dropout ops have p = 0: identities, no masks */
+  /* Added with FSDP's behaviours (absent from older plan files and store rows: these
+   * defaults). */
+  PlannerGradReduce grad_reduce;             /* the dtype gradients are reduced in */
+  PlannerBackwardPrefetch backward_prefetch; /* ZeRO-3's backward gathers */
 } PlannerCostConstants;
 
 void planner_cost_constants_init (PlannerCostConstants *constants);
 
-/* The training options (optimizer .. no_dropout) as one line, for the store:
+/* The training options (optimizer .. backward_prefetch) as one line, for the store:
  * "optimizer=adam;zero=3;recompute=full;attention=flash;micro_batch=6;dp_bucket_MiB=25;
- * dp_overlap=1;no_dropout=0". Reading sets what the text names on @constants and refuses
- * (FALSE) an unknown key or value; other members stay as they were. */
+ * dp_overlap=1;no_dropout=0;grad_reduce=param;backward_prefetch=pre". Reading sets what the
+ * text names on @constants and refuses (FALSE) an unknown key or value; other members stay as
+ * they were. */
 char *planner_cost_training_to_string (const PlannerCostConstants *constants);
 gboolean planner_cost_training_from_string (const char *text, PlannerCostConstants *constants);
 
@@ -155,6 +175,14 @@ double planner_step_breakdown_total (const PlannerStepBreakdown *breakdown);
  * memory traffic, whichever is slower. Other ops: @bytes at the profile's memory-bound
  * efficiency of the HBM bandwidth (or their flops at peak). */
 double planner_cost_gemm_efficiency (const PlannerHardware *hw, double size);
+/* Fused attention's forward + backward throughput as a fraction of the dense peak: the
+ * profile's curve for @kernel with the same @causal masking if it has one (else the other),
+ * nearest in head dimension (in doublings), linear in log2 of the sequence length @seq between
+ * its points and flat beyond. FALSE when the profile has no curve for @kernel (the caller
+ * falls back to attention_flash's forward and backward fractions). */
+gboolean planner_cost_attention_efficiency (const PlannerHardware *hw,
+                                            PlannerAttentionKernel kernel, gboolean causal,
+                                            double head_dim, double seq, double *efficiency);
 double planner_cost_gemm_time (const PlannerHardware *hw, PlannerDType dtype, double flops,
                                double bytes);
 double planner_cost_memory_bound_time (const PlannerHardware *hw, PlannerDType dtype, double flops,
@@ -173,5 +201,14 @@ double planner_cost_bucket_exposed (const double *times, guint n, double backwar
  * all of it is exposed. */
 double planner_cost_prefetch_exposed (const double *times, guint n, double compute,
                                       gboolean overlap);
+
+/* Exposed time of ZeRO-3's backward pass over @n units with FSDP's BACKWARD_POST prefetch,
+ * @gathers and @reduces each unit's AllGather and ReduceScatter in forward order: the pass
+ * runs the units last to first, and the gather of unit k is issued only when unit k+1 has its
+ * gradients, so the pass waits for it; it runs beside unit k+1's ReduceScatter, each at half
+ * the link while both run (gather k takes gathers[k] + min(gathers[k], reduces[k+1])); the
+ * ReduceScatter of unit 0 follows the last compute. The other ReduceScatters hide behind the
+ * compute of the next unit. */
+double planner_cost_post_prefetch_exposed (const double *gathers, const double *reduces, guint n);
 
 G_END_DECLS

@@ -15,7 +15,11 @@
  *     "memory_bound": 0.75,
  *     "kernel_launch_us": 3,
  *     "nics_per_node": 8,
- *     "nvls_bandwidth_GBps": 450
+ *     "nvls_bandwidth_GBps": 450,
+ *     "attention": [
+ *       { "kernel": "flash", "causal": true, "head_dim": 128, "points": [[2048, 0.5]] }
+ *     ],
+ *     "overlap_slowdown": 0.19
  *   }
  *
  * Every member is optional; an absent one keeps the datasheet-peak default. */
@@ -44,11 +48,22 @@ planner_hardware_efficiency_equal (const PlannerEfficiency *a, const PlannerEffi
   if (a->n_gemm != b->n_gemm || a->flash_forward != b->flash_forward
       || a->flash_backward != b->flash_backward || a->memory_bound != b->memory_bound
       || a->kernel_launch_us != b->kernel_launch_us || a->nics_per_node != b->nics_per_node
-      || a->nvls_bandwidth_GBps != b->nvls_bandwidth_GBps)
+      || a->nvls_bandwidth_GBps != b->nvls_bandwidth_GBps || a->n_attention != b->n_attention
+      || a->overlap_slowdown != b->overlap_slowdown)
     return FALSE;
   for (guint i = 0; i < a->n_gemm; i++)
     if (a->gemm_size[i] != b->gemm_size[i] || a->gemm_efficiency[i] != b->gemm_efficiency[i])
       return FALSE;
+  for (guint i = 0; i < a->n_attention; i++)
+    {
+      const PlannerAttentionCurve *x = &a->attention[i], *y = &b->attention[i];
+      if (x->kernel != y->kernel || !x->causal != !y->causal || x->head_dim != y->head_dim
+          || x->n != y->n)
+        return FALSE;
+      for (guint k = 0; k < x->n; k++)
+        if (x->seq[k] != y->seq[k] || x->efficiency[k] != y->efficiency[k])
+          return FALSE;
+    }
   return TRUE;
 }
 
@@ -72,36 +87,81 @@ get_optional_fraction (PlannerJsonReader *r, JsonObject *o, const char *name, do
          || read_fraction (r, json_object_get_member (o, name), name, out);
 }
 
+/* Member @name of @o: 1 to PLANNER_MAX_EFFICIENCY_POINTS [@what, efficiency] pairs, @what
+ * >= 1 and strictly increasing, efficiency a fraction (the GEMM table by size, an attention
+ * curve by sequence length). */
 static gboolean
-read_gemm (PlannerJsonReader *r, JsonObject *o, PlannerEfficiency *e)
+read_points (PlannerJsonReader *r, JsonObject *o, const char *name, const char *what, double *x,
+             double *y, guint *n_out)
 {
-  JsonArray *points = planner_json_get_array (r, o, "gemm");
+  JsonArray *points = planner_json_get_array (r, o, name);
   if (points == NULL)
     return FALSE;
   guint n = json_array_get_length (points);
   if (n == 0 || n > PLANNER_MAX_EFFICIENCY_POINTS)
-    return planner_json_fail (r, "gemm", "must hold 1 to %d [size, efficiency] points, has %u",
-                              PLANNER_MAX_EFFICIENCY_POINTS, n);
-  gsize mark = planner_json_push (r, "gemm");
+    return planner_json_fail (r, name, "must hold 1 to %d [%s, efficiency] points, has %u",
+                              PLANNER_MAX_EFFICIENCY_POINTS, what, n);
+  gsize mark = planner_json_push (r, "%s", name);
   for (guint i = 0; i < n; i++)
     {
       g_autofree char *point = g_strdup_printf ("[%u]", i);
       JsonArray *pair = planner_json_read_array (r, json_array_get_element (points, i), point);
-      double size;
+      double at;
       if (pair == NULL)
         return FALSE;
       if (json_array_get_length (pair) != 2)
-        return planner_json_fail (r, point, "must be a [size, efficiency] pair");
-      if (!planner_json_read_number (r, json_array_get_element (pair, 0), point, &size)
-          || !read_fraction (r, json_array_get_element (pair, 1), point, &e->gemm_efficiency[i]))
+        return planner_json_fail (r, point, "must be a [%s, efficiency] pair", what);
+      if (!planner_json_read_number (r, json_array_get_element (pair, 0), point, &at)
+          || !read_fraction (r, json_array_get_element (pair, 1), point, &y[i]))
         return FALSE;
-      if (!isfinite (size) || size < 1 || (i > 0 && size <= e->gemm_size[i - 1]))
+      if (!isfinite (at) || at < 1 || (i > 0 && at <= x[i - 1]))
         return planner_json_fail (r, point,
-                                  "must have a size >= 1 and larger than the point before it");
-      e->gemm_size[i] = size;
+                                  "must have a %s >= 1 and larger than the point before it", what);
+      x[i] = at;
     }
-  e->n_gemm = n;
+  *n_out = n;
   planner_json_pop (r, mark);
+  return TRUE;
+}
+
+/* One element of "attention": { "kernel", "causal", "head_dim", "points" }, all required. */
+static gboolean
+read_attention_curve (PlannerJsonReader *r, JsonObject *o, guint i, gpointer data)
+{
+  static const char *const known[] = { "kernel", "causal", "head_dim", "points", NULL };
+  PlannerAttentionCurve *c = &((PlannerEfficiency *)data)->attention[i];
+  const char *kernel;
+  gint64 head_dim;
+  if (!planner_json_check_members (r, o, known)
+      || !planner_json_get_string (r, o, "kernel", FALSE, &kernel))
+    return FALSE;
+  if (!planner_attention_kernel_from_string (kernel, &c->kernel)
+      || c->kernel == PLANNER_ATTENTION_UNFUSED)
+    return planner_json_fail (r, "kernel",
+                              "must be a fused kernel, \"flash\" or \"flash1\"; "
+                              "got \"%s\"",
+                              kernel);
+  if (!planner_json_get_bool (r, o, "causal", &c->causal)
+      || !planner_json_get_int (r, o, "head_dim", 1, 65536, &head_dim)
+      || !read_points (r, o, "points", "sequence", c->seq, c->efficiency, &c->n))
+    return FALSE;
+  c->head_dim = (guint)head_dim;
+  return TRUE;
+}
+
+static gboolean
+read_attention (PlannerJsonReader *r, JsonObject *o, PlannerEfficiency *e)
+{
+  JsonArray *curves = planner_json_get_array (r, o, "attention");
+  if (curves == NULL)
+    return FALSE;
+  guint n = json_array_get_length (curves);
+  if (n > PLANNER_MAX_ATTENTION_CURVES)
+    return planner_json_fail (r, "attention", "holds %u curves; at most %d", n,
+                              PLANNER_MAX_ATTENTION_CURVES);
+  if (!planner_json_read_elements (r, curves, "attention", read_attention_curve, e))
+    return FALSE;
+  e->n_attention = n;
   return TRUE;
 }
 
@@ -109,8 +169,15 @@ gboolean
 planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile, PlannerEfficiency *e)
 {
   static const char *const known[] = {
-    "gemm",          "attention_flash",     "memory_bound", "kernel_launch_us",
-    "nics_per_node", "nvls_bandwidth_GBps", NULL,
+    "gemm",
+    "attention_flash",
+    "memory_bound",
+    "kernel_launch_us",
+    "nics_per_node",
+    "nvls_bandwidth_GBps",
+    "attention",
+    "overlap_slowdown",
+    NULL,
   };
   static const char *const known_flash[] = { "forward", "backward", NULL };
   JsonObject *o = planner_json_get_object (r, profile, "efficiency");
@@ -119,7 +186,8 @@ planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile, Pla
   gsize mark = planner_json_push (r, "efficiency");
   if (!planner_json_check_members (r, o, known))
     return FALSE;
-  if (json_object_has_member (o, "gemm") && !read_gemm (r, o, e))
+  if (json_object_has_member (o, "gemm")
+      && !read_points (r, o, "gemm", "size", e->gemm_size, e->gemm_efficiency, &e->n_gemm))
     return FALSE;
   if (json_object_has_member (o, "attention_flash"))
     {
@@ -163,6 +231,18 @@ planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile, Pla
                                   bw);
       e->nvls_bandwidth_GBps = bw;
     }
+  if (json_object_has_member (o, "attention") && !read_attention (r, o, e))
+    return FALSE;
+  if (json_object_has_member (o, "overlap_slowdown"))
+    {
+      double slowdown;
+      if (!planner_json_read_number (r, json_object_get_member (o, "overlap_slowdown"),
+                                     "overlap_slowdown", &slowdown))
+        return FALSE;
+      if (!isfinite (slowdown) || slowdown < 0 || slowdown >= 1)
+        return planner_json_fail (r, "overlap_slowdown", "must be in [0, 1), got %g", slowdown);
+      e->overlap_slowdown = slowdown;
+    }
   planner_json_pop (r, mark);
   return TRUE;
 }
@@ -175,22 +255,47 @@ append_number (GString *out, const char *name, double value, gboolean last)
   g_string_append (out, last ? "\n" : ",\n");
 }
 
+/* "[[x, y], [x, y]]" */
+static void
+append_points (GString *out, const double *x, const double *y, guint n)
+{
+  g_string_append (out, "[");
+  for (guint i = 0; i < n; i++)
+    {
+      g_string_append (out, i ? ", [" : "[");
+      planner_json_append_number (out, x[i]);
+      g_string_append (out, ", ");
+      planner_json_append_number (out, y[i]);
+      g_string_append (out, "]");
+    }
+  g_string_append (out, "]");
+}
+
 void
 planner_hardware_append_efficiency (GString *out, const PlannerEfficiency *e)
 {
   g_string_append (out, "  \"efficiency\": {\n");
   if (e->n_gemm > 0)
     {
-      g_string_append (out, "    \"gemm\": [");
-      for (guint i = 0; i < e->n_gemm; i++)
+      g_string_append (out, "    \"gemm\": ");
+      append_points (out, e->gemm_size, e->gemm_efficiency, e->n_gemm);
+      g_string_append (out, ",\n");
+    }
+  if (e->n_attention > 0)
+    {
+      g_string_append (out, "    \"attention\": [\n");
+      for (guint i = 0; i < e->n_attention; i++)
         {
-          g_string_append (out, i ? ", [" : "[");
-          planner_json_append_number (out, e->gemm_size[i]);
-          g_string_append (out, ", ");
-          planner_json_append_number (out, e->gemm_efficiency[i]);
-          g_string_append (out, "]");
+          const PlannerAttentionCurve *c = &e->attention[i];
+          g_string_append_printf (out,
+                                  "      { \"kernel\": \"%s\", \"causal\": %s, \"head_dim\": %u, "
+                                  "\"points\": ",
+                                  planner_attention_kernel_to_string (c->kernel),
+                                  c->causal ? "true" : "false", c->head_dim);
+          append_points (out, c->seq, c->efficiency, c->n);
+          g_string_append (out, i + 1 < e->n_attention ? " },\n" : " }\n");
         }
-      g_string_append (out, "],\n");
+      g_string_append (out, "    ],\n");
     }
   g_string_append (out, "    \"attention_flash\": { \"forward\": ");
   planner_json_append_number (out, e->flash_forward);
@@ -200,6 +305,7 @@ planner_hardware_append_efficiency (GString *out, const PlannerEfficiency *e)
   append_number (out, "memory_bound", e->memory_bound, FALSE);
   append_number (out, "kernel_launch_us", e->kernel_launch_us, FALSE);
   g_string_append_printf (out, "    \"nics_per_node\": %u,\n", e->nics_per_node);
-  append_number (out, "nvls_bandwidth_GBps", e->nvls_bandwidth_GBps, TRUE);
+  append_number (out, "nvls_bandwidth_GBps", e->nvls_bandwidth_GBps, FALSE);
+  append_number (out, "overlap_slowdown", e->overlap_slowdown, TRUE);
   g_string_append (out, "  }");
 }

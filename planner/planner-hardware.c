@@ -392,6 +392,9 @@ planner_hardware_set_efficiency (PlannerHardware *hw, const PlannerEfficiency *e
 {
   g_return_if_fail (hw != NULL && efficiency != NULL);
   g_return_if_fail (efficiency->n_gemm <= PLANNER_MAX_EFFICIENCY_POINTS);
+  g_return_if_fail (efficiency->n_attention <= PLANNER_MAX_ATTENTION_CURVES);
+  for (guint i = 0; i < efficiency->n_attention; i++)
+    g_return_if_fail (efficiency->attention[i].n <= PLANNER_MAX_EFFICIENCY_POINTS);
   hw->efficiency = *efficiency;
 }
 

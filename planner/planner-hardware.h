@@ -57,21 +57,53 @@ typedef struct
   double seconds;
 } PlannerMeasuredPoint;
 
+/* Attention kernels: a training option (planner-cost.h) that the profile's attention curves are
+ * keyed by, hence here. */
+typedef enum
+{
+  PLANNER_ATTENTION_FLASH,   /* FlashAttention-2 (PyTorch's flash backend): keeps q, k, v, the
+                              * output and logsumexp */
+  PLANNER_ATTENTION_UNFUSED, /* keeps the s x s scores (softmax, dropout mask and output) */
+  PLANNER_ATTENTION_FLASH1,  /* FlashAttention 1 (and its Triton port): flash's memory, slower */
+  PLANNER_N_ATTENTION_KERNELS
+} PlannerAttentionKernel;
+
+/* "flash", "unfused", "flash1". */
+const char *planner_attention_kernel_to_string (PlannerAttentionKernel kernel);
+gboolean planner_attention_kernel_from_string (const char *text, PlannerAttentionKernel *kernel);
+
 /* Achieved-throughput constants (planner-cost.h, planner/README.md "Efficiency"): the profile's
  * optional "efficiency" object. A profile without it computes at datasheet peak, as before. */
 #define PLANNER_MAX_EFFICIENCY_POINTS 16
+#define PLANNER_MAX_ATTENTION_CURVES 16
+
+/* One fused attention kernel's forward + backward throughput by sequence length, as
+ * FlashAttention's benchmark measures it: FLOPs 3.5 x 4 b s^2 h d (halved when causal) over the
+ * time of both passes, as a fraction of the dense peak. */
+typedef struct
+{
+  PlannerAttentionKernel kernel; /* a fused one: flash or flash1 */
+  gboolean causal;
+  guint head_dim;
+  guint n;
+  double seq[PLANNER_MAX_EFFICIENCY_POINTS]; /* increasing */
+  double efficiency[PLANNER_MAX_EFFICIENCY_POINTS];
+} PlannerAttentionCurve;
 
 typedef struct
 {
-  guint n_gemm;                                    /* 0: GEMMs at peak */
-  double gemm_size[PLANNER_MAX_EFFICIENCY_POINTS]; /* (M N K)^(1/3), increasing */
+  guint n_gemm;                                          /* 0: GEMMs at peak */
+  double gemm_size[PLANNER_MAX_EFFICIENCY_POINTS];       /* (M N K)^(1/3), increasing */
   double gemm_efficiency[PLANNER_MAX_EFFICIENCY_POINTS]; /* fraction of dense peak, (0, 1] */
-  double flash_forward;    /* flash attention forward, fraction of dense peak */
-  double flash_backward;   /* its backward (2.5x the forward FLOPs) */
-  double memory_bound;     /* fraction of HBM bandwidth that norms and elementwise ops reach */
-  double kernel_launch_us; /* per kernel */
-  guint nics_per_node;     /* 0: one inter-node link per device only */
-  double nvls_bandwidth_GBps; /* AllReduce busbw over a whole node with NVLink SHARP; 0: none */
+  double flash_forward;       /* flash attention forward, fraction of dense peak */
+  double flash_backward;      /* its backward (2.5x the forward FLOPs) */
+  double memory_bound;        /* fraction of HBM bandwidth that norms and elementwise ops reach */
+  double kernel_launch_us;    /* per kernel */
+  guint nics_per_node;        /* 0: one inter-node link per device only */
+  double nvls_bandwidth_GBps; /* AllReduce busbw inside a node with NVLink SHARP; 0: none */
+  guint n_attention;          /* 0: fused attention at flash_forward / flash_backward */
+  PlannerAttentionCurve attention[PLANNER_MAX_ATTENTION_CURVES];
+  double overlap_slowdown; /* compute slows by this fraction while a collective overlaps it */
 } PlannerEfficiency;
 
 typedef struct _PlannerHardware PlannerHardware;

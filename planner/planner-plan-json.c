@@ -388,6 +388,10 @@ plan_to_node (PlannerPlan *plan)
   json_builder_add_boolean_value (b, constants->dp_overlap);
   json_builder_set_member_name (b, "no_dropout");
   json_builder_add_boolean_value (b, constants->no_dropout);
+  planner_json_add_string (b, "grad_reduce",
+                           planner_grad_reduce_to_string (constants->grad_reduce));
+  planner_json_add_string (b, "backward_prefetch",
+                           planner_backward_prefetch_to_string (constants->backward_prefetch));
   json_builder_end_object (b);
 
   json_builder_set_member_name (b, "summary");
@@ -721,9 +725,9 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
 {
   gsize mark;
   static const char *const known[]
-      = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor", "optimizer",
-          "zero",          "recompute",   "attention",        "micro_batch",     "dp_bucket_MiB",
-          "dp_overlap",    "no_dropout",  NULL };
+      = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor",   "optimizer",
+          "zero",          "recompute",   "attention",        "micro_batch",       "dp_bucket_MiB",
+          "dp_overlap",    "no_dropout",  "grad_reduce",      "backward_prefetch", NULL };
   JsonObject *o = planner_json_enter_member (&r->json, root, "constants", &mark);
   if (o == NULL || !known_members (r, o, known)
       || !get_double (r, o, "weight_copies", &c->weight_copies)
@@ -760,7 +764,8 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
       if (!planner_json_get_string (&r->json, o, "attention", FALSE, &text))
         return FALSE;
       if (!planner_attention_kernel_from_string (text, &c->attention))
-        return planner_json_fail (&r->json, "attention", "must be \"flash\" or \"unfused\"");
+        return planner_json_fail (&r->json, "attention",
+                                  "must be \"flash\", \"flash1\" or \"unfused\"");
     }
   if (json_object_has_member (o, "micro_batch"))
     {
@@ -788,6 +793,20 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
       if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
         return planner_json_fail (&r->json, "no_dropout", "must be true or false");
       c->no_dropout = json_node_get_boolean (node);
+    }
+  if (json_object_has_member (o, "grad_reduce"))
+    {
+      if (!planner_json_get_string (&r->json, o, "grad_reduce", FALSE, &text))
+        return FALSE;
+      if (!planner_grad_reduce_from_string (text, &c->grad_reduce))
+        return planner_json_fail (&r->json, "grad_reduce", "must be \"param\" or \"f32\"");
+    }
+  if (json_object_has_member (o, "backward_prefetch"))
+    {
+      if (!planner_json_get_string (&r->json, o, "backward_prefetch", FALSE, &text))
+        return FALSE;
+      if (!planner_backward_prefetch_from_string (text, &c->backward_prefetch))
+        return planner_json_fail (&r->json, "backward_prefetch", "must be \"pre\" or \"post\"");
     }
   planner_json_pop (&r->json, mark);
   return TRUE;

@@ -193,7 +193,7 @@ op_keeps (Model *m, Kept *kp, guint i, gboolean selective)
 
         for (guint j = 0; j < 3 && j < op->n_inputs; j++)
           keep (m, kp, i, op->inputs[j], kept_layout (m, i, j, &in[j]));
-        if (m->c->attention == PLANNER_ATTENTION_FLASH)
+        if (m->c->attention != PLANNER_ATTENTION_UNFUSED)
           {
             keep (m, kp, i, op->outputs[0], &out[0]);
             kp->extra[i] += (guint64)(4.0 * ql[0] * ql[1] * ql[2]); /* fp32 logsumexp */
@@ -253,12 +253,18 @@ op_time (Model *m, guint i)
       planner_layout_local_shape (&in[0], m->mesh, q->shape, ql);
       planner_layout_local_shape (&in[1], m->mesh, k->shape, kl);
       double peak = planner_hardware_peak_flops (m->hw, dtype);
-      if (m->c->attention == PLANNER_ATTENTION_FLASH)
+      if (m->c->attention != PLANNER_ATTENTION_UNFUSED)
         {
           /* The causal kernel skips the masked half of the tiles. */
           double f = op->attrs.causal ? flops / 2 : flops;
-          t.forward = f / (peak * e->flash_forward);
-          t.backward = FLASH_BACKWARD_FLOPS * f / (peak * e->flash_backward);
+          double fwd = e->flash_forward, bwd = e->flash_backward, both;
+          /* A measured curve gives both passes together, as FlashAttention's benchmark counts
+           * them: 3.5 f FLOPs over the time of both, so each pass at that fraction. */
+          if (planner_cost_attention_efficiency (m->hw, m->c->attention, op->attrs.causal, ql[3],
+                                                 kl[2], &both))
+            fwd = bwd = both;
+          t.forward = f / (peak * fwd);
+          t.backward = FLASH_BACKWARD_FLOPS * f / (peak * bwd);
           t.kernels = 3;
         }
       else
@@ -328,20 +334,37 @@ step_time (Model *m, const PlannerRedistribution *red, const PlannerRedistStep *
 typedef struct
 {
   guint32 axes;
-  guint64 bytes;
+  /* ZeRO-3: the unit FSDP wraps and syncs as one flat buffer, a transformer layer (its index
+   * + 1; 0 for the parameters outside layers). -1 below ZeRO-3: cut into dp_bucket_MiB
+   * buckets. */
+  int unit;
+  guint64 bytes;      /* the parameters, as AllGathers move them */
+  guint64 grad_bytes; /* their gradients, as ReduceScatters and AllReduces move them */
 } SyncGroup;
 
-/* Buckets of dp_bucket_MiB over each group of parameters that sync over the same axes, one
- * collective of @kind per axis per bucket (a gradient AllReduce, ReduceScatter or a parameter
- * AllGather of the bucket's full size). Returns the total; @times lists each bucket. */
+static int
+sync_group_compare (gconstpointer a, gconstpointer b)
+{
+  const SyncGroup *x = a, *y = b;
+  if (x->unit != y->unit)
+    return x->unit < y->unit ? -1 : 1;
+  return x->axes < y->axes ? -1 : x->axes > y->axes;
+}
+
+/* One collective of @kind per axis per bucket (a gradient AllReduce, ReduceScatter or a
+ * parameter AllGather of the bucket's full size): each group of parameters that sync over the
+ * same axes is cut into dp_bucket_MiB buckets, or is one bucket when it is a ZeRO-3 unit.
+ * Returns the total; @times lists each bucket, in the order the groups are. */
 static double
 sync_buckets (Model *m, GArray *groups, PlannerStepKind kind, GArray *times)
 {
-  double total = 0, bucket = MAX (m->c->dp_bucket_MiB, 1e-6) * MiB;
+  double total = 0;
   for (guint g = 0; g < groups->len; g++)
     {
       const SyncGroup *sg = &g_array_index (groups, SyncGroup, g);
-      double left = sg->bytes;
+      double bytes = kind == PLANNER_STEP_ALL_GATHER ? sg->bytes : sg->grad_bytes;
+      double bucket = sg->unit >= 0 ? bytes : MAX (m->c->dp_bucket_MiB, 1e-6) * MiB;
+      double left = bytes;
       while (left > 0)
         {
           guint64 n = (guint64)MIN (left, bucket);
@@ -369,9 +392,11 @@ sync_buckets (Model *m, GArray *groups, PlannerStepKind kind, GArray *times)
  *         backward pass;
  *   2     a ReduceScatter per bucket per micro-batch (gradients are kept sharded), behind each
  *         backward pass, and one AllGather of the updated parameters per step, exposed;
- *   3     per micro-batch, the parameter AllGathers of the forward pass, prefetched ahead of
- *         it, and in the backward pass an AllGather (two with full recompute) and a
- *         ReduceScatter per bucket behind it.
+ *   3     per micro-batch and per FSDP unit (a transformer layer), the parameter AllGather of
+ *         the forward pass, prefetched ahead of it, and in the backward pass an AllGather and a
+ *         ReduceScatter behind it. With full recompute the unit's gathered parameters serve
+ *         both its recomputed forward and its backward (FSDP checkpoints inside the unit): one
+ *         backward gather still.
  * Sets @exposed and returns the whole sync time. */
 static double
 dp_sync (Model *m, GArray *groups, double forward, double backward, double *exposed)
@@ -393,41 +418,52 @@ dp_sync (Model *m, GArray *groups, double forward, double backward, double *expo
   double t_ag = sync_buckets (m, groups, PLANNER_STEP_ALL_GATHER, ag);
   if (m->c->zero == 2)
     {
-      *exposed = a * planner_cost_bucket_exposed ((const double *)(void *)rs->data, rs->len,
-                                                  backward, overlap)
+      *exposed = a
+                     * planner_cost_bucket_exposed ((const double *)(void *)rs->data, rs->len,
+                                                    backward, overlap)
                  + t_ag;
       return a * t_rs + t_ag;
     }
-  /* Stage 3: the backward pass gathers each bucket again (and once more to recompute it)
-   * before reducing its gradients. */
-  double gathers = m->c->recompute == PLANNER_RECOMPUTE_FULL ? 2 : 1;
-  g_autoptr (GArray) back = g_array_new (FALSE, FALSE, sizeof (double));
-  for (guint k = 0; k < rs->len; k++)
+  /* Stage 3: the backward pass gathers each unit again before reducing its gradients, ahead
+   * of it (pre) or after the unit before it (post). */
+  const double *gathers = (const double *)(void *)ag->data;
+  const double *reduces = (const double *)(void *)rs->data;
+  double back_exposed;
+  if (overlap && m->c->backward_prefetch == PLANNER_PREFETCH_POST)
+    back_exposed = planner_cost_post_prefetch_exposed (gathers, reduces, ag->len);
+  else
     {
-      double t = g_array_index (rs, double, k) + gathers * g_array_index (ag, double, k);
-      g_array_append_val (back, t);
+      g_autoptr (GArray) back = g_array_new (FALSE, FALSE, sizeof (double));
+      for (guint k = 0; k < rs->len; k++)
+        {
+          double t = reduces[k] + gathers[k];
+          g_array_append_val (back, t);
+        }
+      back_exposed = planner_cost_bucket_exposed ((const double *)(void *)back->data, back->len,
+                                                  backward, overlap);
     }
-  *exposed = a
-             * (planner_cost_prefetch_exposed ((const double *)(void *)ag->data, ag->len, forward,
-                                               overlap)
-                + planner_cost_bucket_exposed ((const double *)(void *)back->data, back->len,
-                                               backward, overlap));
-  return a * (t_ag + t_rs + gathers * t_ag);
+  *exposed
+      = a * (planner_cost_prefetch_exposed (gathers, ag->len, forward, overlap) + back_exposed);
+  return a * (2 * t_ag + t_rs);
 }
 
 /* Sequences per device in one global step: the leading dim of the first graph input (the
- * token ids) as its layout splits it. */
+ * token ids) as its layout splits it; @batch_axes gets the mesh axes that split it (the
+ * data-parallel axes). */
 static guint
-find_local_batch (Model *m)
+find_local_batch (Model *m, guint32 *batch_axes)
 {
+  *batch_axes = 0;
   for (guint t = 0; t < planner_graph_get_n_tensors (m->graph); t++)
     {
       const PlannerTensor *x = planner_graph_get_tensor (m->graph, t);
       if (x->kind != PLANNER_TENSOR_INPUT || x->rank == 0)
         continue;
+      const PlannerLayout *layout = planner_plan_get_tensor_layout (m->plan, t);
       gint64 local[PLANNER_MAX_RANK];
-      planner_layout_local_shape (planner_plan_get_tensor_layout (m->plan, t), m->mesh, x->shape,
-                                  local);
+      planner_layout_local_shape (layout, m->mesh, x->shape, local);
+      for (guint i = 0; i < layout->n_axes[0]; i++)
+        *batch_axes |= 1u << layout->axes[0][i];
       return (guint)MAX (local[0], 1);
     }
   return 1;
@@ -447,7 +483,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   guint n_tensors = planner_graph_get_n_tensors (m.graph);
   const PlannerEfficiency *eff = planner_hardware_get_efficiency (m.hw);
 
-  guint local_batch = find_local_batch (&m);
+  guint32 batch_axes;
+  guint local_batch = find_local_batch (&m, &batch_axes);
   guint micro = m.c->micro_batch ? m.c->micro_batch : local_batch;
   if (micro > local_batch || local_batch % micro != 0)
     {
@@ -498,25 +535,41 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
         users |= planner_strategy_axis_mask (
             &planner_plan_get_op (self, g_array_index (x->consumers, PlannerUse, c).op)->strategy);
       guint32 sync = users & ~planner_layout_split_mask (layout) & ~layout->partial;
+      /* ZeRO shards every parameter over the data-parallel axes it is replicated on, also one
+       * whose users run replicated there (GPT-2's position table: its gradient is synced as
+       * the activation gradient AllReduce of tp_comm). */
+      guint32 shard = (sync | batch_axes) & ~planner_layout_split_mask (layout) & ~layout->partial;
       guint dp = 1;
       for (guint a = 0; a < m.mesh->n_axes; a++)
-        if (sync & (1u << a))
+        if (shard & (1u << a))
           dp *= m.mesh->sizes[a];
       guint64 n = local_numel (&m, x, layout);
       planner_cost_model_states (m.c, n, x->dtype, dp, &mem);
       optimizer_params += m.c->zero >= 1 ? (double)n / dp : (double)n;
       if (sync == 0)
         continue;
+      /* ZeRO-3's unit: the layer of the parameter's first user (tied embeddings are used
+       * outside layers). */
+      int unit = -1;
+      if (m.c->zero >= 3)
+        unit
+            = x->consumers->len > 0 ? layer[g_array_index (x->consumers, PlannerUse, 0).op] + 1 : 0;
       guint g = 0;
-      while (g < groups->len && g_array_index (groups, SyncGroup, g).axes != sync)
+      while (g < groups->len
+             && (g_array_index (groups, SyncGroup, g).axes != sync
+                 || g_array_index (groups, SyncGroup, g).unit != unit))
         g++;
       if (g == groups->len)
         {
-          SyncGroup sg = { sync, 0 };
+          SyncGroup sg = { sync, unit, 0, 0 };
           g_array_append_val (groups, sg);
         }
       g_array_index (groups, SyncGroup, g).bytes += local_bytes (&m, x, layout);
+      g_array_index (groups, SyncGroup, g).grad_bytes
+          += m.c->grad_reduce == PLANNER_GRAD_REDUCE_F32 ? n * 4 : local_bytes (&m, x, layout);
     }
+  /* Units in the order the forward pass reaches them. */
+  g_array_sort (groups, sync_group_compare);
 
   Kept kp = { g_new0 (guint64, n_tensors), g_new (int, n_tensors), g_new0 (guint64, n_ops) };
   for (guint t = 0; t < n_tensors; t++)
@@ -653,6 +706,10 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   double sync = dp_sync (&m, groups, pass_forward, pass_backward, &b.dp_sync_exposed);
   /* MAX: exposed is computed apart and may exceed sync by a rounding error (-3e-21). */
   b.dp_sync_hidden = MAX (sync - b.dp_sync_exposed, 0.0);
+  /* What is hidden still costs: compute slows while a collective shares the GPU with it (its
+   * kernels take SMs and memory bandwidth), by the profile's overlap_slowdown over the time
+   * they overlap. */
+  b.dp_sync_exposed += eff->overlap_slowdown * b.dp_sync_hidden;
   double step_bytes = m.c->optimizer == PLANNER_OPTIMIZER_SGD ? SGD_STEP_BYTES : ADAM_STEP_BYTES;
   b.overhead = kernels * m.accum * eff->kernel_launch_us * 1e-6
                + optimizer_params * step_bytes

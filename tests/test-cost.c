@@ -34,12 +34,23 @@ typedef struct
 } CollectiveCase;
 
 static const CollectiveCase collective_cases[] = {
-  /* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node (NVLink 4: 370 GB/s, 2.5 us/step):
+  /* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node: NVLink SHARP (NVLS, busbw 480 GB/s)
+   * beats the ring (NVLink 4: 370 GB/s); both 2.5 us per step:
    *   latency   2 (p-1) alpha = 2 * 7 * 2.5 us = 35 us
-   *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 370e9 = 117440512 / 370e9 = 317.4068 us
-   *   total     352.4068 us */
+   *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 480e9 = 117440512 / 480e9 = 244.6677 us
+   *   total     279.6677 us (the ring: 35 + 117440512 / 370e9 = 352.4068 us) */
   { "/planner/cost/all-reduce", "h100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB,
-    352.4068e-6, 8, 117440512 },
+    279.6677e-6, 8, 117440512 },
+  /* The same over mp=4: NCCL rings groups of 4 or fewer (no NVLS), 370 GB/s:
+   *   latency   2 * 3 * 2.5 us = 15 us
+   *   bandwidth 1.5 * 67108864 / 370e9 = 100663296 / 370e9 = 272.0630 us
+   *   total     287.0630 us */
+  { "/planner/cost/all-reduce-ring", "h100-sxm", "mp=4", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB,
+    64 * MiB, 287.0630e-6, 4, 100663296 },
+  /* a100-sxm has no NVLink SHARP: 8 GPUs ring at 225 GB/s:
+   *   35 us + 117440512 / 225e9 = 35 + 521.9578 = 556.9578 us */
+  { "/planner/cost/all-reduce-a100", "a100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB,
+    64 * MiB, 556.9578e-6, 8, 117440512 },
   /* AllGather on dp of dp=4,mp=8 on h100-sxm: dp crosses nodes (NDR IB: 47 GB/s, 8 us/step),
    * n_in 4 MiB -> n_out 16 MiB:
    *   latency   (p-1) alpha = 3 * 8 us = 24 us
@@ -152,7 +163,10 @@ test_link_choice (void)
     link.bandwidth_GBps = 185;
     link.latency_us = 0;
     planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
-    /* 1.75 * 67108864 / 185e9 = 634.8135 us */
+    /* With NVLink SHARP off the ring is what runs: 1.75 * 67108864 / 185e9 = 634.8135 us */
+    PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+    e.nvls_bandwidth_GBps = 0;
+    planner_hardware_set_efficiency (hw, &e);
     assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, 64 * MiB, 64 * MiB),
                   634.8135e-6, 1e-6);
   }
@@ -428,6 +442,76 @@ test_gemm_efficiency (void)
   assert_close (planner_cost_memory_bound_time (hw, PLANNER_DTYPE_BF16, 1e3, 1e6), 2e-6, 1e-12);
 }
 
+/* @hw's attention efficiency for the kernel, masking, head dim and sequence is @want. */
+static void
+assert_attention (const PlannerHardware *hw, PlannerAttentionKernel kernel, gboolean causal,
+                  double head_dim, double seq, double want, double rel)
+{
+  double eff = 0;
+  g_assert_true (planner_cost_attention_efficiency (hw, kernel, causal, head_dim, seq, &eff));
+  assert_close (eff, want, rel);
+}
+
+/* Attention throughput curves: the curve of the kernel with the same masking, nearest in head
+ * dimension (in doublings), linear in log2 of the sequence between points, flat beyond. */
+static void
+test_attention_efficiency (void)
+{
+  g_autoptr (PlannerHardware) hw = planner_hardware_new ("attention");
+  PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+  double eff = 0;
+
+  /* No curve for a kernel: FALSE, and the caller keeps attention_flash's fractions. */
+  g_assert_false (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, &eff));
+  e.attention[0] = (PlannerAttentionCurve){ PLANNER_ATTENTION_FLASH, TRUE,        128, 2,
+                                            { 1024, 4096 },          { 0.2, 0.4 } };
+  e.attention[1]
+      = (PlannerAttentionCurve){ PLANNER_ATTENTION_FLASH, FALSE, 128, 1, { 1024 }, { 0.5 } };
+  e.attention[2]
+      = (PlannerAttentionCurve){ PLANNER_ATTENTION_FLASH, TRUE, 64, 1, { 1024 }, { 0.1 } };
+  e.n_attention = 3;
+  planner_hardware_set_efficiency (hw, &e);
+  /* 2048 is halfway between 1024 and 4096 in log2: (0.2 + 0.4) / 2 */
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, 0.3, 1e-12);
+  /* Flat beyond the ends. */
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 512, 0.2, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 128, 65536, 0.4, 1e-12);
+  /* Head dim 96: log2 96 = 6.585 is 0.415 doublings from 128 and 0.585 from 64: the d128
+   * curve; 80 (6.322) is nearer 64. */
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 96, 1024, 0.2, 1e-12);
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, TRUE, 80, 1024, 0.1, 1e-12);
+  /* The masking comes before the head dimension: non-causal d64 takes the non-causal d128. */
+  assert_attention (hw, PLANNER_ATTENTION_FLASH, FALSE, 64, 1024, 0.5, 1e-12);
+  /* Another kernel has no curve. */
+  g_assert_false (
+      planner_cost_attention_efficiency (hw, PLANNER_ATTENTION_FLASH1, TRUE, 128, 1024, &eff));
+
+  /* The built-in profiles hold the published figures: FlashAttention-2's release benchmark
+   * (causal, head dim 128, forward + backward), A100 155 TFLOP/s at 2k of 312, H100
+   * FlashAttention 1 108 TFLOP/s at 2k of 989. */
+  g_autoptr (PlannerHardware) a100 = test_util_hardware ("a100-sxm");
+  g_autoptr (PlannerHardware) h100 = test_util_hardware ("h100-sxm");
+  assert_attention (a100, PLANNER_ATTENTION_FLASH, TRUE, 128, 2048, 155.0 / 312, 1e-3);
+  assert_attention (h100, PLANNER_ATTENTION_FLASH1, TRUE, 128, 2048, 108.0 / 989, 1e-3);
+}
+
+/* ZeRO-3's backward with BACKWARD_POST, units 0..2 (backward runs 2, 1, 0), by hand:
+ *   gathers 1 ms, reduces 2 ms: unit 2's gather 1; unit 1's beside unit 2's ReduceScatter
+ *   1 + min(1, 2) = 2; unit 0's 2; unit 0's ReduceScatter after the pass 2: 7 ms.
+ *   reduces 0.5 ms: 1 + 1.5 + 1.5 + 0.5 = 4.5 ms. */
+static void
+test_post_prefetch (void)
+{
+  const double gathers[] = { 1e-3, 1e-3, 1e-3 };
+  const double slow[] = { 2e-3, 2e-3, 2e-3 };
+  const double fast[] = { 0.5e-3, 0.5e-3, 0.5e-3 };
+
+  assert_close (planner_cost_post_prefetch_exposed (gathers, slow, 3), 7e-3, 1e-9);
+  assert_close (planner_cost_post_prefetch_exposed (gathers, fast, 3), 4.5e-3, 1e-9);
+  g_assert_cmpfloat (planner_cost_post_prefetch_exposed (NULL, NULL, 0), ==, 0.0);
+}
+
 /* Bucketed gradient sync against a 10 ms backward pass, by hand:
  * 4 buckets of 1 ms ready at 2.5, 5, 7.5, 10 ms: the last ends at 11 ms, 1 ms exposed;
  * 4 buckets of 4 ms: they end at 2.5 + 16 = 18.5 ms, 8.5 ms exposed; no overlap: all of it. */
@@ -496,16 +580,27 @@ test_training_text (void)
   c.dp_bucket_MiB = 12.5;
   c.dp_overlap = FALSE;
   c.no_dropout = TRUE;
+  c.grad_reduce = PLANNER_GRAD_REDUCE_F32;
+  c.backward_prefetch = PLANNER_PREFETCH_POST;
   g_autofree char *text = planner_cost_training_to_string (&c);
   g_assert_cmpstr (text, ==,
                    "optimizer=sgd;zero=2;recompute=selective;attention=unfused;micro_batch=3;"
-                   "dp_bucket_MiB=12.5;dp_overlap=0;no_dropout=1");
+                   "dp_bucket_MiB=12.5;dp_overlap=0;no_dropout=1;grad_reduce=f32;"
+                   "backward_prefetch=post");
   planner_cost_constants_init (&d);
   d.optimizer_states = c.optimizer_states;
   g_assert_true (planner_cost_training_from_string (text, &d));
   g_assert_cmpmem (&c, sizeof c, &d, sizeof d);
 
-  const char *bad[] = { "zero=4", "recompute=some", "colour=blue", "dp_bucket_MiB=0", "zero" };
+  /* A row stored before grad_reduce and backward_prefetch reads with their defaults. */
+  planner_cost_constants_init (&d);
+  g_assert_true (planner_cost_training_from_string ("attention=flash1;zero=3", &d));
+  g_assert_cmpint (d.attention, ==, PLANNER_ATTENTION_FLASH1);
+  g_assert_cmpint (d.grad_reduce, ==, PLANNER_GRAD_REDUCE_PARAM);
+  g_assert_cmpint (d.backward_prefetch, ==, PLANNER_PREFETCH_PRE);
+
+  const char *bad[] = { "zero=4", "recompute=some",  "colour=blue",      "dp_bucket_MiB=0",
+                        "zero",   "grad_reduce=f16", "attention=flash3", "backward_prefetch=none" };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
     {
       planner_cost_constants_init (&d);
@@ -535,6 +630,8 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/cost/backward", test_backward);
   g_test_add_func ("/planner/cost/memory", test_memory);
   g_test_add_func ("/planner/cost/gemm-efficiency", test_gemm_efficiency);
+  g_test_add_func ("/planner/cost/attention-efficiency", test_attention_efficiency);
+  g_test_add_func ("/planner/cost/post-prefetch", test_post_prefetch);
   g_test_add_func ("/planner/cost/buckets", test_buckets);
   g_test_add_func ("/planner/cost/prefetch", test_prefetch);
   g_test_add_func ("/planner/cost/training-text", test_training_text);

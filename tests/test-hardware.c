@@ -228,6 +228,15 @@ test_roundtrip (void)
                                       G_GUINT64_CONSTANT (1) << 40, 2.9);
     planner_hardware_add_measurement (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, 1024,
                                       1e-300);
+    /* Attention curves (a non-causal one with a single point) and the overlap slowdown. */
+    PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+    g_assert_cmpuint (e.n_attention, ==, 6);
+    e.attention[e.n_attention] = (PlannerAttentionCurve){
+      PLANNER_ATTENTION_FLASH1, FALSE, 80, 1, { 4096 }, { 1.0 / 3.0 }
+    };
+    e.n_attention++;
+    e.overlap_slowdown = 0.1 + 0.2;
+    planner_hardware_set_efficiency (hw, &e);
     text = planner_hardware_to_json (hw);
     back = planner_hardware_from_json (text, &error);
     g_assert_no_error (error);
@@ -246,6 +255,22 @@ test_roundtrip (void)
       planner_hardware_clear_measurements (copy);
       g_assert_cmpuint (planner_hardware_get_n_measurements (copy), ==, 0);
       g_assert_cmpuint (planner_hardware_get_n_measurements (hw), ==, 2);
+    }
+    /* Equality sees every efficiency member added with the attention curves. */
+    {
+      g_autoptr (PlannerHardware) copy = planner_hardware_copy (hw);
+      PlannerEfficiency c = *planner_hardware_get_efficiency (copy);
+      c.overlap_slowdown = 0.2;
+      planner_hardware_set_efficiency (copy, &c);
+      g_assert_false (planner_hardware_equal (hw, copy));
+      c = *planner_hardware_get_efficiency (hw);
+      c.attention[2].efficiency[3] += 0.01;
+      planner_hardware_set_efficiency (copy, &c);
+      g_assert_false (planner_hardware_equal (hw, copy));
+      c = *planner_hardware_get_efficiency (hw);
+      c.attention[0].causal = !c.attention[0].causal;
+      planner_hardware_set_efficiency (copy, &c);
+      g_assert_false (planner_hardware_equal (hw, copy));
     }
   }
 }
@@ -442,6 +467,36 @@ test_bad_files (void)
     { VALID_HEAD VALID_BODY ", \"measurements\": [{\"step\": \"AllReduce\", \"link\": \"intra\", "
                             "\"p\": 2, \"points\": [[16, 1e10]]}]}",
       PLANNER_ERROR_MALFORMED_FILE, "'measurements[0].points[0]' must be at most 1e+09" },
+    /* The efficiency object's attention curves and overlap slowdown. */
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"attention\": [{\"kernel\": \"unfused\", "
+                            "\"causal\": true, \"head_dim\": 128, \"points\": [[512, 0.5]]}]}}",
+      PLANNER_ERROR_MALFORMED_FILE, "'efficiency.attention[0].kernel' must be a fused kernel" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"attention\": [{\"kernel\": \"flash3\", "
+                            "\"causal\": true, \"head_dim\": 128, \"points\": [[512, 0.5]]}]}}",
+      PLANNER_ERROR_MALFORMED_FILE, "got \"flash3\"" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"attention\": [{\"kernel\": \"flash\", "
+                            "\"causal\": 1, \"head_dim\": 128, \"points\": [[512, 0.5]]}]}}",
+      PLANNER_ERROR_MALFORMED_FILE, "'efficiency.attention[0].causal' must be true or false" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"attention\": [{\"kernel\": \"flash\", "
+                            "\"causal\": true, \"points\": [[512, 0.5]]}]}}",
+      PLANNER_ERROR_MALFORMED_FILE, "'efficiency.attention[0].head_dim' is missing" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"attention\": [{\"kernel\": \"flash\", "
+                            "\"causal\": true, \"head_dim\": 128, "
+                            "\"points\": [[1024, 0.5], [512, 0.6]]}]}}",
+      PLANNER_ERROR_MALFORMED_FILE,
+      "'efficiency.attention[0].points[1]' must have a sequence >= 1 and larger" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"attention\": [{\"kernel\": \"flash\", "
+                            "\"causal\": true, \"head_dim\": 128, \"points\": [[512, 1.5]]}]}}",
+      PLANNER_ERROR_MALFORMED_FILE,
+      "'efficiency.attention[0].points[0]' must be a fraction in (0, 1], got 1.5" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"attention\": [{\"kernel\": \"flash\", "
+                            "\"causal\": true, \"head_dim\": 128, \"points\": [[512, 0.5]], "
+                            "\"dtype\": \"bf16\"}]}}",
+      PLANNER_ERROR_MALFORMED_FILE, "'efficiency.attention[0].dtype' is not known" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"overlap_slowdown\": 1}}",
+      PLANNER_ERROR_MALFORMED_FILE, "'efficiency.overlap_slowdown' must be in [0, 1), got 1" },
+    { VALID_HEAD VALID_BODY ", \"efficiency\": {\"overlap_slowdown\": -0.1}}",
+      PLANNER_ERROR_MALFORMED_FILE, "'efficiency.overlap_slowdown' must be in [0, 1), got -0.1" },
   };
 
   /* The base they all vary is itself valid, and node_size defaults to 8. */

@@ -36,9 +36,9 @@ static const char *const gpt2_config
       " \"n_positions\": 128, \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4,"
       " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-05}";
 
-static PlannerPlan *
-plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute recompute,
-           PlannerAttentionKernel attention, gboolean no_dropout)
+/* The tiny GPT-2 at batch B, sequence S, bf16, with @layers layers (0: the config's 2). */
+static PlannerGraph *
+tiny_gpt2 (gint64 layers)
 {
   g_autoptr (GError) error = NULL;
   PlannerModelOptions options;
@@ -48,8 +48,17 @@ plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute
   options.layers = layers;
   options.dtype_set = TRUE;
   options.dtype = PLANNER_DTYPE_BF16;
-  g_autoptr (PlannerGraph) graph = planner_hf_import_json (gpt2_config, &options, &error);
+  PlannerGraph *graph = planner_hf_import_json (gpt2_config, &options, &error);
   g_assert_no_error (error);
+  return graph;
+}
+
+static PlannerPlan *
+plan_with (gint64 layers, const char *mesh, const char *policy, PlannerRecompute recompute,
+           PlannerAttentionKernel attention, gboolean no_dropout)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (layers);
   PlannerPlan *plan = test_util_plan (graph, mesh, NULL, policy, NULL);
   PlannerCostConstants c = *planner_plan_get_constants (plan);
   c.recompute = recompute;
@@ -230,7 +239,10 @@ test_micro_batch (void)
  *   stage 0 and 1: one AllReduce per step                      335.74912 us
  *   stage 2: ReduceScatter per micro-batch + AllGather per step 335.74912 us (one micro-batch)
  *   stage 3: forward AllGather + backward AllGather and ReduceScatter, per micro-batch:
- *            3 x 167.87456 = 503.62368 us; with full recompute one more AllGather: 671.49824
+ *            3 x 167.87456 = 503.62368 us (the MLP's ops are in no layer: one ZeRO-3 unit of
+ *            all 33574912 bytes, the same bytes as the two buckets); with full recompute the
+ *            same (the unit's backward gather serves its recomputed forward too, as FSDP
+ *            checkpoints inside the unit)
  *   stage 3 with two micro-batches: 2 x 503.62368 = 1007.24736 us; stage 0: 335.74912 still */
 static double
 zero_sync (guint zero, guint micro_batch, PlannerRecompute recompute)
@@ -264,7 +276,7 @@ test_zero_sync (void)
   assert_close (zero_sync (1, 0, PLANNER_RECOMPUTE_NONE), 335.74912e-6, 1e-6);
   assert_close (zero_sync (2, 0, PLANNER_RECOMPUTE_NONE), 335.74912e-6, 1e-6);
   assert_close (zero_sync (3, 0, PLANNER_RECOMPUTE_NONE), 503.62368e-6, 1e-6);
-  assert_close (zero_sync (3, 0, PLANNER_RECOMPUTE_FULL), 671.49824e-6, 1e-6);
+  assert_close (zero_sync (3, 0, PLANNER_RECOMPUTE_FULL), 503.62368e-6, 1e-6);
   assert_close (zero_sync (3, 2, PLANNER_RECOMPUTE_NONE), 1007.24736e-6, 1e-6);
   assert_close (zero_sync (0, 2, PLANNER_RECOMPUTE_NONE), 335.74912e-6, 1e-6);
   /* Stage 2 with two micro-batches: 2 x 167.87456 + 167.87456 */
@@ -312,8 +324,9 @@ test_old_plan_file (void)
   g_autoptr (JsonParser) parser = json_parser_new ();
   JsonObject *root = test_util_parse_object (parser, text);
   JsonObject *constants = json_object_get_object_member (root, "constants");
-  const char *added[] = { "optimizer",   "zero",          "recompute",  "attention",
-                          "micro_batch", "dp_bucket_MiB", "dp_overlap", "no_dropout" };
+  const char *added[]
+      = { "optimizer",     "zero",       "recompute",  "attention",   "micro_batch",
+          "dp_bucket_MiB", "dp_overlap", "no_dropout", "grad_reduce", "backward_prefetch" };
   for (guint i = 0; i < G_N_ELEMENTS (added); i++)
     json_object_remove_member (constants, added[i]);
   JsonObject *totals = json_object_get_object_member (root, "totals");
@@ -322,7 +335,8 @@ test_old_plan_file (void)
     json_object_remove_member (totals, figures[i]);
   /* ... nor in its summary. */
   JsonObject *summary = json_object_get_object_member (root, "summary");
-  const char *summarized[] = { "memory", "step_breakdown_us", "micro_batches", "local_batch", "fits" };
+  const char *summarized[]
+      = { "memory", "step_breakdown_us", "micro_batches", "local_batch", "fits" };
   for (guint i = 0; i < G_N_ELEMENTS (summarized); i++)
     json_object_remove_member (summary, summarized[i]);
   g_autoptr (JsonGenerator) gen = json_generator_new ();
@@ -338,6 +352,22 @@ test_old_plan_file (void)
   g_assert_cmpuint (b->memory.total, >, 0);
   g_assert_cmpfloat (b->breakdown.forward, ==, a->breakdown.forward);
   g_assert_cmpuint (planner_plan_get_constants (loaded)->zero, ==, 0);
+  g_assert_cmpint (planner_plan_get_constants (loaded)->grad_reduce, ==, PLANNER_GRAD_REDUCE_PARAM);
+  g_assert_cmpint (planner_plan_get_constants (loaded)->backward_prefetch, ==,
+                   PLANNER_PREFETCH_PRE);
+
+  /* The options added with FSDP's behaviours and flash1 are written and read back. */
+  PlannerCostConstants c = *planner_plan_get_constants (plan);
+  c.grad_reduce = PLANNER_GRAD_REDUCE_F32;
+  c.backward_prefetch = PLANNER_PREFETCH_POST;
+  c.attention = PLANNER_ATTENTION_FLASH1;
+  planner_plan_set_constants (plan, &c);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_autofree char *fsdp = planner_plan_to_json (plan);
+  g_assert_nonnull (strstr (fsdp, "\"backward_prefetch\": \"post\""));
+  g_autoptr (PlannerPlan) fsdp_back = planner_plan_from_json (fsdp, &error);
+  g_assert_no_error (error);
+  g_assert_true (planner_plan_equal (plan, fsdp_back));
 }
 
 /* Selective recompute redoes the unfused attention core, by hand, on the 2-layer tiny GPT-2
@@ -351,15 +381,7 @@ static void
 test_selective_recompute (void)
 {
   g_autoptr (GError) error = NULL;
-  PlannerModelOptions options;
-  planner_model_options_init (&options);
-  options.batch = B;
-  options.seq = S;
-  options.layers = 2;
-  options.dtype_set = TRUE;
-  options.dtype = PLANNER_DTYPE_BF16;
-  g_autoptr (PlannerGraph) graph = planner_hf_import_json (gpt2_config, &options, &error);
-  g_assert_no_error (error);
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (2);
   g_autoptr (PlannerHardware) hw = round_profile ();
   planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, 100);
   g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=1", hw, NULL, NULL);
@@ -376,6 +398,214 @@ test_selective_recompute (void)
   g_assert_cmpfloat (planner_plan_get_totals (plan)->breakdown.recompute, ==, 0);
 }
 
+/* The tiny GPT-2 (2 layers, bf16) over dp=2 with ZeRO @zero, on a profile whose compute takes
+ * no time (1e9 TFLOP/s, 1e9 GB/s, no launches) and whose link has @bandwidth_GBps and
+ * @latency_us per step, so that dp_sync_exposed is the sync alone. Its 141056 parameters:
+ * wte 512 x 64 = 32768 and ln_f 128 outside the layers, wpe 128 x 64 = 8192 (its users run
+ * replicated on dp: not in the sync), and per layer ln_1 128 + c_attn 64 x 192 + 192 + c_proj
+ * 64 x 64 + 64 + ln_2 128 + c_fc 64 x 256 + 256 + c_proj 256 x 64 + 64 = 49984. */
+static PlannerPlan *
+tiny_dp_plan (guint zero, double bandwidth_GBps, double latency_us, PlannerGradReduce reduce,
+              PlannerBackwardPrefetch prefetch, gboolean overlap)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (0);
+  g_autoptr (PlannerHardware) hw = planner_hardware_new ("instant");
+  for (PlannerDType d = PLANNER_DTYPE_F32; d <= PLANNER_DTYPE_I64; d++)
+    planner_hardware_set_peak_tflops (hw, d, 1e9);
+  planner_hardware_set_memory_bandwidth_GBps (hw, 1e9);
+  planner_hardware_set_memory_GB (hw, 80);
+  PlannerLink link = { "test", bandwidth_GBps, latency_us };
+  planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
+  PlannerPlan *plan = test_util_plan (graph, "dp=2", hw, NULL, NULL);
+  PlannerCostConstants c = *planner_plan_get_constants (plan);
+  c.zero = zero;
+  c.grad_reduce = reduce;
+  c.backward_prefetch = prefetch;
+  c.dp_overlap = overlap;
+  planner_plan_set_constants (plan, &c);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_assert_no_error (error);
+  return plan;
+}
+
+/* The gradient sync of the tiny GPT-2 by hand: dp_sync_exposed for one configuration. */
+typedef struct
+{
+  const char *path;
+  guint zero;
+  double bandwidth_GBps, latency_us;
+  PlannerGradReduce reduce;
+  PlannerBackwardPrefetch prefetch;
+  gboolean overlap;
+  double exposed_s;
+} SyncCase;
+
+static const SyncCase sync_cases[] = {
+  /* ZeRO-3 syncs per FSDP unit: wte + ln_f (outside the layers) and each layer, 3 units, each
+   * one AllGather forward, one AllGather and one ReduceScatter backward per micro-batch; on a
+   * link of 10 us per step (p = 2: one step) and no bandwidth cost that is 9 x 10 = 90 us. (25
+   * MiB buckets would hold all 265728 bytes in one: 30 us.) */
+  { "/planner/train/sync/zero3-units", 3, 1e9, 10, PLANNER_GRAD_REDUCE_PARAM, PLANNER_PREFETCH_PRE,
+    FALSE, 90e-6 },
+  /* Gradients reduced in fp32 move 4 bytes a parameter, parameters gathered 2. ZeRO-2 on 1
+   * GB/s, no latency, no overlap: a ReduceScatter per micro-batch and an AllGather per step of
+   * the 132864 synced parameters, (p-1)/p = 1/2 of each buffer:
+   *   bf16 reduce: (265728 + 265728) / 2 / 1e9 = 265.728 us
+   *   fp32 reduce: (531456 + 265728) / 2 / 1e9 = 398.592 us */
+  { "/planner/train/sync/grad-reduce-param", 2, 1, 0, PLANNER_GRAD_REDUCE_PARAM,
+    PLANNER_PREFETCH_PRE, FALSE, 265.728e-6 },
+  { "/planner/train/sync/grad-reduce-f32", 2, 1, 0, PLANNER_GRAD_REDUCE_F32, PLANNER_PREFETCH_PRE,
+    FALSE, 398.592e-6 },
+  /* FSDP's BACKWARD_POST, ZeRO-3, 1 GB/s, no latency, compute taking no time. Units in forward
+   * order: wte + ln_f 32896 parameters (65792 bytes), layers 49984 (99968 bytes); a gather or
+   * a ReduceScatter moves half: 32.896 and 49.984 us. The only other time is the AllReduce of
+   * the position embedding's output gradient (its users split dp, it does not), 16384 bytes:
+   * 16.384 us, half of it counted in each pass (8.192 us).
+   *   forward: gathers done at 32.896, 82.88, 132.864 us, each followed by a third of the
+   *            8.192 us pass: it ends at 135.594667, 127.402667 us after the pass would
+   *   backward, post: layer 1's gather 49.984; layer 0's beside layer 1's ReduceScatter
+   *            49.984 + 49.984; the first unit's beside layer 0's 32.896 + 32.896; its own
+   *            ReduceScatter after the pass 32.896: 248.64 us
+   *   376.042667 us. BACKWARD_PRE: gather + ReduceScatter per unit (65.792, 99.968, 99.968
+   *   us) ready at 2.730667, 5.461333, 8.192 us, one after another: done at 268.458667,
+   *   260.266667 us past the pass; 387.669333 us. */
+  { "/planner/train/sync/backward-prefetch-post", 3, 1, 0, PLANNER_GRAD_REDUCE_PARAM,
+    PLANNER_PREFETCH_POST, TRUE, 376.042667e-6 },
+  { "/planner/train/sync/backward-prefetch-pre", 3, 1, 0, PLANNER_GRAD_REDUCE_PARAM,
+    PLANNER_PREFETCH_PRE, TRUE, 387.669333e-6 },
+};
+
+static void
+test_sync (gconstpointer data)
+{
+  const SyncCase *c = data;
+  g_autoptr (PlannerPlan) plan = tiny_dp_plan (c->zero, c->bandwidth_GBps, c->latency_us, c->reduce,
+                                               c->prefetch, c->overlap);
+  assert_close (planner_plan_get_totals (plan)->breakdown.dp_sync_exposed, c->exposed_s, 1e-6);
+}
+
+/* ZeRO shards every parameter over the data-parallel axis, the position table too (its users
+ * run replicated on dp): ZeRO-1 over dp=2 keeps 141056 x 12 / 2 = 846336 optimizer bytes (the
+ * fp32 master, m and v), the weights and gradients whole, 141056 x 2 = 282112 each. */
+static void
+test_zero_shards_every_parameter (void)
+{
+  g_autoptr (PlannerPlan) plan
+      = tiny_dp_plan (1, 1, 0, PLANNER_GRAD_REDUCE_PARAM, PLANNER_PREFETCH_PRE, TRUE);
+  const PlannerMemory *m = &planner_plan_get_totals (plan)->memory;
+  g_assert_cmpuint (m->optimizer, ==, 846336);
+  g_assert_cmpuint (m->parameters, ==, 282112);
+  g_assert_cmpuint (m->gradients, ==, 282112);
+}
+
+/* The slowdown of compute under an overlapped sync, by hand, on the MLP over dp=2 of the
+ * round profile with a 100 GB/s link and no latency: two AllReduce buckets (26214400 and
+ * 7360512 bytes: 262.144 and 73.60512 us) behind a backward pass of the local batch of 4,
+ * 135.479296 us (test_micro_batch's forward of 4, twice): bucket 1 ready at 67.739648 us ends
+ * at 329.883648, bucket 2 at 403.488768: 268.009472 us exposed, 67.739648 hidden. At an
+ * overlap_slowdown of 0.5 the hidden part costs half its time: 268.009472 + 33.869824 =
+ * 301.879296 us. */
+static void
+test_overlap_slowdown (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = test_util_model ("mlp", NULL);
+  g_autoptr (PlannerHardware) hw = round_profile ();
+  PlannerLink link = { "test", 100, 0 };
+  planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
+  PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+  e.overlap_slowdown = 0.5;
+  planner_hardware_set_efficiency (hw, &e);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=2", hw, NULL, NULL);
+  const PlannerPlanTotals *t = planner_plan_get_totals (plan);
+  assert_close (t->breakdown.backward, 135.479296e-6, 1e-6);
+  assert_close (t->breakdown.dp_sync_hidden, 67.739648e-6, 1e-6);
+  assert_close (t->breakdown.dp_sync_exposed, 301.879296e-6, 1e-6);
+  g_assert_no_error (error);
+}
+
+/* A fused attention kernel at its curve's throughput, by hand, on the tiny GPT-2 (b 2, a 4,
+ * s 128, head 16) on the round profile with a bf16 peak of 100 TFLOP/s: per layer the causal
+ * kernel does half of 4 b a s^2 d = 8388608 FLOP forward, 4194304, and 2.5x that backward.
+ * Without a curve flash1 runs at attention_flash's fractions (1 here): 0.04194304 us
+ * forward; with the curve [[128, 0.25]]: 0.16777216 us. Two layers: forward +0.25165824 us,
+ * backward +0.6291456 us. */
+static void
+test_attention_curve (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = tiny_gpt2 (0);
+  double forward[2], backward[2];
+  for (guint with_curve = 0; with_curve < 2; with_curve++)
+    {
+      g_autoptr (PlannerHardware) hw = round_profile ();
+      planner_hardware_set_peak_tflops (hw, PLANNER_DTYPE_BF16, 100);
+      if (with_curve)
+        {
+          PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+          e.attention[0]
+              = (PlannerAttentionCurve){ PLANNER_ATTENTION_FLASH1, TRUE, 16, 1, { 128 }, { 0.25 } };
+          e.n_attention = 1;
+          planner_hardware_set_efficiency (hw, &e);
+        }
+      g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=1", hw, NULL, NULL);
+      PlannerCostConstants c = *planner_plan_get_constants (plan);
+      c.attention = PLANNER_ATTENTION_FLASH1;
+      planner_plan_set_constants (plan, &c);
+      g_assert_true (planner_plan_finish (plan, FALSE, &error));
+      forward[with_curve] = planner_plan_get_totals (plan)->breakdown.forward;
+      backward[with_curve] = planner_plan_get_totals (plan)->breakdown.backward;
+    }
+  assert_close (forward[1] - forward[0], 0.25165824e-6, 1e-6);
+  assert_close (backward[1] - backward[0], 0.6291456e-6, 1e-6);
+}
+
+/* The ZeRO paper's Figure 1 (Rajbhandari et al. 2020): a 7.5B model with mixed-precision Adam
+ * needs (2 + 2 + 12) x 7.5e9 = 120 GB of model states a device without ZeRO, 31.4 GB with the
+ * optimizer states sharded over 64 devices. Megatron's 7.5B (hidden 4096, 36 layers,
+ * vocabulary 51200, 2048 positions, 7467663360 parameters) on 80 GB: not fitting without ZeRO,
+ * fitting with ZeRO-1 over dp=64, as the summary says. */
+static void
+test_zero_paper_fit (void)
+{
+  static const char *const config
+      = "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"], "
+        "\"vocab_size\": 51200, \"n_positions\": 2048, \"n_embd\": 4096, \"n_layer\": 36, "
+        "\"n_head\": 32, \"activation_function\": \"gelu\"}";
+  g_autoptr (GError) error = NULL;
+  PlannerModelOptions options;
+  planner_model_options_init (&options);
+  options.batch = 64;
+  options.seq = 2048;
+  options.dtype_set = TRUE;
+  options.dtype = PLANNER_DTYPE_F16;
+  g_autoptr (PlannerGraph) graph = planner_hf_import_json (config, &options, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("a100-sxm");
+  static const struct
+  {
+    guint zero;
+    double published_GB;
+    gboolean fits;
+  } cases[] = { { 0, 120, FALSE }, { 1, 31.4, TRUE } };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=64", hw, NULL, NULL);
+      PlannerCostConstants c = *planner_plan_get_constants (plan);
+      c.zero = cases[i].zero;
+      planner_plan_set_constants (plan, &c);
+      g_assert_true (planner_plan_finish (plan, FALSE, &error));
+      const PlannerMemory *m = &planner_plan_get_totals (plan)->memory;
+      double states = (double)(m->parameters + m->gradients + m->optimizer);
+      /* Within 1% of the published figure: the configuration has 7.468B parameters, not 7.5. */
+      assert_close (states, cases[i].published_GB * 1e9, 0.01);
+      g_autoptr (JsonNode) summary = planner_plan_summary_to_json (plan);
+      g_assert_cmpint (json_object_get_boolean_member (json_node_get_object (summary), "fits"), ==,
+                       cases[i].fits);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -389,5 +619,11 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/train/selective-recompute", test_selective_recompute);
   g_test_add_func ("/planner/train/llama-does-not-fit", test_llama_does_not_fit);
   g_test_add_func ("/planner/train/old-plan-file", test_old_plan_file);
+  for (guint i = 0; i < G_N_ELEMENTS (sync_cases); i++)
+    g_test_add_data_func (sync_cases[i].path, &sync_cases[i], test_sync);
+  g_test_add_func ("/planner/train/zero-shards-every-parameter", test_zero_shards_every_parameter);
+  g_test_add_func ("/planner/train/overlap-slowdown", test_overlap_slowdown);
+  g_test_add_func ("/planner/train/attention-curve", test_attention_curve);
+  g_test_add_func ("/planner/train/zero-paper-fit", test_zero_paper_fit);
   return g_test_run ();
 }

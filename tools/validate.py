@@ -3,7 +3,7 @@
 
 Reads data/validation/validation.json (the published figures, copied from their sources), runs
 the built shardscope-cli once per row with the row's model, mesh and training options and the
-default (uncalibrated) hardware profile, and writes docs/validation.md: the table, the ratio
+default (uncalibrated) hardware profile, and writes docs/validation.md: the tables, the ratio
 estimate / measured per row, and a summary. Nothing is fitted: the script only reads.
 
     python3 tools/validate.py [--cli build/app/shardscope-cli] [--out docs/validation.md]
@@ -20,35 +20,178 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIME_TARGET = 0.15
 MEMORY_TARGET = 0.10
+MiB = 1 << 20
+
+
+def model_config(row):
+    with open(os.path.join(ROOT, "data", "validation", "models", row["model"] + ".json")) as f:
+        return json.load(f)
+
+
+def run(args):
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def propagate(args, constants, tmp, name):
+    """propagate's JSON summary for @args; training options that propagate has no flag for
+    (@constants: members of the plan file's "constants") are set in the plan file it writes,
+    and the plan is derived again from that file (a derived plan keeps its parent's options)."""
+    if not constants:
+        return json.loads(run(args))
+    plan = os.path.join(tmp, name + ".plan.json")
+    run([a for a in args if a != "--json"] + ["-o", plan])
+    with open(plan) as f:
+        doc = json.load(f)
+    doc["constants"].update(constants)
+    with open(plan, "w") as f:
+        json.dump(doc, f)
+    return json.loads(run([args[0], "propagate", "--from", plan, "--json"]))
+
+
+def row_args(cli, row, path):
+    """propagate's command line for a time row."""
+    args = [cli, "propagate", path,
+            "--batch", str(row["global_batch"]), "--seq", str(row["seq"]),
+            "--dtype", row.get("dtype", "bf16"),
+            "--mesh", row.get("mesh", "dp=%d" % row["gpus"]), "--hardware", row["hardware"],
+            "--micro-batch", str(row["micro_batch"]),
+            "--recompute", "full" if row["activation_checkpointing"] else "none",
+            "--attention", row["attention"]]
+    if "policy" in row:
+        args += ["--policy", row["policy"]]
+    if not row.get("dropout", False):
+        args.append("--no-dropout")
+    if row.get("sharding") == "FULL_SHARD":
+        args += ["--zero", "3"]
+    return args + ["--json"]
 
 
 def run_row(cli, row, tmp):
-    """The estimate for one row: propagate's JSON summary."""
-    with open(os.path.join(ROOT, "data", "validation", "models", row["model"] + ".json")) as f:
-        config = json.load(f)
+    """The estimate for one time row: propagate's JSON summary, its command, the parameters."""
+    config = model_config(row)
     # Learned position embeddings sized to the run's sequence, as the benchmark's models were
     # (their published parameter counts grow with it).
     config["n_positions"] = row["seq"]
     path = os.path.join(tmp, "%s.json" % row["id"])
     with open(path, "w") as f:
         json.dump(config, f)
-    args = [
-        cli, "propagate", path,
-        "--batch", str(row["global_batch"]), "--seq", str(row["seq"]), "--dtype", "bf16",
-        "--mesh", "dp=%d" % row["gpus"], "--hardware", row["hardware"],
-        "--micro-batch", str(row["micro_batch"]),
-        "--recompute", "full" if row["activation_checkpointing"] else "none",
-        "--attention", "flash", "--no-dropout", "--json",
-    ]
-    if row.get("sharding") == "FULL_SHARD":
-        args += ["--zero", "3"]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    args = row_args(cli, row, path)
+    est = propagate(args, row.get("constants"), tmp, row["id"])
     # The model's parameter count, from a one-sequence plan on one device (bf16: 2 bytes each).
-    count = [cli, "propagate", path, "--batch", "1", "--seq", str(row["seq"]), "--dtype", "bf16",
-             "--mesh", "dp=1", "--hardware", row["hardware"], "--json"]
-    one = json.loads(subprocess.run(count, check=True, capture_output=True, text=True).stdout)
-    return json.loads(out), args, one["memory"]["parameters"] // 2
+    one = json.loads(run([cli, "propagate", path, "--batch", "1", "--seq", str(row["seq"]),
+                          "--dtype", "bf16", "--mesh", "dp=1", "--hardware", row["hardware"],
+                          "--json"]))
+    return est, args, one["memory"]["parameters"] // 2
 
+
+def measured_step(row):
+    """The measured step time (s) a time row's published figure implies."""
+    m, tokens = row["measured"], row["global_batch"] * row["seq"]
+    if m["kind"] == "tokens_per_s_per_gpu":
+        return tokens / (m["value"] * row["gpus"])
+    if m["kind"] == "sc21_tflops_per_gpu":
+        # Narayanan et al. 2021: F = 96 B s l h^2 (1 + s / 6h + V / 16 l h) per step (full
+        # recompute counted), reported per GPU.
+        c = model_config(row)
+        b, s, l, h, v = row["global_batch"], row["seq"], c["n_layer"], c["n_embd"], c["vocab_size"]
+        flops = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+        return flops / (m["value"] * 1e12 * row["gpus"])
+    raise ValueError("%s: unknown measured kind %s" % (row["id"], m["kind"]))
+
+
+def measured_text(row):
+    m = row["measured"]
+    if m["kind"] == "tokens_per_s_per_gpu":
+        return "%d tokens/s/GPU" % m["value"]
+    return "%g TFLOP/s/GPU" % m["value"]
+
+
+def estimated_text(row, step_s):
+    m, tokens = row["measured"], row["global_batch"] * row["seq"]
+    if m["kind"] == "tokens_per_s_per_gpu":
+        return "%.0f tokens/s/GPU" % (tokens / (step_s * row["gpus"]))
+    return "%.0f TFLOP/s/GPU" % (m["value"] * measured_step(row) / step_s)
+
+
+# ---- collectives: a two-op graph whose plan holds exactly the one collective ----
+
+def collective_graph(step, nbytes):
+    """A graph JSON and pins whose plan on mp=N moves @nbytes (f32) in one @step."""
+    cols = 1024
+    rows = nbytes // 4 // cols
+    if step == "AllGather":
+        # ReLU split on rows, then a ReLU that needs the whole tensor: one AllGather.
+        tensors = [{"name": "x", "dtype": "f32", "kind": "input", "shape": [rows, cols]}]
+        ops = [{"name": "a", "type": "ReLU", "inputs": ["x"], "outputs": ["y"]},
+               {"name": "b", "type": "ReLU", "inputs": ["y"], "outputs": ["z"]}]
+        pins = ["a=[mp,_]", "b=[_,_]"]
+    else:
+        # A row-parallel MatMul leaves its output partial; the ReLU after it needs it whole
+        # (AllReduce) or split on rows (ReduceScatter).
+        tensors = [{"name": "x", "dtype": "f32", "kind": "input", "shape": [rows, 8]},
+                   {"name": "w", "dtype": "f32", "kind": "parameter", "shape": [8, cols]}]
+        ops = [{"name": "mm", "type": "MatMul", "inputs": ["x", "w"], "outputs": ["y"]},
+               {"name": "act", "type": "ReLU", "inputs": ["y"], "outputs": ["z"]}]
+        pins = ["mm=[_,mp],[mp,_]", "act=[_,_]" if step == "AllReduce" else "act=[mp,_]"]
+    graph = {"shardscope_graph": 1, "name": step.lower(), "tensors": tensors, "ops": ops,
+             "outputs": ["z"]}
+    return graph, pins
+
+
+def run_collective(cli, row, tmp):
+    graph, pins = collective_graph(row["step"], row["bytes"])
+    path = os.path.join(tmp, row["id"] + ".graph.json")
+    with open(path, "w") as f:
+        json.dump(graph, f)
+    args = [cli, "propagate", path, "--mesh", "mp=%d" % row["gpus"], "--hardware",
+            row["hardware"]]
+    for p in pins:
+        args += ["--pin", p]
+    est = json.loads(run(args + ["--json"]))
+    kinds = {k: v for k, v in est["collectives"].items() if v}
+    if kinds != {row["step"]: 1}:
+        raise RuntimeError("%s: the plan holds %s, not one %s" % (row["id"], kinds, row["step"]))
+    return est["comm_time_us"] * 1e-6, args
+
+
+def measured_collective(row):
+    """Seconds, from a time or a busbw (nccl-tests' factor: 2(n-1)/n for AllReduce, (n-1)/n
+    for AllGather and ReduceScatter, the size being the whole buffer)."""
+    m, n = row["measured"], row["gpus"]
+    if m["kind"] == "time_us":
+        return m["value"] * 1e-6
+    factor = 2 * (n - 1) / n if row["step"] == "AllReduce" else (n - 1) / n
+    return factor * row["bytes"] / (m["value"] * 1e9)
+
+
+def size_text(nbytes):
+    return "%d GiB" % (nbytes // (1024 * MiB)) if nbytes >= 1024 * MiB else "%d MiB" % (
+        nbytes // MiB)
+
+
+# ---- memory ----
+
+def run_memory(cli, row):
+    args = [cli, "propagate",
+            os.path.join(ROOT, "data", "validation", "models", row["model"] + ".json"),
+            "--batch", str(row["global_batch"]), "--seq", str(row["seq"]),
+            "--dtype", row["dtype"], "--mesh", "dp=%d" % row["gpus"],
+            "--hardware", row["hardware"], "--attention", row["attention"],
+            "--optimizer", row["optimizer"]]
+    if row.get("zero"):
+        args += ["--zero", str(row["zero"])]
+    est = json.loads(run(args + ["--json"]))
+    mem, m = est["memory"], row["measured"]
+    states = mem["parameters"] + mem["gradients"] + mem["optimizer"]
+    if m["kind"] == "memory_MiB":
+        measured = (m["value"] - m.get("context_MiB", 0)) * MiB
+        return dict(measured=measured, estimate=mem["total"], states=states, cmd=args, est=est)
+    if m["kind"] == "model_states_GB":
+        return dict(measured=m["value"] * 1e9, estimate=states, states=states, cmd=args, est=est)
+    raise ValueError("%s: unknown measured kind %s" % (row["id"], m["kind"]))
+
+
+# ---- ranking ----
 
 def rank(values):
     order = sorted(range(len(values)), key=lambda i: values[i])
@@ -67,6 +210,30 @@ def spearman(a, b):
     return 1 - 6 * d2 / (n * (n * n - 1))
 
 
+def within(ratio, target):
+    return abs(ratio - 1) <= target
+
+
+def yes(ratio, target):
+    return "yes" if within(ratio, target) else "**no**"
+
+
+def parallel_text(row):
+    if row.get("sharding") == "FULL_SHARD":
+        text = "%d GPUs, FSDP FULL_SHARD (ZeRO-3)" % row["gpus"]
+    else:
+        text = "%d GPUs, `%s`%s, %s" % (row["gpus"], row.get("mesh", "dp=%d" % row["gpus"]),
+                                        " `%s`" % row["policy"] if "policy" in row else "",
+                                        row["sharding"])
+    extra = []
+    if row["activation_checkpointing"]:
+        extra.append("full recompute")
+    extra.append("%s attention" % row["attention"])
+    for k, v in sorted(row.get("constants", {}).items()):
+        extra.append("%s=%s" % (k, v))
+    return text + ", " + ", ".join(extra)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli", default=os.path.join(ROOT, "build", "app", "shardscope-cli"))
@@ -78,37 +245,23 @@ def main():
     with open(args.config) as f:
         doc = json.load(f)
 
-    results = []
+    results, collectives, memory = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for row in doc["rows"]:
             est, cmd, params = run_row(args.cli, row, tmp)
-            tokens = row["global_batch"] * row["seq"]
             step_s = est["step_time_us"] * 1e-6
-            estimate = tokens / (step_s * row["gpus"])
-            measured = row["measured"]["value"]
-            measured_step = tokens / (measured * row["gpus"])
-            results.append(dict(row=row, est=est, estimate=estimate, measured=measured,
-                                step_s=step_s, measured_step=measured_step,
-                                ratio=measured_step and step_s / measured_step,
-                                params=params, cmd=cmd))
+            meas = measured_step(row)
+            results.append(dict(row=row, est=est, step_s=step_s, measured_step=meas,
+                                ratio=step_s / meas, params=params, cmd=cmd))
+        for row in doc.get("collective_rows", []):
+            t, cmd = run_collective(args.cli, row, tmp)
+            meas = measured_collective(row)
+            collectives.append(dict(row=row, estimate=t, measured=meas, ratio=t / meas, cmd=cmd))
+    for row in doc.get("memory_rows", []):
+        r = run_memory(args.cli, row)
+        r.update(row=row, ratio=r["estimate"] / r["measured"])
+        memory.append(r)
 
-    memory = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for row in doc.get("memory_rows", []):
-            cmd = [args.cli, "propagate",
-                   os.path.join(ROOT, "data", "validation", "models", row["model"] + ".json"),
-                   "--batch", str(row["global_batch"]), "--seq", str(row["seq"]),
-                   "--dtype", row["dtype"], "--mesh", "dp=%d" % row["gpus"],
-                   "--hardware", row["hardware"], "--attention", row["attention"],
-                   "--optimizer", row["optimizer"], "--json"]
-            est = json.loads(subprocess.run(cmd, check=True, capture_output=True,
-                                            text=True).stdout)
-            m = row["measured"]
-            measured = (m["value"] - m.get("context_MiB", 0)) * 1048576
-            memory.append(dict(row=row, est=est, measured=measured,
-                               ratio=est["memory"]["total"] / measured, cmd=cmd))
-
-    src = doc["sources"]
     lines = []
     w = lines.append
     w("# Validation: estimates against published measurements")
@@ -117,86 +270,134 @@ def main():
       "default, uncalibrated hardware profiles (`data/hardware/`). Rerun it after any change to "
       "the cost model or the profiles; do not edit this file by hand.")
     w("")
-    w("**Ratio** is estimated step time / measured step time (measured step = global batch x "
-      "sequence / (tokens/s/GPU x GPUs)): below 1 the estimate is too fast. Target: every time "
-      "within 15%, every memory figure within 10%, and the same ranking.")
+    w("**Ratio** is estimate / measurement (a step time, a collective's time, a memory "
+      "figure): below 1 the estimate is too fast or too small. Target: every time within 15%, "
+      "every memory figure within 10%, and the same ranking. A measured step is global batch "
+      "x sequence / (tokens/s/GPU x GPUs), or the paper's FLOPs per step / (TFLOP/s/GPU x "
+      "GPUs). No constant of the profiles is taken from a row below (their `description` "
+      "names each constant's source).")
     w("")
-    for key, s in src.items():
-        w("Source `%s`: %s, <%s>, %s." % (key, s["title"], s["url"], s["where"]))
+    for key, s in doc["sources"].items():
+        w("- Source `%s`: %s, <%s>, %s." % (key, s["title"], s["url"], s["where"]))
     w("")
-    w("| row | model (params: published / ours) | GPU, profile | parallel configuration | "
-      "global batch (micro x accum x GPUs) | seq | measured tokens/s/GPU | estimated | "
-      "step measured / estimated (s) | ratio | within 15% | MFU published / implied by the "
-      "estimate |")
+    w("## Training steps")
+    w("")
+    w("| row | source | model (params: published / ours) | GPU, profile | parallel configuration "
+      "| global batch (micro x accum x DP) | seq | measured | estimated | step measured / "
+      "estimated (s) | ratio | within 15% |")
     w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         row = r["row"]
-        par = "%d GPUs, FSDP %s (ZeRO-3)%s" % (
-            row["gpus"], row["sharding"],
-            ", activation checkpointing (full recompute)" if row["activation_checkpointing"]
-            else "")
-        ok = abs(r["ratio"] - 1) <= TIME_TARGET
-        mfu = row.get("published_mfu_percent")
-        mfu_text = "%.1f%% / %.1f%%" % (mfu, mfu / r["ratio"]) if mfu else "-"
-        w("| %s | %s (%.3fB / %.3fB) | %s, `%s` | %s | %d (%d x %d x %d) | %d | %d | %.0f | "
-          "%.3f / %.3f | %.2f | %s | %s |" % (
-              row["id"], row["model"], row["published_params"] / 1e9, r["params"] / 1e9,
-              row["gpu"], row["hardware"], par, row["global_batch"], row["micro_batch"],
-              row["grad_accum"], row["gpus"], row["seq"], r["measured"], r["estimate"],
-              r["measured_step"], r["step_s"], r["ratio"], "yes" if ok else "**no**",
-              mfu_text))
+        dp = row["global_batch"] // (row["micro_batch"] * row["grad_accum"])
+        w("| %s | `%s` | %s (%.3fB / %.3fB) | %s, `%s` | %s | %d (%d x %d x %d) | %d | %s | %s | "
+          "%.3f / %.3f | %.2f | %s |" % (
+              row["id"], row["source"], row["model"], row["published_params"] / 1e9,
+              r["params"] / 1e9, row["gpu"], row["hardware"], parallel_text(row),
+              row["global_batch"], row["micro_batch"], row["grad_accum"], dp, row["seq"],
+              measured_text(row), estimated_text(row, r["step_s"]), r["measured_step"],
+              r["step_s"], r["ratio"], yes(r["ratio"], TIME_TARGET)))
+    w("")
+    w("Where each estimate's time goes (ms per step; `dp_sync_exposed` includes the slowdown of "
+      "the compute that the hidden sync overlaps):")
+    w("")
+    w("| row | forward | backward | recompute | tp_comm_exposed | dp_sync_exposed | dp_sync_hidden "
+      "| overhead |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        b = r["est"]["step_breakdown_us"]
+        w("| %s | %s |" % (r["row"]["id"], " | ".join(
+            "%.0f" % (b[k] / 1e3) for k in ("forward", "backward", "recompute", "tp_comm_exposed",
+                                            "dp_sync_exposed", "dp_sync_hidden", "overhead"))))
     w("")
 
-    if memory:
-        w("### Memory")
+    if collectives:
+        w("## Collectives")
         w("")
-        w("| row | model | GPU | configuration | batch | seq | measured (MiB) | estimated "
-          "(MiB): states + activations | ratio | within 10% | note |")
+        w("One collective over the GPUs of one node, as a two-op plan on `mp=8` holds it (the "
+          "graph and pins are in `tools/validate.py`); measured time, or the time a published "
+          "busbw implies.")
+        w("")
+        w("| row | GPUs, profile | collective | size | measured | measured / estimated (us) | "
+          "ratio | within 15% |")
+        w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for r in collectives:
+            row, m = r["row"], r["row"]["measured"]
+            meas = ("%g us" % m["value"]) if m["kind"] == "time_us" else (
+                "busbw %g GB/s" % m["value"])
+            w("| %s | %s, `%s` | %s | %s | %s (%s) | %.1f / %.1f | %.2f | %s |" % (
+                row["id"], row["gpu"], row["hardware"], row["step"], size_text(row["bytes"]),
+                meas, row["where"], r["measured"] * 1e6, r["estimate"] * 1e6, r["ratio"],
+                yes(r["ratio"], TIME_TARGET)))
+        w("")
+
+    if memory:
+        w("## Memory")
+        w("")
+        w("| row | source | model | configuration | batch | seq | measured | estimated | ratio | "
+          "within 10% | note |")
         w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in memory:
-            row, mem = r["row"], r["est"]["memory"]
-            m = row["measured"]
-            w("| %s | %s | %s | 1 GPU, %s, %s, %s attention | %d | %d | %d - %d (context) = "
-              "%.0f | %.0f = %.0f + %.0f | %.2f | %s | %s |" % (
-                  row["id"], row["model"], row["gpu"], row["dtype"], row["optimizer"],
-                  row["attention"], row["global_batch"], row["seq"], m["value"],
-                  m.get("context_MiB", 0), r["measured"] / 1048576, mem["total"] / 1048576,
-                  (mem["parameters"] + mem["gradients"] + mem["optimizer"]) / 1048576,
-                  mem["activations"] / 1048576, r["ratio"],
-                  "yes" if abs(r["ratio"] - 1) <= MEMORY_TARGET else "**no**", row["note"]))
+            row, m, mem = r["row"], r["row"]["measured"], r["est"]["memory"]
+            config = "%d GPU%s, %s, %s, %s attention%s" % (
+                row["gpus"], "s" if row["gpus"] > 1 else "", row["dtype"], row["optimizer"],
+                row["attention"], ", ZeRO-%d" % row["zero"] if "zero" in row else "")
+            if m["kind"] == "memory_MiB":
+                meas = "%d - %d (CUDA context) = %.0f MiB" % (
+                    m["value"], m.get("context_MiB", 0), r["measured"] / MiB)
+                est = "%.0f MiB = %.0f states + %.0f activations" % (
+                    mem["total"] / MiB, r["states"] / MiB, mem["activations"] / MiB)
+            else:
+                meas = "%g GB model states" % m["value"]
+                est = "%.2f GB model states" % (r["estimate"] / 1e9)
+            w("| %s | `%s` | %s | %s | %d | %d | %s | %s | %.2f | %s | %s |" % (
+                row["id"], row["source"], row["model"], config, row["global_batch"], row["seq"],
+                meas, est, r["ratio"], yes(r["ratio"], MEMORY_TARGET), row["note"]))
         w("")
 
     ratios = [r["ratio"] for r in results]
-    within = sum(1 for x in ratios if abs(x - 1) <= TIME_TARGET)
     w("## Summary")
     w("")
-    w("- Time rows: %d; median ratio %.2f (min %.2f, max %.2f); within 15%%: %d of %d." % (
-        len(ratios), statistics.median(ratios), min(ratios), max(ratios), within, len(ratios)))
+    w("- Training steps: %d rows from %d sources; median ratio %.2f (min %.2f, max %.2f); "
+      "within 15%%: %d of %d." % (
+          len(ratios), len({r["row"]["source"] for r in results}), statistics.median(ratios),
+          min(ratios), max(ratios), sum(within(x, TIME_TARGET) for x in ratios), len(ratios)))
     for profile in sorted({r["row"]["hardware"] for r in results}):
-        sub = [r for r in results if r["row"]["hardware"] == profile]
-        rho = spearman([r["measured"] for r in sub], [r["estimate"] for r in sub])
-        pairs = agree = 0
-        for i in range(len(sub)):
-            for j in range(i + 1, len(sub)):
-                pairs += 1
-                a = sub[i]["measured"] - sub[j]["measured"]
-                b = sub[i]["estimate"] - sub[j]["estimate"]
-                agree += (a > 0) == (b > 0)
-        w("- `%s`: median ratio %.2f; ranking of its %d runs by tokens/s/GPU: Spearman %.2f, "
-          "%d of %d pairs in the measured order." % (
-              profile, statistics.median([r["ratio"] for r in sub]), len(sub), rho, agree,
-              pairs))
+        for source in sorted({r["row"]["source"] for r in results}):
+            sub = [r for r in results
+                   if r["row"]["hardware"] == profile and r["row"]["source"] == source]
+            if len(sub) < 2:
+                continue
+            # Rank by the figure the source publishes per GPU: measured vs estimated throughput.
+            meas = [1 / r["measured_step"] * r["row"]["global_batch"] * r["row"]["seq"]
+                    / r["row"]["gpus"] for r in sub]
+            est = [1 / r["step_s"] * r["row"]["global_batch"] * r["row"]["seq"]
+                   / r["row"]["gpus"] for r in sub]
+            pairs = agree = 0
+            for i in range(len(sub)):
+                for j in range(i + 1, len(sub)):
+                    pairs += 1
+                    agree += (meas[i] > meas[j]) == (est[i] > est[j])
+            w("- `%s`, `%s`: median ratio %.2f; ranking of its %d runs by tokens/s/GPU: "
+              "Spearman %.2f, %d of %d pairs in the measured order." % (
+                  profile, source, statistics.median([r["ratio"] for r in sub]), len(sub),
+                  spearman(meas, est), agree, pairs))
+    if collectives:
+        c = [r["ratio"] for r in collectives]
+        big = [r["ratio"] for r in collectives if r["row"]["bytes"] >= 256 * MiB]
+        w("- Collectives: %d rows; median ratio %.2f; within 15%%: %d of %d (of the %d at 256 "
+          "MiB and more: %d). Outside the target: %s." % (
+              len(c), statistics.median(c), sum(within(x, TIME_TARGET) for x in c), len(c),
+              len(big), sum(within(x, TIME_TARGET) for x in big),
+              ", ".join("%s (%.2f)" % (r["row"]["id"], r["ratio"]) for r in collectives
+                        if not within(r["ratio"], TIME_TARGET)) or "none"))
     if memory:
-        w("- Memory rows: %d; ratios %s (target: within 10%%). The only measured per-device "
-          "figure with its full configuration found in this session is an nvidia-smi reading, "
-          "which includes the allocator's cache; the memory terms are also checked against the "
-          "Korthikanti et al. formulas and the ZeRO paper's model-state figures in "
-          "`tests/test-train.c` and `tests/test-cost.c`." % (
-              len(memory), ", ".join("%.2f" % r["ratio"] for r in memory)))
-    w("- Collective rows: none. No nccl-tests curve was read in this session; the collective "
-      "model is unchanged for intra-node groups (see planner/README.md).")
-    w("- `h200-sxm`: no published BF16 training measurement on H200 was found; it is not "
-      "validated here.")
+        w("- Memory: %d rows; ratios %s; within 10%%: %d of %d." % (
+            len(memory), ", ".join("%.2f" % r["ratio"] for r in memory),
+            sum(within(r["ratio"], MEMORY_TARGET) for r in memory), len(memory)))
+    for profile in ("a100-sxm", "h100-sxm", "h200-sxm"):
+        n_time = sum(1 for r in results if r["row"]["hardware"] == profile)
+        n_coll = sum(1 for r in collectives if r["row"]["hardware"] == profile)
+        w("- `%s`: %d training-step rows, %d collective rows." % (profile, n_time, n_coll))
     w("")
     w("## Published runs Shardscope cannot express")
     w("")
@@ -206,39 +407,25 @@ def main():
         w("| %s | %s | %s | %s | %s |" % (n["source"], n["model"], n["config"], n["measured"],
                                           n["why"]))
     w("")
-    w("## Where the gap is")
-    w("")
-    w("The target is not met: the estimates are still too fast on every run, by less on A100 "
-      "than on H100, while the ranking of the runs on each GPU is right. The implied MFU "
-      "column shows why: for the estimate to be right the runs would have reached that "
-      "fraction of the dense peak, and the uncalibrated GEMM table (a best-case cuBLAS curve, "
-      "up to 82% of peak on A100 and 75% on H100) is above what these PyTorch FSDP runs got. "
-      "The runs with activation checkpointing (longer steps, the same GEMMs twice) come "
-      "closest. The constants were not changed to close the gap: a profile fitted to this "
-      "table would no longer be checked by it. `shardscope-cli calibrate` now measures the "
-      "GEMM table on the CPU backend; measuring it for bf16 on a GPU is the next step. "
-      "The memory row is 14% under an nvidia-smi reading that also holds the caching "
-      "allocator's free blocks and the temporaries of the step, which the model leaves out "
-      "on purpose (it counts what the backward pass keeps).")
-    w("")
-    w("## What the estimates leave out")
-    w("")
-    w("- The benchmark's FSDP `DEFAULT` mixed precision (H100 table) reduces gradients in fp32; "
-      "Shardscope syncs them in the parameters' bf16.")
-    w("- FSDP's AllGathers and ReduceScatters are modelled per micro-batch and per 25 MiB "
-      "bucket (prefetched in the forward pass, behind the backward pass); FSDP's own unit is "
-      "the wrapped block, and `limit_all_gathers` throttles the prefetch.")
-    w("- Communication kernels do not slow the compute they overlap with.")
-    w("")
+    for section in doc.get("notes", []):
+        w("## " + section["title"])
+        w("")
+        for paragraph in section["text"]:
+            w(paragraph)
+            w("")
     w("## Commands")
     w("")
-    w("Each row's estimate is `shardscope-cli propagate` with (model config written with "
-      "`n_positions` = seq):")
+    w("Each training row's estimate is `shardscope-cli propagate` with (the model config written "
+      "with `n_positions` = seq; rows with `constants` set those in the plan file `-o` writes "
+      "and read it again with `propagate --from PLAN --json`):")
     w("")
     w("```")
     for r in results:
         w(" ".join(a if a != r["cmd"][2] else "MODEL(%s)" % r["row"]["model"]
                    for a in r["cmd"][1:]))
+    for r in collectives:
+        w(" ".join(a if not a.endswith(".graph.json") else "GRAPH(%s %s)" % (
+            r["row"]["step"], size_text(r["row"]["bytes"])) for a in r["cmd"][1:]))
     for r in memory:
         w(" ".join(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a for a in r["cmd"][1:]))
     w("```")
