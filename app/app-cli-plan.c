@@ -282,6 +282,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   g_autofree char *mesh_text = NULL, *policy = NULL, *hardware = NULL, *output = NULL;
   g_autofree char *save_name = NULL, *from = NULL;
   g_autofree char *optimizer = NULL, *recompute = NULL, *attention = NULL;
+  g_autofree char *grad_reduce = NULL, *prefetch = NULL;
   int zero = -1, micro_batch = -1;
   double bucket_MiB = -1;
   gboolean no_overlap = FALSE, no_dropout = FALSE;
@@ -322,7 +323,17 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "(every layer from its input)",
       "none|selective|full" },
     { "attention", 0, 0, G_OPTION_ARG_STRING, &attention,
-      "Attention kernel: flash (default) or unfused (keeps the s x s scores)", "flash|unfused" },
+      "Attention kernel: flash (default; FlashAttention-2), flash1 (FlashAttention-1 or its "
+      "Triton port) or unfused (keeps the s x s scores)",
+      "flash|flash1|unfused" },
+    { "grad-reduce", 0, 0, G_OPTION_ARG_STRING, &grad_reduce,
+      "The dtype the data-parallel gradient sync moves: param (default, the parameters' dtype) "
+      "or f32 (FSDP's DEFAULT mixed precision)",
+      "param|f32" },
+    { "backward-prefetch", 0, 0, G_OPTION_ARG_STRING, &prefetch,
+      "ZeRO-3's backward parameter gathers: pre (default, FSDP BACKWARD_PRE, hidden behind the "
+      "backward) or post (BACKWARD_POST, exposed)",
+      "pre|post" },
     { "micro-batch", 0, 0, G_OPTION_ARG_INT, &micro_batch,
       "Sequences per device per micro-batch, with gradient accumulation up to the step "
       "(default: the whole local batch)",
@@ -356,10 +367,14 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
     return app_cli_usage_error (command, "--recompute '%s': use none, selective or full",
                                 recompute);
   if (attention && !planner_attention_kernel_from_string (attention, &constants.attention))
-    return app_cli_usage_error (command, "--attention '%s': use flash or unfused", attention);
+    return app_cli_usage_error (command, "--attention '%s': use flash, flash1 or unfused",
+                                attention);
+  if (grad_reduce && !planner_grad_reduce_from_string (grad_reduce, &constants.grad_reduce))
+    return app_cli_usage_error (command, "--grad-reduce '%s': use param or f32", grad_reduce);
+  if (prefetch && !planner_backward_prefetch_from_string (prefetch, &constants.backward_prefetch))
+    return app_cli_usage_error (command, "--backward-prefetch '%s': use pre or post", prefetch);
   if (micro_batch != -1 && micro_batch < 1)
-    return app_cli_usage_error (command, "--micro-batch %d: give 1 or more sequences",
-                                micro_batch);
+    return app_cli_usage_error (command, "--micro-batch %d: give 1 or more sequences", micro_batch);
   if (bucket_MiB != -1 && !(bucket_MiB > 0 && bucket_MiB < 1e9))
     return app_cli_usage_error (command, "--dp-bucket-mib %g: give a size > 0", bucket_MiB);
 
@@ -405,6 +420,10 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
         constants.recompute = given.recompute;
       if (attention)
         constants.attention = given.attention;
+      if (grad_reduce)
+        constants.grad_reduce = given.grad_reduce;
+      if (prefetch)
+        constants.backward_prefetch = given.backward_prefetch;
     }
   if (zero != -1)
     constants.zero = (guint)zero;

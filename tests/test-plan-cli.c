@@ -362,6 +362,77 @@ test_training (void)
     }
 }
 
+static double
+step_part (const char *const *args, const char *part)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_util_run_cli (args, &out, &err), ==, 0);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *o = test_util_parse_object (parser, out);
+  return json_object_get_double_member (json_object_get_object_member (o, "step_breakdown_us"),
+                                        part);
+}
+
+/* FSDP's knobs through the CLI. LLaMA-2-7B in bf16 on dp=8, DDP-style sync (ZeRO 0) with no
+ * overlap: the gradient AllReduce moves 6.74e9 parameters x 2 bytes, or x 4 with
+ * --grad-reduce f32; at these sizes (13.5 and 27 GB, in 25 MiB buckets) the ring is
+ * bandwidth-bound, so the exposed sync is close to twice as long (the per-bucket latency
+ * does not double: a little under 2). --backward-prefetch post exposes ZeRO-3's backward
+ * gathers, which pre hides. The plan file keeps both; bad values are usage errors. */
+static void
+test_fsdp_options (void)
+{
+  const char *base[]
+      = { "propagate", "llama", "--mesh",          "dp=8",   "--dtype", "bf16", "--batch", "8",
+          "--seq",     "512",   "--no-dp-overlap", "--json", NULL };
+  const char *f32[] = { "propagate", "llama",  "--mesh", "dp=8", "--dtype",         "bf16",
+                        "--batch",   "8",      "--seq",  "512",  "--no-dp-overlap", "--grad-reduce",
+                        "f32",       "--json", NULL };
+  double ratio = step_part (f32, "dp_sync_exposed") / step_part (base, "dp_sync_exposed");
+  g_assert_cmpfloat (ratio, >, 1.9);
+  g_assert_cmpfloat (ratio, <=, 2.0);
+
+  const char *pre[] = { "propagate", "llama", "--layers", "4", "--mesh", "dp=8",
+                        "--dtype",   "bf16",  "--zero",   "3", "--json", NULL };
+  g_autofree char *path = plan_path ("fsdp-post.json");
+  const char *post[] = { "propagate",
+                         "llama",
+                         "--layers",
+                         "4",
+                         "--mesh",
+                         "dp=8",
+                         "--dtype",
+                         "bf16",
+                         "--zero",
+                         "3",
+                         "--backward-prefetch",
+                         "post",
+                         "--grad-reduce",
+                         "f32",
+                         "--json",
+                         "-o",
+                         path,
+                         NULL };
+  g_assert_cmpfloat (step_part (post, "dp_sync_exposed"), >, step_part (pre, "dp_sync_exposed"));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) plan = planner_plan_load_json (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (planner_plan_get_constants (plan)->backward_prefetch, ==, PLANNER_PREFETCH_POST);
+  g_assert_cmpint (planner_plan_get_constants (plan)->grad_reduce, ==, PLANNER_GRAD_REDUCE_F32);
+
+  const char *bad[][8] = {
+    { "propagate", "gpt2-tiny", "--mesh", "dp=2", "--grad-reduce", "f64", NULL },
+    { "propagate", "gpt2-tiny", "--mesh", "dp=2", "--backward-prefetch", "never", NULL },
+    { "propagate", "gpt2-tiny", "--mesh", "dp=2", "--attention", "flash3", NULL },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autofree char *o2 = NULL, *e2 = NULL;
+      g_assert_cmpint (test_util_run_cli (bad[i], &o2, &e2), ==, 2);
+      g_assert_nonnull (strstr (e2, bad[i][4]));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -375,6 +446,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/plan-cli/export", test_export);
   g_test_add_func ("/planner/plan-cli/statuses", test_statuses);
   g_test_add_func ("/planner/plan-cli/training", test_training);
+  g_test_add_func ("/planner/plan-cli/fsdp-options", test_fsdp_options);
   int status = g_test_run ();
   test_util_tmp_dir_remove (dir);
   g_free (dir);

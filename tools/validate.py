@@ -32,20 +32,19 @@ def run(args):
     return subprocess.run(args, check=True, capture_output=True, text=True).stdout
 
 
-def propagate(args, constants, tmp, name):
-    """propagate's JSON summary for @args; training options that propagate has no flag for
-    (@constants: members of the plan file's "constants") are set in the plan file it writes,
-    and the plan is derived again from that file (a derived plan keeps its parent's options)."""
-    if not constants:
-        return json.loads(run(args))
-    plan = os.path.join(tmp, name + ".plan.json")
-    run([a for a in args if a != "--json"] + ["-o", plan])
-    with open(plan) as f:
-        doc = json.load(f)
-    doc["constants"].update(constants)
-    with open(plan, "w") as f:
-        json.dump(doc, f)
-    return json.loads(run([args[0], "propagate", "--from", plan, "--json"]))
+# Training options in a row's "constants" and the propagate flags that set them.
+CONSTANT_FLAGS = {"grad_reduce": "--grad-reduce", "backward_prefetch": "--backward-prefetch"}
+
+
+def constant_flags(row):
+    """The flags that set a row's training options (its "constants": members of the plan
+    file's "constants")."""
+    flags = []
+    for key, value in row.get("constants", {}).items():
+        if key not in CONSTANT_FLAGS:
+            sys.exit("validate.py: row %s: no propagate flag sets constant %r" % (row["id"], key))
+        flags += [CONSTANT_FLAGS[key], value]
+    return flags
 
 
 def row_args(cli, row, path):
@@ -63,7 +62,7 @@ def row_args(cli, row, path):
         args.append("--no-dropout")
     if row.get("sharding") == "FULL_SHARD":
         args += ["--zero", "3"]
-    return args + ["--json"]
+    return args + constant_flags(row) + ["--json"]
 
 
 def run_row(cli, row, tmp):
@@ -76,7 +75,7 @@ def run_row(cli, row, tmp):
     with open(path, "w") as f:
         json.dump(config, f)
     args = row_args(cli, row, path)
-    est = propagate(args, row.get("constants"), tmp, row["id"])
+    est = json.loads(run(args))
     # The model's parameter count, from a one-sequence plan on one device (bf16: 2 bytes each).
     one = json.loads(run([cli, "propagate", path, "--batch", "1", "--seq", str(row["seq"]),
                           "--dtype", "bf16", "--mesh", "dp=1", "--hardware", row["hardware"],
@@ -416,8 +415,7 @@ def main():
     w("## Commands")
     w("")
     w("Each training row's estimate is `shardscope-cli propagate` with (the model config written "
-      "with `n_positions` = seq; rows with `constants` set those in the plan file `-o` writes "
-      "and read it again with `propagate --from PLAN --json`):")
+      "with `n_positions` = seq):")
     w("")
     w("```")
     for r in results:
