@@ -104,7 +104,13 @@ cpu_copy_2d (ExecutorDevice *device, ExecutorBuffer *dst, gsize dst_offset, gsiz
 static gboolean
 cpu_sync (ExecutorDevice *device, ExecutorSpmdGroup *group, ExecutorSpmdStage stage, GError **error)
 {
-  return executor_spmd_barrier_wait (&((CpuBackend *)device->backend)->spmd, group->barrier, error);
+  ExecutorSpmd *spmd = &((CpuBackend *)device->backend)->spmd;
+  if (stage == EXECUTOR_SPMD_DONE)
+    {
+      executor_spmd_barrier_wait_all (spmd, group->barrier);
+      return TRUE;
+    }
+  return executor_spmd_barrier_wait (spmd, group->barrier, error);
 }
 
 static gboolean

@@ -250,9 +250,14 @@ cuda_sync (ExecutorDevice *device, ExecutorSpmdGroup *g, ExecutorSpmdStage stage
 {
   ExecutorCudaBackend *self = (ExecutorCudaBackend *)device->backend;
   ExecutorCudaDevice *d = (ExecutorCudaDevice *)device;
-  if (!executor_cuda_ok (cudaEventRecord (d->stage_events[stage], d->stream), device,
-                         "recording an event", error)
-      || !executor_spmd_barrier_wait (&self->spmd, g->barrier, error))
+  gboolean recorded = executor_cuda_ok (cudaEventRecord (d->stage_events[stage], d->stream), device,
+                                        "recording an event", error);
+  /* DONE is met whatever happened (executor_spmd_collective): peers may still read. */
+  if (stage == EXECUTOR_SPMD_DONE)
+    executor_spmd_barrier_wait_all (&self->spmd, g->barrier);
+  if (!recorded
+      || (stage != EXECUTOR_SPMD_DONE
+          && !executor_spmd_barrier_wait (&self->spmd, g->barrier, error)))
     return FALSE;
   for (guint q = 0; q < g->p; q++)
     {

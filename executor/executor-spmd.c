@@ -80,12 +80,15 @@ executor_spmd_aborted_error (GError **error)
   return FALSE;
 }
 
-gboolean
-executor_spmd_barrier_wait (ExecutorSpmd *self, ExecutorBarrier *b, GError **error)
+/* An abort opens an abortable wait; a member that leaves without the meeting taking place
+ * takes its arrival back, so the barrier's next meeting (the same barrier serves READY, MID
+ * and DONE) counts only who is there. */
+static gboolean
+barrier_meet (ExecutorSpmd *self, ExecutorBarrier *b, gboolean abortable)
 {
   gboolean ok = TRUE;
   g_mutex_lock (&b->mutex);
-  if (executor_spmd_is_aborted (self))
+  if (abortable && executor_spmd_is_aborted (self))
     ok = FALSE;
   else
     {
@@ -98,13 +101,27 @@ executor_spmd_barrier_wait (ExecutorSpmd *self, ExecutorBarrier *b, GError **err
         }
       else
         {
-          while (generation == b->generation && !executor_spmd_is_aborted (self))
+          while (generation == b->generation && !(abortable && executor_spmd_is_aborted (self)))
             g_cond_wait (&b->cond, &b->mutex);
           ok = generation != b->generation;
+          if (!ok)
+            b->waiting--;
         }
     }
   g_mutex_unlock (&b->mutex);
-  return ok ? TRUE : executor_spmd_aborted_error (error);
+  return ok;
+}
+
+gboolean
+executor_spmd_barrier_wait (ExecutorSpmd *self, ExecutorBarrier *b, GError **error)
+{
+  return barrier_meet (self, b, TRUE) ? TRUE : executor_spmd_aborted_error (error);
+}
+
+void
+executor_spmd_barrier_wait_all (ExecutorSpmd *self, ExecutorBarrier *b)
+{
+  barrier_meet (self, b, FALSE);
 }
 
 void
@@ -205,8 +222,11 @@ executor_spmd_collective (ExecutorSpmd *self, const ExecutorSpmdMemory *mem, Exe
     default:
       g_assert_not_reached ();
     }
-  /* Nobody reuses a buffer a peer still reads. */
-  return ok && mem->sync (device, g, EXECUTOR_SPMD_DONE, error);
+  /* Nobody reuses a buffer a peer still reads: every member that met at READY meets here,
+   * even when this one failed or another device aborted the run (the DONE meeting ignores
+   * the abort), so none returns and frees its buffers while a peer is still reading them. */
+  gboolean done = mem->sync (device, g, EXECUTOR_SPMD_DONE, ok ? error : NULL);
+  return ok && done;
 }
 
 typedef struct

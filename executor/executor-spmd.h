@@ -44,6 +44,9 @@ void executor_spmd_clear (ExecutorSpmd *self);
 ExecutorBarrier *executor_spmd_barrier_new (ExecutorSpmd *self, guint n);
 /* FALSE with EXECUTOR_ERROR_ABORTED when another device failed. */
 gboolean executor_spmd_barrier_wait (ExecutorSpmd *self, ExecutorBarrier *barrier, GError **error);
+/* Waits for all @n even after an abort: for the meeting after which a member may free what
+ * its peers read, where every member is sure to arrive (executor_spmd_collective's DONE). */
+void executor_spmd_barrier_wait_all (ExecutorSpmd *self, ExecutorBarrier *barrier);
 gboolean executor_spmd_is_aborted (ExecutorSpmd *self);
 gboolean executor_spmd_aborted_error (GError **error);
 /* Sets the flag and opens every barrier. */

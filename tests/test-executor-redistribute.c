@@ -25,7 +25,7 @@ random_layout (GRand *r, const PlannerMesh *mesh, gboolean allow_partial, Planne
       /* Axes in random order, so a dim may be split minor-first too. */
       for (guint a = mesh->n_axes; a > 1; a--)
         {
-          guint j = (guint) g_rand_int_range (r, 0, (gint32) a);
+          guint j = (guint)g_rand_int_range (r, 0, (gint32)a);
           guint t = order[a - 1];
           order[a - 1] = order[j];
           order[j] = t;
@@ -37,7 +37,7 @@ random_layout (GRand *r, const PlannerMesh *mesh, gboolean allow_partial, Planne
           if (pick == -2)
             l->partial |= 1u << a;
           else if (pick >= 0)
-            l->axes[pick][l->n_axes[pick]++] = (guint8) a;
+            l->axes[pick][l->n_axes[pick]++] = (guint8)a;
         }
       if (planner_layout_validate (l, mesh, shape, RANK, "t", NULL))
         return;
@@ -72,8 +72,8 @@ local_shard (const PlannerMesh *mesh, const PlannerLayout *layout, const guint *
           /* Member 0 keeps the rest, the others hold small integers. */
           float rest = 0;
           for (guint q = 1; q < n; q++)
-            rest += (float) (((i * 7 + j * 3 + l + q) % 5) - 2);
-          out[k++] = m == 0 ? v - rest : (float) (((i * 7 + j * 3 + l + m) % 5) - 2);
+            rest += (float)(((i * 7 + j * 3 + l + q) % 5) - 2);
+          out[k++] = m == 0 ? v - rest : (float)(((i * 7 + j * 3 + l + m) % 5) - 2);
         }
 }
 
@@ -84,7 +84,7 @@ run_device (ExecutorDevice *dev, gpointer data, GError **error)
   gint64 local[RANK];
   float host[NUMEL];
   local_shard (job->mesh, job->from, dev->coords, job->global, host, local);
-  gsize bytes = (gsize) (local[0] * local[1] * local[2]) * 4;
+  gsize bytes = (gsize)(local[0] * local[1] * local[2]) * 4;
   ExecutorBuffer *cur = executor_device_buffer_new (dev, NUMEL * 4, error);
   gboolean ok = cur && executor_device_upload (dev, cur, host, bytes, error);
   PlannerLayout before = *job->from;
@@ -108,7 +108,7 @@ run_device (ExecutorDevice *dev, gpointer data, GError **error)
   if (ok)
     {
       planner_layout_local_shape (&before, job->mesh, shape, local);
-      bytes = (gsize) (local[0] * local[1] * local[2]) * 4;
+      bytes = (gsize)(local[0] * local[1] * local[2]) * 4;
       job->results[dev->index] = g_malloc (bytes);
       ok = executor_device_download (dev, cur, job->results[dev->index], bytes, error);
     }
@@ -131,7 +131,7 @@ test_pairs (gconstpointer data)
   GRand *r = g_rand_new_with_seed (42);
   float global[NUMEL];
   for (guint i = 0; i < NUMEL; i++)
-    global[i] = (float) g_rand_int_range (r, -50, 50);
+    global[i] = (float)g_rand_int_range (r, -50, 50);
   guint n_dev = backend->n_devices, kinds[PLANNER_N_STEP_KINDS] = { 0 }, n_pairs = 0;
 
   for (guint pair = 0; pair < 150; pair++)
@@ -140,7 +140,7 @@ test_pairs (gconstpointer data)
       random_layout (r, mesh, TRUE, &from);
       random_layout (r, mesh, FALSE, &to);
       const PlannerRedistPath *path
-        = planner_redistributor_find (rd, &from, &to, shape, RANK, PLANNER_DTYPE_F32);
+          = planner_redistributor_find (rd, &from, &to, shape, RANK, PLANNER_DTYPE_F32);
       g_assert_true (path->reachable);
       for (guint s = 0; s < path->n_steps; s++)
         kinds[path->steps[s].kind]++;
@@ -156,7 +156,7 @@ test_pairs (gconstpointer data)
           float expect[NUMEL];
           planner_mesh_device_coords (mesh, d, coords);
           local_shard (mesh, &to, coords, global, expect, local);
-          gsize n = (gsize) (local[0] * local[1] * local[2]);
+          gsize n = (gsize)(local[0] * local[1] * local[2]);
           if (memcmp (expect, results[d], n * 4) != 0)
             {
               g_autofree char *a = planner_layout_to_string (&from, mesh);
@@ -198,6 +198,69 @@ test_corrupted_step (void)
   g_assert_nonnull (strstr (error->message, "does not apply"));
 }
 
+/* A device that fails while the others are inside a collective: the run stops with that
+ * device's error, and no member frees its buffers while a peer still reads them (each frees
+ * its buffers as soon as the collective returns; under the asan setup a read after that is
+ * a reported use-after-free, elsewhere a large freed buffer is unmapped and faults).
+ * On a=4,b=2 the a-group of b=0 (devices 0, 2, 4, 6: more threads than this machine's
+ * cores, so some finish their share while others still read) AllReduces 4 Mi floats;
+ * device 1 fails after a delay that moves, case by case, through the time they spend
+ * summing; the a-group of b=1 waits for it. */
+typedef struct
+{
+  gulong delay_us;
+  gsize count;
+  gint ready; /* members of the b=0 group that have their buffers */
+} AbortCase;
+
+static gboolean
+abort_in_collective (ExecutorDevice *device, gpointer data, GError **error)
+{
+  AbortCase *c = data;
+  if (device->index == 1)
+    {
+      /* The delay counts from when the group can meet, not from its allocations. */
+      while (g_atomic_int_get (&c->ready) < 4)
+        g_usleep (50);
+      g_usleep (c->delay_us);
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED, "device 1 failed on purpose");
+      return FALSE;
+    }
+  gsize bytes = c->count * sizeof (float);
+  ExecutorBuffer *send = executor_device_buffer_new (device, bytes, error);
+  ExecutorBuffer *recv = send ? executor_device_buffer_new (device, bytes, error) : NULL;
+  if (device->coords[1] == 0)
+    g_atomic_int_inc (&c->ready);
+  gboolean ok = recv != NULL
+                && executor_device_collective (device, PLANNER_STEP_ALL_REDUCE, 0, send, recv,
+                                               c->count, PLANNER_DTYPE_F32, error);
+  if (recv)
+    executor_device_buffer_free (device, recv);
+  if (send)
+    executor_device_buffer_free (device, send);
+  return ok;
+}
+
+static void
+test_abort_in_collective (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerMesh) mesh = planner_mesh_parse ("a=4,b=2", &error);
+  g_autoptr (ExecutorBackend) backend = executor_backend_new (test_backend (), mesh, &error);
+  if (test_backend_skips (error))
+    return;
+  g_assert_no_error (error);
+  for (gulong delay = 0; delay <= 6000; delay += 500)
+    {
+      AbortCase c = { delay, (gsize)4 << 20, 0 };
+      g_assert_false (executor_backend_run (backend, abort_in_collective, &c, &error));
+      /* The device that failed says why, not one that only saw the abort. */
+      g_assert_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_FAILED);
+      g_assert_nonnull (strstr (error->message, "device 1 failed on purpose"));
+      g_clear_error (&error);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -206,5 +269,6 @@ main (int argc, char **argv)
   g_test_add_data_func ("/executor/redistribute/pairs/abc", "a=2,b=2,c=2", test_pairs);
   g_test_add_data_func ("/executor/redistribute/pairs/uneven", "a=3,b=2", test_pairs);
   g_test_add_func ("/executor/redistribute/corrupted-step", test_corrupted_step);
+  g_test_add_func ("/executor/redistribute/abort-in-collective", test_abort_in_collective);
   return g_test_run ();
 }
