@@ -35,5 +35,5 @@ make_venv() {
                         tolower($1) in keep { printf "%s %s  ", $1, $2 }')"
 }
 
-make_venv torch torch transformers safetensors numpy "jax[cpu]"
+make_venv torch torch transformers safetensors numpy "jax[cpu]" onnx
 make_venv mindspore mindspore numpy
