@@ -3011,9 +3011,9 @@ static const MapEntry map[] = {
   { "Gemm", PLANNER_OP_MATMUL, emit_gemm },
   { "Gather", PLANNER_OP_EMBEDDING, emit_gather },
   { "Conv", PLANNER_OP_CONV2D, emit_conv },
-  { "LayerNormalization", PLANNER_OP_LAYER_NORM, emit_norm },
-  { "SimplifiedLayerNormalization", PLANNER_OP_RMS_NORM, emit_norm },
-  { "RMSNormalization", PLANNER_OP_RMS_NORM, emit_norm },
+  { "LayerNormalization", PLANNER_OP_LAYER_NORM, emit_norm, TRUE },
+  { "SimplifiedLayerNormalization", PLANNER_OP_RMS_NORM, emit_norm, TRUE },
+  { "RMSNormalization", PLANNER_OP_RMS_NORM, emit_norm, TRUE },
   { "Attention", PLANNER_OP_SDPA, emit_attention },
 };
 
@@ -3091,6 +3091,16 @@ rotary_theta (Importer *im, int n, int cos, gint64 d, double *theta)
       if (inv != NULL)
         {
           *theta = pow (1 / inv[1], (double)d / 2);
+          /* The table is float32: a whole base (10000, 500000) that gives it is the base. */
+          {
+            double whole = nearbyint (*theta);
+            gboolean exact = TRUE;
+
+            for (gint64 k = 0; k < half && exact; k++)
+              exact = fabs (inv[k] - (float)pow (whole, -2.0 * k / d)) <= 1e-6 * inv[k];
+            if (exact)
+              *theta = whole;
+          }
           for (gint64 k = 0; k < half; k++)
             if (!(fabs (inv[k] - pow (*theta, -2.0 * k / d)) <= 1e-4 * pow (*theta, -2.0 * k / d)))
               return fail (im, PLANNER_ERROR_UNKNOWN_OP_TYPE,
