@@ -2,8 +2,8 @@
 """Makes the ONNX fixtures of tests/test-onnx-import.c, so the C tests need no Python.
 
     python3 tests/data/onnx/make-fixtures.py            # the small models (needs `onnx`)
-    python3 tests/data/onnx/make-fixtures.py --llama    # also llama-2l.onnx (needs torch,
-                                                        # transformers and onnx)
+    python3 tests/data/onnx/make-fixtures.py --llama    # also llama-2l.onnx and the fuzz
+                                                        # seeds (needs torch, transformers)
 
 Run from any folder; it writes next to itself. The small models are built with the onnx
 package's helpers (onnx.helper), one per mapping or refusal the test checks; llama-2l.onnx is
@@ -125,11 +125,12 @@ def refusals():
     onnx.save(model, os.path.join(HERE, "external-outside.onnx"))
 
 
-def llama():
+def llama(path, **overrides):
     import torch
     import transformers
 
     config = json.load(open(os.path.join(HERE, "llama-2l.json")))
+    config.update(overrides)
     config = transformers.LlamaConfig(**{k: v for k, v in config.items()
                                          if k not in ("architectures", "model_type", "torch_dtype")})
     config._attn_implementation = "eager"
@@ -146,11 +147,11 @@ def llama():
             p.add_(torch.randn_like(p) * 0.02)
     ids = torch.randint(0, config.vocab_size, (2, 16))
     dims = {0: "batch", 1: "sequence"}
-    torch.onnx.export(model, (ids, torch.ones_like(ids)), os.path.join(HERE, "llama-2l.onnx"),
+    torch.onnx.export(model, (ids, torch.ones_like(ids)), path,
                       input_names=["input_ids", "attention_mask"], output_names=["logits"],
                       dynamic_axes={"input_ids": dims, "attention_mask": dims, "logits": dims},
                       opset_version=17, dynamo=False)
-    print("llama-2l.onnx:", sum(p.numel() for p in model.parameters()), "parameters")
+    print(os.path.basename(path) + ":", sum(p.numel() for p in model.parameters()), "parameters")
 
 
 if __name__ == "__main__":
@@ -158,4 +159,13 @@ if __name__ == "__main__":
     block()
     refusals()
     if "--llama" in sys.argv:
-        llama()
+        llama(os.path.join(HERE, "llama-2l.onnx"))
+        # The fuzz seed: one layer of hidden 16 (tests/fuzz/onnx/seeds/).
+        seeds = os.path.join(HERE, "..", "..", "fuzz", "onnx", "seeds")
+        os.makedirs(seeds, exist_ok=True)
+        llama(os.path.join(seeds, "llama-1l-h16.onnx"), hidden_size=16, intermediate_size=32,
+              num_attention_heads=2, num_key_value_heads=1, vocab_size=32, num_hidden_layers=1)
+        for name in ("mlp", "block"):
+            with open(os.path.join(HERE, name + ".onnx"), "rb") as f, \
+                 open(os.path.join(seeds, name + ".onnx"), "wb") as out:
+                out.write(f.read())
