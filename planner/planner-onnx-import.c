@@ -200,7 +200,8 @@ typedef struct
   double eps, scale;
   int variant;
   gboolean causal, transpose_b;
-  /* Rotary: the rotate-half slices (upper half negated), the cos value; RMSNorm: the mean. */
+  /* Rotary: the rotate-half slices (upper half negated), the cos value; RMSNorm: the mean;
+   * attention: k and v as repeat_kv widens them to the query heads (or -1). */
   int check[3];
 } Fused;
 
@@ -998,7 +999,9 @@ claim (Importer *im, GArray *set, int carrier, const Fused *fused)
           for (guint u = 0; u < value_at (im, v)->consumers->len; u++)
             {
               int user = g_array_index (value_at (im, v)->consumers, int, u);
-              gboolean inside = FALSE;
+              /* Shape arithmetic may read an intermediate's shape: the op provides it. */
+              gboolean inside
+                  = fused->kind == FUSED_SDPA && g_str_equal (im->nodes[user].op, "Shape");
 
               for (guint k2 = 0; k2 < set->len && !inside; k2++)
                 inside = g_array_index (set, int, k2) == user;
@@ -1320,6 +1323,51 @@ mask_is_causal (Importer *im, int mask)
   return FALSE;
 }
 
+/* torch's export of F.scaled_dot_product_attention scales q and k^T by sqrt(scale) each:
+ * @v through a Mul by a constant scalar, the scalar folded into @scale. */
+static int
+scaled_operand (Importer *im, int v, double *scale, GArray *set)
+{
+  int m = producer_op (im, v, "Mul");
+  double c;
+
+  for (guint i = 0; m >= 0 && i < 2; i++)
+    if (const_scalar (im, in_at (im, m, i), &c) && only_consumer (im, v, NULL) >= 0)
+      {
+        *scale *= c;
+        SET_ADD (m);
+        return in_at (im, m, 1 - i);
+      }
+  return v;
+}
+
+/* ... and guards the softmax of a row masked whole: Where(IsNaN(p), 0, p). */
+static int
+skip_nan_guard (Importer *im, int p, GArray *set)
+{
+  const Value *value = value_at (im, p);
+  int nan = -1, where = -1;
+
+  if (value->consumers->len != 2 || value->is_output)
+    return p;
+  for (guint k = 0; k < 2; k++)
+    {
+      int c = g_array_index (value->consumers, int, k);
+
+      if (g_str_equal (im->nodes[c].op, "IsNaN"))
+        nan = c;
+      else if (g_str_equal (im->nodes[c].op, "Where"))
+        where = c;
+    }
+  if (nan < 0 || where < 0 || only_consumer (im, out0 (im, nan), "Where") != where
+      || in_at (im, where, 0) != out0 (im, nan) || !is_const_scalar (im, in_at (im, where, 1), 0, 0)
+      || in_at (im, where, 2) != p)
+    return p;
+  SET_ADD (nan);
+  SET_ADD (where);
+  return out0 (im, where);
+}
+
 /* softmax(q k^T * scale + mask) v, as HF's eager attention exports it: @sm is the Softmax. */
 static void
 match_attention (Importer *im, int sm)
@@ -1365,8 +1413,8 @@ match_attention (Importer *im, int sm)
   if ((mm = producer_op (im, v, "MatMul")) < 0)
     return;
   SET_ADD (mm);
-  q = in_at (im, mm, 0);
-  if ((kt = producer_op (im, in_at (im, mm, 1), "Transpose")) < 0)
+  q = scaled_operand (im, in_at (im, mm, 0), &scale, set);
+  if ((kt = producer_op (im, scaled_operand (im, in_at (im, mm, 1), &scale, set), "Transpose")) < 0)
     return;
   {
     const Onnx__AttributeProto *perm = attr_find (&im->nodes[kt], "perm");
@@ -1376,12 +1424,18 @@ match_attention (Importer *im, int sm)
       return;
   }
   SET_ADD (kt);
+  f.check[0] = in_at (im, kt, 0);
   k = skip_repeat_kv (im, in_at (im, kt, 0), set);
-  val = skip_casts_forward (im, out0 (im, sm), set);
+  if (k == f.check[0])
+    f.check[0] = -1;
+  val = skip_casts_forward (im, skip_nan_guard (im, out0 (im, sm), set), set);
   if ((mm2 = only_consumer (im, val, "MatMul")) < 0 || in_at (im, mm2, 0) != val)
     return;
   SET_ADD (mm2);
+  f.check[1] = in_at (im, mm2, 1);
   val = skip_repeat_kv (im, in_at (im, mm2, 1), set);
+  if (val == f.check[1])
+    f.check[1] = -1;
   f.scale = scale;
   f.causal = mask >= 0 && mask_is_causal (im, mask);
   fused_input (&f, q);
@@ -1456,6 +1510,23 @@ match_linear (Importer *im, int mm)
       carrier = add;
     }
   claim (im, set, carrier, &f);
+}
+
+static gboolean try_fold (Importer *im, int n);
+
+/* Constant expressions that need no shapes (the Sqrt of a constant an exporter writes for a
+ * scale) are folded before matching, so the matchers see their values. A node that does not
+ * fold here is looked at again when the graph is built. */
+static void
+prefold (Importer *im)
+{
+  for (guint k = 0; k < im->n_nodes; k++)
+    if (!g_str_equal (im->nodes[k].op, "Shape") && !g_str_equal (im->nodes[k].op, "Size")
+        && !g_str_equal (im->nodes[k].op, "Constant"))
+      {
+        try_fold (im, k);
+        g_clear_error (&im->error);
+      }
 }
 
 static const struct
@@ -2723,6 +2794,12 @@ emit_view (Importer *im, int n, const MapEntry *e)
   if (!input_rank (im, n, 0, &in_rank, in_shape)
       || !view_shape (im, n, in_rank, in_shape, &rank, shape))
     return FALSE;
+  if (rank == in_rank && memcmp (shape, in_shape, rank * sizeof *shape) == 0)
+    {
+      /* A view of the shape the tensor has: the same tensor. */
+      value_at (im, im->nodes[n].out[0])->alias = resolved_index (im, im->nodes[n].in[0]);
+      return TRUE;
+    }
   attrs.n_ints = rank;
   memcpy (attrs.ints, shape, rank * sizeof *shape);
   return emit_plain (im, n, e, &attrs, 1);
@@ -3196,7 +3273,22 @@ emit_fused (Importer *im, int n)
       attrs.scale = rank == 4 && fabs (f->scale - 1 / sqrt ((double)shape[3])) <= 1e-6 * f->scale
                         ? 0
                         : f->scale;
-      return emit (im, n, PLANNER_OP_SDPA, &attrs, f->inputs, 3, &out, 1, "sdpa", FALSE);
+      if (!emit (im, n, PLANNER_OP_SDPA, &attrs, f->inputs, 3, &out, 1, "sdpa", FALSE))
+        return FALSE;
+      /* repeat_kv's k and v, [B, query heads, S, D], for the Shape nodes that read them. */
+      for (guint c = 0; c < 2; c++)
+        if (f->check[c] >= 0 && rank == 4)
+          {
+            Value *wide = value_at (im, f->check[c]);
+            const Value *narrow = resolved (im, f->inputs[1 + c]);
+
+            wide->known = TRUE;
+            wide->dtype = narrow->dtype;
+            wide->rank = 4;
+            memcpy (wide->shape, narrow->shape, sizeof wide->shape);
+            wide->shape[1] = shape[1];
+          }
+      return TRUE;
     default:
       g_assert_not_reached ();
     }
@@ -3214,6 +3306,12 @@ build_node (Importer *im, int n)
     return TRUE;
   if (try_fold (im, n) || im->error != NULL)
     return im->error == NULL;
+  if ((g_str_equal (node->op, "Shape") || g_str_equal (node->op, "Size")) && node->n_in == 1
+      && node->in[0] >= 0)
+    return fail (im, PLANNER_ERROR_UNKNOWN_OP_TYPE,
+                 "node %s (%s) reads the shape of %s, which lies inside a subgraph built as one op "
+                 "and has no shape of its own",
+                 node_label (node), node->op, value_at (im, node->in[0])->name);
   if (node->n_out < 1 || node->out[0] < 0)
     return fail (im, PLANNER_ERROR_INVALID_GRAPH, "node %s (%s) has no output", node_label (node),
                  node->op);
@@ -3405,6 +3503,7 @@ import_model (const guint8 *data, gsize size, const char *what, const char *fold
     fail (&im, PLANNER_ERROR_MALFORMED_FILE, "not an ONNX model file: it has no graph");
   else if (read_graph (&im))
     {
+      prefold (&im);
       match_all (&im);
       mark_live (&im);
       im.heads = g_new0 (gint64, MAX (im.n_nodes, 1));

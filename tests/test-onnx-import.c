@@ -254,12 +254,88 @@ test_block (void)
   g_assert_true (y->rank == 3 && y->shape[0] == 2 && y->shape[1] == 4 && y->shape[2] == 3);
 }
 
+/* Opset 23's Attention, RMSNormalization and tanh Gelu; a Conv and the tanh GeLU subgraph. */
+static void
+test_newer_ops (void)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (skip_without_onnx ())
+    return;
+  g_autoptr (PlannerGraph) graph = load ("opset23.onnx", 0, 0, &error);
+  g_assert_no_error (error);
+  const PlannerOp *attn = op_named (graph, "attn.Attention"), *norm = op_named (graph, "norm"),
+                  *act = op_named (graph, "act");
+  g_assert_cmpint (attn->type, ==, PLANNER_OP_SDPA);
+  g_assert_true (attn->attrs.causal);
+  g_assert_cmpfloat (attn->attrs.scale, ==, 0);
+  g_assert_cmpint (norm->type, ==, PLANNER_OP_RMS_NORM);
+  g_assert_cmpfloat_with_epsilon (norm->attrs.eps, 1e-6, 1e-12);
+  g_assert_true (act->type == PLANNER_OP_GELU && act->attrs.variant == 1);
+  /* norm.weight [16] */
+  g_assert_cmpuint (planner_graph_get_parameter_count (graph), ==, 16);
+
+  g_clear_object (&graph);
+  graph = load ("conv.onnx", 2, 0, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (planner_graph_get_n_ops (graph), ==, 2);
+  const PlannerOp *conv = op_named (graph, "conv");
+  g_assert_cmpint (conv->type, ==, PLANNER_OP_CONV2D);
+  /* stride 2, pad 1 */
+  g_assert_true (conv->attrs.n_ints == 4 && conv->attrs.ints[0] == 2 && conv->attrs.ints[2] == 1);
+  g_assert_true (op_named (graph, "act")->type == PLANNER_OP_GELU
+                 && op_named (graph, "act")->attrs.variant == 1);
+  /* 4 x 3 x 3 x 3 + 4; the GeLU's five constants are not parameters. */
+  g_assert_cmpuint (planner_graph_get_parameter_count (graph), ==, 112);
+  /* (8 + 2 - 3) / 2 + 1 = 4 */
+  const PlannerTensor *y = planner_graph_get_tensor (
+      graph, g_array_index (planner_graph_get_outputs (graph), guint, 0));
+  g_assert_true (y->rank == 4 && y->shape[0] == 2 && y->shape[1] == 4 && y->shape[2] == 4
+                 && y->shape[3] == 4);
+}
+
+/* transformers' default attention (F.scaled_dot_product_attention) exports other nodes than
+ * the eager one: q and k^T each scaled by sqrt(scale), a NaN guard after the softmax, Shape
+ * nodes reading repeat_kv's output. Both give the same graph, up to one node's name. */
+static void
+test_sdpa_export (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *eager_path
+      = g_test_build_filename (G_TEST_DIST, "fuzz", "onnx", "seeds", "llama-1l-h16.onnx", NULL);
+  PlannerModelOptions options;
+
+  if (skip_without_onnx ())
+    return;
+  planner_model_options_init (&options);
+  options.batch = 2;
+  options.seq = 16;
+  g_autoptr (PlannerGraph) eager = planner_model_load (eager_path, &options, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlannerGraph) sdpa = load ("llama-1l-h16-sdpa.onnx", 2, 16, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (planner_graph_get_n_ops (sdpa), ==, planner_graph_get_n_ops (eager));
+  for (guint i = 0; i < planner_graph_get_n_ops (eager); i++)
+    {
+      const PlannerOp *a = planner_graph_get_op (eager, i), *b = planner_graph_get_op (sdpa, i);
+
+      g_assert_cmpint (a->type, ==, b->type);
+      g_assert_true (memcmp (&a->attrs, &b->attrs, sizeof a->attrs) == 0);
+      if (a->type != PLANNER_OP_RESHAPE)
+        g_assert_cmpstr (a->name, ==, b->name);
+    }
+  g_assert_true (op_named (sdpa, "model.layers.0.self_attn.sdpa")->attrs.causal);
+}
+
 static const struct
 {
   const char *file;
   int code;
   const char *fragment;
 } refusals[] = {
+  { "sigmoid-alone.onnx", PLANNER_ERROR_UNKNOWN_OP_TYPE,
+    "ONNX op Sigmoid (domain ai.onnx, opset 17) has no Shardscope op type: only x * Sigmoid(x) "
+    "(SiLU) is mapped" },
   { "unmapped-topk.onnx", PLANNER_ERROR_UNKNOWN_OP_TYPE,
     "node /head/TopK: ONNX op TopK (domain ai.onnx, opset 17) has no" },
   { "unknown-dim.onnx", PLANNER_ERROR_SHAPE_MISMATCH,
@@ -406,6 +482,8 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/onnx-import/llama-names", test_llama_names);
   g_test_add_func ("/planner/onnx-import/mlp", test_mlp);
   g_test_add_func ("/planner/onnx-import/block", test_block);
+  g_test_add_func ("/planner/onnx-import/newer-ops", test_newer_ops);
+  g_test_add_func ("/planner/onnx-import/sdpa-export", test_sdpa_export);
   g_test_add_func ("/planner/onnx-import/refusals", test_refusals);
   g_test_add_func ("/planner/onnx-import/hostile-bytes", test_hostile_bytes);
   g_test_add_func ("/planner/onnx-import/run-sharded", test_run_sharded);

@@ -101,6 +101,36 @@ def block():
           ints("ends", [4]), ints("axes", [2]), scalar("four", 4.0)])
 
 
+def newer_ops():
+    """Opset 23: Attention (causal, GQA 4 query heads on 2 kv heads), RMSNormalization, Gelu
+    with approximate="tanh"; and a Conv with the tanh GeLU subgraph torch writes for
+    gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    nodes = [
+        helper.make_node("Attention", ["q", "k", "v"], ["a"], name="/attn/Attention", is_causal=1),
+        helper.make_node("RMSNormalization", ["y", "norm.weight"], ["n"], name="/norm/RMSNormalization", epsilon=1e-6),
+        helper.make_node("Gelu", ["n"], ["g"], name="/act/Gelu", approximate="tanh"),
+    ]
+    save("opset23", nodes, [f32("q", [2, 4, 8, 8]), f32("k", [2, 2, 8, 8]), f32("v", [2, 2, 8, 8]),
+                            f32("y", [2, 8, 16])],
+         [f32("a", [2, 4, 8, 8]), f32("g", [2, 8, 16])], [weight("norm.weight", 16)], opset=23)
+    nodes = [
+        helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["c"], name="/conv/Conv",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Pow", ["c", "three"], ["c3"], name="/act/Pow"),
+        helper.make_node("Mul", ["c3", "k0"], ["c3k"], name="/act/Mul"),
+        helper.make_node("Add", ["c", "c3k"], ["inner"], name="/act/Add"),
+        helper.make_node("Mul", ["inner", "k1"], ["outer"], name="/act/Mul_1"),
+        helper.make_node("Tanh", ["outer"], ["t"], name="/act/Tanh"),
+        helper.make_node("Add", ["t", "one"], ["t1"], name="/act/Add_1"),
+        helper.make_node("Mul", ["c", "half"], ["ch"], name="/act/Mul_2"),
+        helper.make_node("Mul", ["ch", "t1"], ["y"], name="/act/Mul_3"),
+    ]
+    save("conv", nodes, [f32("x", ["batch", 3, 8, 8])], [f32("y", ["batch", 4, 4, 4])],
+         [weight("conv.weight", 4, 3, 3, 3), weight("conv.bias", 4), scalar("three", 3.0),
+          scalar("k0", 0.044715), scalar("k1", np.sqrt(2 / np.pi)), scalar("one", 1.0),
+          scalar("half", 0.5)])
+
+
 def refused(name, node, inputs, outputs, initializers, opset=17):
     save(name, [node], inputs, outputs, initializers, opset)
 
@@ -110,6 +140,9 @@ def refusals():
     refused("unmapped-topk", helper.make_node("TopK", ["x", "k"], ["v", "i"], name="/head/TopK"),
             [f32("x", [2, 8])], [f32("v", [2, 3]), helper.make_tensor_value_info("i", TensorProto.INT64, [2, 3])],
             [ints("k", [3])])
+    # Sigmoid on its own (only x * Sigmoid(x) is SiLU).
+    refused("sigmoid-alone", helper.make_node("Sigmoid", ["x"], ["y"], name="/gate/Sigmoid"),
+            [f32("x", [2, 8])], [f32("y", [2, 8])], [])
     # A symbolic dim neither --batch nor --seq sets.
     refused("unknown-dim", helper.make_node("Relu", ["x"], ["y"], name="/act/Relu"),
             [f32("x", ["batch", "past_len"])], [f32("y", ["batch", "past_len"])], [])
@@ -125,7 +158,7 @@ def refusals():
     onnx.save(model, os.path.join(HERE, "external-outside.onnx"))
 
 
-def llama(path, **overrides):
+def llama(path, attention="eager", **overrides):
     import torch
     import transformers
 
@@ -133,7 +166,7 @@ def llama(path, **overrides):
     config.update(overrides)
     config = transformers.LlamaConfig(**{k: v for k, v in config.items()
                                          if k not in ("architectures", "model_type", "torch_dtype")})
-    config._attn_implementation = "eager"
+    config._attn_implementation = attention
     torch.manual_seed(0)
 
     class Export(transformers.LlamaForCausalLM):
@@ -157,6 +190,7 @@ def llama(path, **overrides):
 if __name__ == "__main__":
     mlp()
     block()
+    newer_ops()
     refusals()
     if "--llama" in sys.argv:
         llama(os.path.join(HERE, "llama-2l.onnx"))
@@ -165,7 +199,11 @@ if __name__ == "__main__":
         os.makedirs(seeds, exist_ok=True)
         llama(os.path.join(seeds, "llama-1l-h16.onnx"), hidden_size=16, intermediate_size=32,
               num_attention_heads=2, num_key_value_heads=1, vocab_size=32, num_hidden_layers=1)
-        for name in ("mlp", "block"):
+        # torch's F.scaled_dot_product_attention path (transformers' default attention).
+        llama(os.path.join(HERE, "llama-1l-h16-sdpa.onnx"), attention="sdpa", hidden_size=16,
+              intermediate_size=32, num_attention_heads=2, num_key_value_heads=1, vocab_size=32,
+              num_hidden_layers=1)
+        for name in ("mlp", "block", "conv", "opset23"):
             with open(os.path.join(HERE, name + ".onnx"), "rb") as f, \
                  open(os.path.join(seeds, name + ".onnx"), "wb") as out:
                 out.write(f.read())
