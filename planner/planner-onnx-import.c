@@ -777,10 +777,49 @@ const_of_constant_node (Importer *im, const Node *node)
          NULL;
 }
 
+/* Names become op and tensor names, which every text format writes: UTF-8 only. */
+static gboolean
+check_names (Importer *im)
+{
+  const Onnx__GraphProto *g = im->graph;
+  const char *bad = NULL;
+
+  for (guint k = 0; k < g->n_initializer && bad == NULL; k++)
+    if (g->initializer[k]->name != NULL && !g_utf8_validate (g->initializer[k]->name, -1, NULL))
+      bad = "an initializer";
+  for (guint k = 0; k < g->n_input && bad == NULL; k++)
+    if (g->input[k]->name != NULL && !g_utf8_validate (g->input[k]->name, -1, NULL))
+      bad = "a graph input";
+  for (guint k = 0; k < g->n_output && bad == NULL; k++)
+    if (g->output[k]->name != NULL && !g_utf8_validate (g->output[k]->name, -1, NULL))
+      bad = "a graph output";
+  for (guint k = 0; k < g->n_node && bad == NULL; k++)
+    {
+      const Onnx__NodeProto *node = g->node[k];
+
+      if ((node->name != NULL && !g_utf8_validate (node->name, -1, NULL))
+          || (node->op_type != NULL && !g_utf8_validate (node->op_type, -1, NULL))
+          || (node->domain != NULL && !g_utf8_validate (node->domain, -1, NULL)))
+        bad = "a node";
+      for (guint i = 0; i < node->n_input && bad == NULL; i++)
+        if (node->input[i] != NULL && !g_utf8_validate (node->input[i], -1, NULL))
+          bad = "a node input";
+      for (guint o = 0; o < node->n_output && bad == NULL; o++)
+        if (node->output[o] != NULL && !g_utf8_validate (node->output[o], -1, NULL))
+          bad = "a node output";
+    }
+  if (bad != NULL)
+    return fail (im, PLANNER_ERROR_MALFORMED_FILE, "the name of %s is not UTF-8", bad);
+  return TRUE;
+}
+
 static gboolean
 read_graph (Importer *im)
 {
   const Onnx__GraphProto *g = im->graph;
+
+  if (!check_names (im))
+    return FALSE;
 
   if (g->n_node > MAX_NODES)
     return fail (im, PLANNER_ERROR_MALFORMED_FILE, "%zu nodes; at most %u are supported", g->n_node,
@@ -1831,7 +1870,11 @@ emit (Importer *im, int n, PlannerOpType type, const PlannerOpAttrs *attrs, cons
                  PLANNER_MAX_OPERANDS);
   for (guint i = 0; i < n_inputs; i++)
     {
-      int t = tensor_of (im, inputs[i], node);
+      int t = inputs[i] >= 0 ? tensor_of (im, inputs[i], node)
+                             : (fail (im, PLANNER_ERROR_INVALID_GRAPH,
+                                      "node %s (%s): input %u is omitted, and the op needs it",
+                                      node_label (node), node->op, i),
+                                -1);
 
       if (t < 0)
         return FALSE;
@@ -2547,7 +2590,6 @@ fold_structural (Importer *im, int n, const Const *const *in, gboolean *handled)
     {
       gboolean expand = g_str_equal (op, "Expand");
       const Const *dims = in[expand ? 1 : 0];
-      g_autoptr (GError) unused = NULL;
       Const *fill = NULL;
       const Onnx__AttributeProto *a = expand ? NULL : attr_find (node, "value");
 
@@ -3010,7 +3052,8 @@ emit_conv (Importer *im, int n, const MapEntry *e)
   attrs.ints[1] = n_strides ? strides[1] : 1;
   attrs.ints[2] = n_pads ? pads[0] : 0;
   attrs.ints[3] = n_pads ? pads[1] : 0;
-  return emit (im, n, PLANNER_OP_CONV2D, &attrs, node->in, MIN (node->n_in, 3), node->out, 1, NULL,
+  return emit (im, n, PLANNER_OP_CONV2D, &attrs, node->in,
+               node->n_in > 2 && node->in[2] >= 0 ? 3 : MIN (node->n_in, 2), node->out, 1, NULL,
                TRUE);
 }
 
