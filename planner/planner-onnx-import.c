@@ -2717,6 +2717,15 @@ try_fold (Importer *im, int n)
 
 /* ---- Mapped ops. */
 
+/* Node @n's output is its input, the same tensor (Identity, a whole Slice, a view to the
+ * shape it has). */
+static gboolean
+alias_output (Importer *im, int n)
+{
+  value_at (im, im->nodes[n].out[0])->alias = resolved_index (im, im->nodes[n].in[0]);
+  return TRUE;
+}
+
 typedef struct MapEntry MapEntry;
 typedef gboolean (*EmitFunc) (Importer *im, int n, const MapEntry *entry);
 
@@ -2839,8 +2848,7 @@ emit_view (Importer *im, int n, const MapEntry *e)
   if (rank == in_rank && memcmp (shape, in_shape, rank * sizeof *shape) == 0)
     {
       /* A view of the shape the tensor has: the same tensor. */
-      value_at (im, im->nodes[n].out[0])->alias = resolved_index (im, im->nodes[n].in[0]);
-      return TRUE;
+      return alias_output (im, n);
     }
   attrs.n_ints = rank;
   memcpy (attrs.ints, shape, rank * sizeof *shape);
@@ -2921,8 +2929,7 @@ emit_slice (Importer *im, int n, const MapEntry *e)
   if (axis < 0)
     {
       /* The whole tensor: the same tensor. */
-      value_at (im, node->out[0])->alias = resolved_index (im, node->in[0]);
-      return TRUE;
+      return alias_output (im, n);
     }
   attrs.axis = axis;
   attrs.start = spec.start[axis];
@@ -2942,8 +2949,7 @@ emit_reduce (Importer *im, int n, const MapEntry *e)
     return FALSE;
   if (attrs.n_ints == 0 && attr_int (node, "noop_with_empty_axes", 0))
     {
-      value_at (im, node->out[0])->alias = resolved_index (im, node->in[0]);
-      return TRUE;
+      return alias_output (im, n);
     }
   attrs.keepdims = attr_int (node, "keepdims", 1) != 0;
   return emit_plain (im, n, e, &attrs, 1);
@@ -3370,8 +3376,7 @@ build_node (Importer *im, int n)
     {
       if (!only_first_output (im, n))
         return FALSE;
-      value_at (im, node->out[0])->alias = resolved_index (im, node->in[0]);
-      return TRUE;
+      return alias_output (im, n);
     }
   for (guint k = 0; k < G_N_ELEMENTS (map); k++)
     if (g_str_equal (map[k].op, node->op))
