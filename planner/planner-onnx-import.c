@@ -51,6 +51,8 @@ planner_onnx_supported (void)
 #define MAX_NUMEL (G_GINT64_CONSTANT (1) << 62)
 /* Constants at most this large carry their data (shape arithmetic, scales, rotary tables). */
 #define MAX_FOLD 65536
+/* ... and all folds of one file together. */
+#define MAX_FOLD_TOTAL (G_GUINT64_CONSTANT (1) << 23)
 #define DEFAULT_BATCH 8
 #define DEFAULT_SEQ 1024
 
@@ -232,8 +234,10 @@ typedef struct
   PlannerGraph *planner;
   gint64 batch, seq;
   gboolean used_batch, used_seq;
-  GHashTable *names; /* op and tensor names given out */
-  gint64 *heads;     /* per node: the heads of a Linear's output features (attrs.heads) */
+  GHashTable *names;    /* op and tensor names given out */
+  GHashTable *suffixes; /* base name -> the next suffix unique_name() tries */
+  guint64 folded;       /* elements folded so far, against MAX_FOLD_TOTAL */
+  gint64 *heads;        /* per node: the heads of a Linear's output features (attrs.heads) */
   GError *error;
 } Importer;
 
@@ -1716,16 +1720,20 @@ name_taken (Importer *im, const char *name)
          || planner_graph_find_tensor (im->planner, name) >= 0;
 }
 
+/* @base, else @base_1, @base_2, ...: the next suffix of each base is kept, so a file whose
+ * nodes share one name (ONNX does not forbid it) costs no quadratic search. */
 static char *
 unique_name (Importer *im, const char *base)
 {
-  char *name = g_strdup (base);
+  guint k = GPOINTER_TO_UINT (g_hash_table_lookup (im->suffixes, base));
+  char *name = k == 0 ? g_strdup (base) : g_strdup_printf ("%s_%u", base, k);
 
-  for (guint k = 1; name_taken (im, name); k++)
+  while (name_taken (im, name))
     {
       g_free (name);
-      name = g_strdup_printf ("%s_%u", base, k);
+      name = g_strdup_printf ("%s_%u", base, ++k);
     }
+  g_hash_table_insert (im->suffixes, g_strdup (base), GUINT_TO_POINTER (k + 1));
   g_hash_table_add (im->names, g_strdup (name));
   return name;
 }
@@ -1940,6 +1948,13 @@ fold_new (Importer *im, const Node *node, int dtype, guint rank, const gint64 *s
                  "node %s (%s): folding its constant inputs gives %" G_GINT64_FORMAT
                  " elements; at most %d are folded",
                  node_label (node), node->op, n, MAX_FOLD),
+           NULL;
+  im->folded += n;
+  if (im->folded > MAX_FOLD_TOTAL)
+    return fail (im, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "node %s (%s): the file's constant folding exceeds %" G_GUINT64_FORMAT
+                 " elements in all",
+                 node_label (node), node->op, MAX_FOLD_TOTAL),
            NULL;
   return const_new (dtype, rank, shape, n);
 }
@@ -3439,6 +3454,7 @@ build_planner (Importer *im)
   g_clear_object (&im->planner);
   im->planner = planner_graph_new ();
   g_hash_table_remove_all (im->names);
+  g_hash_table_remove_all (im->suffixes);
   im->used_batch = im->used_seq = FALSE;
   for (guint v = 0; v < im->values->len; v++)
     {
@@ -3546,6 +3562,7 @@ import_model (const guint8 *data, gsize size, const char *what, const char *fold
   im.by_name = g_hash_table_new (g_str_hash, g_str_equal);
   im.fused = g_array_new (FALSE, FALSE, sizeof (Fused));
   im.names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  im.suffixes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
   if (im.graph == NULL)
     fail (&im, PLANNER_ERROR_MALFORMED_FILE, "not an ONNX model file: it has no graph");
@@ -3609,6 +3626,7 @@ import_model (const guint8 *data, gsize size, const char *what, const char *fold
   g_ptr_array_unref (im.values);
   g_array_unref (im.fused);
   g_hash_table_unref (im.names);
+  g_hash_table_unref (im.suffixes);
   g_free (im.heads);
   g_clear_object (&im.planner);
   onnx__model_proto__free_unpacked (im.model, NULL);
