@@ -18,7 +18,6 @@ Runs in $SHARDSCOPE_FRAMEWORK_VENV/torch (default .venv-frameworks/ in the check
 tools/framework-venv.sh, which installs onnx there for this test); skipped, with the reason,
 where that Python cannot import torch, transformers and onnx, or the CLI reads no ONNX. TAP.
 """
-import json
 import os
 import subprocess
 import sys
@@ -29,7 +28,6 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 VENV = os.environ.get("SHARDSCOPE_FRAMEWORK_VENV") or os.path.join(ROOT, ".venv-frameworks")
 VENV_PYTHON = os.path.join(VENV, "torch", "bin", "python")
 CLI = os.environ.get("SHARDSCOPE_CLI")
-CONFIG = os.path.join(ROOT, "tests", "data", "onnx", "llama-2l.json")
 B, S = 2, 8
 TOL = 1e-4
 CASES = [("eager", "megatron", "dp=2,mp=4"), ("eager", "dp", "dp=2,mp=4"),
@@ -58,36 +56,22 @@ def in_venv():
 
 
 def export(dir, attention):
+    """The model of tests/data/onnx/make-fixtures.py: its checkpoint, tokens, logits, ONNX."""
+    import importlib.util
+
     import numpy as np
     import torch
-    import transformers
 
-    config = json.load(open(CONFIG))
-    config = transformers.LlamaConfig(**{k: v for k, v in config.items()
-                                         if k not in ("architectures", "model_type", "torch_dtype")})
-    config._attn_implementation = attention
-    torch.manual_seed(0)
-
-    class Export(transformers.LlamaForCausalLM):
-        def forward(self, input_ids, attention_mask):
-            return super().forward(input_ids=input_ids, attention_mask=attention_mask,
-                                   use_cache=False).logits
-
-    model = Export(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    spec = importlib.util.spec_from_file_location(
+        "make_fixtures", os.path.join(ROOT, "tests", "data", "onnx", "make-fixtures.py"))
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    model, config = fixtures.llama_model(attention)
     model.save_pretrained(dir)
-    ids = torch.randint(0, config.vocab_size, (B, S))
+    ids = fixtures.export_llama(model, config, os.path.join(dir, "model.onnx"), B, S)
     np.save(os.path.join(dir, "tokens.npy"), ids.numpy())
     with torch.no_grad():
-        logits = model(ids, torch.ones_like(ids)).numpy()
-    dims = {0: "batch", 1: "sequence"}
-    torch.onnx.export(model, (ids, torch.ones_like(ids)), os.path.join(dir, "model.onnx"),
-                      input_names=["input_ids", "attention_mask"], output_names=["logits"],
-                      dynamic_axes={"input_ids": dims, "attention_mask": dims, "logits": dims},
-                      opset_version=17, dynamo=False)
-    return logits
+        return model(ids, torch.ones_like(ids)).numpy()
 
 
 def rel_error(a, b):

@@ -158,7 +158,10 @@ def refusals():
     onnx.save(model, os.path.join(HERE, "external-outside.onnx"))
 
 
-def llama(path, attention="eager", **overrides):
+def llama_model(attention="eager", **overrides):
+    """transformers' LlamaForCausalLM of llama-2l.json (with @overrides), its forward taking
+    input_ids and attention_mask and giving the logits, weights from seed 0 perturbed so that
+    no two are equal. Returns (model, config)."""
     import torch
     import transformers
 
@@ -178,12 +181,25 @@ def llama(path, attention="eager", **overrides):
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.02)
-    ids = torch.randint(0, config.vocab_size, (2, 16))
+    return model, config
+
+
+def export_llama(model, config, path, batch=2, seq=16):
+    """torch.onnx.export with symbolic batch and sequence. Returns the example tokens."""
+    import torch
+
+    ids = torch.randint(0, config.vocab_size, (batch, seq))
     dims = {0: "batch", 1: "sequence"}
     torch.onnx.export(model, (ids, torch.ones_like(ids)), path,
                       input_names=["input_ids", "attention_mask"], output_names=["logits"],
                       dynamic_axes={"input_ids": dims, "attention_mask": dims, "logits": dims},
                       opset_version=17, dynamo=False)
+    return ids
+
+
+def llama(path, attention="eager", **overrides):
+    model, config = llama_model(attention, **overrides)
+    export_llama(model, config, path)
     print(os.path.basename(path) + ":", sum(p.numel() for p in model.parameters()), "parameters")
 
 
