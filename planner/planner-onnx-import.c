@@ -917,6 +917,13 @@ static char *module_path (const Node *node, const char **last);
 
 /* ---- Pass 2: claiming the subgraphs of one module. */
 
+/* The node that makes @v, or -1 (a graph input, an initializer, an omitted input). */
+static int
+producer_of (Importer *im, int v)
+{
+  return v >= 0 ? value_at (im, v)->producer : -1;
+}
+
 static int
 producer_op (Importer *im, int v, const char *op)
 {
@@ -1020,6 +1027,11 @@ skip_casts_forward (Importer *im, int v, GArray *set)
 static gboolean
 claim (Importer *im, GArray *set, int carrier, const Fused *fused)
 {
+  if (out0 (im, carrier) < 0)
+    return FALSE;
+  for (guint i = 0; i < fused->n_inputs; i++)
+    if (fused->inputs[i] < 0)
+      return FALSE;
   for (guint k = 0; k < set->len; k++)
     {
       int n = g_array_index (set, int, k);
@@ -1204,7 +1216,7 @@ match_gelu_erf (Importer *im, int e)
 {
   SET_NEW ();
   Fused f;
-  int scale = value_at (im, in_at (im, e, 0))->producer, x = -1, last;
+  int scale = producer_of (im, in_at (im, e, 0)), x = -1, last;
 
   if (scale < 0 || im->nodes[scale].claimed || im->nodes[scale].n_in != 2)
     return;
@@ -1327,6 +1339,8 @@ mask_is_causal (Importer *im, int mask)
   static const char *const causal_ops[]
       = { "Trilu", "Less", "LessOrEqual", "Greater", "GreaterOrEqual" };
 
+  if (mask < 0)
+    return FALSE;
   g_array_append_val (stack, mask);
   while (stack->len > 0 && g_hash_table_size (seen) < 4096)
     {
@@ -1359,7 +1373,7 @@ mask_is_causal (Importer *im, int mask)
       for (guint k = 0; k < G_N_ELEMENTS (causal_ops); k++)
         if (g_str_equal (node->op, causal_ops[k]))
           return TRUE;
-      for (guint i = 0; i < node->n_in; i++)
+      for (guint i = 0; i < node->n_in && stack->len < 65536; i++)
         if (node->in[i] >= 0)
           g_array_append_val (stack, node->in[i]);
     }
@@ -1388,10 +1402,10 @@ scaled_operand (Importer *im, int v, double *scale, GArray *set)
 static int
 skip_nan_guard (Importer *im, int p, GArray *set)
 {
-  const Value *value = value_at (im, p);
+  const Value *value = p >= 0 ? value_at (im, p) : NULL;
   int nan = -1, where = -1;
 
-  if (value->consumers->len != 2 || value->is_output)
+  if (value == NULL || value->consumers->len != 2 || value->is_output)
     return p;
   for (guint k = 0; k < 2; k++)
     {
@@ -1426,7 +1440,7 @@ match_attention (Importer *im, int sm)
     {
       for (guint i = 0; i < 2 && mask < 0; i++)
         {
-          int s = value_at (im, in_at (im, p, i))->producer;
+          int s = producer_of (im, in_at (im, p, i));
 
           if (s >= 0
               && (g_str_equal (im->nodes[s].op, "MatMul") || g_str_equal (im->nodes[s].op, "Mul")
@@ -1626,7 +1640,7 @@ mark_live (Importer *im)
               for (guint i = 1; i < im->nodes[f->check[c]].n_in; i++)
                 {
                   int p = in_at (im, f->check[c], i) >= 0
-                              ? value_at (im, in_at (im, f->check[c], i))->producer
+                              ? producer_of (im, in_at (im, f->check[c], i))
                               : -1;
 
                   if (p >= 0)
@@ -1634,7 +1648,7 @@ mark_live (Importer *im)
                 }
           if (f->kind == FUSED_RMS_NORM && im->nodes[f->check[0]].n_in > 1)
             {
-              int p = value_at (im, in_at (im, f->check[0], 1))->producer;
+              int p = producer_of (im, in_at (im, f->check[0], 1));
 
               if (p >= 0)
                 g_array_append_val (stack, p);
@@ -3210,7 +3224,8 @@ rotary_theta (Importer *im, int n, int cos, gint64 d, double *theta)
   g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
   gint64 half = d / 2;
 
-  g_array_append_val (stack, cos);
+  if (cos >= 0)
+    g_array_append_val (stack, cos);
   while (stack->len > 0 && g_hash_table_size (seen) < 256)
     {
       int v = g_array_index (stack, int, stack->len - 1);
@@ -3252,7 +3267,7 @@ rotary_theta (Importer *im, int n, int cos, gint64 d, double *theta)
           return TRUE;
         }
       if (value->producer >= 0)
-        for (guint i = 0; i < im->nodes[value->producer].n_in; i++)
+        for (guint i = 0; i < im->nodes[value->producer].n_in && stack->len < 65536; i++)
           if (im->nodes[value->producer].in[i] >= 0)
             g_array_append_val (stack, im->nodes[value->producer].in[i]);
     }
