@@ -2268,7 +2268,8 @@ int_list (Importer *im, int n, const char *attr, guint input, gint64 *values, gu
                      attr, a->n_ints, PLANNER_MAX_OPERANDS);
       *present = TRUE;
       *count = a->n_ints;
-      memcpy (values, a->ints, a->n_ints * sizeof *values);
+      if (a->n_ints > 0)
+        memcpy (values, a->ints, a->n_ints * sizeof *values);
       return TRUE;
     }
   if (input >= node->n_in || node->in[input] < 0)
