@@ -86,6 +86,7 @@ on_choose_file (AppNewPlanDialog *self)
   g_autoptr (GtkFileFilter) filter = gtk_file_filter_new ();
   gtk_file_filter_set_name (filter, _("JSON files"));
   gtk_file_filter_add_pattern (filter, "*.json");
+  gtk_file_filter_add_pattern (filter, "*.onnx");
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (native), filter);
   g_signal_connect (native, "response", G_CALLBACK (file_response), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));

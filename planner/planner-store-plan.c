@@ -10,6 +10,7 @@
 #include "planner-error.h"
 #include "planner-json.h"
 #include "planner-model-private.h"
+#include "planner-onnx-import.h"
 #include "planner-plan-private.h"
 #include "planner-store-private.h"
 
@@ -222,7 +223,9 @@ source_config (const char *source)
     base = g_strndup (source, question - source);
   else
     return NULL;
-  if (!g_path_is_absolute (base) || !g_file_get_contents (base, &text, NULL, NULL))
+  /* An ONNX model is binary and may be gigabytes: not kept; its plans load while it is there. */
+  if (!g_path_is_absolute (base) || planner_onnx_is_onnx_path (base)
+      || !g_file_get_contents (base, &text, NULL, NULL))
     return NULL;
   return text;
 }

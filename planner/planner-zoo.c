@@ -6,6 +6,7 @@
 
 #include "planner-error.h"
 #include "planner-model-private.h"
+#include "planner-onnx-import.h"
 #include "planner-resources.h"
 
 /* The zoo: model configs compiled into the planner (data/models/), and MODEL resolution
@@ -219,6 +220,8 @@ planner_model_load (const char *model, const PlannerModelOptions *options, GErro
                    "\"%s\" is neither a zoo model (%s) nor a file", model, names);
       return NULL;
     }
+  if (planner_onnx_is_onnx_path (model))
+    return planner_onnx_import_file (model, options, error);
   root = planner_json_load_file (model, NULL, error);
   if (root == NULL || (object = planner_json_expect_object (root, model, error)) == NULL)
     return NULL;

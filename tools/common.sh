@@ -24,6 +24,7 @@ PACKAGES=(
   xvfb xauth python3 python3-numpy
   libopenmpi-dev
   clang libclang-rt-dev
+  libprotobuf-c-dev protobuf-c-compiler
 )
 
 # Root runs apt itself; anyone else needs sudo.

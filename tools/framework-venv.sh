@@ -7,7 +7,7 @@
 #                                     .venv-frameworks/ in the checkout
 #
 # DIR/torch      PyTorch (a CUDA build from PyPI, about 5-6 GB; it runs on the CPU too), Hugging
-#                Face transformers, safetensors, NumPy, JAX (CPU)
+#                Face transformers, safetensors, NumPy, JAX (CPU), onnx (tests/data/onnx/make-fixtures.py)
 # DIR/mindspore  MindSpore, on its own: it pins NumPy and protobuf versions of its own
 #
 # Re-running it upgrades nothing that is already installed; delete DIR to start over.
@@ -35,5 +35,5 @@ make_venv() {
                         tolower($1) in keep { printf "%s %s  ", $1, $2 }')"
 }
 
-make_venv torch torch transformers safetensors numpy "jax[cpu]"
+make_venv torch torch transformers safetensors numpy "jax[cpu]" onnx
 make_venv mindspore mindspore numpy

@@ -43,6 +43,7 @@ gboolean fuzz_plan_json (const guint8 *data, gsize size, GError **error);
 gboolean fuzz_policy (const guint8 *data, gsize size, GError **error);
 gboolean fuzz_hardware (const guint8 *data, gsize size, GError **error);
 gboolean fuzz_store (const guint8 *data, gsize size, GError **error);
+gboolean fuzz_onnx (const guint8 *data, gsize size, GError **error);
 
 /* In a -Dfuzz=true build each fuzz-<thing> program is fuzz-<thing>.c's entry point behind
  * libFuzzer's LLVMFuzzerTestOneInput; FUZZ_TARGET(fuzz_<thing>) defines it. */
