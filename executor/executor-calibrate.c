@@ -298,6 +298,11 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
                     t = MAX (t, s.gemm_curve_s[d * nk + k]);
                   gemm_curve_size[k] = m;
                   gemm_curve_flops[k] = 2 * m * m * m / t;
+                  /* The calibration GEMM is this size's work timed once more: the better
+                   * of the two is the size's figure, so the table's best entry is the peak
+                   * itself (efficiency 1) and no entry says a size runs below what it ran. */
+                  if (m == n)
+                    gemm_curve_flops[k] = MAX (gemm_curve_flops[k], 2 * n * n * n / gemm);
                   peak = MAX (peak, gemm_curve_flops[k]);
                 }
               /* A copy reads and writes every byte. */
