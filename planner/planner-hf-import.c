@@ -423,7 +423,11 @@ static void
 read_sliding_window (Reader *r, HfConfig *c)
 {
   JsonNode *types = reader_lookup (r, "layer_types", NULL);
+  JsonNode *window = reader_lookup (r, "sliding_window", NULL);
 
+  /* Qwen2MoeConfig writes 0 for "no window" when use_sliding_window is false. */
+  if (window != NULL && node_value_type (window) == G_TYPE_INT64 && json_node_get_int (window) == 0)
+    return;
   c->sliding_window = reader_size (r, "sliding_window", NULL, 0);
   c->sliding_from = G_MAXINT64;
   if (r->error != NULL || c->sliding_window == 0)
