@@ -5,6 +5,7 @@
 
 #include "executor-backend.h"
 #include "executor-backward.h"
+#include "executor-tensors.h"
 
 G_BEGIN_DECLS
 
@@ -18,12 +19,22 @@ gboolean executor_cpu_moe_combine (ExecutorDevice *device, const ExecutorOpCall 
 
 gboolean executor_cpu_sigmoid_backward (ExecutorDevice *device, const ExecutorBackwardCall *call,
                                         GError **error);
-gboolean executor_cpu_moe_router_backward (ExecutorDevice *device,
-                                           const ExecutorBackwardCall *call, GError **error);
+gboolean executor_cpu_moe_router_backward (ExecutorDevice *device, const ExecutorBackwardCall *call,
+                                           GError **error);
 gboolean executor_cpu_moe_dispatch_backward (ExecutorDevice *device,
                                              const ExecutorBackwardCall *call, GError **error);
 gboolean executor_cpu_moe_combine_backward (ExecutorDevice *device,
                                             const ExecutorBackwardCall *call, GError **error);
+
+/* Checkpoints in the hub's per-expert layout (what transformers 5's save_pretrained still
+ * writes): Mixtral's "P.block_sparse_moe.experts.N.w1/w3/w2.weight" (gate, up [I, H]; down
+ * [H, I]) and "P.block_sparse_moe.gate.weight", Qwen2-MoE's "P.mlp.experts.N.gate_proj/up_proj/
+ * down_proj.weight", become the graph's "P.mlp.experts.gate_up_proj" [E, 2I, H] (gate rows
+ * first, then up, as transformers fuses them), "P.mlp.experts.down_proj" [E, H, I] and
+ * "P.mlp.gate.weight", for every such parameter of @graph that @weights lacks and whose pieces
+ * are all there with their shapes. Anything else is left for executor_tensors_check_parameters
+ * to report. Returns the number of graph parameters made. */
+guint executor_moe_checkpoint_convert (ExecutorTensors *weights, PlannerGraph *graph);
 
 /* For a backend without these kernels: EXECUTOR_ERROR_UNSUPPORTED naming the op and its type. */
 gboolean executor_kernel_not_on_backend (ExecutorDevice *device, const ExecutorOpCall *call,

@@ -40,8 +40,8 @@ value_type (JsonNode *node)
 static gboolean
 wrong (Fields *f, const char *name, const char *expected)
 {
-  g_set_error (f->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-               "%s: field \"%s\" must be %s", f->what, name, expected);
+  g_set_error (f->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE, "%s: field \"%s\" must be %s",
+               f->what, name, expected);
   return FALSE;
 }
 
@@ -259,8 +259,7 @@ op_n (Block *k, const char *rest, PlannerOpType type, const PlannerOpAttrs *attr
       planner_op_attrs_init (&defaults);
       attrs = &defaults;
     }
-  op = planner_graph_add_op (k->graph, name, type, attrs, ids, n_inputs, n_outputs, NULL,
-                             k->error);
+  op = planner_graph_add_op (k->graph, name, type, attrs, ids, n_inputs, n_outputs, NULL, k->error);
   k->failed = op < 0;
   return op;
 }
@@ -328,17 +327,18 @@ planner_hf_moe_block (PlannerGraph *graph, const char *prefix, PlannerDType dtyp
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
                    "%smlp: the layers attend through a sliding window of %" G_GINT64_FORMAT
                    " tokens (sliding_window), shorter than the sequence of %" G_GINT64_FORMAT
-                   ", and the graph models full causal attention; use a sequence of at most %"
-                   G_GINT64_FORMAT,
+                   ", and the graph models full causal attention; use a sequence of at most "
+                   "%" G_GINT64_FORMAT,
                    prefix, moe->sliding_window, seq, moe->sliding_window);
       return -1;
     }
   /* The widest tensor is the experts' [B, E, C, 2, I]. */
-  if ((double)batch * (double)E * (double)C * 2.0 * (double)MAX (I, H) > (double)(G_GINT64_CONSTANT (1) << 62))
+  if ((double)batch * (double)E * (double)C * 2.0 * (double)MAX (I, H)
+      > (double)(G_GINT64_CONSTANT (1) << 62))
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
-                   "%smlp: batch %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " experts x %"
-                   G_GINT64_FORMAT " slots makes tensors of more than 2^62 elements",
+                   "%smlp: batch %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT
+                   " experts x %" G_GINT64_FORMAT " slots makes tensors of more than 2^62 elements",
                    prefix, batch, E, C);
       return -1;
     }

@@ -64,15 +64,12 @@ planner_moe_summarize (PlannerPlan *plan, PlannerMoeSummary *summary)
       if (summary->n_layers++ == 0)
         {
           const PlannerTensor *gates = planner_graph_get_tensor (graph, op->inputs[1]);
-          const PlannerOp *router = gates->producer >= 0
-                                      ? planner_graph_get_op (graph, gates->producer)
-                                      : NULL;
+          const PlannerOp *router
+              = gates->producer >= 0 ? planner_graph_get_op (graph, gates->producer) : NULL;
           const PlannerTensor *x = planner_graph_get_tensor (graph, op->inputs[0]);
-          gint64 top_k = router != NULL && router->type == PLANNER_OP_MOE_ROUTER
-                           ? router->attrs.ints[0]
-                           : 1;
-          planner_cost_moe (gates->shape[2], top_k, x->shape[1], op->attrs.ints[0],
-                            &summary->cost);
+          gint64 top_k
+              = router != NULL && router->type == PLANNER_OP_MOE_ROUTER ? router->attrs.ints[0] : 1;
+          planner_cost_moe (gates->shape[2], top_k, x->shape[1], op->attrs.ints[0], &summary->cost);
         }
       add_traffic (plan, op->outputs[0], &summary->dispatch);
     }
@@ -93,7 +90,8 @@ describe_traffic (GString *s, const char *what, guint n_layers, const PlannerMoe
                               what);
       return;
     }
-  g_string_append_printf (s, "  %-14s %u steps (%u AllToAll) in %u layers, %s, %s per device; "
+  g_string_append_printf (s,
+                          "  %-14s %u steps (%u AllToAll) in %u layers, %s, %s per device; "
                           "layer 0: %s\n",
                           what, t->n_steps, t->n_all_to_all, n_layers, bytes, time, t->first);
 }
@@ -111,8 +109,8 @@ planner_moe_describe (PlannerPlan *plan)
   GString *s = g_string_new (NULL);
   g_autofree char *compute = planner_format_time (m.expert_compute_s);
   g_string_append_printf (s,
-                          "Experts:         %u MoE layers, %" G_GINT64_FORMAT " experts, top %"
-                          G_GINT64_FORMAT "; capacity %" G_GINT64_FORMAT
+                          "Experts:         %u MoE layers, %" G_GINT64_FORMAT
+                          " experts, top %" G_GINT64_FORMAT "; capacity %" G_GINT64_FORMAT
                           " slots per expert and sequence of %" G_GINT64_FORMAT
                           " tokens = capacity factor %.4g x the %.4g an expert gets at "
                           "perfect balance\n",

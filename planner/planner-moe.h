@@ -13,17 +13,17 @@ G_BEGIN_DECLS
 
 typedef struct
 {
-  guint64 bytes;  /* sent per device, all layers */
-  double time_s;  /* all layers */
-  guint n_steps;  /* redistribution steps, all layers */
+  guint64 bytes; /* sent per device, all layers */
+  double time_s; /* all layers */
+  guint n_steps; /* redistribution steps, all layers */
   guint n_all_to_all;
-  char *first;    /* the first layer's steps, as planner_redist_path_describe writes them */
+  char *first; /* the first layer's steps, as planner_redist_path_describe writes them */
 } PlannerMoeTraffic;
 
 typedef struct
 {
-  guint n_layers;      /* MoEDispatch ops */
-  PlannerCostMoe cost; /* the first layer's (a model's layers are alike) */
+  guint n_layers;             /* MoEDispatch ops */
+  PlannerCostMoe cost;        /* the first layer's (a model's layers are alike) */
   PlannerMoeTraffic dispatch; /* into the experts: redistributions of the dispatch's output */
   PlannerMoeTraffic combine;  /* out of them: of the combine's expert input */
   double expert_compute_s;    /* forward, per device: the ops named *.mlp.experts.* */

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "executor-moe.h"
 #include "executor-trial.h"
 #include "planner-cost.h"
 #include "planner-error.h"
@@ -120,7 +121,7 @@ test_config_fields (void)
   {
     const char *from, *to; /* the config's text with @from replaced by @to */
     int code;              /* 0: imports */
-    const char *fragment; /* an error's, or an op the graph must (+) or must not (-) have */
+    const char *fragment;  /* an error's, or an op the graph must (+) or must not (-) have */
   } cases[] = {
     { "{", "{\"mlp_only_layers\": [1],", 0, "+model.layers.1.mlp.down_proj" },
     { "{", "{\"mlp_only_layers\": [1],", 0, "-model.layers.1.mlp.dispatch" },
@@ -129,8 +130,8 @@ test_config_fields (void)
       "-model.layers.0.mlp.dispatch" },
     { "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2", 0,
       "+model.layers.1.mlp.dispatch" },
-    { "\"num_experts_per_tok\": 4", "\"num_experts_per_tok\": 61",
-      PLANNER_ERROR_SHAPE_MISMATCH, "num_experts_per_tok 61 exceeds the 60 experts" },
+    { "\"num_experts_per_tok\": 4", "\"num_experts_per_tok\": 61", PLANNER_ERROR_SHAPE_MISMATCH,
+      "num_experts_per_tok 61 exceeds the 60 experts" },
     { "{", "{\"capacity_factor\": -1,", PLANNER_ERROR_MALFORMED_FILE,
       "field \"capacity_factor\" must be a number > 0" },
     { "{", "{\"mlp_only_layers\": 3,", PLANNER_ERROR_MALFORMED_FILE,
@@ -257,8 +258,8 @@ test_megatron_ep_meshes (void)
     for (guint t = 0; t < planner_graph_get_n_tensors (pg); t++)
       if (g_str_equal (planner_graph_get_tensor (pg, t)->name, expect[i].tensor))
         {
-          g_autofree char *l = planner_layout_to_string (planner_plan_get_tensor_layout (plan, t),
-                                                         mesh);
+          g_autofree char *l
+              = planner_layout_to_string (planner_plan_get_tensor_layout (plan, t), mesh);
           g_assert_cmpstr (l, ==, expect[i].layout);
         }
   const PlannerPlanTotals *tot = planner_plan_get_totals (plan);
@@ -286,8 +287,7 @@ test_rule_errors (void)
                           "router (MoERouter): ints must be [top_k] with 1 <= top_k <= 8 experts");
   attrs.ints[0] = 5; /* 5 slots for 4 tokens a row */
   g_assert_false (planner_op_rule_build (&rule, PLANNER_OP_MOE_DISPATCH, &attrs, 2, ranks,
-                                         (const gint64 *const[]){ x, logits }, 1, "dispatch",
-                                         &e2));
+                                         (const gint64 *const[]){ x, logits }, 1, "dispatch", &e2));
   test_util_assert_error (e2, PLANNER_ERROR_SHAPE_MISMATCH, "1 <= capacity <= 4 tokens per row");
 }
 
@@ -326,13 +326,57 @@ test_executor_sharded (gconstpointer data)
   options.repeat = 1;
   options.warmup = 0;
   options.seed = 7;
-  g_autoptr (ExecutorTrialResult) res = executor_trial_run_named (plan, "cpu", &options, NULL,
-                                                                  &error);
+  g_autoptr (ExecutorTrialResult) res
+      = executor_trial_run_named (plan, "cpu", &options, NULL, &error);
   g_assert_no_error (error);
   g_test_message ("%s: max rel error %.3g, %s", file, res->max_rel_error,
                   res->mismatch ? res->mismatch : "ok");
   g_assert_true (res->passed);
   g_assert_cmpfloat (res->max_rel_error, <=, 1e-5);
+}
+
+/* Mixtral's hub layout (one matrix per expert) into the graph's 3-D parameters, element by
+ * element: expert e's w1 (gate) then w3 (up) rows in gate_up_proj [E, 2I, H], w2 in
+ * down_proj [E, H, I], block_sparse_moe.gate into mlp.gate; nothing left over. */
+static void
+test_checkpoint_convert (void)
+{
+  g_autoptr (PlannerGraph) g = load ("mixtral-tiny.json", 1, 8, 8);
+  g_autoptr (ExecutorTensors) w = executor_tensors_new ();
+  const gint64 E = 8, I = 24, H = 16, ih[] = { I, H }, hi[] = { H, I }, eh[] = { E, H };
+  const char *const leaves[] = { "w1", "w3", "w2" };
+
+  for (int e = 0; e < E; e++)
+    for (int k = 0; k < 3; k++)
+      {
+        float *v = g_new (float, I *H);
+        for (gint64 j = 0; j < I * H; j++)
+          v[j] = (float)(1000 * e + 100 * k) + (float)j / 1000.0f;
+        g_autofree char *name = g_strdup_printf (
+            "model.layers.0.block_sparse_moe.experts.%d.%s.weight", e, leaves[k]);
+        executor_tensors_add (w, name, PLANNER_DTYPE_F32, 2, k == 2 ? hi : ih, v);
+      }
+  executor_tensors_add (w, "model.layers.0.block_sparse_moe.gate.weight", PLANNER_DTYPE_F32, 2, eh,
+                        g_new0 (float, E *H));
+  g_assert_cmpuint (executor_moe_checkpoint_convert (w, g), ==, 2);
+  g_assert_cmpuint (executor_tensors_get_n (w), ==, 3);
+  const ExecutorHostTensor *gu
+      = executor_tensors_lookup (w, "model.layers.0.mlp.experts.gate_up_proj");
+  const ExecutorHostTensor *dn
+      = executor_tensors_lookup (w, "model.layers.0.mlp.experts.down_proj");
+  g_assert_nonnull (executor_tensors_lookup (w, "model.layers.0.mlp.gate.weight"));
+  g_assert_cmpuint (gu->rank, ==, 3);
+  g_assert_cmpint (gu->shape[1], ==, 2 * I);
+  const float *pg = gu->data, *pd = dn->data;
+  /* [e=3, row I + 5 (up's row 5), col 7] = w3 of expert 3 at (5, 7). */
+  g_assert_cmpfloat (pg[(3 * 2 * I + I + 5) * H + 7], ==, 3100.0f + (float)(5 * H + 7) / 1000.0f);
+  g_assert_cmpfloat (pg[(3 * 2 * I + 5) * H + 7], ==, 3000.0f + (float)(5 * H + 7) / 1000.0f);
+  g_assert_cmpfloat (pd[(7 * H + 2) * I + 9], ==, 7200.0f + (float)(2 * I + 9) / 1000.0f);
+
+  g_autoptr (GError) error = NULL;
+  g_assert_true (executor_tensors_check_parameters (w, g, &error) == FALSE);
+  /* Only the layer's other parameters are missing, none of the experts'. */
+  g_assert_null (strstr (error->message, "experts"));
 }
 
 int
@@ -349,11 +393,12 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/moe/rule-errors", test_rule_errors);
   static const ShardedCase mixtral = { "mixtral-tiny.json", 4 },
                            qwen = { "qwen2-moe-tiny.json", 2 };
-  static const char *const split_experts[] = { "*.mlp.dispatch=[dp,_,_],[dp,_,ep]",
-                                               "*.mlp.combine=[dp,ep,_,_],[dp,_,ep]", NULL };
+  static const char *const split_experts[]
+      = { "*.mlp.dispatch=[dp,_,_],[dp,_,ep]", "*.mlp.combine=[dp,ep,_,_],[dp,_,ep]", NULL };
   static const ShardedCase split = { "mixtral-tiny.json", 0, split_experts };
   g_test_add_data_func ("/executor/moe/sharded/mixtral", &mixtral, test_executor_sharded);
   g_test_add_data_func ("/executor/moe/sharded/qwen2-moe", &qwen, test_executor_sharded);
   g_test_add_data_func ("/executor/moe/sharded/experts-split", &split, test_executor_sharded);
+  g_test_add_func ("/executor/moe/checkpoint-convert", test_checkpoint_convert);
   return g_test_run ();
 }

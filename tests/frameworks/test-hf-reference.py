@@ -79,7 +79,10 @@ POLICIES = ["megatron", "megatron-sp", "dp"]
 # that every expert has a slot for every token of a row (C = S): Hugging Face runs the experts
 # dropless, and so does the graph then. Batch 8 (the dispatch is data-parallel over dp x ep),
 # on dp=2,ep=4 under megatron-ep (experts over ep, AllToAll dispatch and combine) and dp.
-# qwen2_moe keeps its shared expert and gets one dense layer (mlp_only_layers).
+# qwen2_moe keeps its shared expert and gets one dense layer (mlp_only_layers). save_pretrained
+# writes the experts in the hub's per-expert layout (Mixtral's block_sparse_moe.experts.N.w1,
+# Qwen2-MoE's mlp.experts.N.gate_proj, ...), which `run --weights` turns into the graph's 3-D
+# parameters; the gradients are compared by the names named_parameters gives.
 MOE_MODELS = {
     "mixtral": ("mixtral-8x7b-v0.1.json", {"vocab_size": 64, "hidden_size": 16,
                                            "intermediate_size": 24, "num_hidden_layers": 2,
@@ -170,20 +173,6 @@ def hf_model(model, config, seed):
     return m
 
 
-def save_runtime_weights(m, folder):
-    """The weights by the names named_parameters gives (3-D mlp.experts.gate_up_proj and
-    down_proj), in place of what save_pretrained writes for MoE models: transformers 5 converts
-    those back to the hub's per-expert layout (block_sparse_moe.experts.N.w1/w2/w3), which
-    Shardscope's loader does not map yet."""
-    from safetensors.torch import save_file
-
-    for name in os.listdir(folder):
-        if name.startswith("model") and name.endswith((".safetensors", ".json")):
-            os.remove(os.path.join(folder, name))
-    save_file({n: p.detach().contiguous() for n, p in m.named_parameters()},
-              os.path.join(folder, "model.safetensors"))
-
-
 def hf_reference(m, ids):
     """Logits, loss and the gradient of every named parameter, in f32 torch."""
     import torch
@@ -261,8 +250,6 @@ def main():
             config = hf_config(model)
             m = hf_model(model, config, 13 + k)
             m.save_pretrained(folder)
-            if model in MOE_MODELS:
-                save_runtime_weights(m, folder)
             rng = np.random.default_rng(13 + k)
             ids = rng.integers(0, config.vocab_size, size=(batch, S)).astype(np.int64)
             tokens = os.path.join(tmp, model + "-tokens.npy")
