@@ -268,6 +268,40 @@ test_megatron_ep_meshes (void)
   g_assert_cmpuint (tot->coll_count[PLANNER_STEP_ALL_REDUCE], >, 0);
 }
 
+/* megatron and megatron-sp on dp=2,mp=4: every expert tensor-parallel on its intermediate dim
+ * (gate_up column-, down row-parallel), qwen2_moe's shared expert as an MLP. */
+static void
+test_megatron_tp (void)
+{
+  const struct
+  {
+    const char *file, *policy, *tensor, *layout;
+  } cases[] = {
+    { "mixtral-8x7b-v0.1.json", "megatron", "model.layers.3.mlp.experts.gate_up_proj",
+      "[_,_,mp,_]" },
+    { "mixtral-8x7b-v0.1.json", "megatron", "model.layers.3.mlp.experts.down_proj", "[_,_,mp]" },
+    { "mixtral-8x7b-v0.1.json", "megatron-sp", "model.layers.3.mlp.experts.down_proj",
+      "[_,_,mp]" },
+    { "qwen1.5-moe-a2.7b.json", "megatron", "model.layers.3.mlp.shared_expert.up_proj.weight",
+      "[mp,_]" },
+    { "qwen1.5-moe-a2.7b.json", "megatron-sp", "model.layers.3.mlp.experts.gate_up_proj",
+      "[_,_,mp,_]" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (PlannerGraph) g = load (cases[i].file, 4, 0, 0);
+      g_autoptr (PlannerPlan) plan = test_util_plan (g, "dp=2,mp=4", NULL, cases[i].policy, NULL);
+      PlannerGraph *pg = planner_plan_get_graph (plan);
+      for (guint t = 0; t < planner_graph_get_n_tensors (pg); t++)
+        if (g_str_equal (planner_graph_get_tensor (pg, t)->name, cases[i].tensor))
+          {
+            g_autofree char *l = planner_layout_to_string (
+                planner_plan_get_tensor_layout (plan, t), planner_plan_get_mesh (plan));
+            g_assert_cmpstr (l, ==, cases[i].layout);
+          }
+    }
+}
+
 /* The op rules refuse what cannot route, naming the op and the sizes. */
 static void
 test_rule_errors (void)
@@ -391,6 +425,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/moe/megatron-ep", test_megatron_ep);
   g_test_add_func ("/planner/moe/megatron-ep-meshes", test_megatron_ep_meshes);
   g_test_add_func ("/planner/moe/rule-errors", test_rule_errors);
+  g_test_add_func ("/planner/moe/megatron-tp", test_megatron_tp);
   static const ShardedCase mixtral = { "mixtral-tiny.json", 4 },
                            qwen = { "qwen2-moe-tiny.json", 2 };
   static const char *const split_experts[]

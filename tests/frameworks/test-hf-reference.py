@@ -98,18 +98,23 @@ MOE_MODELS = {
                                              "mlp_only_layers": [1], "capacity_factor": 2.0}),
 }
 MOE_DATA = os.path.join(ROOT, "tests", "data", "models")
-MOE_MESH = "dp=2,ep=4"
 MOE_B = 8
-MOE_POLICIES = ["megatron-ep", "dp"]
+# (policy, mesh): expert parallelism, plain data parallelism, and the experts tensor-parallel.
+MOE_RUNS = [("megatron-ep", "dp=2,ep=4"), ("dp", "dp=2,ep=4"), ("megatron", "dp=2,tp=2"),
+            ("megatron-sp", "dp=2,tp=2")]
 
 
 def model_setup(model):
-    """(config file, sizes, pins, mesh, batch, policies) of a model of either table."""
+    """(config file, sizes, batch, runs) of a model of either table; a run is (label, mesh,
+    propagate arguments)."""
     if model in MOE_MODELS:
         fname, sizes = MOE_MODELS[model]
-        return os.path.join(MOE_DATA, fname), sizes, [], MOE_MESH, MOE_B, MOE_POLICIES
+        runs = [(p, mesh, ["--policy", p]) for p, mesh in MOE_RUNS]
+        return os.path.join(MOE_DATA, fname), sizes, MOE_B, runs
     fname, sizes, pins = MODELS[model]
-    return os.path.join(ROOT, "data", "models", fname), sizes, pins, MESH, B, POLICIES
+    runs = [(p, MESH, ["--policy", p]) for p in POLICIES]
+    runs.append(("pinned", MESH, sum((["--pin", p] for p in pins), [])))
+    return os.path.join(ROOT, "data", "models", fname), sizes, B, runs
 
 
 def skip(reason):
@@ -245,7 +250,7 @@ def main():
         for k, model in enumerate(list(MODELS) + list(MOE_MODELS)):
             if only and model not in only:
                 continue
-            _, _, pins, mesh, batch, policies = model_setup(model)
+            _, _, batch, runs = model_setup(model)
             folder = os.path.join(tmp, model)
             config = hf_config(model)
             m = hf_model(model, config, 13 + k)
@@ -255,10 +260,7 @@ def main():
             tokens = os.path.join(tmp, model + "-tokens.npy")
             np.save(tokens, ids)
             logits, loss, grads = hf_reference(m, ids)
-            runs = [(p, ["--policy", p]) for p in policies]
-            if pins:
-                runs.append(("pinned", sum((["--pin", p] for p in pins), [])))
-            for policy, how in runs:
+            for policy, mesh, how in runs:
                 plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
                 out = os.path.join(tmp, "out.safetensors")
                 ref = os.path.join(tmp, "ref.safetensors")
