@@ -373,12 +373,12 @@ refusal (const PlannerPin *pin, PlannerGraph *graph, const PlannerMesh *mesh)
 }
 
 /* Expert parallelism needs the axis named ep: a rule naming {ep} on a mesh without one is
- * refused. An optional rule naming {tp} on a mesh without tp/mp is left out, with a note
- * (megatron-ep on dp=2,ep=4 is expert and data parallelism only). 1: use the rule, 0: leave
- * it out, -1: refused (@error set). */
+ * refused. An optional rule naming {tp} on a mesh without tp/mp is left out, its ops added to
+ * @no_tp for one note (megatron-ep on dp=2,ep=4 is expert and data parallelism only). 1: use
+ * the rule, 0: leave it out, -1: refused (@error set). */
 static int
 policy_rule_use (JsonObject *rule, const char *text, const PolicyAxes *ph, const char *policy,
-                      const PlannerMesh *mesh, GPtrArray *notes, GError **error)
+                 const PlannerMesh *mesh, GString *no_tp, GError **error)
 {
   g_autofree char *m = NULL;
 
@@ -394,13 +394,8 @@ policy_rule_use (JsonObject *rule, const char *text, const PolicyAxes *ph, const
   if (strstr (text, "{tp}") != NULL && !ph->has_tp
       && json_object_get_boolean_member_with_default (rule, "optional", FALSE))
     {
-      if (notes)
-        g_ptr_array_add (notes, g_strdup_printf ("policy %s: left out optional rule '%s=%s': "
-                                                 "the mesh has no tp or mp axis",
-                                                 policy,
-                                                 json_object_get_string_member_with_default (
-                                                   rule, "ops", "?"),
-                                                 text));
+      g_string_append_printf (no_tp, "%s%s", no_tp->len ? ", " : "",
+                              json_object_get_string_member_with_default (rule, "ops", "?"));
       return 0;
     }
   return 1;
@@ -447,6 +442,7 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
         }
       g_autoptr (GPtrArray) pins = g_ptr_array_new_with_free_func ((GDestroyNotify) planner_pin_free);
       JsonArray *rules = json_node_get_array (rules_node);
+      g_autoptr (GString) no_tp = g_string_new (NULL);
       for (guint r = 0; r < json_array_get_length (rules); r++)
         {
           JsonNode *rn = json_array_get_element (rules, r);
@@ -466,7 +462,7 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
                            name_or_path, r);
               return NULL;
             }
-          int use = policy_rule_use (rule, pin_t ? pin_t : batch, &ph, policy, mesh, notes, error);
+          int use = policy_rule_use (rule, pin_t ? pin_t : batch, &ph, policy, mesh, no_tp, error);
           if (use < 0)
             return NULL;
           if (use == 0)
@@ -508,6 +504,10 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
             }
           g_ptr_array_add (pins, pin);
         }
+      if (no_tp->len && notes)
+        g_ptr_array_add (notes, g_strdup_printf ("policy %s: left out the optional tensor-parallel "
+                                                 "rules of %s: the mesh has no tp or mp axis",
+                                                 policy, no_tp->str));
       return g_steal_pointer (&pins);
     }
   g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_POLICY,

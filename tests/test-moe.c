@@ -239,6 +239,18 @@ test_megatron_ep_meshes (void)
   test_util_assert_error (error, PLANNER_ERROR_UNKNOWN_AXIS,
                           "needs a mesh axis named ep for expert parallelism");
 
+  /* Without tp: the 4 expert-parallel pins, and one note for the tensor-parallel rules. */
+  g_autoptr (PlannerMesh) ep = test_util_mesh ("dp=2,ep=4");
+  g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  g_clear_error (&error);
+  g_autoptr (GPtrArray) pins = planner_policy_expand ("megatron-ep", g, ep, notes, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (pins->len, ==, 4);
+  g_assert_cmpuint (notes->len, ==, 1);
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (notes, 0),
+                                   "policy megatron-ep: left out the optional tensor-parallel "
+                                   "rules of model.embed_tokens, model.layers.*.self_attn.q_proj"));
+
   g_autoptr (PlannerPlan) plan = test_util_plan (g, "dp=2,ep=2,tp=2", NULL, "megatron-ep", NULL);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   const struct
@@ -280,8 +292,7 @@ test_megatron_tp (void)
     { "mixtral-8x7b-v0.1.json", "megatron", "model.layers.3.mlp.experts.gate_up_proj",
       "[_,_,mp,_]" },
     { "mixtral-8x7b-v0.1.json", "megatron", "model.layers.3.mlp.experts.down_proj", "[_,_,mp]" },
-    { "mixtral-8x7b-v0.1.json", "megatron-sp", "model.layers.3.mlp.experts.down_proj",
-      "[_,_,mp]" },
+    { "mixtral-8x7b-v0.1.json", "megatron-sp", "model.layers.3.mlp.experts.down_proj", "[_,_,mp]" },
     { "qwen1.5-moe-a2.7b.json", "megatron", "model.layers.3.mlp.shared_expert.up_proj.weight",
       "[mp,_]" },
     { "qwen1.5-moe-a2.7b.json", "megatron-sp", "model.layers.3.mlp.experts.gate_up_proj",
@@ -295,8 +306,8 @@ test_megatron_tp (void)
       for (guint t = 0; t < planner_graph_get_n_tensors (pg); t++)
         if (g_str_equal (planner_graph_get_tensor (pg, t)->name, cases[i].tensor))
           {
-            g_autofree char *l = planner_layout_to_string (
-                planner_plan_get_tensor_layout (plan, t), planner_plan_get_mesh (plan));
+            g_autofree char *l = planner_layout_to_string (planner_plan_get_tensor_layout (plan, t),
+                                                           planner_plan_get_mesh (plan));
             g_assert_cmpstr (l, ==, cases[i].layout);
           }
     }
