@@ -10,6 +10,7 @@
 #include "planner-cost.h"
 #include "planner-error.h"
 #include "planner-moe.h"
+#include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-redistribute.h"
 #include "test-util.h"
@@ -313,6 +314,25 @@ test_megatron_tp (void)
     }
 }
 
+/* An MoE graph and its megatron-ep plan read back equal: the graph JSON (attrs ints and variant
+ * of the new op types), the plan JSON (strategies, out layouts, AllToAll steps). */
+static void
+test_roundtrip (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) g = load ("qwen2-moe-tiny.json", 2, 8, 8);
+  g_autofree char *graph_text = planner_graph_to_json (g);
+  g_autoptr (PlannerGraph) back = planner_graph_from_json (graph_text, &error);
+  g_assert_no_error (error);
+  g_assert_true (planner_graph_equal (g, back));
+
+  g_autoptr (PlannerPlan) plan = test_util_plan (g, "dp=2,ep=4", NULL, "megatron-ep", NULL);
+  g_autofree char *plan_text = planner_plan_to_json (plan);
+  g_autoptr (PlannerPlan) read = planner_plan_from_json (plan_text, &error);
+  g_assert_no_error (error);
+  g_assert_true (planner_plan_equal (plan, read));
+}
+
 /* The op rules refuse what cannot route, naming the op and the sizes. */
 static void
 test_rule_errors (void)
@@ -437,6 +457,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/moe/megatron-ep-meshes", test_megatron_ep_meshes);
   g_test_add_func ("/planner/moe/rule-errors", test_rule_errors);
   g_test_add_func ("/planner/moe/megatron-tp", test_megatron_tp);
+  g_test_add_func ("/planner/moe/roundtrip", test_roundtrip);
   static const ShardedCase mixtral = { "mixtral-tiny.json", 4 },
                            qwen = { "qwen2-moe-tiny.json", 2 };
   static const char *const split_experts[]
