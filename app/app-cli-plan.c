@@ -302,7 +302,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "overrides the policy's pin on the same op",
       "OP=LAYOUTS" },
     { "policy", 0, 0, G_OPTION_ARG_FILENAME, &policy,
-      "Pin rules: a built-in (megatron, megatron-sp, dp) or a policy JSON file", "NAME|FILE" },
+      "Pin rules: a built-in (megatron, megatron-sp, dp, megatron-ep) or a policy JSON file", "NAME|FILE" },
     { "hardware", 0, 0, G_OPTION_ARG_FILENAME, &hardware,
       "Hardware profile: a built-in name or a profile file (default " APP_CLI_DEFAULT_HARDWARE ")",
       "NAME|FILE" },
