@@ -150,6 +150,19 @@ planner_hf_moe_parse (JsonObject *config, const char *what, const char *model_ty
   if (!mixtral && g_strcmp0 (model_type, "qwen2_moe") != 0)
     return TRUE;
   moe->enabled = TRUE;
+  gboolean router_logits;
+  if (!bool_field (&f, "output_router_logits", FALSE, &router_logits))
+    return FALSE;
+  if (router_logits)
+    {
+      /* The loss would add router_aux_loss_coef x the load-balancing loss. */
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                   "%s: output_router_logits true is not supported: the training loss would add "
+                   "the router's load-balancing loss, which the graph does not compute; only "
+                   "output_router_logits false is modelled",
+                   what);
+      return FALSE;
+    }
   if (!positive_field (&f, "capacity_factor", PLANNER_HF_MOE_DEFAULT_CAPACITY_FACTOR,
                        &moe->capacity_factor))
     return FALSE;

@@ -135,6 +135,8 @@ test_config_fields (void)
       "num_experts_per_tok 61 exceeds the 60 experts" },
     { "{", "{\"capacity_factor\": -1,", PLANNER_ERROR_MALFORMED_FILE,
       "field \"capacity_factor\" must be a number > 0" },
+    { "\"output_router_logits\": false", "\"output_router_logits\": true",
+      PLANNER_ERROR_MALFORMED_FILE, "output_router_logits true is not supported" },
     { "{", "{\"mlp_only_layers\": 3,", PLANNER_ERROR_MALFORMED_FILE,
       "field \"mlp_only_layers\" must be a list of layer indices" },
   };
