@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "executor-calibrate.h"
-#include "executor-moe.h"
 #include "executor-error.h"
+#include "executor-moe.h"
 #include "executor-train.h"
 #include "executor-trial.h"
 #include "planner-cost.h"
