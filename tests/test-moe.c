@@ -228,6 +228,40 @@ test_megatron_ep (void)
   g_assert_nonnull (strstr (text, "(2x: 37.5%, 4x: 68.8% of its tokens)"));
 }
 
+/* What the CLI prints: the AllToAlls with bytes and time, the capacity and the load balance,
+ * and the same under "moe" in --json. */
+static void
+test_cli (void)
+{
+  if (test_util_skip_without_cli ())
+    return;
+  g_autofree char *path = data_model ("mixtral-8x7b-v0.1.json");
+  g_autofree char *out = NULL, *json = NULL;
+  const char *const text_args[]
+      = { "propagate", path, "--mesh", "dp=2,ep=4", "--policy", "megatron-ep", NULL };
+  const char *const json_args[]
+      = { "propagate", path, "--mesh", "dp=2,ep=4", "--policy", "megatron-ep", "--json", NULL };
+
+  g_assert_cmpint (test_util_run_cli (text_args, &out, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "Redistributions: 64: 64 AllToAll\n"));
+  g_assert_nonnull (strstr (out, "Experts:         32 MoE layers, 8 experts, top 2; capacity 320"));
+  g_assert_nonnull (strstr (out, "layer 0: AllToAll(ep, dim 0->1) 15.0 MiB 50.0 us"));
+  g_assert_nonnull (strstr (out, "layer 0: AllToAll(ep, dim 1->0) 15.0 MiB 50.0 us"));
+  g_assert_nonnull (strstr (out, "20.0% empty at perfect balance"));
+
+  g_assert_cmpint (test_util_run_cli (json_args, &json, NULL), ==, 0);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root = test_util_parse_object (parser, json);
+  JsonObject *moe = json_object_get_object_member (root, "moe");
+  g_assert_cmpint (json_object_get_int_member (moe, "capacity"), ==, 320);
+  g_assert_cmpfloat (json_object_get_double_member (moe, "capacity_factor"), ==, 1.25);
+  g_assert_cmpfloat_with_epsilon (json_object_get_double_member (moe, "dropped_at_2x"), 0.375,
+                                  1e-12);
+  JsonObject *dispatch = json_object_get_object_member (moe, "dispatch");
+  g_assert_cmpint (json_object_get_int_member (dispatch, "all_to_all"), ==, 32);
+  g_assert_cmpint (json_object_get_int_member (dispatch, "bytes"), ==, 32 * 15728640);
+}
+
 /* The experts end on ep, the tokens on dp x ep; with a tp axis the attention is
  * tensor-parallel; without an ep axis the policy is refused by name. */
 static void
@@ -460,6 +494,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/moe/rule-errors", test_rule_errors);
   g_test_add_func ("/planner/moe/megatron-tp", test_megatron_tp);
   g_test_add_func ("/planner/moe/roundtrip", test_roundtrip);
+  g_test_add_func ("/planner/moe/cli", test_cli);
   static const ShardedCase mixtral = { "mixtral-tiny.json", 4 },
                            qwen = { "qwen2-moe-tiny.json", 2 };
   static const char *const split_experts[]
