@@ -116,13 +116,20 @@ planner_moe_describe (PlannerPlan *plan)
                           "perfect balance\n",
                           m.n_layers, c->experts, c->top_k, c->capacity, c->tokens,
                           c->capacity_factor, c->balanced_load);
-  g_string_append_printf (s,
-                          "  %-14s every slot is sent and computed, used or not: %.1f%% empty at "
-                          "perfect balance; an expert sent more than %.4gx its share drops the "
-                          "rest (2x: %.1f%%, 4x: %.1f%% of its tokens)\n",
-                          "load balance", 100.0 * c->padding, c->capacity_factor,
-                          100.0 * planner_cost_moe_dropped (c, 2.0),
-                          100.0 * planner_cost_moe_dropped (c, 4.0));
+  if (c->capacity >= c->tokens) /* a slot for every token: nothing can drop */
+    g_string_append_printf (s,
+                            "  %-14s dropless (a slot for every token of the sequence): every "
+                            "slot is sent and computed, used or not, %.1f%% empty at perfect "
+                            "balance; no imbalance drops a token\n",
+                            "load balance", 100.0 * c->padding);
+  else
+    g_string_append_printf (s,
+                            "  %-14s every slot is sent and computed, used or not: %.1f%% empty "
+                            "at perfect balance; an expert sent more than %.4gx its share drops "
+                            "the rest (2x: %.1f%%, 4x: %.1f%% of its tokens)\n",
+                            "load balance", 100.0 * c->padding, c->capacity_factor,
+                            100.0 * planner_cost_moe_dropped (c, 2.0),
+                            100.0 * planner_cost_moe_dropped (c, 4.0));
   describe_traffic (s, "dispatch", m.n_layers, &m.dispatch);
   describe_traffic (s, "combine", m.n_layers, &m.combine);
   g_string_append_printf (s, "  %-14s %s per device, forward\n", "expert compute", compute);

@@ -352,6 +352,20 @@ test_megatron_tp (void)
 
 /* An MoE graph and its megatron-ep plan read back equal: the graph JSON (attrs ints and variant
  * of the new op types), the plan JSON (strategies, out layouts, AllToAll steps). */
+/* A dropless capacity says so: tiny mixtral's capacity_factor 4 = experts / top_k. */
+static void
+test_describe_dropless (void)
+{
+  g_autoptr (PlannerGraph) g = load ("mixtral-tiny.json", 2, 8, 8);
+  g_autoptr (PlannerPlan) plan = test_util_plan (g, "dp=2,ep=4", NULL, "megatron-ep", NULL);
+  g_autofree char *text = planner_moe_describe (plan);
+
+  g_assert_nonnull (strstr (text, "capacity 8 slots per expert and sequence of 8 tokens = "
+                                  "capacity factor 4 x the 2 an expert gets"));
+  g_assert_nonnull (strstr (text, "dropless (a slot for every token of the sequence)"));
+  g_assert_nonnull (strstr (text, "75.0% empty at perfect balance"));
+}
+
 static void
 test_roundtrip (void)
 {
@@ -494,6 +508,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/moe/rule-errors", test_rule_errors);
   g_test_add_func ("/planner/moe/megatron-tp", test_megatron_tp);
   g_test_add_func ("/planner/moe/roundtrip", test_roundtrip);
+  g_test_add_func ("/planner/moe/describe-dropless", test_describe_dropless);
   g_test_add_func ("/planner/moe/cli", test_cli);
   static const ShardedCase mixtral = { "mixtral-tiny.json", 4 },
                            qwen = { "qwen2-moe-tiny.json", 2 };
