@@ -10,6 +10,7 @@
 #include "planner-compare.h"
 #include "planner-error.h"
 #include "planner-export.h"
+#include "planner-moe.h"
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
@@ -166,6 +167,9 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
     printf ("  %s\n", planner_plan_get_conflict (plan, i)->message);
   if (n_conflicts > MAX_CONFLICTS_SHOWN)
     printf ("  ... and %u more (--json lists them all)\n", n_conflicts - MAX_CONFLICTS_SHOWN);
+  g_autofree char *moe = planner_moe_describe (plan); /* mixture of experts */
+  if (moe)
+    fputs (moe, stdout);
 
   if (trace)
     {
@@ -230,6 +234,9 @@ print_json (PlannerPlan *plan, gboolean trace, const char *output)
   for (guint i = 0; i < planner_plan_get_n_conflicts (plan); i++)
     json_array_add_string_element (conflicts, planner_plan_get_conflict (plan, i)->message);
   json_object_set_array_member (o, "conflicts", conflicts);
+  JsonNode *moe = planner_moe_to_json (plan); /* mixture of experts */
+  if (moe)
+    json_object_set_member (o, "moe", moe);
 
   if (trace)
     {
@@ -295,7 +302,8 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "overrides the policy's pin on the same op",
       "OP=LAYOUTS" },
     { "policy", 0, 0, G_OPTION_ARG_FILENAME, &policy,
-      "Pin rules: a built-in (megatron, megatron-sp, dp) or a policy JSON file", "NAME|FILE" },
+      "Pin rules: a built-in (megatron, megatron-sp, dp, megatron-ep) or a policy JSON file",
+      "NAME|FILE" },
     { "hardware", 0, 0, G_OPTION_ARG_FILENAME, &hardware,
       "Hardware profile: a built-in name or a profile file (default " APP_CLI_DEFAULT_HARDWARE ")",
       "NAME|FILE" },

@@ -15,6 +15,7 @@
 
 #include "executor-calibrate.h"
 #include "executor-error.h"
+#include "executor-moe.h"
 #include "executor-train.h"
 #include "executor-trial.h"
 #include "planner-cost.h"
@@ -209,6 +210,8 @@ load_sources (PlannerPlan *plan, const char *weights, const char *tokens, GError
   if (weights)
     {
       sources = executor_safetensors_load (weights, error);
+      if (sources != NULL) /* the hub's per-expert tensors of mixture-of-experts models */
+        executor_moe_checkpoint_convert (sources, g);
       if (sources == NULL || !executor_tensors_check_parameters (sources, g, error))
         {
           if (error && *error)

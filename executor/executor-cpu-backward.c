@@ -652,6 +652,7 @@ b_cross_entropy (ExecutorDevice *dev, BCall *b, GError **error)
     [PLANNER_OP_SPLIT] = b_concat_split, [PLANNER_OP_SLICE] = b_concat_split,                      \
     [PLANNER_OP_ROTARY_EMBEDDING] = b_rotary, [PLANNER_OP_SDPA] = b_sdpa,                          \
     [PLANNER_OP_CROSS_ENTROPY] = b_cross_entropy, [PLANNER_OP_CONV2D] = b_conv2d,                  \
+    EXECUTOR_MOE_BACKWARD_ENTRIES                                                                  \
   }
 
 #ifdef SHARDSCOPE_KERNEL_MUTATIONS

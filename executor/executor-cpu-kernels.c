@@ -557,4 +557,10 @@ k_move_mutant (ExecutorDevice *dev, Call *c, GError **error)
 #define executor_kernel_concat_split k_move_mutant
 #endif
 
+/* Mixture of experts: executor-cpu-moe.c. */
+#define k_sigmoid executor_cpu_sigmoid
+#define k_moe_router executor_cpu_moe_router
+#define k_moe_dispatch executor_cpu_moe_dispatch
+#define k_moe_combine executor_cpu_moe_combine
+
 const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = EXECUTOR_KERNEL_TABLE;

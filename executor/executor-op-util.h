@@ -6,6 +6,7 @@
 
 #include "executor-backend-private.h"
 #include "executor-kernel-math.h"
+#include "executor-moe.h"
 
 G_BEGIN_DECLS
 
@@ -158,6 +159,7 @@ gboolean executor_kernel_concat_split (ExecutorDevice *dev, const ExecutorOpCall
     [PLANNER_OP_SLICE] = executor_kernel_concat_split, [PLANNER_OP_ROTARY_EMBEDDING] = k_rotary,   \
     [PLANNER_OP_SDPA] = k_sdpa, [PLANNER_OP_CROSS_ENTROPY] = k_cross_entropy,                      \
     [PLANNER_OP_CONV2D] = k_conv2d,                                                                \
+    EXECUTOR_MOE_KERNEL_ENTRIES                                                                    \
   }
 
 G_END_DECLS

@@ -97,6 +97,21 @@ executor_tensors_get_nth (ExecutorTensors *self, guint i)
   return self->list->pdata[i];
 }
 
+gboolean
+executor_tensors_remove (ExecutorTensors *self, const char *name)
+{
+  gpointer at = g_hash_table_lookup (self->byname, name);
+  if (at == NULL)
+    return FALSE;
+  guint i = GPOINTER_TO_UINT (at) - 1;
+  g_hash_table_remove (self->byname, name);
+  g_ptr_array_remove_index (self->list, i);
+  for (guint j = i; j < self->list->len; j++)
+    g_hash_table_insert (self->byname, ((ExecutorHostTensor *)self->list->pdata[j])->name,
+                         GUINT_TO_POINTER (j + 1));
+  return TRUE;
+}
+
 gint64
 executor_host_tensor_numel (const ExecutorHostTensor *t)
 {

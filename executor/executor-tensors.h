@@ -35,6 +35,9 @@ ExecutorHostTensor *executor_tensors_add (ExecutorTensors *self, const char *nam
 const ExecutorHostTensor *executor_tensors_lookup (ExecutorTensors *self, const char *name);
 guint executor_tensors_get_n (ExecutorTensors *self);
 const ExecutorHostTensor *executor_tensors_get_nth (ExecutorTensors *self, guint i);
+/* Drops the tensor @name (and its data); FALSE when there is none. The others keep their
+ * order. */
+gboolean executor_tensors_remove (ExecutorTensors *self, const char *name);
 gint64 executor_host_tensor_numel (const ExecutorHostTensor *t);
 
 /* Whether a tensor stored as @have may fill a graph tensor of @want: the same shape, or the

@@ -639,3 +639,30 @@ planner_cost_post_prefetch_exposed (const double *gathers, const double *reduces
   /* The first unit's ReduceScatter follows the last compute of the pass. */
   return exposed + reduces[0];
 }
+
+/* ---- mixture of experts ---- */
+
+void
+planner_cost_moe (gint64 experts, gint64 top_k, gint64 tokens, gint64 capacity,
+                  PlannerCostMoe *moe)
+{
+  g_return_if_fail (moe != NULL && experts > 0 && top_k > 0 && tokens > 0 && capacity > 0);
+
+  moe->experts = experts;
+  moe->top_k = top_k;
+  moe->tokens = tokens;
+  moe->capacity = capacity;
+  moe->balanced_load = (double)top_k * (double)tokens / (double)experts;
+  moe->capacity_factor = (double)capacity / moe->balanced_load;
+  moe->padding = MAX (0.0, 1.0 - moe->balanced_load / (double)capacity);
+}
+
+double
+planner_cost_moe_dropped (const PlannerCostMoe *moe, double imbalance)
+{
+  g_return_val_if_fail (moe != NULL && imbalance >= 1.0, 0.0);
+
+  /* A token never goes to one expert twice, so no expert receives more than @tokens. */
+  double load = MIN (imbalance * moe->balanced_load, (double)moe->tokens);
+  return load <= (double)moe->capacity ? 0.0 : 1.0 - (double)moe->capacity / load;
+}

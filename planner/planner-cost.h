@@ -211,4 +211,22 @@ double planner_cost_prefetch_exposed (const double *times, guint n, double compu
  * compute of the next unit. */
 double planner_cost_post_prefetch_exposed (const double *gathers, const double *reduces, guint n);
 
+/* Mixture of experts: capacity and load balance of one MoE layer (planner/README.md, "Mixture
+ * of experts"). Each group (a batch row of @tokens tokens) sends every expert @capacity slots,
+ * used or not, so the dispatch and combine AllToAlls and the experts' GEMMs cost the same
+ * whatever the routing; the balance decides how many tokens are dropped instead. */
+typedef struct
+{
+  gint64 experts, top_k, tokens, capacity;
+  double balanced_load;   /* top_k x tokens / experts: an expert's tokens at perfect balance */
+  double capacity_factor; /* capacity / balanced_load */
+  double padding;         /* fraction of the slots left empty at perfect balance */
+} PlannerCostMoe;
+
+void planner_cost_moe (gint64 experts, gint64 top_k, gint64 tokens, gint64 capacity,
+                       PlannerCostMoe *moe);
+/* Fraction of the busiest expert's tokens dropped when it is sent @imbalance x its balanced
+ * load: 0 up to the capacity factor, 1 - capacity_factor / imbalance beyond. */
+double planner_cost_moe_dropped (const PlannerCostMoe *moe, double imbalance);
+
 G_END_DECLS

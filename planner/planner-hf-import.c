@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-hf-moe-private.h"
 #include "planner-model-private.h"
 
 /* Hugging Face config.json -> PlannerGraph.
@@ -34,6 +35,9 @@ static const ModelType model_types[] = {
   { "llama", FAMILY_LLAMA, { "LlamaForCausalLM" } },
   { "mistral", FAMILY_LLAMA, { "MistralForCausalLM" } },
   { "qwen2", FAMILY_LLAMA, { "Qwen2ForCausalLM" } },
+  /* Mixture of experts: LLaMA's attention, planner-hf-moe.c's MLP. */
+  { "mixtral", FAMILY_LLAMA, { "MixtralForCausalLM" } },
+  { "qwen2_moe", FAMILY_LLAMA, { "Qwen2MoeForCausalLM" } },
   { "bert", FAMILY_BERT, { "BertForMaskedLM", "BertModel" } },
 };
 
@@ -98,6 +102,7 @@ typedef struct
   int act_variant;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
+  PlannerHfMoe moe; /* mixtral, qwen2_moe */
 } HfConfig;
 
 void
@@ -418,7 +423,11 @@ static void
 read_sliding_window (Reader *r, HfConfig *c)
 {
   JsonNode *types = reader_lookup (r, "layer_types", NULL);
+  JsonNode *window = reader_lookup (r, "sliding_window", NULL);
 
+  /* Qwen2MoeConfig writes 0 for "no window" when use_sliding_window is false. */
+  if (window != NULL && node_value_type (window) == G_TYPE_INT64 && json_node_get_int (window) == 0)
+    return;
   c->sliding_window = reader_size (r, "sliding_window", NULL, 0);
   c->sliding_from = G_MAXINT64;
   if (r->error != NULL || c->sliding_window == 0)
@@ -580,6 +589,8 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
     default:
       g_assert_not_reached ();
     }
+  if (r.error == NULL && planner_hf_moe_parse (object, what, c->type->model_type, &c->moe, &r.error))
+    c->qkv_bias = c->qkv_bias || c->moe.qkv_bias;
   read_dtype (&r, c);
   if (r.error != NULL)
     {
@@ -982,6 +993,13 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
       x = b_binary (b, "add_attn", PLANNER_OP_ADD, x, a);
 
       h = b_rms_norm (b, "post_attention_layernorm", x, H, c->eps);
+      if (b->error == NULL && planner_hf_moe_is_sparse (&c->moe, i))
+        {
+          h = planner_hf_moe_block (b->graph, b->prefix, b->dtype, &c->moe, b->batch, b->seq, H,
+                                    c->act, c->act_variant, h, &b->error);
+          x = b_binary (b, "add_mlp", PLANNER_OP_ADD, x, h);
+          continue;
+        }
       gate = b_linear (b, "mlp.gate_proj", h, H, c->intermediate, TRUE, c->mlp_bias, 0);
       up = b_linear (b, "mlp.up_proj", h, H, c->intermediate, TRUE, c->mlp_bias, 0);
       gate = b_activation (b, "mlp.act_fn", c, gate);

@@ -87,6 +87,10 @@ static const OpTypeInfo op_types[PLANNER_N_OP_TYPES] = {
   [PLANNER_OP_SDPA] = { "ScaledDotProductAttention", 3, 3 },
   [PLANNER_OP_CROSS_ENTROPY] = { "CrossEntropyLoss", 2, 2 },
   [PLANNER_OP_CONV2D] = { "Conv2D", 2, 3 },
+  [PLANNER_OP_SIGMOID] = { "Sigmoid", 1, 1 },
+  [PLANNER_OP_MOE_ROUTER] = { "MoERouter", 1, 1 },
+  [PLANNER_OP_MOE_DISPATCH] = { "MoEDispatch", 2, 2 },
+  [PLANNER_OP_MOE_COMBINE] = { "MoECombine", 2, 2 },
 };
 
 const char *
@@ -1035,6 +1039,112 @@ build_conv2d (Builder *b, const PlannerOpAttrs *attrs)
   return TRUE;
 }
 
+/* ---- mixture of experts (planner/README.md, "Mixture of experts") ----
+ *
+ * Tokens are routed within their batch row: the row is GShard's group, so splitting the batch
+ * splits the groups and each expert's slots of a row are filled in token order. The slot of
+ * token s at expert e is the number of earlier tokens of the row routed to e; only gates[.., e]
+ * decides it, so the expert dim may be split in all three ops. The sequence may not: a slot
+ * depends on every earlier token. */
+
+static gboolean
+moe_need_gates (Builder *b, guint input, gint64 batch, gint64 seq)
+{
+  if (!need_rank (b, input, 3, 3))
+    return FALSE;
+  if (b->shapes[input][0] != batch || b->shapes[input][1] != seq)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "the gates (%s) are [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %"
+                 G_GINT64_FORMAT "] but the tokens are %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT
+                 "; they need one gate per token and expert",
+                 planner_operand_label (input), b->shapes[input][0], b->shapes[input][1],
+                 b->shapes[input][2], batch, seq);
+  return TRUE;
+}
+
+static gboolean
+build_moe (Builder *b, const PlannerOpAttrs *attrs)
+{
+  PlannerOpRule *r = b->rule;
+  const gint64 *s0 = b->shapes[0];
+
+  if (r->type == PLANNER_OP_MOE_ROUTER)
+    {
+      if (!need_rank (b, 0, 3, 3))
+        return FALSE;
+      if (attrs->n_ints != 1 || attrs->ints[0] < 1 || attrs->ints[0] > s0[2])
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "ints must be [top_k] with 1 <= top_k <= %" G_GINT64_FORMAT " experts",
+                     s0[2]);
+      PlannerOperandMap *im = input_map (b, 0, 3), *om = output_map (b, 0, 3);
+      int fb = add_factor (b, "b", s0[0], PLANNER_FACTOR_PASS);
+      int fs = add_factor (b, "s", s0[1], PLANNER_FACTOR_PASS);
+      /* The softmax and the top-k run over every expert of a token. */
+      int fe = add_factor (b, "e", s0[2], PLANNER_FACTOR_NEED_REPLICATION);
+      int fs_all[] = { fb, fs, fe };
+      for (guint d = 0; d < 3; d++)
+        {
+          map_dim (im, d, fs_all[d]);
+          map_dim (om, d, fs_all[d]);
+        }
+      r->flops = 6.0 * (double) numel (s0, 3);
+      return TRUE;
+    }
+
+  if (r->type == PLANNER_OP_MOE_DISPATCH)
+    {
+      if (!need_rank (b, 0, 3, 3) || !moe_need_gates (b, 1, s0[0], s0[1]))
+        return FALSE;
+      gint64 capacity = attrs->n_ints == 1 ? attrs->ints[0] : 0;
+      if (capacity < 1 || capacity > s0[1])
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "ints must be [capacity] with 1 <= capacity <= %" G_GINT64_FORMAT
+                     " tokens per row (a token goes to an expert at most once)",
+                     s0[1]);
+      PlannerOperandMap *xm = input_map (b, 0, 3), *gm = input_map (b, 1, 3),
+                        *om = output_map (b, 0, 4);
+      int fb = add_factor (b, "b", s0[0], PLANNER_FACTOR_PASS);
+      int fs = add_factor (b, "s", s0[1], PLANNER_FACTOR_NEED_REPLICATION);
+      int fe = add_factor (b, "e", b->shapes[1][2], PLANNER_FACTOR_PASS);
+      int fc = add_factor (b, "c", capacity, PLANNER_FACTOR_NEED_REPLICATION);
+      int fh = add_factor (b, "h", s0[2], PLANNER_FACTOR_PASS);
+      map_dim (xm, 0, fb), map_dim (xm, 1, fs), map_dim (xm, 2, fh);
+      map_dim (gm, 0, fb), map_dim (gm, 1, fs), map_dim (gm, 2, fe);
+      map_dim (om, 0, fb), map_dim (om, 1, fe), map_dim (om, 2, fc), map_dim (om, 3, fh);
+      r->linear_inputs = 0x1;
+      r->flops = (double) s0[0] * (double) b->shapes[1][2] * (double) capacity * (double) s0[2];
+      return TRUE;
+    }
+
+  /* MoECombine: out[b, s] = sum over e of gates[b, s, e] y[b, e, slot(b, s, e)]. */
+  if (!need_rank (b, 0, 4, 4) || !moe_need_gates (b, 1, s0[0], b->shapes[1][1]))
+    return FALSE;
+  if (b->shapes[1][2] != s0[1])
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "the expert outputs (input 0) have %" G_GINT64_FORMAT
+                 " experts but the gates (input 1) %" G_GINT64_FORMAT,
+                 s0[1], b->shapes[1][2]);
+  if (s0[2] > b->shapes[1][1])
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "capacity %" G_GINT64_FORMAT " (dim 2 of input 0) exceeds the %" G_GINT64_FORMAT
+                 " tokens per row",
+                 s0[2], b->shapes[1][1]);
+  PlannerOperandMap *ym = input_map (b, 0, 4), *gm = input_map (b, 1, 3),
+                    *om = output_map (b, 0, 3);
+  int fb = add_factor (b, "b", s0[0], PLANNER_FACTOR_PASS);
+  int fs = add_factor (b, "s", b->shapes[1][1], PLANNER_FACTOR_NEED_REPLICATION);
+  /* Summed over: a shard of the experts gives its share of the sum. */
+  int fe = add_factor (b, "e", s0[1], PLANNER_FACTOR_REDUCTION);
+  int fc = add_factor (b, "c", s0[2], PLANNER_FACTOR_NEED_REPLICATION);
+  int fh = add_factor (b, "h", s0[3], PLANNER_FACTOR_PASS);
+  map_dim (ym, 0, fb), map_dim (ym, 1, fe), map_dim (ym, 2, fc), map_dim (ym, 3, fh);
+  map_dim (gm, 0, fb), map_dim (gm, 1, fs), map_dim (gm, 2, fe);
+  map_dim (om, 0, fb), map_dim (om, 1, fs), map_dim (om, 2, fh);
+  r->linear_inputs = 0x1;
+  r->flops = 2.0 * (double) numel (s0, 4);
+  return TRUE;
+}
+
 /* Elementwise FLOPs per output element, roughly what the kernels execute. */
 static double
 elementwise_cost (PlannerOpType type)
@@ -1160,6 +1270,10 @@ planner_op_rule_build (PlannerOpRule *rule, PlannerOpType type, const PlannerOpA
     case PLANNER_OP_SDPA: ok = build_sdpa (&b); break;
     case PLANNER_OP_CROSS_ENTROPY: ok = build_cross_entropy (&b); break;
     case PLANNER_OP_CONV2D: ok = build_conv2d (&b, attrs); break;
+    case PLANNER_OP_SIGMOID: ok = build_per_dim (&b, -1, PLANNER_FACTOR_PASS); break;
+    case PLANNER_OP_MOE_ROUTER:
+    case PLANNER_OP_MOE_DISPATCH:
+    case PLANNER_OP_MOE_COMBINE: ok = build_moe (&b, attrs); break;
     default: g_assert_not_reached ();
     }
   if (!ok)

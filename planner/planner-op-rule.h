@@ -58,6 +58,12 @@ typedef enum
   PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal */
   PLANNER_OP_CROSS_ENTROPY, /* logits[..., V], labels[...] i64 -> mean loss [] */
   PLANNER_OP_CONV2D,        /* x[N, C, H, W], w[O, C, kh, kw] (+ bias[O]); attrs.ints: stride, pad */
+  /* Mixture of experts (planner/README.md, "Mixture of experts"). */
+  PLANNER_OP_SIGMOID,
+  PLANNER_OP_MOE_ROUTER,   /* logits[B, S, E] -> gates[B, S, E]: softmax, top attrs.ints[0]
+                            * kept, renormalized when attrs.variant is 1, the rest 0 */
+  PLANNER_OP_MOE_DISPATCH, /* x[B, S, H], gates[B, S, E] -> [B, E, C, H], C = attrs.ints[0] */
+  PLANNER_OP_MOE_COMBINE,  /* y[B, E, C, H], gates[B, S, E] -> [B, S, H] */
   PLANNER_N_OP_TYPES
 } PlannerOpType;
 

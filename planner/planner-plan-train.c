@@ -161,6 +161,7 @@ op_keeps (Model *m, Kept *kp, guint i, gboolean selective)
     case PLANNER_OP_MUL:
     case PLANNER_OP_DIV:
     case PLANNER_OP_CROSS_ENTROPY:
+    case PLANNER_OP_MOE_COMBINE: /* and the gates rebuild the slots (dispatch's too) */
       /* Each activation input is needed for the other operand's gradient. */
       for (guint k = 0; k < op->n_inputs; k++)
         keep (m, kp, i, op->inputs[k], kept_layout (m, i, k, &in[k]));
@@ -170,11 +171,13 @@ op_keeps (Model *m, Kept *kp, guint i, gboolean selective)
     case PLANNER_OP_RELU:
     case PLANNER_OP_LAYER_NORM:
     case PLANNER_OP_RMS_NORM:
+    case PLANNER_OP_MOE_ROUTER: /* the logits: softmax and top-k again */
       keep (m, kp, i, op->inputs[0], kept_layout (m, i, 0, &in[0]));
       break;
     case PLANNER_OP_TANH:
     case PLANNER_OP_EXP:
     case PLANNER_OP_SOFTMAX:
+    case PLANNER_OP_SIGMOID:
       keep (m, kp, i, op->outputs[0], &out[0]);
       break;
     case PLANNER_OP_DROPOUT:

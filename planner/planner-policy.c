@@ -11,7 +11,9 @@
 #include "planner-propagate.h"
 #include "planner-resources.h"
 
-static const char *const builtin_names[] = { "megatron", "megatron-sp", "dp", NULL };
+static const char *const builtin_names[] = { "megatron", "megatron-sp", "dp",
+                                             "megatron-ep", /* mixture of experts */
+                                             NULL };
 
 const char *const *
 planner_policy_builtin_names (void)
@@ -180,6 +182,10 @@ typedef struct
   char dp[PLANNER_MAX_AXES * PLANNER_MAX_AXIS_NAME];
   char all[PLANNER_MAX_AXES * PLANNER_MAX_AXIS_NAME];
   gboolean has_tp;
+  /* Expert parallelism: {ep} the axis named ep, {edp} every axis but tp and ep. */
+  char ep[PLANNER_MAX_AXES * PLANNER_MAX_AXIS_NAME];
+  char edp[PLANNER_MAX_AXES * PLANNER_MAX_AXIS_NAME];
+  gboolean has_ep;
 } PolicyAxes;
 
 static void
@@ -198,6 +204,25 @@ join_axes (char *out, gsize size, const PlannerMesh *mesh, int skip)
 }
 
 static void
+policy_axes_init_ep (PolicyAxes *ph, const PlannerMesh *mesh, int tp)
+{
+  int ep = planner_mesh_axis_index (mesh, "ep");
+
+  ph->has_ep = ep >= 0;
+  g_strlcpy (ph->ep, ph->has_ep ? mesh->names[ep] : "_", sizeof ph->ep);
+  ph->edp[0] = '\0';
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if ((int) a != tp && (int) a != ep)
+      {
+        if (ph->edp[0])
+          g_strlcat (ph->edp, "+", sizeof ph->edp);
+        g_strlcat (ph->edp, mesh->names[a], sizeof ph->edp);
+      }
+  if (ph->edp[0] == '\0')
+    g_strlcpy (ph->edp, "_", sizeof ph->edp);
+}
+
+static void
 policy_axes_init (PolicyAxes *ph, const PlannerMesh *mesh)
 {
   int tp = planner_mesh_axis_index (mesh, "tp");
@@ -211,6 +236,7 @@ policy_axes_init (PolicyAxes *ph, const PlannerMesh *mesh)
     g_strlcpy (ph->tp, mesh->names[tp], sizeof ph->tp);
   join_axes (ph->dp, sizeof ph->dp, mesh, tp);
   join_axes (ph->all, sizeof ph->all, mesh, -1);
+  policy_axes_init_ep (ph, mesh, tp);
 }
 
 static char *
@@ -225,6 +251,10 @@ substitute (const char *template, const PolicyAxes *ph)
         g_string_append (s, ph->dp), p += 4;
       else if (g_str_has_prefix (p, "{all}"))
         g_string_append (s, ph->all), p += 5;
+      else if (g_str_has_prefix (p, "{ep}"))
+        g_string_append (s, ph->ep), p += 4;
+      else if (g_str_has_prefix (p, "{edp}"))
+        g_string_append (s, ph->edp), p += 5;
       else
         g_string_append_c (s, *p++);
     }
@@ -342,6 +372,35 @@ refusal (const PlannerPin *pin, PlannerGraph *graph, const PlannerMesh *mesh)
   return NULL;
 }
 
+/* Expert parallelism needs the axis named ep: a rule naming {ep} on a mesh without one is
+ * refused. An optional rule naming {tp} on a mesh without tp/mp is left out, its ops added to
+ * @no_tp for one note (megatron-ep on dp=2,ep=4 is expert and data parallelism only). 1: use
+ * the rule, 0: leave it out, -1: refused (@error set). */
+static int
+policy_rule_use (JsonObject *rule, const char *text, const PolicyAxes *ph, const char *policy,
+                 const PlannerMesh *mesh, GString *no_tp, GError **error)
+{
+  g_autofree char *m = NULL;
+
+  if (strstr (text, "{ep}") != NULL && !ph->has_ep)
+    {
+      m = planner_mesh_to_string (mesh);
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_AXIS,
+                   "policy %s needs a mesh axis named ep for expert parallelism; the mesh is %s "
+                   "(write e.g. dp=2,ep=4)",
+                   policy, m);
+      return -1;
+    }
+  if (strstr (text, "{tp}") != NULL && !ph->has_tp
+      && json_object_get_boolean_member_with_default (rule, "optional", FALSE))
+    {
+      g_string_append_printf (no_tp, "%s%s", no_tp->len ? ", " : "",
+                              json_object_get_string_member_with_default (rule, "ops", "?"));
+      return 0;
+    }
+  return 1;
+}
+
 GPtrArray *
 planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const PlannerMesh *mesh,
                        GPtrArray *notes, GError **error)
@@ -383,6 +442,7 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
         }
       g_autoptr (GPtrArray) pins = g_ptr_array_new_with_free_func ((GDestroyNotify) planner_pin_free);
       JsonArray *rules = json_node_get_array (rules_node);
+      g_autoptr (GString) no_tp = g_string_new (NULL);
       for (guint r = 0; r < json_array_get_length (rules); r++)
         {
           JsonNode *rn = json_array_get_element (rules, r);
@@ -402,6 +462,11 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
                            name_or_path, r);
               return NULL;
             }
+          int use = policy_rule_use (rule, pin_t ? pin_t : batch, &ph, policy, mesh, no_tp, error);
+          if (use < 0)
+            return NULL;
+          if (use == 0)
+            continue;
           if ((strstr (pin_t ? pin_t : batch, "{tp}") != NULL) && !ph.has_tp)
             {
               g_autofree char *m = planner_mesh_to_string (mesh);
@@ -439,6 +504,10 @@ planner_policy_expand (const char *name_or_path, PlannerGraph *graph, const Plan
             }
           g_ptr_array_add (pins, pin);
         }
+      if (no_tp->len && notes)
+        g_ptr_array_add (notes, g_strdup_printf ("policy %s: left out the optional tensor-parallel "
+                                                 "rules of %s: the mesh has no tp or mp axis",
+                                                 policy, no_tp->str));
       return g_steal_pointer (&pins);
     }
   g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_UNKNOWN_POLICY,

@@ -424,6 +424,77 @@ def cases_conv2d():
         yield c
 
 
+# ---- mixture of experts (issue 16): the router, dispatch and combine from their definitions
+# (planner/README.md "Mixture of experts"), in one case so that the gates the backward check
+# perturbs are the router's logits (a gate moved off 0 would route a token). ----
+
+def moe_router(logits, k, renorm):  # softmax over the experts, the top k kept, the rest 0
+    p = softmax(logits, -1)
+    top = np.argsort(-p, axis=-1, kind="stable")[..., :k]
+    mask = np.zeros(p.shape, dtype=bool)
+    np.put_along_axis(mask, top, True, -1)
+    g = np.where(mask, p, 0.0)
+    return g / g.sum(-1, keepdims=True) if renorm else g
+
+
+def moe_slots(gates, capacity):  # slot of token s at expert e in its row: earlier routed tokens
+    B, S, E = gates.shape
+    slot = -np.ones((B, S, E), dtype=np.int64)
+    for b in range(B):
+        for e in range(E):
+            n = 0
+            for s in range(S):
+                if gates[b, s, e] != 0:
+                    if n < capacity:
+                        slot[b, s, e] = n
+                    n += 1
+    return slot
+
+
+def moe_dispatch(x, gates, capacity):
+    B, S, E = gates.shape
+    out = np.zeros((B, E, capacity, x.shape[-1]))
+    for (b, s, e), n in np.ndenumerate(moe_slots(gates, capacity)):
+        if n >= 0:
+            out[b, e, n] = x[b, s]
+    return out
+
+
+def moe_combine(y, gates):
+    B, S, E = gates.shape
+    out = np.zeros((B, S, y.shape[-1]))
+    for (b, s, e), n in np.ndenumerate(moe_slots(gates, y.shape[2])):
+        if n >= 0:
+            out[b, s] += gates[b, s, e] * y[b, e, n]
+    return out
+
+
+def cases_moe():
+    # The router: top k of E, renormalized (Mixtral) or not (Qwen2-MoE's default).
+    for E, k, renorm in ((4, 2, True), (6, 3, False)):
+        logits = normal([2, int(rng.integers(2, 5)), E], 2.0)
+        c = Case("MoERouter", "MoERouter E=%d top %d%s" % (E, k, " renormalized" if renorm else ""))
+        c.op([c.src("logits", logits)], lambda s, k=k, r=renorm: {"g": moe_router(s["logits"], k, r)},
+             {"ints": [k], "variant": 1 if renorm else 0})
+        yield c
+    # Dispatch and combine, dropless and with fewer slots than tokens. The backward check moves
+    # every gate a little, and a gate moved off 0 would route a token, so these gates are all
+    # non-zero (every token routed everywhere); the zeros' routing is the router's output in
+    # whole models (test-moe, test-hf-reference.py).
+    for capacity in (None, 2):
+        B, S, E, H = 2, int(rng.integers(3, 6)), 3, int(rng.integers(2, 5))
+        C = capacity or S
+        gates = (rng.uniform(0.1, 1.0, [B, S, E]) * rng.choice([-1, 1], [B, S, E])).astype(np.float32)
+        c = Case("MoEDispatch", "MoEDispatch %d slots of %d tokens" % (C, S))
+        c.op([c.src("x", normal([B, S, H])), c.src("gates", gates)],
+             lambda s, C=C: {"y": moe_dispatch(s["x"], s["gates"], C)}, {"ints": [C]})
+        yield c
+        c = Case("MoECombine", "MoECombine %d slots of %d tokens" % (C, S))
+        c.op([c.src("y", normal([B, E, C, H])), c.src("gates", gates)],
+             lambda s: {"out": moe_combine(s["y"], s["gates"])})
+        yield c
+
+
 def all_cases():
     yield from cases_matmul()
     yield from cases_batch_matmul()
@@ -456,6 +527,8 @@ def all_cases():
     yield from cases_sdpa()
     yield from cases_cross_entropy()
     yield from cases_conv2d()
+    yield from cases_unary("Sigmoid", lambda x: 1 / (1 + np.exp(-x)))
+    yield from cases_moe()
 
 
 def rel_error(got, want):
@@ -526,6 +599,9 @@ def main():
     only = os.environ.get("GOLDEN_ONLY")
     if only:
         cases = [c for c in cases if c.op_type == only]
+    if "cuda" in extra or "nccl" in extra:  # no GPU kernels for these yet (executor/README.md)
+        cases = [c for c in cases
+                 if c.op_type not in ("Sigmoid", "MoERouter", "MoEDispatch", "MoECombine")]
     with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
         prefixes = []
         for i, c in enumerate(cases):

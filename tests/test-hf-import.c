@@ -639,7 +639,7 @@ static void
 test_zoo_listing (void)
 {
   const char *const *types = planner_hf_model_types ();
-  const char *const expected_types[] = { "gpt2", "llama", "mistral", "qwen2", "bert", NULL };
+  const char *const expected_types[] = { "gpt2", "llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "bert", NULL };
   g_autofree char *gpt2 = planner_zoo_describe ("gpt2");
   g_autofree char *llama70 = planner_zoo_describe ("llama-70b");
   g_autofree char *mlp = planner_zoo_describe ("mlp");
@@ -679,7 +679,7 @@ static const BadConfig bad_configs[] = {
   { "not-object", "[1, 2]", PLANNER_ERROR_MALFORMED_FILE, "object" },
   { "no-model-type", "{\"hidden_size\": 64}", PLANNER_ERROR_MALFORMED_FILE, "\"model_type\"" },
   { "unknown-model-type", "{\"model_type\": \"t5\"}", PLANNER_ERROR_UNKNOWN_MODEL,
-    "\"t5\"; supported model types: gpt2, llama, mistral, qwen2, bert" },
+    "\"t5\"; supported model types: gpt2, llama, mistral, qwen2, mixtral, qwen2_moe, bert" },
   { "unknown-architecture",
     "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForSequenceClassification\"]}",
     PLANNER_ERROR_UNKNOWN_MODEL, "LlamaForSequenceClassification" },

@@ -258,6 +258,33 @@ static const OpCase cases[] = {
     .pick = "n=a c=b", .in_layouts = "[a,b,_,_];[_,b,_,_];[_]",
     .out_layouts = "[a,_,_,_] partial(b)", .in_local = "[2,3,8,8];[10,3,3,3];[10]",
     .out_local = "[2,10,6,6]" },
+  /* Mixture of experts. Sigmoid on x[2,3,8]: as Exp, 8 and 20. */
+  { "Sigmoid", PLANNER_OP_SIGMOID, .n_inputs = 1, .ranks = { 3 }, .shapes = { { 2, 3, 8 } },
+    .n_outputs = 1, .output_shapes = "[2,3,8]", .count_2x2 = 8, .count_2x2x2 = 20,
+    .pick_mesh = "a=2,b=2,c=2", .pick = "d0=a d2=b+c", .in_layouts = "[a,_,b+c]",
+    .out_layouts = "[a,_,b+c]", .in_local = "[1,3,2]", .out_local = "[1,3,2]" },
+  /* MoERouter (top 2) on logits[4,6,8]: b=4 (c 2), s=6 (c 1), the experts need-replication
+   * (softmax and top-k over all of them). As Softmax: 8 and 19. */
+  { "MoERouter", PLANNER_OP_MOE_ROUTER, .n_ints = 1, .ints = { 2 }, .n_inputs = 1,
+    .ranks = { 3 }, .shapes = { { 4, 6, 8 } }, .n_outputs = 1, .output_shapes = "[4,6,8]",
+    .count_2x2 = 8, .count_2x2x2 = 19, .pick_mesh = "a=2,b=2,c=2", .pick = "b=a+b s=c",
+    .in_layouts = "[a+b,c,_]", .out_layouts = "[a+b,c,_]", .in_local = "[1,3,8]",
+    .out_local = "[1,3,8]" },
+  /* MoEDispatch x[4,6,8], gates[4,6,4], capacity 3 -> [4,4,3,8]: b=4 (c 2), e=4 (c 2),
+   * h=8 (c 3); the sequence and the slots need-replication. m1 = 3, m2 = 3, m3 = 1.
+   * 2 axes: 9 + 3 + 1 + 3 = 16. 3 axes: 1 + 9 + 3 (6 + 3) + 6 + 3*3*2 + 1 = 62. */
+  { "MoEDispatch", PLANNER_OP_MOE_DISPATCH, .n_ints = 1, .ints = { 3 }, .n_inputs = 2,
+    .ranks = { 3, 3 }, .shapes = { { 4, 6, 8 }, { 4, 6, 4 } }, .n_outputs = 1,
+    .output_shapes = "[4,4,3,8]", .count_2x2 = 16, .count_2x2x2 = 62,
+    .pick_mesh = "a=2,b=2,c=2", .pick = "b=a e=b h=c", .in_layouts = "[a,_,c];[a,_,b]",
+    .out_layouts = "[a,b,_,c]", .in_local = "[2,6,4];[2,6,2]", .out_local = "[2,2,3,4]" },
+  /* MoECombine y[4,4,3,8], gates[4,6,4] -> [4,6,8]: the same factors, the experts now a
+   * reduction (summed over): 16 and 62, and a split of them leaves partial sums. */
+  { "MoECombine", PLANNER_OP_MOE_COMBINE, .n_inputs = 2, .ranks = { 4, 3 },
+    .shapes = { { 4, 4, 3, 8 }, { 4, 6, 4 } }, .n_outputs = 1, .output_shapes = "[4,6,8]",
+    .count_2x2 = 16, .count_2x2x2 = 62, .pick_mesh = "a=2,b=2,c=2", .pick = "b=a e=b h=c",
+    .in_layouts = "[a,b,_,c];[a,_,b]", .out_layouts = "[a,_,c] partial(b)",
+    .in_local = "[2,2,3,4];[2,6,2]", .out_local = "[2,6,4]" },
 };
 /* clang-format on */
 

@@ -136,6 +136,8 @@ test_builtins (Fixture *f, gconstpointer data)
   for (const char *const *name = planner_policy_builtin_names (); *name; name++)
     {
       g_autoptr (GError) error = NULL;
+      if (g_str_equal (*name, "megatron-ep")) /* experts only: tests/test-moe.c */
+        continue;
       g_autoptr (GPtrArray) pins
           = planner_policy_expand (*name, f->graph, f->mesh, NULL, &error);
       g_assert_no_error (error);

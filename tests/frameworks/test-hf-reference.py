@@ -74,6 +74,48 @@ MODELS = {
 }
 POLICIES = ["megatron", "megatron-sp", "dp"]
 
+# ---- Mixture of experts (issue 16): the hub configs in tests/data/models/, shrunk the same
+# way, with 8 experts so that ep=4 divides them and a capacity_factor of experts / top_k, so
+# that every expert has a slot for every token of a row (C = S): Hugging Face runs the experts
+# dropless, and so does the graph then. Batch 8 (the dispatch is data-parallel over dp x ep),
+# on dp=2,ep=4 under megatron-ep (experts over ep, AllToAll dispatch and combine) and dp.
+# qwen2_moe keeps its shared expert and gets one dense layer (mlp_only_layers). save_pretrained
+# writes the experts in the hub's per-expert layout (Mixtral's block_sparse_moe.experts.N.w1,
+# Qwen2-MoE's mlp.experts.N.gate_proj, ...), which `run --weights` turns into the graph's 3-D
+# parameters; the gradients are compared by the names named_parameters gives.
+MOE_MODELS = {
+    "mixtral": ("mixtral-8x7b-v0.1.json", {"vocab_size": 64, "hidden_size": 16,
+                                           "intermediate_size": 24, "num_hidden_layers": 2,
+                                           "num_attention_heads": 4, "num_key_value_heads": 2,
+                                           "max_position_embeddings": 64,
+                                           "capacity_factor": 4.0}),
+    "qwen2_moe": ("qwen1.5-moe-a2.7b.json", {"vocab_size": 72, "hidden_size": 16,
+                                             "intermediate_size": 20, "num_hidden_layers": 2,
+                                             "num_attention_heads": 4, "num_key_value_heads": 4,
+                                             "max_position_embeddings": 64, "num_experts": 8,
+                                             "moe_intermediate_size": 12,
+                                             "shared_expert_intermediate_size": 20,
+                                             "mlp_only_layers": [1], "capacity_factor": 2.0}),
+}
+MOE_DATA = os.path.join(ROOT, "tests", "data", "models")
+MOE_B = 8
+# (policy, mesh): expert parallelism, plain data parallelism, and the experts tensor-parallel.
+MOE_RUNS = [("megatron-ep", "dp=2,ep=4"), ("dp", "dp=2,ep=4"), ("megatron", "dp=2,tp=2"),
+            ("megatron-sp", "dp=2,tp=2")]
+
+
+def model_setup(model):
+    """(config file, sizes, batch, runs) of a model of either table; a run is (label, mesh,
+    propagate arguments)."""
+    if model in MOE_MODELS:
+        fname, sizes = MOE_MODELS[model]
+        runs = [(p, mesh, ["--policy", p]) for p, mesh in MOE_RUNS]
+        return os.path.join(MOE_DATA, fname), sizes, MOE_B, runs
+    fname, sizes, pins = MODELS[model]
+    runs = [(p, MESH, ["--policy", p]) for p in POLICIES]
+    runs.append(("pinned", MESH, sum((["--pin", p] for p in pins), [])))
+    return os.path.join(ROOT, "data", "models", fname), sizes, B, runs
+
 
 def skip(reason):
     print("1..0 # SKIP %s" % reason)
@@ -101,8 +143,8 @@ def hf_config(model):
     """The real config, shrunk, as a transformers config object (f32, 2 layers)."""
     from transformers import AutoConfig
 
-    fname, sizes, _ = MODELS[model]
-    with open(os.path.join(ROOT, "data", "models", fname)) as f:
+    path, sizes = model_setup(model)[:2]
+    with open(path) as f:
         real = json.load(f)
     fields = {k: v for k, v in real.items()
               if k not in ("model_type", "architectures", "torch_dtype", "dtype")}
@@ -205,28 +247,26 @@ def main():
         if keep:
             tmp = keep
             os.makedirs(tmp, exist_ok=True)
-        for k, model in enumerate(MODELS):
+        for k, model in enumerate(list(MODELS) + list(MOE_MODELS)):
             if only and model not in only:
                 continue
-            pins = MODELS[model][2]
+            _, _, batch, runs = model_setup(model)
             folder = os.path.join(tmp, model)
             config = hf_config(model)
             m = hf_model(model, config, 13 + k)
             m.save_pretrained(folder)
             rng = np.random.default_rng(13 + k)
-            ids = rng.integers(0, config.vocab_size, size=(B, S)).astype(np.int64)
+            ids = rng.integers(0, config.vocab_size, size=(batch, S)).astype(np.int64)
             tokens = os.path.join(tmp, model + "-tokens.npy")
             np.save(tokens, ids)
             logits, loss, grads = hf_reference(m, ids)
-            runs = [(p, ["--policy", p]) for p in POLICIES]
-            runs.append(("pinned", sum((["--pin", p] for p in pins), [])))
-            for policy, how in runs:
+            for policy, mesh, how in runs:
                 plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
                 out = os.path.join(tmp, "out.safetensors")
                 ref = os.path.join(tmp, "ref.safetensors")
-                what = "%s under %s on %s" % (model, policy, MESH)
+                what = "%s under %s on %s" % (model, policy, mesh)
                 p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"),
-                                    "--mesh", MESH, *how, "--batch", str(B), "--seq", str(S),
+                                    "--mesh", mesh, *how, "--batch", str(batch), "--seq", str(S),
                                     "--hardware", "cpu-local", "--allow-tied", "-o", plan],
                                    capture_output=True, text=True)
                 if p.returncode != 0:
