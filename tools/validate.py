@@ -297,6 +297,15 @@ def main():
                 nccl = nccl_model_time(row, json.load(f))
             collectives.append(dict(row=row, estimate=t, measured=meas, ratio=t / meas, cmd=cmd,
                                     nccl=nccl))
+        fits = []
+        for ref in doc.get("fit_references", []):
+            points = []
+            for nbytes, us in ref["points_us"]:
+                row = dict(id="%s-%d" % (ref["id"], nbytes), step=ref["step"], bytes=nbytes,
+                           gpus=ref["gpus"], hardware=ref["hardware"])
+                t, _ = run_collective(args.cli, row, tmp)
+                points.append((nbytes, us * 1e-6, t))
+            fits.append(dict(ref=ref, points=points))
     for row in doc.get("memory_rows", []):
         r = run_memory(args.cli, row)
         r.update(row=row, ratio=r["estimate"] / r["measured"])
@@ -373,6 +382,19 @@ def main():
                 row["id"], row["gpu"], row["hardware"], row["step"], size_text(row["bytes"]),
                 meas, row["where"], r["measured"] * 1e6, r["estimate"] * 1e6, r["ratio"],
                 yes(r["ratio"], TIME_TARGET), r["nccl"] * 1e6, r["nccl"] / r["measured"]))
+        w("")
+
+    for f in fits:
+        ref = f["ref"]
+        w("### The curve behind the NVLS constants (`%s`)" % ref["id"])
+        w("")
+        w("%s. %s" % (ref["source"], ref["use"]))
+        w("")
+        w("| size | measured (us) | estimated, `%s` (us) | ratio |" % ref["hardware"])
+        w("| --- | --- | --- | --- |")
+        for nbytes, meas, est in f["points"]:
+            size = size_text(nbytes) if nbytes >= MiB else "%d KiB" % (nbytes // 1024)
+            w("| %s | %.1f | %.1f | %.2f |" % (size, meas * 1e6, est * 1e6, est / meas))
         w("")
 
     if memory:
