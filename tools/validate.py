@@ -465,7 +465,8 @@ def main():
     for profile in ("a100-sxm", "h100-sxm", "h200-sxm"):
         n_time = sum(1 for r in results if r["row"]["hardware"] == profile)
         n_coll = sum(1 for r in collectives if r["row"]["hardware"] == profile)
-        w("- `%s`: %d training-step rows, %d collective rows." % (profile, n_time, n_coll))
+        w("- `%s`: %d training-step row%s, %d collective row%s." % (
+            profile, n_time, "" if n_time == 1 else "s", n_coll, "" if n_coll == 1 else "s"))
     w("")
     w("## Published runs Shardscope cannot express")
     w("")
