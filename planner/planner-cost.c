@@ -220,6 +220,57 @@ formula_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n,
   return latency_steps * link->latency_us * 1e-6 + steps / p * n / (link->bandwidth_GBps * 1e9);
 }
 
+/* NCCL's LL protocol on a ring (src/graph/tuning.cc): a lower latency at a fraction of the
+ * link's busbw, capped; NCCL takes it for small messages. */
+static double
+ll_time (const PlannerLink *link, const PlannerEfficiency *e, PlannerStepKind kind, guint p,
+         guint64 n)
+{
+  double steps = kind == PLANNER_STEP_ALL_REDUCE ? 2.0 * (p - 1) : p - 1;
+  double busbw = link->bandwidth_GBps * e->ll_bandwidth_factor;
+
+  if (e->ll_bandwidth_GBps > 0)
+    busbw = MIN (busbw, e->ll_bandwidth_GBps);
+  return (e->ll_base_us + steps * e->ll_step_us) * 1e-6 + steps / p * n / (busbw * 1e9);
+}
+
+/* The chunk NCCL's NVLS AllReduce moves per channel and head (src/enqueue.cc,
+ * calcCollChunking): the largest, halved down to 64, 32 and 16 KiB while the message is
+ * smaller than 64, 8 and 2 rounds of @concurrent chunks. */
+static double
+nvls_chunk (double n, double concurrent, double largest)
+{
+  double c = largest;
+
+  if (n < 64 * concurrent * c && c > 65536)
+    c = 65536;
+  if (n < 8 * concurrent * c && c > 32768)
+    c = 32768;
+  if (n < 2 * concurrent * c && c > 16384)
+    c = 16384;
+  return c;
+}
+
+/* NVLS AllReduce over @p devices of a node: rounds of channels x p chunks (a node's NVLS has
+ * one head per GPU), each round a fixed cost plus its bytes at the rate that makes the largest
+ * chunk reach nvls_bandwidth_GBps busbw, and the rounds the pipeline takes to fill. */
+static double
+nvls_time (const PlannerEfficiency *e, guint p, guint64 n)
+{
+  double steps = 2.0 * (p - 1);
+  double concurrent = e->nvls_channels * p;
+  double largest = e->nvls_max_chunk_KiB * 1024;
+  double chunk = nvls_chunk (n, concurrent, largest);
+  double round_s = e->nvls_chunk_us * 1e-6;
+  /* Seconds per byte of a round, beyond its fixed cost. */
+  double per_byte
+      = MAX (0.0, steps / p / (e->nvls_bandwidth_GBps * 1e9) - round_s / (concurrent * largest));
+
+  return e->nvls_latency_us * 1e-6
+         + (n / (concurrent * chunk) + e->nvls_fill_chunks)
+               * (round_s + concurrent * chunk * per_byte);
+}
+
 double
 planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, PlannerLinkKind link,
                               guint p, guint64 n)
@@ -239,18 +290,28 @@ planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, P
   points = planner_hardware_get_measurement (hw, kind, link, p, &n_points);
   if (points != NULL)
     return curve_time (points, n_points, n);
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (hw);
   double t
       = formula_time (planner_hardware_get_link (hw, link), kind, p, n, link == PLANNER_LINK_INTER);
   /* NVLink SHARP: inside a node with NVSwitch, NCCL reduces in the switch (algorithm NVLS) for
-   * AllReduce over more than 4 devices, at a busbw above the ring's; it takes the faster. */
-  double nvls = planner_hardware_get_efficiency (hw)->nvls_bandwidth_GBps;
+   * AllReduce over more than 4 devices, at a busbw above the ring's; the faster is taken. (With
+   * the profiles' 2.5 us per ring step the ring is the faster from 4 to 32 MiB, by at most 10%;
+   * it stays in, as a ReduceScatter and an AllGather would take its place anyway.) */
   if (kind == PLANNER_STEP_ALL_REDUCE && link == PLANNER_LINK_INTRA && p > NVLS_MIN_DEVICES
-      && nvls > 0)
+      && e->nvls_bandwidth_GBps > 0)
     {
-      PlannerLink l = *planner_hardware_get_link (hw, link);
-      l.bandwidth_GBps = nvls;
-      t = MIN (t, formula_time (&l, kind, p, n, FALSE));
+      if (e->nvls_channels > 0 && e->nvls_max_chunk_KiB > 0)
+        t = MIN (t, nvls_time (e, p, n));
+      else
+        {
+          PlannerLink l = *planner_hardware_get_link (hw, link);
+          l.bandwidth_GBps = e->nvls_bandwidth_GBps;
+          t = MIN (t, formula_time (&l, kind, p, n, FALSE));
+        }
     }
+  /* Inside a node NCCL also has the LL protocol for its ring collectives; it takes the faster. */
+  if (link == PLANNER_LINK_INTRA && e->ll_bandwidth_factor > 0 && kind != PLANNER_STEP_ALL_TO_ALL)
+    t = MIN (t, ll_time (planner_hardware_get_link (hw, link), e, kind, p, n));
   return t;
 }
 

@@ -24,6 +24,27 @@
  *
  * Every member is optional; an absent one keeps the datasheet-peak default. */
 
+/* The collective model's numbers (planner/README.md, "Collectives by message size"): each
+ * optional, >= 0 and at most its bound; absent or 0 leaves that part of the model off. */
+static const struct
+{
+  const char *name;
+  gsize offset;
+  double max;
+} collective_numbers[] = {
+  { "ll_base_us", G_STRUCT_OFFSET (PlannerEfficiency, ll_base_us), 1e6 },
+  { "ll_step_us", G_STRUCT_OFFSET (PlannerEfficiency, ll_step_us), 1e6 },
+  { "ll_bandwidth_factor", G_STRUCT_OFFSET (PlannerEfficiency, ll_bandwidth_factor), 1 },
+  { "ll_bandwidth_GBps", G_STRUCT_OFFSET (PlannerEfficiency, ll_bandwidth_GBps), 1e6 },
+  { "nvls_latency_us", G_STRUCT_OFFSET (PlannerEfficiency, nvls_latency_us), 1e6 },
+  { "nvls_chunk_us", G_STRUCT_OFFSET (PlannerEfficiency, nvls_chunk_us), 1e6 },
+  { "nvls_fill_chunks", G_STRUCT_OFFSET (PlannerEfficiency, nvls_fill_chunks), 1e3 },
+  { "nvls_channels", G_STRUCT_OFFSET (PlannerEfficiency, nvls_channels), 64 },
+  { "nvls_max_chunk_KiB", G_STRUCT_OFFSET (PlannerEfficiency, nvls_max_chunk_KiB), 1 << 20 },
+};
+
+#define COLLECTIVE_NUMBER(e, i) G_STRUCT_MEMBER (double, (e), collective_numbers[i].offset)
+
 void
 planner_hardware_efficiency_init (PlannerEfficiency *efficiency)
 {
@@ -51,6 +72,9 @@ planner_hardware_efficiency_equal (const PlannerEfficiency *a, const PlannerEffi
       || a->nvls_bandwidth_GBps != b->nvls_bandwidth_GBps || a->n_attention != b->n_attention
       || a->overlap_slowdown != b->overlap_slowdown)
     return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS (collective_numbers); i++)
+    if (COLLECTIVE_NUMBER (a, i) != COLLECTIVE_NUMBER (b, i))
+      return FALSE;
   for (guint i = 0; i < a->n_gemm; i++)
     if (a->gemm_size[i] != b->gemm_size[i] || a->gemm_efficiency[i] != b->gemm_efficiency[i])
       return FALSE;
@@ -168,18 +192,18 @@ read_attention (PlannerJsonReader *r, JsonObject *o, PlannerEfficiency *e)
 gboolean
 planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile, PlannerEfficiency *e)
 {
-  static const char *const known[] = {
-    "gemm",
-    "attention_flash",
-    "memory_bound",
-    "kernel_launch_us",
-    "nics_per_node",
-    "nvls_bandwidth_GBps",
-    "attention",
-    "overlap_slowdown",
-    NULL,
+  static const char *const members[] = {
+    "gemm",          "attention_flash",     "memory_bound", "kernel_launch_us",
+    "nics_per_node", "nvls_bandwidth_GBps", "attention",    "overlap_slowdown",
   };
   static const char *const known_flash[] = { "forward", "backward", NULL };
+  const char *known[G_N_ELEMENTS (members) + G_N_ELEMENTS (collective_numbers) + 1];
+  guint n_known = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (members); i++)
+    known[n_known++] = members[i];
+  for (guint i = 0; i < G_N_ELEMENTS (collective_numbers); i++)
+    known[n_known++] = collective_numbers[i].name;
+  known[n_known] = NULL;
   JsonObject *o = planner_json_get_object (r, profile, "efficiency");
   if (o == NULL)
     return FALSE;
@@ -230,6 +254,19 @@ planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *profile, Pla
         return planner_json_fail (r, "nvls_bandwidth_GBps", "must be >= 0 (0: no NVLS), got %g",
                                   bw);
       e->nvls_bandwidth_GBps = bw;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (collective_numbers); i++)
+    {
+      const char *name = collective_numbers[i].name;
+      double value;
+      if (!json_object_has_member (o, name))
+        continue;
+      if (!planner_json_read_number (r, json_object_get_member (o, name), name, &value))
+        return FALSE;
+      if (!isfinite (value) || value < 0 || value > collective_numbers[i].max)
+        return planner_json_fail (r, name, "must be in [0, %g] (0: that part off), got %g",
+                                  collective_numbers[i].max, value);
+      COLLECTIVE_NUMBER (e, i) = value;
     }
   if (json_object_has_member (o, "attention") && !read_attention (r, o, e))
     return FALSE;
@@ -306,6 +343,9 @@ planner_hardware_append_efficiency (GString *out, const PlannerEfficiency *e)
   append_number (out, "kernel_launch_us", e->kernel_launch_us, FALSE);
   g_string_append_printf (out, "    \"nics_per_node\": %u,\n", e->nics_per_node);
   append_number (out, "nvls_bandwidth_GBps", e->nvls_bandwidth_GBps, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS (collective_numbers); i++)
+    if (COLLECTIVE_NUMBER (e, i) != 0)
+      append_number (out, collective_numbers[i].name, COLLECTIVE_NUMBER (e, i), FALSE);
   append_number (out, "overlap_slowdown", e->overlap_slowdown, TRUE);
   g_string_append (out, "  }");
 }

@@ -101,6 +101,19 @@ typedef struct
   double kernel_launch_us;    /* per kernel */
   guint nics_per_node;        /* 0: one inter-node link per device only */
   double nvls_bandwidth_GBps; /* AllReduce busbw inside a node with NVLink SHARP; 0: none */
+  /* NCCL's LL protocol on the intra-node ring (planner/README.md, "Collectives by message
+   * size"): base + per-step latency, busbw = factor x the link's, capped; factor 0: no LL. */
+  double ll_base_us;
+  double ll_step_us;
+  double ll_bandwidth_factor;
+  double ll_bandwidth_GBps; /* the cap; 0: none */
+  /* NVLS by chunk: NCCL's chunk size for the message, a fixed cost per round of chunks and
+   * the rounds the pipeline takes to fill; channels 0: NVLS as the ring formula at its busbw. */
+  double nvls_latency_us;
+  double nvls_chunk_us;
+  double nvls_fill_chunks;
+  double nvls_channels;
+  double nvls_max_chunk_KiB;
   guint n_attention;          /* 0: fused attention at flash_forward / flash_backward */
   PlannerAttentionCurve attention[PLANNER_MAX_ATTENTION_CURVES];
   double overlap_slowdown; /* compute slows by this fraction while a collective overlaps it */

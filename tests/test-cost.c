@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "planner-cost.h"
+#include "planner-error.h"
 #include "test-util.h"
 
 #define MiB (G_GUINT64_CONSTANT (1) << 20)
@@ -34,13 +35,16 @@ typedef struct
 } CollectiveCase;
 
 static const CollectiveCase collective_cases[] = {
-  /* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node: NVLink SHARP (NVLS, busbw 480 GB/s)
-   * beats the ring (NVLink 4: 370 GB/s); both 2.5 us per step:
-   *   latency   2 (p-1) alpha = 2 * 7 * 2.5 us = 35 us
-   *   bandwidth 2 (p-1)/p n / B = 1.75 * 67108864 / 480e9 = 117440512 / 480e9 = 244.6677 us
-   *   total     279.6677 us (the ring: 35 + 117440512 / 370e9 = 352.4068 us) */
+  /* AllReduce of 64 MiB over mp=8 on h100-sxm, intra-node: NVLink SHARP (NVLS) beats the ring
+   * (35 + 117440512 / 370e9 = 352.4068 us). NVLS by chunks: 16 channels x 8 heads = 128 chunks
+   * a round; 64 MiB < 64 x 128 x 128 KiB (1 GiB) halves the 128 KiB chunk to 64 KiB, and 64 MiB
+   * is not below 8 x 128 x 64 KiB (64 MiB), so 64 KiB: 67108864 / (128 x 65536) = 8 rounds.
+   *   seconds per byte  1.75 / 480e9 - 4.6e-6 / (128 x 131072) = 3.371652e-12
+   *   one round         4.6 us + 128 x 65536 x 3.371652e-12 = 4.6 + 28.28346 = 32.88346 us
+   *   total             9.5 us + (8 + 1.9) x 32.88346 us = 335.0463 us
+   * (nccl-tests on one DGX H100 node, the curve the chunk constants come from: 324.7 us) */
   { "/planner/cost/all-reduce", "h100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB,
-    279.6677e-6, 8, 117440512 },
+    335.0463e-6, 8, 117440512 },
   /* The same over mp=4: NCCL rings groups of 4 or fewer (no NVLS), 370 GB/s:
    *   latency   2 * 3 * 2.5 us = 15 us
    *   bandwidth 1.5 * 67108864 / 370e9 = 100663296 / 370e9 = 272.0630 us
@@ -169,6 +173,139 @@ test_link_choice (void)
     planner_hardware_set_efficiency (hw, &e);
     assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, 64 * MiB, 64 * MiB),
                   634.8135e-6, 1e-6);
+  }
+}
+
+/* NCCL's LL protocol (tuning.cc: 6.6 us + 0.6 us per ring step, half the busbw, capped by
+ * llMaxBw) wins for small messages inside a node. */
+static void
+test_ll (void)
+{
+  g_autoptr (PlannerHardware) h100 = test_util_hardware ("h100-sxm");
+  g_autoptr (PlannerHardware) a100 = test_util_hardware ("a100-sxm");
+
+  /* AllReduce of 1 MiB over 8 H100s: LL 6.6 + 14 x 0.6 = 15 us + 1.75 x 1048576 / min(185, 141)
+   * GB/s = 15 + 1835008 / 141e9 = 28.01424 us; the ring 35 + 1835008 / 370e9 = 39.95954 us,
+   * NVLS (16 KiB chunks, half a round) 9.5 + 2.4 x (4.6 + 7.070866) = 37.51008 us. */
+  assert_close (
+      planner_cost_collective_time (h100, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, MiB),
+      28.01424e-6, 1e-6);
+  /* ReduceScatter of 64 KiB over 8 A100s: LL's busbw is min(225 / 2, 87.7) = 87.7 GB/s:
+   * 6.6 + 7 x 0.6 = 10.8 us + 0.875 x 65536 / 87.7e9 = 10.8 + 0.6538655 = 11.45387 us (the
+   * ring: 17.5 + 57344 / 225e9 = 17.75486 us). */
+  assert_close (planner_cost_collective_time (a100, PLANNER_STEP_REDUCE_SCATTER, PLANNER_LINK_INTRA,
+                                              8, 64 * 1024),
+                11.45387e-6, 1e-6);
+  /* Large messages stay on the ring: 64 MiB AllGather over 8 A100s, 17.5 + 58720256 / 225e9 =
+   * 278.4789 us (LL: 10.8 + 58720256 / 87.7e9 = 680.3622 us). */
+  assert_close (
+      planner_cost_collective_time (a100, PLANNER_STEP_ALL_GATHER, PLANNER_LINK_INTRA, 8, 64 * MiB),
+      278.4789e-6, 1e-6);
+  /* Not across nodes (NCCL's network latencies differ), nor for AllToAll (point to point):
+   * with LL off nothing changes there. */
+  {
+    PlannerEfficiency e = *planner_hardware_get_efficiency (a100);
+    double inter = planner_cost_collective_time (a100, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTER,
+                                                 8, 64 * 1024);
+    double a2a = planner_cost_collective_time (a100, PLANNER_STEP_ALL_TO_ALL, PLANNER_LINK_INTRA, 8,
+                                               64 * 1024);
+    e.ll_bandwidth_factor = 0;
+    planner_hardware_set_efficiency (a100, &e);
+    g_assert_cmpfloat (planner_cost_collective_time (a100, PLANNER_STEP_ALL_REDUCE,
+                                                     PLANNER_LINK_INTER, 8, 64 * 1024),
+                       ==, inter);
+    g_assert_cmpfloat (planner_cost_collective_time (a100, PLANNER_STEP_ALL_TO_ALL,
+                                                     PLANNER_LINK_INTRA, 8, 64 * 1024),
+                       ==, a2a);
+    /* ... and inside the node the ring is back: 17.75486 us. */
+    assert_close (planner_cost_collective_time (a100, PLANNER_STEP_REDUCE_SCATTER,
+                                                PLANNER_LINK_INTRA, 8, 64 * 1024),
+                  17.75486e-6, 1e-6);
+  }
+}
+
+/* NVLS by chunk size, NCCL's halving rule (enqueue.cc, calcCollChunking) in each regime. The
+ * ring is slowed to 100 GB/s so that NVLS is what runs; 128 chunks a round, seconds per byte
+ * 1.75 / 480e9 - 4.6e-6 / (128 x 131072) = 3.371652e-12. */
+static void
+test_nvls_chunks (void)
+{
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  PlannerLink link = *planner_hardware_get_link (hw, PLANNER_LINK_INTRA);
+  static const struct
+  {
+    guint64 n;
+    double time_s;
+  } cases[] = {
+    /* 4 MiB < 2 x 128 x 32 KiB: 16 KiB chunks, 2 rounds of 4.6 + 7.070866 us:
+     * 9.5 + 3.9 x 11.67087 = 55.01638 us */
+    { 4 * MiB, 55.01638e-6 },
+    /* 16 MiB < 8 x 128 x 64 KiB: 32 KiB, 4 rounds of 4.6 + 14.14173 us:
+     * 9.5 + 5.9 x 18.74173 = 120.0762 us */
+    { 16 * MiB, 120.0762e-6 },
+    /* 32 MiB, still below 64 MiB: 32 KiB, 8 rounds: 9.5 + 9.9 x 18.74173 = 195.0432 us */
+    { 32 * MiB, 195.0432e-6 },
+    /* 1 GiB is not below 64 x 128 x 128 KiB: 128 KiB, 64 rounds of 4.6 + 56.56692 us:
+     * 9.5 + 65.9 x 61.16692 = 4040.401 us */
+    { 1024 * MiB, 4040.401e-6 },
+  };
+
+  link.bandwidth_GBps = 100;
+  planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    assert_close (planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8,
+                                                cases[i].n),
+                  cases[i].time_s, 1e-6);
+
+  /* Without the chunk model (no channels), NVLS is the ring formula at its busbw, as before:
+   * 35 + 1.75 x 67108864 / 480e9 = 279.6677 us. */
+  {
+    PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
+    e.nvls_channels = 0;
+    planner_hardware_set_efficiency (hw, &e);
+    assert_close (
+        planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, 64 * MiB),
+        279.6677e-6, 1e-6);
+  }
+}
+
+/* The collective model's members round-trip through the profile JSON, and a bad one is refused
+ * by its path. */
+static void
+test_collective_profile_json (void)
+{
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  g_autofree char *text = planner_hardware_to_json (hw);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerHardware) back = planner_hardware_from_json (text, &error);
+  const PlannerEfficiency *e;
+
+  g_assert_no_error (error);
+  e = planner_hardware_get_efficiency (back);
+  g_assert_cmpfloat (e->ll_base_us, ==, 6.6);
+  g_assert_cmpfloat (e->ll_step_us, ==, 0.6);
+  g_assert_cmpfloat (e->ll_bandwidth_factor, ==, 0.5);
+  g_assert_cmpfloat (e->ll_bandwidth_GBps, ==, 141);
+  g_assert_cmpfloat (e->nvls_latency_us, ==, 9.5);
+  g_assert_cmpfloat (e->nvls_chunk_us, ==, 4.6);
+  g_assert_cmpfloat (e->nvls_fill_chunks, ==, 1.9);
+  g_assert_cmpfloat (e->nvls_channels, ==, 16);
+  g_assert_cmpfloat (e->nvls_max_chunk_KiB, ==, 128);
+  {
+    g_autofree char *again = planner_hardware_to_json (back);
+    g_assert_cmpstr (again, ==, text);
+  }
+
+  {
+    GString *bad = g_string_new (text);
+    g_autoptr (PlannerHardware) none = NULL;
+    g_assert_cmpint (g_string_replace (bad, "\"nvls_chunk_us\": 4.6", "\"nvls_chunk_us\": -1", 1),
+                     ==, 1);
+    none = planner_hardware_from_json (bad->str, &error);
+    g_string_free (bad, TRUE);
+    g_assert_null (none);
+    g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE);
+    g_assert_nonnull (strstr (error->message, "efficiency.nvls_chunk_us"));
   }
 }
 
@@ -620,6 +757,9 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/cost/p1-is-free", test_p1_is_free);
   g_test_add_func ("/planner/cost/step-bytes", test_step_bytes);
   g_test_add_func ("/planner/cost/link-choice", test_link_choice);
+  g_test_add_func ("/planner/cost/ll", test_ll);
+  g_test_add_func ("/planner/cost/nvls-chunks", test_nvls_chunks);
+  g_test_add_func ("/planner/cost/collective-profile-json", test_collective_profile_json);
   g_test_add_func ("/planner/cost/compute", test_compute);
   g_test_add_func ("/planner/cost/interpolation", test_interpolation);
   g_test_add_func ("/planner/cost/extrapolation", test_extrapolation);

@@ -62,6 +62,8 @@ def row_args(cli, row, path):
         args.append("--no-dropout")
     if row.get("sharding") == "FULL_SHARD":
         args += ["--zero", "3"]
+    elif "zero" in row:
+        args += ["--zero", str(row["zero"])]
     return args + constant_flags(row) + ["--json"]
 
 
@@ -95,6 +97,17 @@ def measured_step(row):
         b, s, l, h, v = row["global_batch"], row["seq"], c["n_layer"], c["n_embd"], c["vocab_size"]
         flops = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
         return flops / (m["value"] * 1e12 * row["gpus"])
+    if m["kind"] == "causal6_tflops_per_gpu":
+        # ml-engineering's bench_decompose.py (flops_split): 6 N tokens over the linear layers
+        # and the LM head, plus causal attention 6 b s^2 head_dim heads layers, per GPU.
+        c = model_config(row)
+        h, L = c["hidden_size"], c["num_hidden_layers"]
+        hd = c.get("head_dim") or h // c["num_attention_heads"]
+        q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+        n = (3 * h * c["intermediate_size"] + h * (2 * q + 2 * kv)) * L + c["vocab_size"] * h
+        b, s = row["micro_batch"], row["seq"]
+        flops = 6 * n * b * s + 6 * b * s * s * hd * c["num_attention_heads"] * L
+        return flops * row["grad_accum"] / (m["value"] * 1e12)
     raise ValueError("%s: unknown measured kind %s" % (row["id"], m["kind"]))
 
 
@@ -161,6 +174,31 @@ def measured_collective(row):
         return m["value"] * 1e-6
     factor = 2 * (n - 1) / n if row["step"] == "AllReduce" else (n - 1) / n
     return factor * row["bytes"] / (m["value"] * 1e9)
+
+
+# NCCL's own tuning model (src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime, NVIDIA/nccl
+# commit 5067397c), one node: time = latency + bytes / algorithm bandwidth, the fastest of ring
+# LL / LL128 / Simple and, where the profile has NVLink SHARP, NVLS Simple. The ring's busbw is
+# the profile's intra link (NCCL's own figure is channels x per-channel bandwidth); LL runs at half
+# of it capped by llMaxBw, LL128 at 92%; NVLS at the profile's nvls_bandwidth_GBps.
+NCCL_BASE_US = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}  # baseLatencies, Ring
+NCCL_NVLINK_STEP_US = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}  # hwLatencies[NVLINK], Ring
+NCCL_NVLS_US = 25.0  # hwLatencies[NVLINK][NVLS][Simple], base 0
+NCCL_LL_MAX_BW = {"a100-sxm": 87.7, "h100-sxm": 141.0, "h200-sxm": 141.0}  # llMaxBws, one node
+
+
+def nccl_model_time(row, profile):
+    n, size = row["gpus"], row["bytes"]
+    steps = 2 * (n - 1) if row["step"] == "AllReduce" else n - 1
+    bw = profile["links"]["intra"]["bandwidth_GBps"]
+    busbw = {"LL": min(NCCL_LL_MAX_BW[row["hardware"]], 0.5 * bw), "LL128": 0.92 * bw,
+             "Simple": bw}
+    times = [NCCL_BASE_US[p] + steps * NCCL_NVLINK_STEP_US[p]
+             + size / (busbw[p] * n / steps * 1e3) for p in busbw]
+    nvls = profile.get("efficiency", {}).get("nvls_bandwidth_GBps", 0)
+    if row["step"] == "AllReduce" and nvls > 0 and n > 4:
+        times.append(NCCL_NVLS_US + size / (nvls * n / steps * 1e3))
+    return min(times) * 1e-6
 
 
 def size_text(nbytes):
@@ -255,7 +293,19 @@ def main():
         for row in doc.get("collective_rows", []):
             t, cmd = run_collective(args.cli, row, tmp)
             meas = measured_collective(row)
-            collectives.append(dict(row=row, estimate=t, measured=meas, ratio=t / meas, cmd=cmd))
+            with open(os.path.join(ROOT, "data", "hardware", row["hardware"] + ".json")) as f:
+                nccl = nccl_model_time(row, json.load(f))
+            collectives.append(dict(row=row, estimate=t, measured=meas, ratio=t / meas, cmd=cmd,
+                                    nccl=nccl))
+        fits = []
+        for ref in doc.get("fit_references", []):
+            points = []
+            for nbytes, us in ref["points_us"]:
+                row = dict(id="%s-%d" % (ref["id"], nbytes), step=ref["step"], bytes=nbytes,
+                           gpus=ref["gpus"], hardware=ref["hardware"])
+                t, _ = run_collective(args.cli, row, tmp)
+                points.append((nbytes, us * 1e-6, t))
+            fits.append(dict(ref=ref, points=points))
     for row in doc.get("memory_rows", []):
         r = run_memory(args.cli, row)
         r.update(row=row, ratio=r["estimate"] / r["measured"])
@@ -316,17 +366,35 @@ def main():
           "graph and pins are in `tools/validate.py`); measured time, or the time a published "
           "busbw implies.")
         w("")
+        w("The last two columns are NCCL's own tuning model (`src/graph/tuning.cc`: per protocol "
+          "LL / LL128 / Simple a base latency, a latency per ring step and a bandwidth, NVLS with "
+          "its 25 us; the constants are in `tools/validate.py`), computed with the same profile "
+          "bandwidths: a check of what a faithful copy of NCCL's model would estimate.")
+        w("")
         w("| row | GPUs, profile | collective | size | measured | measured / estimated (us) | "
-          "ratio | within 15% |")
-        w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "ratio | within 15% | NCCL's model (us) | its ratio |")
+        w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in collectives:
             row, m = r["row"], r["row"]["measured"]
             meas = ("%g us" % m["value"]) if m["kind"] == "time_us" else (
                 "busbw %g GB/s" % m["value"])
-            w("| %s | %s, `%s` | %s | %s | %s (%s) | %.1f / %.1f | %.2f | %s |" % (
+            w("| %s | %s, `%s` | %s | %s | %s (%s) | %.1f / %.1f | %.2f | %s | %.1f | %.2f |" % (
                 row["id"], row["gpu"], row["hardware"], row["step"], size_text(row["bytes"]),
                 meas, row["where"], r["measured"] * 1e6, r["estimate"] * 1e6, r["ratio"],
-                yes(r["ratio"], TIME_TARGET)))
+                yes(r["ratio"], TIME_TARGET), r["nccl"] * 1e6, r["nccl"] / r["measured"]))
+        w("")
+
+    for f in fits:
+        ref = f["ref"]
+        w("### The curve behind the NVLS constants (`%s`)" % ref["id"])
+        w("")
+        w("%s. %s" % (ref["source"], ref["use"]))
+        w("")
+        w("| size | measured (us) | estimated, `%s` (us) | ratio |" % ref["hardware"])
+        w("| --- | --- | --- | --- |")
+        for nbytes, meas, est in f["points"]:
+            size = size_text(nbytes) if nbytes >= MiB else "%d KiB" % (nbytes // 1024)
+            w("| %s | %.1f | %.1f | %.2f |" % (size, meas * 1e6, est * 1e6, est / meas))
         w("")
 
     if memory:
@@ -341,8 +409,9 @@ def main():
                 row["gpus"], "s" if row["gpus"] > 1 else "", row["dtype"], row["optimizer"],
                 row["attention"], ", ZeRO-%d" % row["zero"] if "zero" in row else "")
             if m["kind"] == "memory_MiB":
-                meas = "%d - %d (CUDA context) = %.0f MiB" % (
-                    m["value"], m.get("context_MiB", 0), r["measured"] / MiB)
+                meas = ("%d - %d (CUDA context) = %.0f MiB" % (
+                    m["value"], m["context_MiB"], r["measured"] / MiB) if "context_MiB" in m
+                        else "%d MiB" % m["value"])
                 est = "%.0f MiB = %.0f states + %.0f activations" % (
                     mem["total"] / MiB, r["states"] / MiB, mem["activations"] / MiB)
             else:
@@ -396,7 +465,8 @@ def main():
     for profile in ("a100-sxm", "h100-sxm", "h200-sxm"):
         n_time = sum(1 for r in results if r["row"]["hardware"] == profile)
         n_coll = sum(1 for r in collectives if r["row"]["hardware"] == profile)
-        w("- `%s`: %d training-step rows, %d collective rows." % (profile, n_time, n_coll))
+        w("- `%s`: %d training-step row%s, %d collective row%s." % (
+            profile, n_time, "" if n_time == 1 else "s", n_coll, "" if n_coll == 1 else "s"))
     w("")
     w("## Published runs Shardscope cannot express")
     w("")
