@@ -56,6 +56,8 @@ struct _AppWindow
   /* Plans deleted but still undoable: id -> the toast. */
   GHashTable *pending_deletes;
   GPtrArray *toasts;
+  gint64 toast_shown_at;
+  guint toast_timeout;
 };
 
 G_DEFINE_FINAL_TYPE (AppWindow, app_window, ADW_TYPE_APPLICATION_WINDOW)
@@ -70,33 +72,81 @@ enum
 
 static GParamSpec *properties[N_PROPS];
 
+/* libadwaita 1.2's overlay frees a toast when its hide animation ends even if its show
+ * animation still runs (REPLACE_DURATION, 500 ms, while another toast hides): that
+ * animation's end then writes into the freed toast. So a toast is never dismissed by us
+ * while it may still be appearing; queued ones are withdrawn at once, without animation. */
+#define TOAST_SHOW_US (600 * G_TIME_SPAN_MILLISECOND)
+
 static void
 toast_gone (AdwToast *toast, AppWindow *self)
 {
-  if (self->toasts)
-    g_ptr_array_remove (self->toasts, toast);
+  if (self->toasts == NULL)
+    return;
+  guint index = 0;
+  if (!g_ptr_array_find (self->toasts, toast, &index))
+    return;
+  g_ptr_array_remove_index (self->toasts, index);
+  /* Toasts are shown in the order they came: the next one appears now. */
+  if (index == 0)
+    self->toast_shown_at = g_get_monotonic_time ();
 }
 
 /* Toasts still shown or queued are kept so they can all be dismissed at once. */
 static void
 add_toast (AppWindow *self, AdwToast *toast)
 {
+  if (self->toasts->len == 0)
+    self->toast_shown_at = g_get_monotonic_time ();
   g_ptr_array_add (self->toasts, g_object_ref (toast));
   g_signal_connect_object (toast, "dismissed", G_CALLBACK (toast_gone), self, G_CONNECT_DEFAULT);
   adw_toast_overlay_add_toast (self->toast_overlay, toast);
+}
+
+static gboolean
+dismiss_shown_toast (gpointer data)
+{
+  AppWindow *self = data;
+  self->toast_timeout = 0;
+  app_window_dismiss_toasts (self);
+  return G_SOURCE_REMOVE;
 }
 
 void
 app_window_dismiss_toasts (AppWindow *self)
 {
   g_return_if_fail (APP_IS_WINDOW (self));
-  /* Newest first: dismissing the one shown would bring the next one in. */
-  while (self->toasts && self->toasts->len > 0)
+  if (self->toasts == NULL)
+    return;
+  /* The queued ones, newest first: none of them has a widget or an animation yet. */
+  while (self->toasts->len > 1)
     {
-      g_autoptr (AdwToast) toast = g_object_ref (g_ptr_array_index (self->toasts, self->toasts->len - 1));
+      g_autoptr (AdwToast) toast
+          = g_object_ref (g_ptr_array_index (self->toasts, self->toasts->len - 1));
       g_ptr_array_remove_index (self->toasts, self->toasts->len - 1);
       adw_toast_dismiss (toast);
     }
+  if (self->toasts->len == 0)
+    return;
+  gint64 shown_for = g_get_monotonic_time () - self->toast_shown_at;
+  if (shown_for < TOAST_SHOW_US)
+    {
+      /* Still appearing: dismissed once it has appeared. */
+      if (self->toast_timeout == 0)
+        self->toast_timeout = g_timeout_add ((TOAST_SHOW_US - shown_for) / 1000 + 1,
+                                             dismiss_shown_toast, self);
+      return;
+    }
+  g_autoptr (AdwToast) toast = g_object_ref (g_ptr_array_index (self->toasts, 0));
+  g_ptr_array_remove_index (self->toasts, 0);
+  adw_toast_dismiss (toast);
+}
+
+guint
+app_window_get_n_toasts (AppWindow *self)
+{
+  g_return_val_if_fail (APP_IS_WINDOW (self), 0);
+  return self->toasts ? self->toasts->len : 0;
 }
 
 static void
@@ -1122,20 +1172,43 @@ delete_undo (AdwToast *toast, AppWindow *self)
   app_sidebar_set_hidden (self->sidebar, id, FALSE);
 }
 
-/* Deletion is final when the toast goes without its Undo being pressed. */
 static void
-delete_dismissed (AdwToast *toast, AppWindow *self)
+delete_now (AppWindow *self, gint64 id)
 {
-  gint64 id = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (toast), "plan-id"));
-  g_hash_table_remove (self->pending_deletes, &id);
-  if (g_object_get_data (G_OBJECT (toast), "undone") || self->store == NULL)
-    return;
   g_autoptr (GError) error = NULL;
   if (!planner_store_delete_plan (self->store, id, &error))
     show_error (self, _("Deleting failed"), error);
   if (self->document && app_document_get_store_id (self->document) == id)
     app_document_set_store_id (self->document, 0);
   app_sidebar_reload (self->sidebar);
+}
+
+/* Deletion is final when the toast goes without its Undo being pressed. */
+static void
+delete_dismissed (AdwToast *toast, AppWindow *self)
+{
+  gint64 id = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (toast), "plan-id"));
+  /* Not pending: made final already (the window closed) or undone. */
+  if (self->pending_deletes == NULL || !g_hash_table_remove (self->pending_deletes, &id))
+    return;
+  if (!g_object_get_data (G_OBJECT (toast), "undone") && self->store)
+    delete_now (self, id);
+}
+
+/* Deletions still undoable become final (the window closes). */
+static void
+finish_pending_deletes (AppWindow *self)
+{
+  g_autoptr (GList) toasts = g_hash_table_get_values (self->pending_deletes);
+  for (GList *l = toasts; l; l = l->next)
+    {
+      AdwToast *toast = l->data;
+      gint64 id = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (toast), "plan-id"));
+      gboolean undone = g_object_get_data (G_OBJECT (toast), "undone") != NULL;
+      g_hash_table_remove (self->pending_deletes, &id);
+      if (!undone && self->store)
+        delete_now (self, id);
+    }
 }
 
 static void
@@ -1240,7 +1313,7 @@ app_window_close_request (GtkWindow *window)
                               gtk_window_is_maximized (window));
     }
   /* Deletions still undoable become final now. */
-  app_window_dismiss_toasts (self);
+  finish_pending_deletes (self);
   return GTK_WINDOW_CLASS (app_window_parent_class)->close_request (window);
 }
 
@@ -1259,6 +1332,7 @@ app_window_dispose (GObject *object)
   g_clear_object (&self->settings);
   g_clear_pointer (&self->pending_deletes, g_hash_table_unref);
   g_clear_pointer (&self->toasts, g_ptr_array_unref);
+  g_clear_handle_id (&self->toast_timeout, g_source_remove);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_WINDOW);
   G_OBJECT_CLASS (app_window_parent_class)->dispose (object);
 }

@@ -56,7 +56,9 @@ void app_window_connect_trial_dialog (AppWindow *self, GtkWidget *dialog);
 
 void app_window_show_toast (AppWindow *self, const char *text);
 /* Dismisses every toast shown; pending deletions become final. */
+/* Withdraws the queued toasts and dismisses the shown one (once it has appeared). */
 void app_window_dismiss_toasts (AppWindow *self);
+guint app_window_get_n_toasts (AppWindow *self);
 
 /* Parts, for the tests. */
 GraphviewWidget *app_window_get_graph (AppWindow *self);
