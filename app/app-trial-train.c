@@ -3,7 +3,10 @@
 
 #include "app-trial-train.h"
 
+#include <glib/gi18n.h>
 #include <math.h>
+
+#include "planner-redistribute.h"
 
 void
 app_trial_train_free (AppTrialTrain *train)
@@ -112,4 +115,22 @@ app_trial_train_run (PlannerPlan *plan, guint64 seed, const ExecutorTrainOptions
   AppTrialTrain *train = app_trial_train_compare (reference, sharded, options, tolerance);
   train->times = times;
   return train;
+}
+
+char *
+app_trial_train_dup_summary (const AppTrialTrain *train)
+{
+  g_return_val_if_fail (train != NULL, NULL);
+  g_autofree char *bw = planner_format_time (train->times.backward_s);
+  g_autofree char *ebw = planner_format_time (train->times.estimated_backward_s);
+  return g_strdup_printf (
+      _("Training step (%s, lr %g) %s: loss %.6g, max rel error %.3g; gradients of %u "
+        "parameters: max rel error %.3g (%s); updated weights: max rel error %.3g (%s)%s; "
+        "backward estimated %s, measured %s."),
+      train->adam ? "adam" : "sgd", train->lr,
+      train->passed ? _("matches the reference") : _("differs from the reference"),
+      train->loss, train->loss_rel_error, train->n_parameters, train->grad_rel_error,
+      train->grad_worst ? train->grad_worst : "-", train->updated_rel_error,
+      train->updated_worst ? train->updated_worst : "-",
+      train->adam ? _(", not judged: Adam's first step is lr sign (g)") : "", ebw, bw);
 }

@@ -32,6 +32,9 @@ void app_trial_train_free (AppTrialTrain *train);
 AppTrialTrain *app_trial_train_compare (ExecutorTensors *reference, ExecutorTensors *sharded,
                                         const ExecutorTrainOptions *options, double tolerance);
 
+/* "Training step (sgd, lr 0.001): loss 10.8, max rel error 2e-07; ..." on a few lines. */
+char *app_trial_train_dup_summary (const AppTrialTrain *train);
+
 /* Runs both steps for @plan on the cpu backend from the sources of a trial with @seed and
  * compares them. Checks @cancellable between the phases. */
 AppTrialTrain *app_trial_train_run (PlannerPlan *plan, guint64 seed,

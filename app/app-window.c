@@ -359,7 +359,7 @@ app_window_set_document (AppWindow *self, AppDocument *document)
       on_busy_changed (self);
       app_sidebar_set_current_id (self->sidebar, app_document_get_store_id (document));
     }
-  app_trial_results_set_result (self->trial_results, NULL);
+  app_trial_results_set_result (self->trial_results, NULL, NULL);
   self->search_index = -1;
   update_actions (self);
   update_title (self);
@@ -1054,10 +1054,10 @@ action_compare (GtkWidget *widget, const char *name, GVariant *param)
 }
 
 static void
-trial_finished (AppWindow *self, gpointer result_ptr)
+trial_finished (AppWindow *self, gpointer result_ptr, gpointer train_ptr)
 {
   const ExecutorTrialResult *result = result_ptr;
-  app_trial_results_set_result (self->trial_results, result);
+  app_trial_results_set_result (self->trial_results, result, train_ptr);
   gtk_widget_set_visible (GTK_WIDGET (self->trial_results), TRUE);
   AppDocument *doc = self->document;
   if (doc == NULL || self->store == NULL || app_document_get_store_id (doc) == 0)

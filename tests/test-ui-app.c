@@ -19,7 +19,11 @@
 #include "app-timeline.h"
 #include "app-totals-bar.h"
 #include "app-trial-dialog.h"
+#include "executor-train.h"
 #include "executor-trial.h"
+#include "planner-redistribute.h"
+
+#include <math.h>
 #include "app-window.h"
 #include "planner-plan-json.h"
 
@@ -516,7 +520,7 @@ test_screenshot (void)
 }
 
 static void
-on_trial_finished (GtkWidget *dialog, gpointer result, gpointer data)
+on_trial_finished (GtkWidget *dialog, gpointer result, gpointer train, gpointer data)
 {
   const ExecutorTrialResult *r = result;
   *(gboolean *) data = r->passed ? 1 : 2;
@@ -536,6 +540,115 @@ trial_stored (gpointer data)
   return e && e->n_trial_runs == 1;
 }
 
+static gboolean
+has_editable (GtkWidget *widget)
+{
+  if (GTK_IS_EDITABLE (widget))
+    return TRUE;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    if (has_editable (c))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+label_says (GtkWidget *widget, const char *text)
+{
+  if (GTK_IS_LABEL (widget) && g_str_equal (gtk_label_get_text (GTK_LABEL (widget)), text))
+    return TRUE;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    if (label_says (c, text))
+      return TRUE;
+  return FALSE;
+}
+
+/* The gpt2 example (dp=2,mp=4) on a host said to have half the memory the run needs: refused
+ * before anything starts, with both figures. The device count is the mesh's, shown, not
+ * asked. */
+static void
+test_trial_refused (void)
+{
+  GtkWidget *dialog = app_trial_dialog_new (GTK_WINDOW (window), plan ());
+  AppTrialDialog *d = APP_TRIAL_DIALOG (dialog);
+  GtkWidget *devices = app_trial_dialog_get_devices_row (d);
+  g_assert_false (has_editable (devices));
+  g_assert_true (label_says (devices, "8"));
+
+  ExecutorTrialMemory memory;
+  g_assert_true (executor_trial_estimate_memory (plan (), &memory, NULL));
+  guint64 need = executor_trial_memory_host_bytes (&memory, TRUE);
+  g_assert_cmpuint (app_trial_dialog_get_memory_needed (d), ==, need);
+  /* The reference alone holds every tensor whole: at least the parameters and the logits. */
+  PlannerGraph *graph = planner_plan_get_graph (plan ());
+  g_assert_cmpuint (need, >, 2 * planner_graph_get_parameter_bytes (graph));
+
+  app_trial_dialog_set_memory_available (d, need / 2);
+  g_assert_false (app_trial_dialog_get_can_run (d));
+  g_autofree char *need_text = planner_format_bytes (need);
+  g_autofree char *have_text = planner_format_bytes (need / 2);
+  const char *estimate = app_trial_dialog_get_estimate (d);
+  g_assert_nonnull (strstr (estimate, "Refused"));
+  g_assert_nonnull (strstr (estimate, need_text));
+  g_assert_nonnull (strstr (estimate, have_text));
+  app_trial_dialog_start (d);
+  g_assert_false (app_trial_dialog_get_running (d));
+  g_assert_nonnull (strstr (app_trial_dialog_get_status (d), need_text));
+
+  /* With room, Run is offered, with the time: the forward FLOPs over cpu-local's 50 GFLOP/s
+   * f32 rate, 1 + 1 + 1 + 3 passes for the default three repeats. */
+  app_trial_dialog_set_memory_available (d, need * 2);
+  g_assert_true (app_trial_dialog_get_can_run (d));
+  double seconds = planner_graph_get_flops (graph) * 6 / 50e9;
+  g_autofree char *time_text = planner_format_time (seconds);
+  g_assert_nonnull (strstr (app_trial_dialog_get_estimate (d), time_text));
+  g_assert_nonnull (strstr (app_trial_dialog_get_estimate (d), "6 passes"));
+  g_test_message ("%s", app_trial_dialog_get_estimate (d));
+  gtk_window_destroy (GTK_WINDOW (dialog));
+}
+
+static gboolean
+progress_says (gpointer data)
+{
+  const char *text = app_trial_dialog_get_progress_text (APP_TRIAL_DIALOG (data));
+  return text && strstr (text, g_object_get_data (G_OBJECT (data), "phase"));
+}
+
+static gboolean
+can_run (gpointer data)
+{
+  return app_trial_dialog_get_can_run (APP_TRIAL_DIALOG (data));
+}
+
+/* Cancel lets go of the run at once in every phase; the run then stops at its next check
+ * and no result arrives. */
+static void
+cancel_in (AppTrialDialog *d, const char *phase)
+{
+  gboolean finished = FALSE;
+  gulong id = g_signal_connect (d, "finished", G_CALLBACK (on_trial_finished), &finished);
+  app_trial_dialog_start (d);
+  g_assert_true (app_trial_dialog_get_running (d));
+  if (phase)
+    {
+      g_object_set_data (G_OBJECT (d), "phase", (gpointer) phase);
+      wait_for (progress_says, d, 120, phase);
+      /* The time left appears once a few percent are done. */
+      if (g_str_equal (phase, "sharded"))
+        {
+          g_object_set_data (G_OBJECT (d), "phase", (gpointer) "left");
+          wait_for (progress_says, d, 120, "the time left");
+        }
+    }
+  app_trial_dialog_cancel (d);
+  g_assert_false (app_trial_dialog_get_running (d));
+  g_assert_cmpstr (app_trial_dialog_get_status (d), ==, "Cancelled.");
+  /* Run comes back once the cancelled run has let go of its memory. */
+  wait_for (can_run, d, 120, "the cancelled run to end");
+  pump (100);
+  g_assert_false (finished);
+  g_signal_handler_disconnect (d, id);
+}
+
 static void
 test_trial_run (void)
 {
@@ -547,13 +660,23 @@ test_trial_run (void)
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
   wait_for (stored, NULL, 60, "the save");
   GtkWidget *dialog = app_trial_dialog_new (GTK_WINDOW (window), plan ());
+  AppTrialDialog *d = APP_TRIAL_DIALOG (dialog);
+  gtk_window_present (GTK_WINDOW (dialog));
+
+  /* Cancel before the first instruction (seeding, allocating), in the timed passes and in
+   * the training step. */
+  app_trial_dialog_set_repeat (d, 100);
+  cancel_in (d, NULL);
+  cancel_in (d, "sharded");
+  app_trial_dialog_set_repeat (d, 0);
+  app_trial_dialog_set_train (d, TRUE, FALSE);
+  cancel_in (d, "Training step");
+
   gboolean finished = FALSE;
   g_signal_connect (dialog, "finished", G_CALLBACK (on_trial_finished), &finished);
-  app_trial_dialog_set_repeat (APP_TRIAL_DIALOG (dialog), 0);
-  gtk_window_present (GTK_WINDOW (dialog));
   /* The window stores the run with the plan, as after win.trial-run. */
   app_window_connect_trial_dialog (window, dialog);
-  app_trial_dialog_start (APP_TRIAL_DIALOG (dialog));
+  app_trial_dialog_start (d);
   wait_for (flag_set, &finished, 300, "the trial run");
   g_assert_cmpint (finished, ==, 1);
   wait_for (trial_stored, NULL, 30, "the stored trial run");
@@ -564,6 +687,31 @@ test_trial_run (void)
   g_assert_cmpstr (run->backend, ==, "cpu");
   g_assert_cmpuint (run->devices, ==, 4);
   g_assert_cmpuint (run->measurements->len, >=, planner_graph_get_n_ops (planner_plan_get_graph (plan ())));
+
+  /* The training step, sharded against unsharded: GPT-2 with 2 layers has 28 parameters
+   * (wte, wpe, ln_f weight and bias, and per layer ln_1, c_attn, attn c_proj, ln_2, c_fc,
+   * mlp c_proj, a weight and a bias each). The loss is the unsharded step's own. */
+  const AppTrialTrain *train = app_trial_dialog_get_train (d);
+  g_assert_nonnull (train);
+  g_assert_true (train->passed);
+  g_assert_false (train->adam);
+  g_assert_cmpuint (train->n_parameters, ==, 28);
+  g_assert_cmpfloat (train->grad_rel_error, <=, 1e-5);
+  g_assert_cmpfloat (train->loss_rel_error, <=, 1e-5);
+  g_autoptr (ExecutorTensors) sources
+      = executor_trial_sources (planner_plan_get_graph (plan ()), 1, NULL, NULL);
+  g_autoptr (ExecutorTensors) reference = executor_tensors_new ();
+  ExecutorTrainOptions options;
+  executor_train_options_init (&options);
+  g_assert_true (executor_train_step_reference (planner_plan_get_graph (plan ()), sources,
+                                                &options, reference, NULL));
+  double loss = *(float *) executor_tensors_lookup (reference, "loss")->data;
+  g_assert_cmpfloat_with_epsilon (train->loss, loss, 1e-6 * fabs (loss));
+  g_assert_nonnull (strstr (app_trial_dialog_get_status (d), "Training step (sgd"));
+  g_test_message ("%s", app_trial_dialog_get_status (d));
+  /* And the results over the graph say it too. */
+  GtkWidget *results = app_window_get_part (window, "trial_results");
+  g_assert_true (gtk_widget_get_visible (results));
   gtk_window_destroy (GTK_WINDOW (dialog));
 }
 
@@ -604,6 +752,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/app/chart-and-store-actions", test_chart_and_store_actions);
   g_test_add_func ("/ui/app/toasts", test_toasts);
   g_test_add_func ("/ui/app/screenshot", test_screenshot);
+  g_test_add_func ("/ui/app/trial-refused", test_trial_refused);
   g_test_add_func ("/ui/app/trial-run", test_trial_run);
   g_test_add_func ("/ui/app/close", test_close);
   int status = g_test_run ();
