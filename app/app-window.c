@@ -4,7 +4,9 @@
 #include "app-window.h"
 
 #include <glib/gi18n.h>
+#include <glib/gstdio.h>
 
+#include "app-autosave.h"
 #include "app-compare-view.h"
 #include "app-cost-chart.h"
 #include "app-export.h"
@@ -58,6 +60,15 @@ struct _AppWindow
   GPtrArray *toasts;
   gint64 toast_shown_at;
   guint toast_timeout;
+
+  /* The question shown (save before discarding, a name), at most one. */
+  AdwMessageDialog *prompt;
+  /* The document's unsaved edits are copied here (app-autosave.h). */
+  char *autosave_path;
+  gboolean autosaved;
+  gboolean close_confirmed;
+  GtkRevealer *recovery_revealer;
+  GtkLabel *recovery_label;
 };
 
 G_DEFINE_FINAL_TYPE (AppWindow, app_window, ADW_TYPE_APPLICATION_WINDOW)
@@ -247,6 +258,9 @@ reveal_op (AppWindow *self, int op)
   self->syncing_selection = FALSE;
 }
 
+static void update_autosave (AppWindow *self);
+static void set_autosave_path (AppWindow *self, const char *store_path);
+
 static void
 on_plan_changed (AppWindow *self)
 {
@@ -361,6 +375,7 @@ app_window_set_document (AppWindow *self, AppDocument *document)
     }
   app_trial_results_set_result (self->trial_results, NULL, NULL);
   self->search_index = -1;
+  update_autosave (self);
   update_actions (self);
   update_title (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
@@ -380,8 +395,196 @@ app_window_set_store (AppWindow *self, PlannerStore *store)
   if (!g_set_object (&self->store, store))
     return;
   app_sidebar_set_store (self->sidebar, store);
+  set_autosave_path (self, store ? planner_store_get_path (store) : NULL);
   update_actions (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STORE]);
+}
+
+/* ---- autosave ------------------------------------------------------------------------ */
+
+/* A left-over of a session that did not end is moved here while it is offered back. */
+static char *
+recovered_path (AppWindow *self)
+{
+  return g_strconcat (self->autosave_path, ".recovered", NULL);
+}
+
+static void
+update_autosave (AppWindow *self)
+{
+  if (self->autosave_path == NULL)
+    return;
+  AppDocument *doc = self->document;
+  PlannerPlan *plan = doc ? app_document_get_plan (doc) : NULL;
+  if (doc && plan && app_document_get_modified (doc))
+    {
+      app_autosave_write (self->autosave_path, plan, app_document_get_store_id (doc));
+      self->autosaved = TRUE;
+    }
+  else if (self->autosaved && (doc == NULL || !app_document_get_modified (doc)))
+    {
+      app_autosave_remove (self->autosave_path);
+      self->autosaved = FALSE;
+    }
+}
+
+static void
+set_autosave_path (AppWindow *self, const char *store_path)
+{
+  if (self->autosave_path)
+    {
+      if (self->autosaved)
+        app_autosave_remove (self->autosave_path);
+      app_autosave_claim (self->autosave_path, FALSE);
+      g_clear_pointer (&self->autosave_path, g_free);
+      self->autosaved = FALSE;
+    }
+  self->autosave_path = app_autosave_path_for_store (store_path);
+  /* A file nobody in this process writes is what a session that did not end left. */
+  if (!app_autosave_is_claimed (self->autosave_path))
+    {
+      g_autofree char *recovered = recovered_path (self);
+      if (g_file_test (self->autosave_path, G_FILE_TEST_IS_REGULAR))
+        g_rename (self->autosave_path, recovered);
+      if (g_file_test (recovered, G_FILE_TEST_IS_REGULAR))
+        gtk_revealer_set_reveal_child (self->recovery_revealer, TRUE);
+    }
+  app_autosave_claim (self->autosave_path, TRUE);
+  update_autosave (self);
+}
+
+const char *
+app_window_get_autosave_path (AppWindow *self)
+{
+  g_return_val_if_fail (APP_IS_WINDOW (self), NULL);
+  return self->autosave_path;
+}
+
+gboolean
+app_window_get_offers_recovery (AppWindow *self)
+{
+  g_return_val_if_fail (APP_IS_WINDOW (self), FALSE);
+  return gtk_revealer_get_reveal_child (self->recovery_revealer);
+}
+
+/* ---- asking before discarding ---------------------------------------------------------- */
+
+/* What to do once the user agreed (or had nothing to lose). */
+typedef void (*ProceedFunc) (AppWindow *self, gpointer data);
+
+typedef struct
+{
+  ProceedFunc proceed;
+  gpointer data;
+  GDestroyNotify destroy;
+} Proceed;
+
+static Proceed *
+proceed_new (ProceedFunc func, gpointer data, GDestroyNotify destroy)
+{
+  Proceed *p = g_new0 (Proceed, 1);
+  p->proceed = func;
+  p->data = data;
+  p->destroy = destroy;
+  return p;
+}
+
+static void
+proceed_free (Proceed *p)
+{
+  if (p == NULL)
+    return;
+  if (p->destroy)
+    p->destroy (p->data);
+  g_free (p);
+}
+
+static void
+proceed_run (AppWindow *self, Proceed *p)
+{
+  if (p == NULL)
+    return;
+  p->proceed (self, p->data);
+  proceed_free (p);
+}
+
+static void save_then (AppWindow *self, Proceed *then);
+
+static AdwMessageDialog *
+prompt_new (AppWindow *self, const char *heading, const char *body)
+{
+  AdwMessageDialog *dialog = ADW_MESSAGE_DIALOG (adw_message_dialog_new (GTK_WINDOW (self),
+                                                                         heading, body));
+  self->prompt = dialog;
+  g_object_add_weak_pointer (G_OBJECT (dialog), (gpointer *) &self->prompt);
+  return dialog;
+}
+
+/* The question is answered: the next one may come (a name after Save). */
+static AppWindow *
+prompt_answered (AdwMessageDialog *dialog)
+{
+  AppWindow *self = APP_WINDOW (gtk_window_get_transient_for (GTK_WINDOW (dialog)));
+  if (self->prompt == dialog)
+    {
+      g_object_remove_weak_pointer (G_OBJECT (dialog), (gpointer *) &self->prompt);
+      self->prompt = NULL;
+    }
+  return self;
+}
+
+static void
+discard_response (AdwMessageDialog *dialog, const char *response, gpointer data)
+{
+  AppWindow *self = prompt_answered (dialog);
+  Proceed *then = g_object_steal_data (G_OBJECT (dialog), "proceed");
+  if (g_str_equal (response, "save"))
+    save_then (self, then);
+  else if (g_str_equal (response, "discard"))
+    proceed_run (self, then);
+  else
+    proceed_free (then);
+}
+
+/* Runs @then now when the document has no unsaved edits; else asks Save / Discard / Cancel
+ * first, as GNOME applications do, and runs it after a save or a discard. */
+static void
+ask_before_discarding (AppWindow *self, Proceed *then)
+{
+  AppDocument *doc = self->document;
+  if (doc == NULL || !app_document_get_modified (doc))
+    {
+      proceed_run (self, then);
+      return;
+    }
+  if (self->prompt)
+    {
+      /* One question at a time: the one shown is answered first. */
+      proceed_free (then);
+      gtk_window_present (GTK_WINDOW (self->prompt));
+      return;
+    }
+  g_autofree char *heading = g_strdup_printf (_("Save Changes to “%s”?"),
+                                              app_document_get_name (doc));
+  AdwMessageDialog *dialog
+      = prompt_new (self, heading, _("The pin edits since the last save are lost if you "
+                                     "discard them."));
+  adw_message_dialog_add_responses (dialog, "cancel", _("_Cancel"), "discard", _("_Discard"),
+                                    "save", _("_Save"), NULL);
+  adw_message_dialog_set_response_appearance (dialog, "discard", ADW_RESPONSE_DESTRUCTIVE);
+  adw_message_dialog_set_response_appearance (dialog, "save", ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (dialog, "save");
+  adw_message_dialog_set_close_response (dialog, "cancel");
+  g_object_set_data_full (G_OBJECT (dialog), "proceed", then, (GDestroyNotify) proceed_free);
+  g_signal_connect (dialog, "response", G_CALLBACK (discard_response), NULL);
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
+AdwMessageDialog *
+app_window_get_prompt (AppWindow *self)
+{
+  g_return_val_if_fail (APP_IS_WINDOW (self), NULL);
+  return self->prompt;
 }
 
 /* ---- loading ---------------------------------------------------------------------- */
@@ -394,6 +597,7 @@ typedef struct
   char *policy;
   char *path;  /* a plan file */
   gint64 id;   /* a stored plan */
+  char *autosave; /* a recovered autosave */
   PlannerStore *store;
 } LoadRequest;
 
@@ -403,6 +607,7 @@ typedef struct
   PlannerMesh *mesh;
   PlannerHardware *hw;
   PlannerPlan *plan;
+  gint64 store_id; /* of a recovered autosave */
 } LoadResult;
 
 static void
@@ -413,6 +618,7 @@ load_request_free (LoadRequest *req)
   g_free (req->hardware);
   g_free (req->policy);
   g_free (req->path);
+  g_free (req->autosave);
   g_clear_object (&req->store);
   g_free (req);
 }
@@ -433,7 +639,13 @@ load_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *can
   LoadRequest *req = task_data;
   GError *error = NULL;
   LoadResult *res = g_new0 (LoadResult, 1);
-  if (req->id > 0)
+  if (req->autosave)
+    {
+      res->plan = app_autosave_read (req->autosave, &res->store_id, &error);
+      if (res->plan)
+        g_unlink (req->autosave);
+    }
+  else if (req->id > 0)
     res->plan = planner_store_load_plan (req->store, req->id, &error);
   else if (req->path)
     res->plan = planner_plan_load_json (req->path, &error);
@@ -464,12 +676,21 @@ load_done (GObject *source, GAsyncResult *result, gpointer user_data)
   if (res == NULL)
     {
       if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        show_error (self, req->model ? req->model : req->path ? req->path : _("Plan store"),
+        show_error (self, req->model      ? req->model
+                          : req->path     ? req->path
+                          : req->autosave ? req->autosave
+                                          : _("Plan store"),
                     error);
       return;
     }
   g_autoptr (AppDocument) doc = NULL;
-  if (res->plan)
+  if (res->plan && req->autosave)
+    {
+      /* The recovered edits are unsaved edits again. */
+      doc = app_document_new_for_plan (res->plan, res->store_id);
+      app_document_mark_modified (doc);
+    }
+  else if (res->plan)
     doc = app_document_new_for_plan (res->plan, req->id);
   else
     {
@@ -587,6 +808,7 @@ typedef struct
   AppDocument *document;
   char *name;
   gint64 parent;
+  Proceed *then; /* after a successful save */
 } SaveRequest;
 
 static void
@@ -596,6 +818,7 @@ save_request_free (SaveRequest *req)
   g_object_unref (req->plan);
   g_object_unref (req->document);
   g_free (req->name);
+  proceed_free (req->then);
   g_free (req);
 }
 
@@ -639,19 +862,23 @@ save_done (GObject *source, GAsyncResult *result, gpointer user_data)
   g_autofree char *text = g_strdup_printf (_("Saved as “%s”"), planner_plan_get_name (req->plan));
   app_window_show_toast (self, text);
   update_title (self);
+  proceed_run (self, g_steal_pointer (&req->then));
 }
 
-void
-app_window_save (AppWindow *self)
+static void
+start_save (AppWindow *self, Proceed *then)
 {
-  g_return_if_fail (APP_IS_WINDOW (self));
   AppDocument *doc = self->document;
   if (doc == NULL || app_document_get_plan (doc) == NULL || self->store == NULL)
-    return;
+    {
+      proceed_free (then);
+      return;
+    }
   gint64 id = app_document_get_store_id (doc);
   if (id > 0 && !app_document_get_modified (doc))
     {
       app_window_show_toast (self, _("The plan is saved"));
+      proceed_run (self, then);
       return;
     }
   SaveRequest *req = g_new0 (SaveRequest, 1);
@@ -661,10 +888,61 @@ app_window_save (AppWindow *self)
   req->name = g_strdup (app_document_get_name (doc));
   /* An edited stored plan is saved as a new plan derived from it. */
   req->parent = id;
+  req->then = then;
   g_autoptr (GTask) task = g_task_new (self, NULL, save_done, NULL);
-  g_task_set_source_tag (task, app_window_save);
+  g_task_set_source_tag (task, start_save);
   g_task_set_task_data (task, req, (GDestroyNotify) save_request_free);
   g_task_run_in_thread (task, save_thread);
+}
+
+static void
+name_response (AdwMessageDialog *dialog, const char *response, gpointer data)
+{
+  AppWindow *self = prompt_answered (dialog);
+  Proceed *then = g_object_steal_data (G_OBJECT (dialog), "proceed");
+  if (!g_str_equal (response, "save") || self->document == NULL)
+    {
+      proceed_free (then);
+      return;
+    }
+  GtkEditable *entry = GTK_EDITABLE (adw_message_dialog_get_extra_child (dialog));
+  g_autofree char *name = g_strstrip (g_strdup (gtk_editable_get_text (entry)));
+  if (*name)
+    app_document_set_name (self->document, name);
+  start_save (self, then);
+}
+
+/* A plan saved for the first time is named first. */
+static void
+save_then (AppWindow *self, Proceed *then)
+{
+  AppDocument *doc = self->document;
+  if (doc == NULL || app_document_get_store_id (doc) > 0 || self->store == NULL
+      || self->prompt)
+    {
+      start_save (self, then);
+      return;
+    }
+  AdwMessageDialog *dialog
+      = prompt_new (self, _("Save the Plan"), _("The plan store keeps it under this name."));
+  GtkWidget *entry = gtk_entry_new ();
+  gtk_editable_set_text (GTK_EDITABLE (entry), app_document_get_name (doc));
+  gtk_entry_set_activates_default (GTK_ENTRY (entry), TRUE);
+  adw_message_dialog_set_extra_child (dialog, entry);
+  adw_message_dialog_add_responses (dialog, "cancel", _("_Cancel"), "save", _("_Save"), NULL);
+  adw_message_dialog_set_response_appearance (dialog, "save", ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (dialog, "save");
+  adw_message_dialog_set_close_response (dialog, "cancel");
+  g_object_set_data_full (G_OBJECT (dialog), "proceed", then, (GDestroyNotify) proceed_free);
+  g_signal_connect (dialog, "response", G_CALLBACK (name_response), NULL);
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
+void
+app_window_save (AppWindow *self)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  save_then (self, NULL);
 }
 
 /* ---- search ----------------------------------------------------------------------- */
@@ -736,6 +1014,43 @@ on_search_changed (AppWindow *self)
 
 /* ---- actions ---------------------------------------------------------------------- */
 
+typedef struct
+{
+  char *model, *mesh, *hardware, *policy;
+} NewPlan;
+
+static void
+new_plan_free (NewPlan *n)
+{
+  g_free (n->model);
+  g_free (n->mesh);
+  g_free (n->hardware);
+  g_free (n->policy);
+  g_free (n);
+}
+
+static void
+new_plan_proceed (AppWindow *self, gpointer data)
+{
+  NewPlan *n = data;
+  app_window_load_model (self, n->model, n->mesh, n->hardware, n->policy);
+}
+
+void
+app_window_create_plan (AppWindow *self, const char *model, const char *mesh,
+                        const char *hardware, const char *policy)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  g_return_if_fail (model != NULL && mesh != NULL && hardware != NULL);
+  NewPlan *n = g_new0 (NewPlan, 1);
+  n->model = g_strdup (model);
+  n->mesh = g_strdup (mesh);
+  n->hardware = g_strdup (hardware);
+  n->policy = g_strdup (policy);
+  ask_before_discarding (self,
+                         proceed_new (new_plan_proceed, n, (GDestroyNotify) new_plan_free));
+}
+
 static void
 new_plan_create (AppWindow *self, const char *model, const char *mesh, const char *hardware,
                  const char *policy)
@@ -746,7 +1061,7 @@ new_plan_create (AppWindow *self, const char *model, const char *mesh, const cha
       g_settings_set_string (self->settings, "default-hardware", hardware);
       g_settings_set_string (self->settings, "default-policy", policy ? policy : "");
     }
-  app_window_load_model (self, model, mesh, hardware, policy);
+  app_window_create_plan (self, model, mesh, hardware, policy);
 }
 
 static void
@@ -794,9 +1109,16 @@ file_chooser_new (AppWindow *self, GtkFileChooserAction action, const char *titl
 }
 
 static void
+open_file_proceed (AppWindow *self, gpointer data)
+{
+  app_window_open_file (self, G_FILE (data));
+}
+
+static void
 open_file_chosen (AppWindow *self, GFile *file, const char *format)
 {
-  app_window_open_file (self, file);
+  ask_before_discarding (self, proceed_new (open_file_proceed, g_object_ref (file),
+                                            g_object_unref));
 }
 
 static void
@@ -1249,9 +1571,49 @@ action_compare_stored (GtkWidget *widget, const char *name, GVariant *param)
 }
 
 static void
+open_stored_proceed (AppWindow *self, gpointer data)
+{
+  app_window_open_stored (self, *(gint64 *) data);
+}
+
+static void
 on_plan_activated (AppWindow *self, gint64 id)
 {
-  app_window_open_stored (self, id);
+  if (self->document && app_document_get_store_id (self->document) == id)
+    return;
+  gint64 *data = g_new (gint64, 1);
+  *data = id;
+  ask_before_discarding (self, proceed_new (open_stored_proceed, data, g_free));
+}
+
+static void
+restore_proceed (AppWindow *self, gpointer data)
+{
+  gtk_revealer_set_reveal_child (self->recovery_revealer, FALSE);
+  LoadRequest *req = g_new0 (LoadRequest, 1);
+  req->autosave = recovered_path (self);
+  start_load (self, req);
+}
+
+static void
+action_restore_autosave (GtkWidget *widget, const char *name, GVariant *param)
+{
+  AppWindow *self = APP_WINDOW (widget);
+  if (self->autosave_path == NULL)
+    return;
+  ask_before_discarding (self, proceed_new (restore_proceed, NULL, NULL));
+}
+
+static void
+action_discard_autosave (GtkWidget *widget, const char *name, GVariant *param)
+{
+  AppWindow *self = APP_WINDOW (widget);
+  gtk_revealer_set_reveal_child (self->recovery_revealer, FALSE);
+  if (self->autosave_path)
+    {
+      g_autofree char *recovered = recovered_path (self);
+      g_unlink (recovered);
+    }
 }
 
 /* ---- export ----------------------------------------------------------------------- */
@@ -1299,10 +1661,30 @@ app_window_get_mode (AppWindow *self)
 
 /* ---- object ----------------------------------------------------------------------- */
 
+static void
+close_proceed (AppWindow *self, gpointer data)
+{
+  self->close_confirmed = TRUE;
+  gtk_window_close (GTK_WINDOW (self));
+}
+
 static gboolean
 app_window_close_request (GtkWindow *window)
 {
   AppWindow *self = APP_WINDOW (window);
+  if (!self->close_confirmed && self->document && app_document_get_modified (self->document))
+    {
+      ask_before_discarding (self, proceed_new (close_proceed, NULL, NULL));
+      return TRUE;
+    }
+  /* Closed on purpose: nothing is left to recover. */
+  if (self->autosave_path)
+    {
+      app_autosave_remove (self->autosave_path);
+      app_autosave_flush ();
+      app_autosave_claim (self->autosave_path, FALSE);
+      self->autosaved = FALSE;
+    }
   if (self->settings)
     {
       int width = 0, height = 0;
@@ -1333,6 +1715,9 @@ app_window_dispose (GObject *object)
   g_clear_pointer (&self->pending_deletes, g_hash_table_unref);
   g_clear_pointer (&self->toasts, g_ptr_array_unref);
   g_clear_handle_id (&self->toast_timeout, g_source_remove);
+  if (self->autosave_path)
+    app_autosave_claim (self->autosave_path, FALSE);
+  g_clear_pointer (&self->autosave_path, g_free);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_WINDOW);
   G_OBJECT_CLASS (app_window_parent_class)->dispose (object);
 }
@@ -1455,6 +1840,8 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppWindow, cost_chart);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, inspector);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, compare_view);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, recovery_revealer);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, recovery_label);
 
   gtk_widget_class_install_action (widget_class, "win.new-plan", NULL, action_new_plan);
   gtk_widget_class_install_action (widget_class, "win.open-file", NULL, action_open_file);
@@ -1481,6 +1868,10 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.compare-stored", "x",
                                    action_compare_stored);
   gtk_widget_class_install_action (widget_class, "win.edit-pin", NULL, action_edit_pin);
+  gtk_widget_class_install_action (widget_class, "win.restore-autosave", NULL,
+                                   action_restore_autosave);
+  gtk_widget_class_install_action (widget_class, "win.discard-autosave", NULL,
+                                   action_discard_autosave);
 }
 
 /* Actions whose enabled state follows the document live in the window's action map (GTK 4.8
@@ -1603,6 +1994,11 @@ app_window_init (AppWindow *self)
                                   G_CALLBACK (update_actions), self);
   g_signal_group_connect_swapped (self->document_signals, "notify::modified",
                                   G_CALLBACK (update_title), self);
+  /* Every plan an edit gives, and every save, updates the autosave. */
+  g_signal_group_connect_swapped (self->document_signals, "notify::plan",
+                                  G_CALLBACK (update_autosave), self);
+  g_signal_group_connect_swapped (self->document_signals, "notify::modified",
+                                  G_CALLBACK (update_autosave), self);
   g_signal_group_connect_swapped (self->document_signals, "notify::name",
                                   G_CALLBACK (update_title), self);
   gtk_stack_set_visible_child_name (self->mode_stack, "empty");

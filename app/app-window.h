@@ -36,8 +36,22 @@ void app_window_open_file (AppWindow *self, GFile *file);
 /* A stored plan, loaded off the GTK thread. */
 void app_window_open_stored (AppWindow *self, gint64 id);
 /* Saves the document's plan to the store (a new row, derived from the stored one when it
- * was edited); the document's store-id changes when it is done. */
+ * was edited); the document's store-id changes when it is done. A plan not stored yet is
+ * named first (app_window_get_prompt()). */
 void app_window_save (AppWindow *self);
+/* As Create in the new-plan dialog: asks Save / Discard / Cancel first when the document has
+ * unsaved edits, then loads @model as app_window_load_model() does. Opening a file or a
+ * stored plan from the window and closing it ask the same. */
+void app_window_create_plan (AppWindow *self, const char *model, const char *mesh,
+                             const char *hardware, const char *policy);
+/* The question the window shows now (discarding unsaved edits, a plan's name), or NULL;
+ * answered with adw_message_dialog_response(). */
+AdwMessageDialog *app_window_get_prompt (AppWindow *self);
+/* Where the document's unsaved edits are kept while it has them (app-autosave.h). */
+const char *app_window_get_autosave_path (AppWindow *self);
+/* Whether the window offers back the unsaved edits of a session that did not end
+ * (win.restore-autosave, win.discard-autosave). */
+gboolean app_window_get_offers_recovery (AppWindow *self);
 
 /* Compare mode: @a against the document's plan. */
 void app_window_compare (AppWindow *self, PlannerPlan *a, const char *a_label);

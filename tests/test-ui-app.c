@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 
 #include "app-application.h"
+#include "app-autosave.h"
 #include "app-compare-view.h"
 #include "app-cost-chart.h"
 #include "app-inspector.h"
@@ -81,6 +82,30 @@ pump (guint ms)
   gint64 end = g_get_monotonic_time () + ms * 1000;
   while (g_get_monotonic_time () < end)
     g_main_context_iteration (NULL, FALSE);
+}
+
+/* Answers the question the window shows with @response, after checking its heading; for a
+ * name, types @name first. */
+static void
+answer_in (AppWindow *w, const char *heading, const char *name, const char *response)
+{
+  AdwMessageDialog *prompt = app_window_get_prompt (w);
+  if (prompt == NULL)
+    g_error ("no question where “%s” was expected", heading);
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (prompt)));
+  if (!g_str_has_prefix (adw_message_dialog_get_heading (prompt), heading))
+    g_error ("the question is “%s”, not “%s”", adw_message_dialog_get_heading (prompt), heading);
+  if (name)
+    gtk_editable_set_text (GTK_EDITABLE (adw_message_dialog_get_extra_child (prompt)), name);
+  adw_message_dialog_response (prompt, response);
+  /* Answered: gone, or followed by the next question (a name after Save). */
+  g_assert_true (app_window_get_prompt (w) != prompt);
+}
+
+static void
+answer (const char *heading, const char *name, const char *response)
+{
+  answer_in (window, heading, name, response);
 }
 
 static AppDocument *
@@ -272,12 +297,37 @@ sidebar_lists (gpointer data)
   return entries && entries->len == GPOINTER_TO_UINT (data);
 }
 
+static gboolean
+file_exists (gpointer data)
+{
+  return g_file_test (data, G_FILE_TEST_EXISTS);
+}
+
+static gboolean
+file_gone (gpointer data)
+{
+  return !g_file_test (data, G_FILE_TEST_EXISTS);
+}
+
 static void
 test_save (void)
 {
   g_assert_true (app_document_get_modified (doc ()));
+  /* The unsaved edits are kept beside the store while they are unsaved. */
+  const char *autosave = app_window_get_autosave_path (window);
+  g_autofree char *expected = g_strconcat (g_getenv ("SHARDSCOPE_DB"), ".autosave.json", NULL);
+  g_assert_cmpstr (autosave, ==, expected);
+  wait_for (file_exists, (gpointer) autosave, 30, "the autosave");
+  /* The first save asks for a name; Cancel saves nothing. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
+  answer ("Save the Plan", NULL, "cancel");
+  pump (200);
+  g_assert_cmpint (app_document_get_store_id (doc ()), ==, 0);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
+  answer ("Save the Plan", "gpt2 data-parallel c_fc", "save");
   wait_for (stored, NULL, 60, "the save");
+  g_assert_cmpstr (app_document_get_name (doc ()), ==, "gpt2 data-parallel c_fc");
+  wait_for (file_gone, (gpointer) autosave, 30, "the autosave's removal after the save");
   saved_id = app_document_get_store_id (doc ());
   saved_plan = g_object_ref (plan ());
   g_assert_false (app_document_get_modified (doc ()));
@@ -347,6 +397,102 @@ test_compare (void)
   g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.compare", NULL));
   g_assert_cmpstr (app_window_get_mode (window), ==, "plan");
+}
+
+static gboolean
+new_document (gpointer data)
+{
+  AppDocument *d = doc ();
+  return d && d != data && app_document_get_plan (d) && !app_document_get_busy (d);
+}
+
+static gboolean
+window_has_plan (gpointer data)
+{
+  AppDocument *d = app_window_get_document (data);
+  return d && app_document_get_plan (d) && !app_document_get_busy (d);
+}
+
+/* Unsaved edits are never lost without a question: closing, quitting, a new plan; and what a
+ * session that did not end had is offered back. */
+static void
+test_ask_before_discarding (void)
+{
+  AppDocument *edited = doc ();
+  g_assert_true (app_document_get_modified (edited));
+  /* Closing asks; Cancel keeps the window and the edits. */
+  gtk_window_close (GTK_WINDOW (window));
+  answer ("Save Changes to", NULL, "cancel");
+  g_assert_true (g_list_find (gtk_application_get_windows (GTK_APPLICATION (app)), window));
+  g_assert_true (doc () == edited);
+  g_assert_true (app_document_get_modified (edited));
+  /* Ctrl+Q asks the same, and the application stays. */
+  g_action_group_activate_action (G_ACTION_GROUP (app), "quit", NULL);
+  answer ("Save Changes to", NULL, "cancel");
+  g_assert_true (g_list_find (gtk_application_get_windows (GTK_APPLICATION (app)), window));
+
+  /* A crash now leaves the edits beside the store: a window on a store with such a
+   * left-over offers it back, and Restore brings the edited plan back, unsaved. */
+  const char *autosave = app_window_get_autosave_path (window);
+  wait_for (file_exists, (gpointer) autosave, 30, "the autosave");
+  app_autosave_flush ();
+  g_autofree char *contents = NULL;
+  gsize length = 0;
+  g_assert_true (g_file_get_contents (autosave, &contents, &length, NULL));
+  g_autofree char *other_db = g_build_filename (tmpdir, "crashed.db", NULL);
+  g_autofree char *left = g_strconcat (other_db, ".autosave.json", NULL);
+  g_assert_true (g_file_set_contents (left, contents, length, NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerStore) other = planner_store_open (other_db, &error);
+  g_assert_no_error (error);
+  AppWindow *second = app_window_new (GTK_APPLICATION (app));
+  app_window_set_store (second, other);
+  gtk_window_present (GTK_WINDOW (second));
+  g_assert_true (app_window_get_offers_recovery (second));
+  g_assert_false (app_window_get_offers_recovery (window));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (second), "win.restore-autosave", NULL));
+  wait_for (window_has_plan, second, 60, "the restored plan");
+  AppDocument *restored = app_window_get_document (second);
+  g_assert_true (app_document_get_modified (restored));
+  g_assert_true (planner_plan_equal (app_document_get_plan (restored), plan ()));
+  g_assert_false (planner_plan_equal (app_document_get_plan (restored), saved_plan));
+  g_assert_false (app_window_get_offers_recovery (second));
+  /* Closing that window asks too; Discard closes it and drops its autosave. */
+  g_object_ref (second);
+  gtk_window_close (GTK_WINDOW (second));
+  answer_in (second, "Save Changes to", NULL, "discard");
+  g_assert_false (g_list_find (gtk_application_get_windows (GTK_APPLICATION (app)), second));
+  g_object_unref (second);
+  app_autosave_flush ();
+  g_assert_false (g_file_test (left, G_FILE_TEST_EXISTS));
+  g_autofree char *recovered = g_strconcat (left, ".recovered", NULL);
+  g_assert_false (g_file_test (recovered, G_FILE_TEST_EXISTS));
+
+  /* Ctrl+N, Create: Discard replaces the plan, and the edits are gone with their autosave. */
+  app_window_create_plan (window, "gpt2", "dp=2,mp=4", "h100-sxm", "megatron");
+  g_assert_true (doc () == edited);
+  answer ("Save Changes to", NULL, "discard");
+  wait_for (new_document, edited, 120, "the new plan");
+  g_assert_false (app_document_get_modified (doc ()));
+  g_assert_cmpint (app_document_get_store_id (doc ()), ==, 0);
+  wait_for (file_gone, (gpointer) autosave, 30, "the autosave's removal");
+
+  /* Save in the question saves first (naming the new plan), then goes on. */
+  AppDocument *fresh = doc ();
+  PlannerPlan *before = plan ();
+  g_assert_true (app_document_pin (fresh, EXAMPLE_OP, "[dp,_,_],[_,_]", &error));
+  wait_for (plan_differs, before, 60, "the plan after the pin");
+  app_window_create_plan (window, "gpt2", "dp=2,mp=4", "h100-sxm", "megatron");
+  answer ("Save Changes to", NULL, "save");
+  answer ("Save the Plan", "gpt2 saved before a new plan", "save");
+  wait_for (new_document, fresh, 120, "the plan after saving");
+  g_autoptr (GPtrArray) entries = planner_store_list_plans (app_window_get_store (window), NULL);
+  gboolean found = FALSE;
+  for (guint i = 0; i < entries->len; i++)
+    found |= g_strcmp0 (((PlannerStoreEntry *) g_ptr_array_index (entries, i))->name,
+                        "gpt2 saved before a new plan")
+             == 0;
+  g_assert_true (found);
 }
 
 static void
@@ -434,13 +580,14 @@ test_chart_and_store_actions (void)
   wait_for (sidebar_renamed, NULL, 30, "the sidebar after renaming");
   AppSidebar *sidebar = APP_SIDEBAR (app_window_get_part (window, "sidebar"));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.duplicate-plan", "x", saved_id));
-  wait_for (sidebar_lists, GUINT_TO_POINTER (2), 60, "the duplicate");
-  g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 2);
+  /* The saved plan, the one saved before a new plan (ask-before-discarding), the copy. */
+  wait_for (sidebar_lists, GUINT_TO_POINTER (3), 60, "the duplicate");
+  g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 3);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.delete-plan", "x", saved_id));
-  g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 1);
+  g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 2);
   /* Still in the store until the toast is dismissed. */
   g_autoptr (GPtrArray) entries = planner_store_list_plans (app_window_get_store (window), NULL);
-  g_assert_cmpuint (entries->len, ==, 2);
+  g_assert_cmpuint (entries->len, ==, 3);
 
   /* Dark mode. */
   g_action_group_activate_action (G_ACTION_GROUP (app), "color-scheme", g_variant_new_string ("dark"));
@@ -490,7 +637,6 @@ test_screenshot (void)
                                              "transformer.h.0.attn.c_attn"));
   wait_for (plan_ready, NULL, 60, "the layout");
   /* The picture shows the app at rest, without the toasts of the earlier cases. */
-  g_assert_cmpuint (app_window_get_n_toasts (window), >, 0);
   app_window_dismiss_toasts (window);
   wait_for (no_toasts, NULL, 10, "the toasts to go");
   pump (500);
@@ -658,6 +804,7 @@ test_trial_run (void)
   wait_for (plan_differs, app_document_get_plan (old), 60, "gpt2-tiny");
   wait_for (plan_ready, NULL, 60, "gpt2-tiny's plan");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
+  answer ("Save the Plan", NULL, "save");
   wait_for (stored, NULL, 60, "the save");
   GtkWidget *dialog = app_trial_dialog_new (GTK_WINDOW (window), plan ());
   AppTrialDialog *d = APP_TRIAL_DIALOG (dialog);
@@ -748,6 +895,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/app/save", test_save);
   g_test_add_func ("/ui/app/reopen", test_reopen);
   g_test_add_func ("/ui/app/compare", test_compare);
+  g_test_add_func ("/ui/app/ask-before-discarding", test_ask_before_discarding);
   g_test_add_func ("/ui/app/export", test_export);
   g_test_add_func ("/ui/app/chart-and-store-actions", test_chart_and_store_actions);
   g_test_add_func ("/ui/app/toasts", test_toasts);
