@@ -1090,7 +1090,7 @@ file_chooser_response (GtkNativeDialog *native, int response, AppWindow *self)
   g_object_unref (native);
 }
 
-/* A chooser of @filter_label files (@pattern) that hands the one accepted to @chosen; the
+/* A chooser of @filter_label files (@pattern, or several split by ';') that hands the one accepted to @chosen; the
  * caller shows it. */
 static GtkFileChooserNative *
 file_chooser_new (AppWindow *self, GtkFileChooserAction action, const char *title,
@@ -1101,7 +1101,9 @@ file_chooser_new (AppWindow *self, GtkFileChooserAction action, const char *titl
                                                               accept_label, _("_Cancel"));
   g_autoptr (GtkFileFilter) filter = gtk_file_filter_new ();
   gtk_file_filter_set_name (filter, filter_label);
-  gtk_file_filter_add_pattern (filter, pattern);
+  g_auto (GStrv) patterns = g_strsplit (pattern, ";", -1);
+  for (guint i = 0; patterns[i]; i++)
+    gtk_file_filter_add_pattern (filter, patterns[i]);
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (native), filter);
   g_object_set_data (G_OBJECT (native), "chosen", chosen);
   g_signal_connect (native, "response", G_CALLBACK (file_chooser_response), self);
@@ -1126,7 +1128,8 @@ action_open_file (GtkWidget *widget, const char *name, GVariant *param)
 {
   GtkFileChooserNative *native = file_chooser_new (
       APP_WINDOW (widget), GTK_FILE_CHOOSER_ACTION_OPEN,
-      _("Open a Plan, a config.json or a Graph JSON"), _("_Open"), _("JSON files"), "*.json",
+      _("Open a Plan, a config.json, a Graph JSON or an ONNX Model"), _("_Open"),
+      _("Plans and models (JSON, ONNX)"), "*.json;*.onnx",
       open_file_chosen);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
 }

@@ -16,6 +16,7 @@
 #include "app-compare-view.h"
 #include "app-cost-chart.h"
 #include "app-inspector.h"
+#include "app-new-plan-dialog.h"
 #include "app-sidebar.h"
 #include "app-timeline.h"
 #include "app-totals-bar.h"
@@ -144,6 +145,26 @@ test_start (void)
   g_assert_nonnull (app_window_get_store (window));
   g_assert_cmpstr (planner_store_get_path (app_window_get_store (window)), ==,
                    g_getenv ("SHARDSCOPE_DB"));
+}
+
+static gboolean
+filter_matches (GtkFileFilter *filter, const char *name)
+{
+  g_autoptr (GFileInfo) info = g_file_info_new ();
+  g_file_info_set_display_name (info, name);
+  return gtk_filter_match (GTK_FILTER (filter), info);
+}
+
+/* The new-plan dialog's files: config.json, graph JSON and ONNX, and a name that says so. */
+static void
+test_model_filter (void)
+{
+  g_autoptr (GtkFileFilter) filter = app_new_plan_dialog_new_model_filter ();
+  g_assert_nonnull (strstr (gtk_file_filter_get_name (filter), "ONNX"));
+  g_assert_nonnull (strstr (gtk_file_filter_get_name (filter), "JSON"));
+  g_assert_true (filter_matches (filter, "config.json"));
+  g_assert_true (filter_matches (filter, "llama-2layer.onnx"));
+  g_assert_false (filter_matches (filter, "plans.db"));
 }
 
 static void
@@ -888,6 +909,7 @@ main (int argc, char *argv[])
   app_application_init_environment ();
 
   g_test_add_func ("/ui/app/start", test_start);
+  g_test_add_func ("/ui/app/model-filter", test_model_filter);
   g_test_add_func ("/ui/app/load-example", test_load_example);
   g_test_add_func ("/ui/app/select-op", test_select_op);
   g_test_add_func ("/ui/app/pin", test_pin);
