@@ -38,6 +38,7 @@ struct _AppWindow
   GtkLabel *search_status;
   GraphviewWidget *graph;
   AppMinimap *minimap;
+  GtkWidget *graph_buttons;
   GtkSpinner *spinner;
   AppTrialResults *trial_results;
   AppTimeline *timeline;
@@ -254,6 +255,8 @@ reveal_op (AppWindow *self, int op)
           item = graphview_model_get_item_of_op (self->graph_model, op);
         }
       graphview_widget_set_selected (self->graph, (int) item);
+      /* Navigation from elsewhere (chart, compare, search, the timeline) centres the op. */
+      graphview_widget_center_on_item (self->graph, item);
     }
   self->syncing_selection = FALSE;
 }
@@ -276,7 +279,15 @@ on_plan_changed (AppWindow *self)
 static void
 on_step_changed (AppWindow *self)
 {
-  graphview_widget_set_step (self->graph, app_document_get_step (self->document));
+  int step = app_document_get_step (self->document);
+  graphview_widget_set_step (self->graph, step);
+  PlannerPlan *plan = app_document_get_plan (self->document);
+  /* The graph follows the step's op, folded or not: playing never unfolds blocks. */
+  if (plan && step >= 0 && (guint) step < planner_plan_get_n_trace_steps (plan)
+      && self->graph_model && graphview_widget_is_ready (self->graph))
+    graphview_widget_center_on_item (
+        self->graph, graphview_model_get_item_of_op (self->graph_model,
+                                                     planner_plan_get_trace_step (plan, step)->op));
 }
 
 static void
@@ -1247,6 +1258,15 @@ action_zoom_fit (GtkWidget *widget, const char *name, GVariant *param)
 }
 
 static void
+action_zoom (GtkWidget *widget, const char *name, GVariant *param)
+{
+  GraphviewWidget *graph = APP_WINDOW (widget)->graph;
+  double factor = g_str_equal (name, "win.zoom-in") ? APP_WINDOW_ZOOM_STEP : 1 / APP_WINDOW_ZOOM_STEP;
+  graphview_widget_zoom_at (graph, factor, gtk_widget_get_width (GTK_WIDGET (graph)) / 2.0,
+                            gtk_widget_get_height (GTK_WIDGET (graph)) / 2.0);
+}
+
+static void
 action_expand (GtkWidget *widget, const char *name, GVariant *param)
 {
   AppWindow *self = APP_WINDOW (widget);
@@ -1753,7 +1773,7 @@ app_window_set_property (GObject *object, guint prop_id, const GValue *value,
 static const struct
 {
   const char *action;
-  const char *accels[3];
+  const char *accels[4];
 } accels[] = {
   { "win.new-plan", { "<Control>n" } },
   { "win.open-file", { "<Control>o" } },
@@ -1766,10 +1786,13 @@ static const struct
   { "win.find-next", { "<Control>g" } },
   { "win.find-previous", { "<Control><Shift>g" } },
   { "win.zoom-fit", { "<Control>0" } },
+  { "win.zoom-in", { "<Control>plus", "<Control>equal", "<Control>KP_Add" } },
+  { "win.zoom-out", { "<Control>minus", "<Control>KP_Subtract" } },
   { "win.expand-all", { "<Control>e" } },
   { "win.collapse-all", { "<Control><Shift>e" } },
   { "win.show-sidebar", { "F9" } },
   { "win.show-minimap", { "<Control>m" } },
+  { "win.show-legend", { "<Control>l" } },
   { "win.select-next-op", { "<Alt>Down" } },
   { "win.select-previous-op", { "<Alt>Up" } },
   { "win.edit-pin", { "<Control>p" } },
@@ -1836,6 +1859,7 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppWindow, search_status);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, graph);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, minimap);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, graph_buttons);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, spinner);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, trial_results);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, timeline);
@@ -1852,6 +1876,8 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.find-next", NULL, action_find_next);
   gtk_widget_class_install_action (widget_class, "win.find-previous", NULL, action_find_next);
   gtk_widget_class_install_action (widget_class, "win.zoom-fit", NULL, action_zoom_fit);
+  gtk_widget_class_install_action (widget_class, "win.zoom-in", NULL, action_zoom);
+  gtk_widget_class_install_action (widget_class, "win.zoom-out", NULL, action_zoom);
   gtk_widget_class_install_action (widget_class, "win.expand-all", NULL, action_expand);
   gtk_widget_class_install_action (widget_class, "win.collapse-all", NULL, action_expand);
   gtk_widget_class_install_action (widget_class, "win.select-op", "s", action_select_op);
@@ -1963,6 +1989,13 @@ app_window_init (AppWindow *self)
   g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (find_action));
 
   app_minimap_set_view (self->minimap, self->graph);
+  /* Fit leaves the graph uncovered by what floats over it. */
+  graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->minimap));
+  graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->graph_buttons));
+  graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->trial_results));
+  g_autoptr (GPropertyAction) legend_action
+      = g_property_action_new ("show-legend", self->graph, "show-legend");
+  g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (legend_action));
   gtk_search_bar_connect_entry (self->search_bar, GTK_EDITABLE (self->search_entry));
   g_signal_connect_swapped (self->search_entry, "search-changed",
                             G_CALLBACK (on_search_changed), self);

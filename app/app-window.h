@@ -18,6 +18,9 @@ G_BEGIN_DECLS
 #define APP_TYPE_WINDOW (app_window_get_type ())
 G_DECLARE_FINAL_TYPE (AppWindow, app_window, APP, WINDOW, AdwApplicationWindow)
 
+/* What the zoom buttons and Ctrl+plus/minus multiply the zoom by. */
+#define APP_WINDOW_ZOOM_STEP 1.25
+
 AppWindow *app_window_new (GtkApplication *application);
 
 /* The document shown, NULL before one is loaded ("document" property). */

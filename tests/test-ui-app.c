@@ -305,6 +305,148 @@ test_timeline (void)
 }
 
 static gboolean
+rects_overlap (const graphene_rect_t *a, const graphene_rect_t *b)
+{
+  return a->origin.x < b->origin.x + b->size.width && b->origin.x < a->origin.x + a->size.width
+         && a->origin.y < b->origin.y + b->size.height
+         && b->origin.y < a->origin.y + a->size.height;
+}
+
+/* An item's rectangle in the graph widget's coordinates. */
+static graphene_rect_t
+item_rect (GraphviewWidget *graph, guint item)
+{
+  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (graph));
+  const GraphviewRect *r = graphview_layout_get_item_rect (layout, item);
+  double zoom = graphview_widget_get_zoom (graph), ox, oy;
+  graphview_widget_get_origin (graph, &ox, &oy);
+  return GRAPHENE_RECT_INIT ((r->x - ox) * zoom, (r->y - oy) * zoom, r->width * zoom,
+                             r->height * zoom);
+}
+
+/* How many items something drawn over the graph covers. */
+static guint
+n_covered (GraphviewWidget *graph, const graphene_rect_t *cover)
+{
+  guint n = 0;
+  GraphviewModel *model = graphview_widget_get_model (graph);
+  for (guint i = 0; i < graphview_model_get_n_items (model); i++)
+    {
+      graphene_rect_t r = item_rect (graph, i);
+      n += rects_overlap (&r, cover);
+    }
+  return n;
+}
+
+static gboolean
+graph_ready (gpointer data)
+{
+  return graphview_widget_is_ready (app_window_get_graph (window));
+}
+
+/* Fit fits the free area: no node under the minimap, the buttons or the legend, at
+ * 1280x720 as at 1600x1000. The zoom buttons and accelerators zoom by 1.25; a chart bar
+ * centres the graph on its op; the inspector starts a new op at its top; the timeline plays
+ * up to 512 steps a second. */
+static void
+test_fit_and_navigation (void)
+{
+  GraphviewWidget *graph = app_window_get_graph (window);
+  GtkWidget *minimap = app_window_get_part (window, "minimap");
+  GtkWidget *buttons = app_window_get_part (window, "graph_buttons");
+  gtk_widget_set_visible (minimap, TRUE);
+  g_assert_true (graphview_widget_get_show_legend (graph));
+  int sizes[][2] = { { 1280, 720 }, { 1600, 1000 } };
+  for (guint k = 0; k < G_N_ELEMENTS (sizes); k++)
+    {
+      gtk_window_set_default_size (GTK_WINDOW (window), sizes[k][0], sizes[k][1]);
+      pump (400);
+      g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
+      pump (200);
+      /* Again: the legend's size is known once it was drawn. */
+      g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
+      pump (200);
+      graphene_rect_t covers[3];
+      g_assert_true (gtk_widget_compute_bounds (minimap, GTK_WIDGET (graph), &covers[0]));
+      g_assert_true (gtk_widget_compute_bounds (buttons, GTK_WIDGET (graph), &covers[1]));
+      g_assert_true (graphview_widget_get_legend_rect (graph, &covers[2]));
+      for (guint c = 0; c < G_N_ELEMENTS (covers); c++)
+        {
+          g_assert_cmpfloat (covers[c].size.width, >, 10);
+          guint n = n_covered (graph, &covers[c]);
+          if (n > 0)
+            g_error ("at %dx%d, overlay %u covers %u nodes after Fit", sizes[k][0], sizes[k][1],
+                     c, n);
+        }
+    }
+  /* Hiding the legend gives its room back. */
+  double with_legend = graphview_widget_get_fit_zoom (graph);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.show-legend", NULL));
+  g_assert_false (graphview_widget_get_show_legend (graph));
+  g_assert_cmpfloat (graphview_widget_get_fit_zoom (graph), >=, with_legend);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.show-legend", NULL));
+
+  /* Zoom buttons (and Ctrl+plus / Ctrl+minus). */
+  double fit = graphview_widget_get_zoom (graph);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-in", NULL));
+  g_assert_cmpfloat_with_epsilon (graphview_widget_get_zoom (graph), fit * 1.25, fit * 1e-9);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-out", NULL));
+  g_assert_cmpfloat_with_epsilon (graphview_widget_get_zoom (graph), fit, fit * 1e-9);
+  g_auto (GStrv) in = gtk_application_get_accels_for_action (GTK_APPLICATION (app), "win.zoom-in");
+  g_auto (GStrv) out = gtk_application_get_accels_for_action (GTK_APPLICATION (app), "win.zoom-out");
+  g_assert_true (g_strv_contains ((const char *const *) in, "<Control>plus"));
+  g_assert_true (g_strv_contains ((const char *const *) out, "<Control>minus"));
+
+  /* A chart bar in the middle of the model, at a zoom where centring is possible: its op
+   * lands in the middle of the free area. */
+  for (guint i = 0; i < 8; i++)
+    gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-in", NULL);
+  AppCostChart *chart = APP_COST_CHART (app_window_get_part (window, "cost_chart"));
+  guint first_op = 0;
+  g_assert_nonnull (app_cost_chart_get_layer (chart, 6, &first_op, NULL, NULL));
+  app_cost_chart_activate_layer (chart, 6);
+  g_assert_cmpint (app_document_get_selected_op (doc ()), ==, first_op);
+  wait_for (graph_ready, NULL, 60, "the layout with layer 6 unfolded");
+  wait_for (graph_selected, graph, 60, "the op's node");
+  pump (100);
+  int item = graphview_widget_get_selected (graph);
+  g_assert_cmpuint (graphview_model_get_item (graphview_widget_get_model (graph), item)->first_op,
+                    ==, first_op);
+  graphene_rect_t r = item_rect (graph, item), free;
+  graphview_widget_get_free_area (graph, &free);
+  g_assert_cmpfloat (fabs (r.origin.x + r.size.width / 2 - (free.origin.x + free.size.width / 2)),
+                     <, 1.5);
+  g_assert_cmpfloat (fabs (r.origin.y + r.size.height / 2 - (free.origin.y + free.size.height / 2)),
+                     <, 1.5);
+  /* The next op is in view already, and is centred all the same. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-next-op", NULL));
+  item = graphview_widget_get_selected (graph);
+  g_assert_cmpuint (graphview_model_get_item (graphview_widget_get_model (graph), item)->first_op,
+                    ==, first_op + 1);
+  r = item_rect (graph, item);
+  g_assert_cmpfloat (fabs (r.origin.y + r.size.height / 2 - (free.origin.y + free.size.height / 2)),
+                     <, 1.5);
+
+  /* The inspector starts another op at its top. */
+  AppInspector *inspector = APP_INSPECTOR (app_window_get_part (window, "inspector"));
+  GtkAdjustment *v = gtk_scrolled_window_get_vadjustment (app_inspector_get_scroller (inspector));
+  pump (100);
+  gtk_adjustment_set_value (v, gtk_adjustment_get_upper (v));
+  if (gtk_adjustment_get_upper (v) - gtk_adjustment_get_page_size (v) > 1)
+    g_assert_cmpfloat (gtk_adjustment_get_value (v), >, 0);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s", EXAMPLE_OP));
+  g_assert_cmpfloat (gtk_adjustment_get_value (v), ==, 0);
+
+  /* Whole-plan speed. */
+  AppTimeline *timeline = APP_TIMELINE (app_window_get_part (window, "timeline"));
+  app_timeline_set_speed (timeline, 512);
+  g_assert_cmpfloat (app_timeline_get_speed (timeline), ==, 512);
+  app_timeline_set_speed (timeline, 4);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
+  gtk_window_set_default_size (GTK_WINDOW (window), 1600, 1000);
+}
+
+static gboolean
 stored (gpointer data)
 {
   return app_document_get_store_id (doc ()) > 0;
@@ -914,6 +1056,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/app/select-op", test_select_op);
   g_test_add_func ("/ui/app/pin", test_pin);
   g_test_add_func ("/ui/app/timeline", test_timeline);
+  g_test_add_func ("/ui/app/fit-and-navigation", test_fit_and_navigation);
   g_test_add_func ("/ui/app/save", test_save);
   g_test_add_func ("/ui/app/reopen", test_reopen);
   g_test_add_func ("/ui/app/compare", test_compare);
