@@ -262,6 +262,7 @@ reveal_op (AppWindow *self, int op)
 }
 
 static void update_autosave (AppWindow *self);
+static void show_trial_on_nodes (AppWindow *self, const ExecutorTrialResult *result);
 static void set_autosave_path (AppWindow *self, const char *store_path);
 
 static void
@@ -269,6 +270,8 @@ on_plan_changed (AppWindow *self)
 {
   PlannerPlan *plan = app_document_get_plan (self->document);
   graphview_widget_set_plan (self->graph, plan);
+  /* A trial's figures belong to the plan it ran. */
+  show_trial_on_nodes (self, NULL);
   graphview_widget_set_step (self->graph, app_document_get_step (self->document));
   if (plan && g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "empty") == 0)
     gtk_stack_set_visible_child_name (self->mode_stack, "plan");
@@ -385,6 +388,7 @@ app_window_set_document (AppWindow *self, AppDocument *document)
       app_sidebar_set_current_id (self->sidebar, app_document_get_store_id (document));
     }
   app_trial_results_set_result (self->trial_results, NULL, NULL);
+  show_trial_on_nodes (self, NULL);
   self->search_index = -1;
   update_autosave (self);
   update_actions (self);
@@ -1398,11 +1402,40 @@ action_compare (GtkWidget *widget, const char *name, GVariant *param)
                         app_document_get_name (self->document));
 }
 
+/* Each node shows its op's measured against estimated time and error. */
+static void
+show_trial_on_nodes (AppWindow *self, const ExecutorTrialResult *result)
+{
+  GraphviewRenderer *renderer = graphview_widget_get_renderer (self->graph);
+  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
+  guint n_ops = plan ? planner_graph_get_n_ops (planner_plan_get_graph (plan)) : 0;
+  if (renderer == NULL || result == NULL || result->ops->len != n_ops || n_ops == 0)
+    {
+      if (renderer)
+        graphview_renderer_set_trial (renderer, NULL, NULL, NULL, 0);
+      gtk_widget_queue_draw (GTK_WIDGET (self->graph));
+      return;
+    }
+  g_autofree double *measured = g_new (double, n_ops);
+  g_autofree double *estimated = g_new (double, n_ops);
+  g_autofree double *error = g_new (double, n_ops);
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const ExecutorTiming *t = &g_array_index (result->ops, ExecutorTiming, i);
+      measured[i] = t->measured_s;
+      estimated[i] = t->estimated_s;
+      error[i] = t->max_rel_error;
+    }
+  graphview_renderer_set_trial (renderer, measured, estimated, error, result->tolerance);
+  gtk_widget_queue_draw (GTK_WIDGET (self->graph));
+}
+
 static void
 trial_finished (AppWindow *self, gpointer result_ptr, gpointer train_ptr)
 {
   const ExecutorTrialResult *result = result_ptr;
   app_trial_results_set_result (self->trial_results, result, train_ptr);
+  show_trial_on_nodes (self, result);
   gtk_widget_set_visible (GTK_WIDGET (self->trial_results), TRUE);
   AppDocument *doc = self->document;
   if (doc == NULL || self->store == NULL || app_document_get_store_id (doc) == 0)

@@ -45,6 +45,11 @@ struct _GraphviewRenderer
   double *op_extra; /* producer-side conversions and final reductions, at the producer */
   double min_cost, max_cost;
 
+  /* A trial run's per-op results (NULL without one): 3 doubles an op, measured and
+   * estimated seconds and the relative error of its result. */
+  double *trial;
+  double trial_tolerance;
+
   /* Per visible edge, for one state of the model. */
   guint edge_serial;
   gboolean edges_valid;
@@ -319,6 +324,7 @@ graphview_renderer_finalize (GObject *object)
 {
   GraphviewRenderer *self = GRAPHVIEW_RENDERER (object);
   clear_plan_state (self);
+  g_clear_pointer (&self->trial, g_free);
   g_clear_pointer (&self->edge_cost, g_free);
   g_clear_pointer (&self->edge_bytes, g_free);
   g_clear_pointer (&self->layout, graphview_layout_unref);
@@ -420,6 +426,52 @@ graphview_renderer_set_compare_plan (GraphviewRenderer *self, PlannerPlan *other
   g_return_if_fail (plan_fits (self, other));
   g_set_object (&self->other, other);
   compute_differs (self);
+}
+
+void
+graphview_renderer_set_trial (GraphviewRenderer *self, const double *measured_s,
+                              const double *estimated_s, const double *rel_error,
+                              double tolerance)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_clear_pointer (&self->trial, g_free);
+  if (measured_s == NULL || estimated_s == NULL || rel_error == NULL)
+    return;
+  self->trial = g_new (double, 3 * (gsize) self->n_ops);
+  for (guint op = 0; op < self->n_ops; op++)
+    {
+      self->trial[3 * op] = measured_s[op];
+      self->trial[3 * op + 1] = estimated_s[op];
+      self->trial[3 * op + 2] = rel_error[op];
+    }
+  self->trial_tolerance = tolerance;
+}
+
+char *
+graphview_renderer_dup_trial_badge (GraphviewRenderer *self, guint item, gboolean *ok)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  if (self->trial == NULL || item >= graphview_model_get_n_items (self->model))
+    return NULL;
+  const GraphviewItem *it = graphview_model_get_item (self->model, item);
+  double measured = 0, estimated = 0, error = 0;
+  for (guint op = it->first_op; op < it->first_op + it->n_ops && op < self->n_ops; op++)
+    {
+      measured += self->trial[3 * op];
+      estimated += self->trial[3 * op + 1];
+      error = MAX (error, self->trial[3 * op + 2]);
+    }
+  if (ok)
+    *ok = error <= self->trial_tolerance;
+  g_autofree char *m = planner_format_time (measured);
+  g_autofree char *e = planner_format_time (estimated);
+  /* Without timed repeats only the error was measured. */
+  if (measured <= 0)
+    return g_strdup_printf ("%s err %.1e", error <= self->trial_tolerance ? "\xe2\x9c\x94" : "\xe2\x9c\x98",
+                            error);
+  if (estimated <= 0)
+    return g_strdup_printf ("%s err %.1e", m, error);
+  return g_strdup_printf ("%s / %s \xc3\x97%.2g err %.1e", m, e, measured / estimated, error);
 }
 
 void
@@ -1259,6 +1311,46 @@ draw_compare_overlay (Frame *f)
     }
 }
 
+/* A trial run's result under each node: measured / estimated, their ratio and the error,
+ * green within the tolerance and red beyond it; a coloured bar alone when text is too
+ * small to read. */
+static void
+draw_trial_overlay (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  if (self->trial == NULL)
+    return;
+  static const Rgb good = { 0.18, 0.55, 0.27 }, bad = { 0.80, 0.16, 0.16 };
+  for (guint i = 0; seek_visible_item (f, &i); i++)
+    {
+      gboolean ok = TRUE;
+      g_autofree char *text = graphview_renderer_dup_trial_badge (self, i, &ok);
+      if (text == NULL)
+        continue;
+      const GraphviewRect *r = item_rect (f, i);
+      double h = 12 / MAX (f->scale, 0.5);
+      if (!f->text)
+        {
+          cairo_rectangle (cr, r->x, r->y + r->height - h / 3, r->width, h / 3);
+          set_rgb (cr, ok ? good : bad);
+          cairo_fill (cr);
+          continue;
+        }
+      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+      cairo_set_font_size (cr, 8);
+      cairo_text_extents_t ext;
+      cairo_text_extents (cr, text, &ext);
+      double w = ext.x_advance + 6, x = r->x + (r->width - w) / 2, y = r->y + r->height - 5;
+      cairo_rectangle (cr, x, y, w, 10);
+      set_rgb (cr, ok ? good : bad);
+      cairo_fill (cr);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      cairo_move_to (cr, x + 3, y + 7.5);
+      cairo_show_text (cr, text);
+    }
+}
+
 void
 graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
                                   const GraphviewViewport *viewport)
@@ -1270,6 +1362,7 @@ graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
     return;
   draw_step_overlay (&f);
   draw_compare_overlay (&f);
+  draw_trial_overlay (&f);
   guint n = graphview_model_get_n_items (self->model);
   if (self->hover >= 0 && (guint)self->hover < n)
     outline (&f, item_rect (&f, self->hover), hover_colour, 2, FALSE);

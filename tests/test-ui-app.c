@@ -986,6 +986,7 @@ test_trial_run (void)
   g_signal_connect (dialog, "finished", G_CALLBACK (on_trial_finished), &finished);
   /* The window stores the run with the plan, as after win.trial-run. */
   app_window_connect_trial_dialog (window, dialog);
+  app_trial_dialog_set_repeat (d, 1);
   app_trial_dialog_start (d);
   wait_for (flag_set, &finished, 300, "the trial run");
   g_assert_cmpint (finished, ==, 1);
@@ -1019,9 +1020,33 @@ test_trial_run (void)
   g_assert_cmpfloat_with_epsilon (train->loss, loss, 1e-6 * fabs (loss));
   g_assert_nonnull (strstr (app_trial_dialog_get_status (d), "Training step (sgd"));
   g_test_message ("%s", app_trial_dialog_get_status (d));
-  /* And the results over the graph say it too. */
+  /* And the results over the graph say it too, and each node its own figures. */
   GtkWidget *results = app_window_get_part (window, "trial_results");
   g_assert_true (gtk_widget_get_visible (results));
+  PlannerGraph *graph = planner_plan_get_graph (plan ());
+  GraphviewModel *model = graphview_widget_get_model (app_window_get_graph (window));
+  GraphviewRenderer *renderer = graphview_widget_get_renderer (app_window_get_graph (window));
+  int op = planner_graph_find_op (graph, "lm_head");
+  g_assert_cmpint (op, >=, 0);
+  guint item = graphview_model_get_item_of_op (model, op);
+  g_assert_cmpint (graphview_model_get_item (model, item)->kind, ==, GRAPHVIEW_ITEM_OP);
+  gboolean ok = FALSE;
+  g_autofree char *badge = graphview_renderer_dup_trial_badge (renderer, item, &ok);
+  g_assert_nonnull (badge);
+  g_assert_true (ok);
+  g_test_message ("lm_head: %s", badge);
+  g_assert_cmpuint (runs->len, ==, 1);
+  /* The stored measurement of that op: measured and estimated, as the badge says them. */
+  for (guint i = 0; i < run->measurements->len; i++)
+    {
+      const PlannerTrialMeasurement *m = &g_array_index (run->measurements, PlannerTrialMeasurement, i);
+      if (m->kind != PLANNER_MEASUREMENT_OP || g_strcmp0 (m->name, "lm_head") != 0)
+        continue;
+      g_autofree char *measured = planner_format_time (m->measured_us * 1e-6);
+      g_autofree char *estimated = planner_format_time (m->estimated_us * 1e-6);
+      g_assert_true (g_str_has_prefix (badge, measured));
+      g_assert_nonnull (strstr (badge, estimated));
+    }
   gtk_window_destroy (GTK_WINDOW (dialog));
 }
 
