@@ -1270,6 +1270,23 @@ action_zoom (GtkWidget *widget, const char *name, GVariant *param)
                             gtk_widget_get_height (GTK_WIDGET (graph)) / 2.0);
 }
 
+/* One instance of a repeated block, by its name ("model.layers.37"); the others stay
+ * folded. */
+static void
+action_expand_block (GtkWidget *widget, const char *name, GVariant *param)
+{
+  AppWindow *self = APP_WINDOW (widget);
+  const char *block = g_variant_get_string (param, NULL);
+  if (self->graph_model == NULL || *block == '\0')
+    return;
+  /* Block names hold no glob characters: the name matches its block alone. */
+  if (graphview_model_expand_matching (self->graph_model, block) == 0)
+    {
+      g_autofree char *text = g_strdup_printf (_("No repeated block is named %s"), block);
+      app_window_show_toast (self, text);
+    }
+}
+
 static void
 action_expand (GtkWidget *widget, const char *name, GVariant *param)
 {
@@ -1912,6 +1929,7 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.zoom-in", NULL, action_zoom);
   gtk_widget_class_install_action (widget_class, "win.zoom-out", NULL, action_zoom);
   gtk_widget_class_install_action (widget_class, "win.expand-all", NULL, action_expand);
+  gtk_widget_class_install_action (widget_class, "win.expand-block", "s", action_expand_block);
   gtk_widget_class_install_action (widget_class, "win.collapse-all", NULL, action_expand);
   gtk_widget_class_install_action (widget_class, "win.select-op", "s", action_select_op);
   gtk_widget_class_install_action (widget_class, "win.select-next-op", NULL,

@@ -446,6 +446,60 @@ test_fit_and_navigation (void)
   gtk_window_set_default_size (GTK_WINDOW (window), 1600, 1000);
 }
 
+static int
+find_block_item (GraphviewModel *model)
+{
+  for (guint i = 0; i < graphview_model_get_n_items (model); i++)
+    if (graphview_model_get_item (model, i)->kind == GRAPHVIEW_ITEM_BLOCK)
+      return (int) i;
+  return -1;
+}
+
+/* A deep model unfolds one instance at a time: a click on LLaMA-2-70B's folded 80 layers
+ * unfolds one layer, layer 37 unfolds alone between two folded runs, and the window's
+ * win.expand-block does the same for gpt2's layer 9. */
+static void
+test_one_instance (void)
+{
+  g_autoptr (PlannerGraph) llama = test_util_model ("llama-70b", NULL);
+  g_autoptr (GraphviewModel) model = graphview_model_new (llama);
+  const GraphviewRun *run = graphview_model_get_run (model, 0);
+  g_assert_cmpuint (run->n_blocks, ==, 80);
+  guint folded = graphview_model_get_n_items (model);
+  int block = find_block_item (model);
+  g_assert_cmpint (block, >=, 0);
+  g_assert_true (graphview_model_toggle_item (model, block));
+  g_assert_cmpuint (graphview_model_get_n_items (model), ==, folded + run->ops_per_block);
+  g_autofree char *rest = graphview_model_dup_item_label (model, find_block_item (model));
+  g_assert_cmpstr (rest, ==, "model.layers.1-79 x79");
+  graphview_model_collapse_all (model);
+  g_assert_cmpuint (graphview_model_expand_matching (model, "model.layers.37"), ==, 1);
+  g_assert_cmpuint (graphview_model_get_n_items (model), ==, folded + 1 + run->ops_per_block);
+  guint q = planner_graph_find_op (llama, "model.layers.37.self_attn.q_proj");
+  const GraphviewItem *it = graphview_model_get_item (model, graphview_model_get_item_of_op (model, q));
+  g_assert_cmpint (it->kind, ==, GRAPHVIEW_ITEM_OP);
+  guint before = planner_graph_find_op (llama, "model.layers.36.self_attn.q_proj");
+  guint after = planner_graph_find_op (llama, "model.layers.38.self_attn.q_proj");
+  g_autofree char *a = graphview_model_dup_item_label (model, graphview_model_get_item_of_op (model, before));
+  g_autofree char *b = graphview_model_dup_item_label (model, graphview_model_get_item_of_op (model, after));
+  g_assert_cmpstr (a, ==, "model.layers.0-36 x37");
+  g_assert_cmpstr (b, ==, "model.layers.38-79 x42");
+
+  GraphviewModel *shown = graphview_widget_get_model (app_window_get_graph (window));
+  g_assert_false (graphview_model_get_expanded (shown, 0, 9));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.expand-block", "s",
+                                             "transformer.h.9"));
+  g_assert_true (graphview_model_get_expanded (shown, 0, 9));
+  g_assert_false (graphview_model_get_expanded (shown, 0, 8));
+  g_assert_false (graphview_model_get_expanded (shown, 0, 10));
+  wait_for (graph_ready, NULL, 60, "the layout with layer 9 unfolded");
+  PlannerGraph *g = planner_plan_get_graph (plan ());
+  guint in9 = graphview_model_get_item_of_op (shown, planner_graph_find_op (g, "transformer.h.9.attn.c_attn"));
+  guint in10 = graphview_model_get_item_of_op (shown, planner_graph_find_op (g, "transformer.h.10.attn.c_attn"));
+  g_assert_cmpint (graphview_model_get_item (shown, in9)->kind, ==, GRAPHVIEW_ITEM_OP);
+  g_assert_cmpint (graphview_model_get_item (shown, in10)->kind, ==, GRAPHVIEW_ITEM_BLOCK);
+}
+
 static gboolean
 stored (gpointer data)
 {
@@ -1082,6 +1136,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/app/pin", test_pin);
   g_test_add_func ("/ui/app/timeline", test_timeline);
   g_test_add_func ("/ui/app/fit-and-navigation", test_fit_and_navigation);
+  g_test_add_func ("/ui/app/one-instance", test_one_instance);
   g_test_add_func ("/ui/app/save", test_save);
   g_test_add_func ("/ui/app/reopen", test_reopen);
   g_test_add_func ("/ui/app/compare", test_compare);
