@@ -1166,6 +1166,77 @@ draw_block_node (Frame *f, guint item)
   show_text_fit (cr, redist, x, y + 4 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
 }
 
+/* Device pixels of the overview's labels, whatever the zoom. */
+#define OVERVIEW_FONT_PX 11.0
+
+/* A label in screen-size text at the top of @r, when @r is tall enough to hold it. */
+static void
+overview_label (Frame *f, const GraphviewRect *r, const char *text, const char *detail)
+{
+  double size = OVERVIEW_FONT_PX / f->scale;
+  if (r->height * f->scale < OVERVIEW_FONT_PX + 4 || r->width * f->scale < 24)
+    return;
+  set_rgb (f->cr, text_colour);
+  double pad = 4 / f->scale;
+  show_text_fit (f->cr, text, r->x + pad, r->y + pad + size, r->width - 2 * pad, size, TRUE);
+  if (detail && r->height * f->scale >= 2 * OVERVIEW_FONT_PX + 10)
+    show_text_fit (f->cr, detail, r->x + pad, r->y + 2 * pad + 2 * size, r->width - 2 * pad,
+                   size, FALSE);
+}
+
+/* Zoomed out past readable op text: each unfolded block is one card, as a folded block is,
+ * with its name and counts in screen-size text, over its nodes and inner edges. */
+static void
+draw_block_summaries (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  GraphviewLayout *layout = self->layout;
+  for (guint i = 0; i < graphview_layout_get_n_frames (layout); i++)
+    {
+      const GraphviewFrame *frame = graphview_layout_get_frame (layout, i);
+      if (!graphview_rect_intersects (&frame->rect, &f->visible))
+        continue;
+      const GraphviewRect *r = &frame->rect;
+      rounded_rect (cr, r->x, r->y, r->width, r->height, 6 / MAX (f->scale, 0.05));
+      set_rgb (cr, block_fill);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, border);
+      cairo_set_line_width (cr, 1.2 / f->scale);
+      cairo_stroke (cr);
+      if (frame->run < 0)
+        continue;
+      const GraphviewRun *run = graphview_model_get_run (self->model, frame->run);
+      GraphviewItem block = { GRAPHVIEW_ITEM_BLOCK, run->first_op + frame->block * run->ops_per_block,
+                              run->ops_per_block, frame->run, frame->block, 1 };
+      Summary s;
+      summarize (self, &block, &s);
+      double bar = MIN (5 / f->scale, r->height / 4);
+      decision_bar (cr, &s, r->x + 2 / f->scale, r->y + r->height - bar - 2 / f->scale,
+                    r->width - 4 / f->scale, bar);
+      g_autofree char *full = graphview_model_dup_block_name (self->model, frame->run, frame->block);
+      /* "layers.37": what tells the cards apart comes first in a narrow one. */
+      const char *name = full;
+      const char *last = strrchr (full, '.');
+      for (const char *p = last ? last - 1 : NULL; p && p > full; p--)
+        if (*p == '.')
+          {
+            name = p + 1;
+            break;
+          }
+      g_autofree char *detail
+          = self->plan ? g_strdup_printf ("%u ops, pinned %u", block.n_ops, s.counts[0])
+                       : g_strdup_printf ("%u ops", block.n_ops);
+      overview_label (f, r, name, detail);
+    }
+}
+
+gboolean
+graphview_renderer_is_overview (double scale)
+{
+  return GRAPHVIEW_FONT_SIZE * scale < GRAPHVIEW_MIN_TEXT_PX;
+}
+
 void
 graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
                                 const GraphviewViewport *viewport)
@@ -1175,15 +1246,28 @@ graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
   Frame f;
   if (!frame_begin (&f, self, cr, viewport))
     return;
-  draw_frames (&f);
+  gboolean overview = graphview_renderer_is_overview (f.scale);
+  if (!overview)
+    draw_frames (&f);
   draw_edges (&f);
+  if (overview)
+    draw_block_summaries (&f);
 
   g_autoptr (GArray) ops = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint i = 0; seek_visible_item (&f, &i); i++)
     {
-      if (graphview_model_get_item (self->model, i)->kind == GRAPHVIEW_ITEM_BLOCK)
-        draw_block_node (&f, i);
-      else
+      const GraphviewItem *it = graphview_model_get_item (self->model, i);
+      if (it->kind == GRAPHVIEW_ITEM_BLOCK)
+        {
+          draw_block_node (&f, i);
+          if (overview)
+            {
+              g_autofree char *label = graphview_model_dup_item_label (self->model, i);
+              overview_label (&f, item_rect (&f, i), label, NULL);
+            }
+        }
+      /* In the overview an unfolded block's card stands for its ops. */
+      else if (!overview || it->run < 0)
         g_array_append_val (ops, i);
     }
   draw_op_nodes (&f, ops);

@@ -90,6 +90,10 @@ char *graphview_renderer_dup_edge_badge (GraphviewRenderer *self, guint edge);
 /* Several lines: what a block node sums up, or an op's type, shapes, strategy, decision. */
 char *graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item);
 
+/* Whether @scale draws the overview: op text would be unreadable, so each unfolded block is
+ * drawn as one card with its name and counts in screen-size text, folded blocks keep their
+ * names, and only ops outside blocks are drawn as nodes. */
+gboolean graphview_renderer_is_overview (double scale);
 void graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
                                      const GraphviewViewport *viewport);
 void graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,

@@ -17,6 +17,7 @@
 #include "app-cost-chart.h"
 #include "app-inspector.h"
 #include "app-new-plan-dialog.h"
+#include "graphview-layouter.h"
 #include "app-sidebar.h"
 #include "app-timeline.h"
 #include "app-totals-bar.h"
@@ -498,6 +499,71 @@ test_one_instance (void)
   guint in10 = graphview_model_get_item_of_op (shown, planner_graph_find_op (g, "transformer.h.10.attn.c_attn"));
   g_assert_cmpint (graphview_model_get_item (shown, in9)->kind, ==, GRAPHVIEW_ITEM_OP);
   g_assert_cmpint (graphview_model_get_item (shown, in10)->kind, ==, GRAPHVIEW_ITEM_BLOCK);
+}
+
+/* Pixels in @r (world) of @surface drawn at @vp whose colour is within 2/255 of @rgb. */
+static guint
+count_colour (cairo_surface_t *surface, const GraphviewViewport *vp, const GraphviewRect *r,
+              const double rgb[3])
+{
+  cairo_surface_flush (surface);
+  const guint8 *data = cairo_image_surface_get_data (surface);
+  int stride = cairo_image_surface_get_stride (surface);
+  int w = cairo_image_surface_get_width (surface), h = cairo_image_surface_get_height (surface);
+  int x0 = MAX (0, (int) ((r->x - vp->x) * vp->scale) + 2);
+  int x1 = MIN (w, (int) ((r->x + r->width - vp->x) * vp->scale) - 2);
+  int y0 = MAX (0, (int) ((r->y - vp->y) * vp->scale) + 2);
+  int y1 = MIN (h, (int) ((r->y + r->height - vp->y) * vp->scale) - 2);
+  guint n = 0;
+  for (int y = y0; y < y1; y++)
+    for (int x = x0; x < x1; x++)
+      {
+        guint32 px = *(const guint32 *) (data + y * stride + 4 * x);
+        int cr = (px >> 16) & 0xff, cg = (px >> 8) & 0xff, cb = px & 0xff;
+        n += abs (cr - (int) (rgb[0] * 255 + 0.5)) <= 2 && abs (cg - (int) (rgb[1] * 255 + 0.5)) <= 2
+             && abs (cb - (int) (rgb[2] * 255 + 0.5)) <= 2;
+      }
+  return n;
+}
+
+/* Zoomed out past readable text, an unfolded layer is one card with its name, not a heap of
+ * tiny nodes: at 0.1 no pixel inside layer 37's frame has a MatMul node's fill, at zoom 1
+ * thousands have. */
+static void
+test_overview (void)
+{
+  g_autoptr (PlannerGraph) llama = test_util_model ("llama-70b", NULL);
+  g_autoptr (GraphviewModel) model = graphview_model_new (llama);
+  g_assert_cmpuint (graphview_model_expand_matching (model, "model.layers.37"), ==, 1);
+  g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GraphviewLayout) layout = graphview_layouter_layout (layouter, model, NULL, &error);
+  g_assert_no_error (error);
+  g_autoptr (GraphviewRenderer) renderer = graphview_renderer_new (model);
+  graphview_renderer_set_layout (renderer, layout);
+  g_assert_cmpuint (graphview_layout_get_n_frames (layout), ==, 1);
+  const GraphviewRect *frame = &graphview_layout_get_frame (layout, 0)->rect;
+  static const double matmul_fill[3] = { 0.859, 0.910, 0.984 };
+  double scales[] = { 0.1, 1.0 };
+  guint found[2];
+  for (guint k = 0; k < 2; k++)
+    {
+      GraphviewViewport vp = { scales[k], frame->x - 10, frame->y - 10,
+                               (frame->width + 20) * scales[k], (frame->height + 20) * scales[k] };
+      cairo_surface_t *surface
+          = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) vp.width, (int) vp.height);
+      cairo_t *cr = cairo_create (surface);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      cairo_paint (cr);
+      graphview_renderer_draw_static (renderer, cr, &vp);
+      cairo_destroy (cr);
+      found[k] = count_colour (surface, &vp, frame, matmul_fill);
+      cairo_surface_destroy (surface);
+    }
+  g_assert_true (graphview_renderer_is_overview (0.1));
+  g_assert_false (graphview_renderer_is_overview (1.0));
+  g_assert_cmpuint (found[0], ==, 0);
+  g_assert_cmpuint (found[1], >, 1000);
 }
 
 static gboolean
@@ -1137,6 +1203,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/app/timeline", test_timeline);
   g_test_add_func ("/ui/app/fit-and-navigation", test_fit_and_navigation);
   g_test_add_func ("/ui/app/one-instance", test_one_instance);
+  g_test_add_func ("/ui/app/overview", test_overview);
   g_test_add_func ("/ui/app/save", test_save);
   g_test_add_func ("/ui/app/reopen", test_reopen);
   g_test_add_func ("/ui/app/compare", test_compare);
