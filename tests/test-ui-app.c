@@ -360,8 +360,11 @@ test_fit_and_navigation (void)
   int sizes[][2] = { { 1280, 720 }, { 1600, 1000 } };
   for (guint k = 0; k < G_N_ELEMENTS (sizes); k++)
     {
+      /* A mapped window keeps its size: the new one applies when it is shown again. */
+      gtk_widget_set_visible (GTK_WIDGET (window), FALSE);
       gtk_window_set_default_size (GTK_WINDOW (window), sizes[k][0], sizes[k][1]);
-      pump (400);
+      gtk_window_present (GTK_WINDOW (window));
+      pump (600);
       g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
       pump (200);
       /* Again: the legend's size is known once it was drawn. */
