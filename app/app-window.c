@@ -523,6 +523,34 @@ proceed_run (AppWindow *self, Proceed *p)
   proceed_free (p);
 }
 
+typedef struct
+{
+  AppWindow *self;
+  Proceed *then;
+} Deferred;
+
+static gboolean
+run_deferred (gpointer data)
+{
+  Deferred *d = data;
+  proceed_run (d->self, d->then);
+  g_object_unref (d->self);
+  g_free (d);
+  return G_SOURCE_REMOVE;
+}
+
+/* From a dialog's response: what goes on may close the window, and with it the dialog that
+ * is still emitting (a transient dialog dies with its parent), so it runs once the
+ * emission is over. */
+static void
+proceed_later (AppWindow *self, Proceed *then)
+{
+  Deferred *d = g_new0 (Deferred, 1);
+  d->self = g_object_ref (self);
+  d->then = then;
+  g_idle_add (run_deferred, d);
+}
+
 static void save_then (AppWindow *self, Proceed *then);
 
 static AdwMessageDialog *
@@ -556,7 +584,7 @@ discard_response (AdwMessageDialog *dialog, const char *response, gpointer data)
   if (g_str_equal (response, "save"))
     save_then (self, then);
   else if (g_str_equal (response, "discard"))
-    proceed_run (self, then);
+    proceed_later (self, then);
   else
     proceed_free (then);
 }
@@ -893,7 +921,7 @@ start_save (AppWindow *self, Proceed *then)
   if (id > 0 && !app_document_get_modified (doc))
     {
       app_window_show_toast (self, _("The plan is saved"));
-      proceed_run (self, then);
+      proceed_later (self, then);
       return;
     }
   SaveRequest *req = g_new0 (SaveRequest, 1);

@@ -99,7 +99,12 @@ answer_in (AppWindow *w, const char *heading, const char *name, const char *resp
     g_error ("the question is “%s”, not “%s”", adw_message_dialog_get_heading (prompt), heading);
   if (name)
     gtk_editable_set_text (GTK_EDITABLE (adw_message_dialog_get_extra_child (prompt)), name);
+  /* As a click on the response's button: the response, and the dialog goes (which
+   * adw_message_dialog_response() alone leaves open). */
+  g_object_ref (prompt);
   adw_message_dialog_response (prompt, response);
+  gtk_window_destroy (GTK_WINDOW (prompt));
+  g_object_unref (prompt);
   /* Answered: gone, or followed by the next question (a name after Save). */
   g_assert_true (app_window_get_prompt (w) != prompt);
 }
@@ -693,6 +698,12 @@ new_document (gpointer data)
 }
 
 static gboolean
+window_gone (gpointer data)
+{
+  return !g_list_find (gtk_application_get_windows (GTK_APPLICATION (app)), data);
+}
+
+static gboolean
 window_has_plan (gpointer data)
 {
   AppDocument *d = app_window_get_document (data);
@@ -747,7 +758,7 @@ test_ask_before_discarding (void)
   g_object_ref (second);
   gtk_window_close (GTK_WINDOW (second));
   answer_in (second, "Save Changes to", NULL, "discard");
-  g_assert_false (g_list_find (gtk_application_get_windows (GTK_APPLICATION (app)), second));
+  wait_for (window_gone, second, 10, "the second window to close");
   g_object_unref (second);
   app_autosave_flush ();
   g_assert_false (g_file_test (left, G_FILE_TEST_EXISTS));
