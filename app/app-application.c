@@ -97,12 +97,14 @@ static void
 action_quit (GSimpleAction *action, GVariant *param, gpointer user_data)
 {
   GtkApplication *app = GTK_APPLICATION (user_data);
-  /* Close windows first so pending deletions are made final. */
+  /* Close windows first so pending deletions are made final; a window with unsaved edits
+   * asks first and stays open until it is answered, and the application with it. */
   GList *windows = g_list_copy (gtk_application_get_windows (app));
   for (GList *l = windows; l; l = l->next)
     gtk_window_close (l->data);
   g_list_free (windows);
-  g_application_quit (G_APPLICATION (app));
+  if (gtk_application_get_windows (app) == NULL)
+    g_application_quit (G_APPLICATION (app));
 }
 
 static void

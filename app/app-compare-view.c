@@ -276,6 +276,10 @@ app_compare_view_dispose (GObject *object)
 {
   AppCompareView *self = APP_COMPARE_VIEW (object);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_COMPARE_VIEW);
+  /* The template's root is no bound child, so disposing the template leaves it parented. */
+  GtkWidget *root;
+  while ((root = gtk_widget_get_first_child (GTK_WIDGET (self))))
+    gtk_widget_unparent (root);
   g_clear_pointer (&self->compare, planner_compare_free);
   g_clear_object (&self->model);
   G_OBJECT_CLASS (app_compare_view_parent_class)->dispose (object);

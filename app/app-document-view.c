@@ -71,6 +71,10 @@ app_document_view_dispose (GObject *object)
     g_signal_group_set_target (priv->signals, NULL);
   g_clear_object (&priv->signals);
   g_clear_object (&priv->document);
+  /* A template root without an id stays parented when its template is disposed. */
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
+    gtk_widget_unparent (child);
   G_OBJECT_CLASS (app_document_view_parent_class)->dispose (object);
 }
 

@@ -297,6 +297,13 @@ app_document_get_modified (AppDocument *self)
   return self->modified;
 }
 
+void
+app_document_mark_modified (AppDocument *self)
+{
+  g_return_if_fail (APP_IS_DOCUMENT (self));
+  set_modified (self, TRUE);
+}
+
 PlannerPlan *
 app_document_get_plan (AppDocument *self)
 {

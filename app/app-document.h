@@ -35,6 +35,8 @@ gint64 app_document_get_store_id (AppDocument *self);
 void app_document_set_store_id (AppDocument *self, gint64 id);
 /* Unsaved pin edits since the last app_document_set_store_id(). */
 gboolean app_document_get_modified (AppDocument *self);
+/* Marks the document as holding unsaved edits (edits recovered from an autosave). */
+void app_document_mark_modified (AppDocument *self);
 
 /* NULL until the first propagation finishes. */
 PlannerPlan *app_document_get_plan (AppDocument *self);

@@ -24,6 +24,8 @@ struct _AppInspector
   AppDocumentView parent_instance;
 
   GtkStack *stack;
+  GtkScrolledWindow *scroller;
+  int shown_op; /* the op shown, to scroll back to the top on another */
   GtkLabel *type_label;
   GtkLabel *name_label;
   GtkLabel *tensors_label;
@@ -286,6 +288,10 @@ update (AppDocumentView *view)
       return;
     }
   gtk_stack_set_visible_child_name (self->stack, "op");
+  /* Another op starts at its top, not where the last one was scrolled to. */
+  if (op_index != self->shown_op)
+    gtk_adjustment_set_value (gtk_scrolled_window_get_vadjustment (self->scroller), 0);
+  self->shown_op = op_index;
 
   PlannerGraph *graph = planner_plan_get_graph (plan);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
@@ -415,6 +421,13 @@ app_inspector_new (void)
   return g_object_new (APP_TYPE_INSPECTOR, NULL);
 }
 
+GtkScrolledWindow *
+app_inspector_get_scroller (AppInspector *self)
+{
+  g_return_val_if_fail (APP_IS_INSPECTOR (self), NULL);
+  return self->scroller;
+}
+
 GtkEditable *
 app_inspector_get_pin_entry (AppInspector *self)
 {
@@ -483,6 +496,7 @@ app_inspector_class_init (AppInspectorClass *klass)
   gtk_widget_class_set_template_from_resource (
       widget_class, "/io/github/shardscope/Shardscope/app-inspector.ui");
   gtk_widget_class_bind_template_child (widget_class, AppInspector, stack);
+  gtk_widget_class_bind_template_child (widget_class, AppInspector, scroller);
   gtk_widget_class_bind_template_child (widget_class, AppInspector, type_label);
   gtk_widget_class_bind_template_child (widget_class, AppInspector, name_label);
   gtk_widget_class_bind_template_child (widget_class, AppInspector, tensors_label);
@@ -499,6 +513,7 @@ static void
 app_inspector_init (AppInspector *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
+  self->shown_op = -1;
   self->rows = g_array_new (FALSE, FALSE, sizeof (Candidate));
   app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (update));
   app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::selected-op", G_CALLBACK (update));

@@ -15,6 +15,8 @@ G_DECLARE_FINAL_TYPE (AppInspector, app_inspector, APP, INSPECTOR, AppDocumentVi
 GtkWidget *app_inspector_new (void);
 /* The pin editor: activating it pins the selected op; a refusal shows under it. */
 GtkEditable *app_inspector_get_pin_entry (AppInspector *self);
+/* The op page's scrolled window (it starts at its top for each new op). */
+GtkScrolledWindow *app_inspector_get_scroller (AppInspector *self);
 /* The refusal shown under the pin editor, NULL when none. */
 const char *app_inspector_get_pin_error (AppInspector *self);
 /* Candidate strategies listed for the selected op, and the index of the chosen one. */

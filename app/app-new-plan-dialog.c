@@ -77,16 +77,23 @@ file_response (GtkNativeDialog *native, int response, AppNewPlanDialog *self)
   g_object_unref (native);
 }
 
+GtkFileFilter *
+app_new_plan_dialog_new_model_filter (void)
+{
+  GtkFileFilter *filter = gtk_file_filter_new ();
+  gtk_file_filter_set_name (filter, _("Models (config.json, graph JSON, ONNX)"));
+  gtk_file_filter_add_pattern (filter, "*.json");
+  gtk_file_filter_add_pattern (filter, "*.onnx");
+  return filter;
+}
+
 static void
 on_choose_file (AppNewPlanDialog *self)
 {
   GtkFileChooserNative *native = gtk_file_chooser_native_new (
-      _("Open a config.json or a Graph JSON"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_OPEN,
-      _("_Open"), _("_Cancel"));
-  g_autoptr (GtkFileFilter) filter = gtk_file_filter_new ();
-  gtk_file_filter_set_name (filter, _("JSON files"));
-  gtk_file_filter_add_pattern (filter, "*.json");
-  gtk_file_filter_add_pattern (filter, "*.onnx");
+      _("Open a config.json, a Graph JSON or an ONNX Model"), GTK_WINDOW (self),
+      GTK_FILE_CHOOSER_ACTION_OPEN, _("_Open"), _("_Cancel"));
+  g_autoptr (GtkFileFilter) filter = app_new_plan_dialog_new_model_filter ();
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (native), filter);
   g_signal_connect (native, "response", G_CALLBACK (file_response), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
@@ -100,7 +107,7 @@ on_model_selected (AppNewPlanDialog *self)
   const char *name = selected_string (self->model_row);
   g_autofree char *describe = name ? planner_zoo_describe (name) : NULL;
   adw_action_row_set_subtitle (ADW_ACTION_ROW (self->model_row), describe ? describe : "");
-  adw_action_row_set_subtitle (self->file_row, _("A Hugging Face config.json or a graph JSON"));
+  adw_action_row_set_subtitle (self->file_row, _("A Hugging Face config.json, a graph JSON or an ONNX model"));
 }
 
 static void

@@ -384,6 +384,10 @@ app_sidebar_dispose (GObject *object)
   g_clear_object (&self->cancellable);
   set_entries (self, NULL);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_SIDEBAR);
+  /* The template's root has no id, so disposing the template leaves it parented. */
+  GtkWidget *root;
+  while ((root = gtk_widget_get_first_child (GTK_WIDGET (self))))
+    gtk_widget_unparent (root);
   g_clear_pointer (&self->hidden, g_hash_table_unref);
   g_clear_object (&self->store);
   G_OBJECT_CLASS (app_sidebar_parent_class)->dispose (object);

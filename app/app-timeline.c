@@ -6,7 +6,10 @@
 #include <glib/gi18n.h>
 
 /* The speeds the dropdown offers, steps per second. */
-static const double speeds[] = { 1, 4, 16 };
+static const double speeds[] = { 1, 4, 16, 64, 512 };
+/* Timer ticks per second at most; faster speeds take several steps a tick. */
+#define MAX_TICKS_PER_S 60.0
+#define MAX_SPEED 512
 
 struct _AppTimeline
 {
@@ -136,7 +139,7 @@ static gboolean
 tick (gpointer data)
 {
   AppTimeline *self = data;
-  app_timeline_step (self, 1);
+  app_timeline_step (self, (int) MAX (1, self->speed / MAX_TICKS_PER_S + 0.5));
   if (current_step (self) < 0)
     {
       self->timeout_id = 0;
@@ -151,7 +154,8 @@ restart_timer (AppTimeline *self)
 {
   g_clear_handle_id (&self->timeout_id, g_source_remove);
   if (gtk_toggle_button_get_active (self->play_button))
-    self->timeout_id = g_timeout_add ((guint) (1000.0 / self->speed), tick, self);
+    self->timeout_id
+        = g_timeout_add ((guint) (1000.0 / MIN (self->speed, MAX_TICKS_PER_S)), tick, self);
 }
 
 gboolean
@@ -194,7 +198,7 @@ void
 app_timeline_set_speed (AppTimeline *self, double speed)
 {
   g_return_if_fail (APP_IS_TIMELINE (self));
-  speed = CLAMP (speed, 0.25, 16);
+  speed = CLAMP (speed, 0.25, MAX_SPEED);
   if (self->speed == speed)
     return;
   self->speed = speed;
@@ -281,7 +285,7 @@ app_timeline_class_init (AppTimelineClass *klass)
   APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = document_changed;
   GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
   properties[PROP_PLAYING] = g_param_spec_boolean ("playing", NULL, NULL, FALSE, rw);
-  properties[PROP_SPEED] = g_param_spec_double ("speed", NULL, NULL, 0.25, 16, 4, rw);
+  properties[PROP_SPEED] = g_param_spec_double ("speed", NULL, NULL, 0.25, MAX_SPEED, 4, rw);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);

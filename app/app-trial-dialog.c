@@ -16,13 +16,27 @@ struct _AppTrialDialog
   GtkButton *cancel_button;
   GtkButton *run_button;
   AdwComboRow *backend_row;
-  GtkSpinButton *devices_spin;
+  AdwActionRow *devices_row;
+  GtkLabel *devices_label;
   GtkSpinButton *repeat_spin;
+  GtkSwitch *train_switch;
+  AdwComboRow *optimizer_row;
+  GtkLabel *estimate;
   GtkProgressBar *progress;
   GtkLabel *status;
 
   PlannerPlan *plan;
+  /* The run in flight; NULL when none is, or once it was cancelled. */
   GCancellable *cancellable;
+  /* A cancelled run whose thread has not returned yet: it still holds its memory, so no
+   * new run starts until it has. */
+  gboolean draining;
+  gint64 started_at;
+  /* 0: the host's MemAvailable (tests set less). */
+  guint64 memory_available;
+  guint64 memory_needed;
+  gboolean refused;
+  AppTrialTrain *train;
 };
 
 G_DEFINE_FINAL_TYPE (AppTrialDialog, app_trial_dialog, ADW_TYPE_WINDOW)
@@ -35,17 +49,40 @@ enum
 
 static guint signals[N_SIGNALS];
 
+/* Passes over the forward graph: the reference once, the plan 1 + warm-up + repeats; the
+ * training step is about three forward passes (forward, then twice the FLOPs backward), in
+ * each of the two runs. */
+static double
+forward_passes (guint repeat)
+{
+  guint warmup = repeat ? 1 : 0;
+  return 1 + 1 + warmup + repeat;
+}
+
+#define TRAIN_PASSES 6.0
+
 typedef struct
 {
   PlannerPlan *plan;
   char *backend;
   guint repeat;
+  gboolean train;
+  ExecutorTrainOptions train_options;
+  double trial_share; /* of the whole run's progress bar */
   GWeakRef dialog;
+  GCancellable *cancellable;
 } TrialData;
 
 typedef struct
 {
+  ExecutorTrialResult *result;
+  AppTrialTrain *train;
+} TrialOutcome;
+
+typedef struct
+{
   GWeakRef dialog;
+  GCancellable *cancellable; /* the run it belongs to */
   double fraction;
   char *what;
 } Progress;
@@ -56,7 +93,26 @@ trial_data_free (TrialData *data)
   g_object_unref (data->plan);
   g_free (data->backend);
   g_weak_ref_clear (&data->dialog);
+  g_clear_object (&data->cancellable);
   g_free (data);
+}
+
+static void
+trial_outcome_free (TrialOutcome *outcome)
+{
+  g_clear_pointer (&outcome->result, executor_trial_result_free);
+  g_clear_pointer (&outcome->train, app_trial_train_free);
+  g_free (outcome);
+}
+
+static char *
+format_left (double seconds)
+{
+  if (seconds < 60)
+    return g_strdup_printf (_("%.0f s left"), MAX (seconds, 1));
+  if (seconds < 3600)
+    return g_strdup_printf (_("%.0f min left"), seconds / 60);
+  return g_strdup_printf (_("%.1f h left"), seconds / 3600);
 }
 
 static gboolean
@@ -64,15 +120,36 @@ show_progress (gpointer user_data)
 {
   Progress *p = user_data;
   g_autoptr (AppTrialDialog) self = g_weak_ref_get (&p->dialog);
-  if (self && self->cancellable)
+  /* Only the run in flight draws: a cancelled one's late calls are dropped. */
+  if (self && self->cancellable && self->cancellable == p->cancellable)
     {
       gtk_progress_bar_set_fraction (self->progress, p->fraction);
-      gtk_progress_bar_set_text (self->progress, p->what);
+      double elapsed = (g_get_monotonic_time () - self->started_at) / (double) G_USEC_PER_SEC;
+      g_autofree char *left = NULL;
+      /* The rate is only a guess before a few percent are done. */
+      if (p->fraction >= 0.02 && elapsed > 0.5)
+        left = format_left (elapsed * (1 - p->fraction) / p->fraction);
+      g_autofree char *text
+          = left ? g_strdup_printf ("%s — %s", p->what, left) : g_strdup (p->what);
+      gtk_progress_bar_set_text (self->progress, text);
     }
   g_weak_ref_clear (&p->dialog);
+  g_clear_object (&p->cancellable);
   g_free (p->what);
   g_free (p);
   return G_SOURCE_REMOVE;
+}
+
+static void
+post_progress (TrialData *data, double fraction, const char *what)
+{
+  Progress *p = g_new0 (Progress, 1);
+  g_autoptr (GObject) dialog = g_weak_ref_get (&data->dialog);
+  g_weak_ref_init (&p->dialog, dialog);
+  p->cancellable = g_object_ref (data->cancellable);
+  p->fraction = fraction;
+  p->what = g_strdup (what);
+  g_main_context_invoke (NULL, show_progress, p);
 }
 
 /* Called on device 0's thread: hand it to the GTK thread. */
@@ -80,12 +157,7 @@ static void
 on_progress (double fraction, const char *what, gpointer user_data)
 {
   TrialData *data = user_data;
-  Progress *p = g_new0 (Progress, 1);
-  g_autoptr (GObject) dialog = g_weak_ref_get (&data->dialog);
-  g_weak_ref_init (&p->dialog, dialog);
-  p->fraction = fraction;
-  p->what = g_strdup (what);
-  g_main_context_invoke (NULL, show_progress, p);
+  post_progress (data, fraction * data->trial_share, what);
 }
 
 static void
@@ -99,33 +171,150 @@ trial_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *ca
   options.progress = on_progress;
   options.progress_data = data;
   GError *error = NULL;
-  ExecutorTrialResult *result = executor_trial_run_named (data->plan, data->backend, &options,
-                                                          cancellable, &error);
-  if (result)
-    g_task_return_pointer (task, result, (GDestroyNotify) executor_trial_result_free);
-  else
-    g_task_return_error (task, error);
+  post_progress (data, 0, _("Preparing the inputs and buffers"));
+  g_autoptr (ExecutorTrialResult) result = executor_trial_run_named (
+      data->plan, data->backend, &options, cancellable, &error);
+  if (result == NULL)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  g_autoptr (AppTrialTrain) train = NULL;
+  if (data->train)
+    {
+      post_progress (data, data->trial_share, _("Training step: reference and sharded"));
+      train = app_trial_train_run (data->plan, options.seed, &data->train_options,
+                                   options.tolerance, cancellable, &error);
+      if (train == NULL)
+        {
+          g_task_return_error (task, error);
+          return;
+        }
+    }
+  TrialOutcome *outcome = g_new0 (TrialOutcome, 1);
+  outcome->result = g_steal_pointer (&result);
+  outcome->train = g_steal_pointer (&train);
+  g_task_return_pointer (task, outcome, (GDestroyNotify) trial_outcome_free);
+}
+
+static const char *
+selected_backend (AppTrialDialog *self)
+{
+  GObject *item = adw_combo_row_get_selected_item (self->backend_row);
+  return item ? gtk_string_object_get_string (GTK_STRING_OBJECT (item)) : "cpu";
 }
 
 static void
-set_running (AppTrialDialog *self, gboolean running)
+update_sensitivity (AppTrialDialog *self)
 {
-  gtk_widget_set_sensitive (GTK_WIDGET (self->run_button), !running);
+  gboolean running = self->cancellable != NULL;
+  gtk_widget_set_sensitive (GTK_WIDGET (self->run_button),
+                            !running && !self->draining && !self->refused);
   gtk_widget_set_sensitive (GTK_WIDGET (self->backend_row), !running);
-  gtk_widget_set_sensitive (GTK_WIDGET (self->devices_spin), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->repeat_spin), !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->train_switch), !running);
   gtk_button_set_label (self->cancel_button, running ? _("_Cancel") : _("_Close"));
+}
+
+/* What the run will hold and take, said before it starts; a run that cannot fit in the
+ * host's memory is refused here, with the figures. */
+static void
+update_estimate (AppTrialDialog *self)
+{
+  if (self->plan == NULL)
+    return;
+  const char *backend = selected_backend (self);
+  gboolean on_host = g_str_equal (backend, "cpu");
+  guint repeat = (guint) gtk_spin_button_get_value_as_int (self->repeat_spin);
+  gboolean train = gtk_switch_get_active (self->train_switch);
+  g_autoptr (GString) s = g_string_new (NULL);
+  self->refused = FALSE;
+  gtk_widget_remove_css_class (GTK_WIDGET (self->estimate), "error");
+
+  ExecutorTrialMemory memory;
+  g_autoptr (GError) error = NULL;
+  if (!executor_trial_estimate_memory (self->plan, &memory, &error))
+    {
+      self->refused = TRUE;
+      g_string_append (s, error->message);
+    }
+  else
+    {
+      guint64 have = self->memory_available ? self->memory_available
+                                            : executor_host_memory_available ();
+      self->memory_needed = executor_trial_memory_host_bytes (&memory, on_host);
+      g_autofree char *need = planner_format_bytes (self->memory_needed);
+      g_autofree char *per_device = planner_format_bytes (memory.device_bytes);
+      g_autofree char *free_text = have ? planner_format_bytes (have) : g_strdup (_("unknown"));
+      if (have > 0 && self->memory_needed > have)
+        {
+          self->refused = TRUE;
+          g_string_append_printf (
+              s,
+              _("Refused: the run needs about %s of host memory (%s per device on %u "
+                "devices) and %s is available. Plan a smaller batch, sequence or fewer "
+                "layers, or a mesh with fewer devices."),
+              need, per_device, memory.n_devices, free_text);
+        }
+      else
+        g_string_append_printf (s, _("Memory: about %s on the host (%s per device); %s is "
+                                     "available."),
+                                need, per_device, free_text);
+      if (train)
+        g_string_append (s, _(" The training step holds the gradients and activations too."));
+    }
+
+  /* Time: the cpu backend at the cpu-local profile's f32 rate (its devices share this
+   * machine's cores), a GPU at the plan's own estimate per pass. */
+  double passes = forward_passes (repeat) + (train ? TRAIN_PASSES : 0);
+  double seconds = 0;
+  PlannerGraph *graph = planner_plan_get_graph (self->plan);
+  if (on_host)
+    {
+      g_autoptr (PlannerHardware) cpu = planner_hardware_lookup ("cpu-local", NULL);
+      double rate = cpu ? planner_hardware_peak_flops (cpu, PLANNER_DTYPE_F32) : 0;
+      if (rate > 0)
+        seconds = planner_graph_get_flops (graph) * passes / rate;
+    }
+  else
+    seconds = planner_plan_get_totals (self->plan)->step_time_s / 3 * passes;
+  if (seconds > 0 && !self->refused)
+    {
+      g_autofree char *t = planner_format_time (seconds);
+      g_string_append_printf (s, _("\nTime: about %s (%.0f passes over the forward graph)."),
+                              t, passes);
+    }
+  if (train && !on_host)
+    {
+      self->refused = TRUE;
+      g_string_append (s, _("\nThe training step runs on the cpu backend only (its backward "
+                            "kernels are CPU ones)."));
+    }
+  if (self->refused)
+    gtk_widget_add_css_class (GTK_WIDGET (self->estimate), "error");
+  gtk_label_set_text (self->estimate, s->str);
+  update_sensitivity (self);
 }
 
 static void
 trial_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   g_autoptr (AppTrialDialog) self = user_data;
+  TrialData *data = g_task_get_task_data (G_TASK (result));
   g_autoptr (GError) error = NULL;
-  g_autoptr (ExecutorTrialResult) res = g_task_propagate_pointer (G_TASK (result), &error);
+  TrialOutcome *outcome = g_task_propagate_pointer (G_TASK (result), &error);
+  gboolean current = self->cancellable == data->cancellable;
+  if (!current)
+    {
+      /* A cancelled run has returned: its memory is free, a new run may start. */
+      g_clear_pointer (&outcome, trial_outcome_free);
+      self->draining = FALSE;
+      update_sensitivity (self);
+      return;
+    }
   g_clear_object (&self->cancellable);
-  set_running (self, FALSE);
-  if (res == NULL)
+  update_sensitivity (self);
+  if (outcome == NULL)
     {
       gtk_progress_bar_set_fraction (self->progress, 0);
       gtk_progress_bar_set_text (self->progress, NULL);
@@ -134,43 +323,58 @@ trial_done (GObject *source, GAsyncResult *result, gpointer user_data)
                                             : error->message);
       return;
     }
+  ExecutorTrialResult *res = outcome->result;
   gtk_progress_bar_set_fraction (self->progress, 1);
+  gtk_progress_bar_set_text (self->progress, _("Done"));
   g_autofree char *est = planner_format_time (res->estimated_step_s);
   g_autofree char *meas = planner_format_time (res->measured_step_s);
-  g_autofree char *text = g_strdup_printf (
-      _("%s: max error %.3g absolute, %.3g relative; forward estimated %s, measured %s."),
+  g_autoptr (GString) text = g_string_new (NULL);
+  g_string_append_printf (
+      text, _("%s: max error %.3g absolute, %.3g relative; forward estimated %s, measured %s."),
       res->passed ? _("Matches the reference") : _("Differs from the reference"),
       res->max_abs_error, res->max_rel_error, est, meas);
-  gtk_label_set_text (self->status, text);
-  g_signal_emit (self, signals[SIGNAL_FINISHED], 0, res);
+  g_clear_pointer (&self->train, app_trial_train_free);
+  self->train = g_steal_pointer (&outcome->train);
+  if (self->train)
+    {
+      g_autofree char *summary = app_trial_train_dup_summary (self->train);
+      g_string_append_printf (text, "\n%s", summary);
+    }
+  gtk_label_set_text (self->status, text->str);
+  g_signal_emit (self, signals[SIGNAL_FINISHED], 0, res, self->train);
+  trial_outcome_free (outcome);
 }
 
 void
 app_trial_dialog_start (AppTrialDialog *self)
 {
   g_return_if_fail (APP_IS_TRIAL_DIALOG (self));
-  if (self->cancellable)
+  if (self->cancellable || self->draining)
     return;
-  guint64 need = planner_mesh_n_devices (planner_plan_get_mesh (self->plan));
-  guint devices = (guint) gtk_spin_button_get_value_as_int (self->devices_spin);
-  if (devices != need)
+  update_estimate (self);
+  if (self->refused)
     {
-      g_autofree char *mesh = planner_mesh_to_string (planner_plan_get_mesh (self->plan));
-      g_autofree char *text = g_strdup_printf (
-          _("The plan's mesh %s has %u devices; plan for a mesh of %u devices to run on %u"),
-          mesh, (guint) need, devices, devices);
-      gtk_label_set_text (self->status, text);
+      gtk_label_set_text (self->status, gtk_label_get_text (self->estimate));
       return;
     }
-  GObject *item = adw_combo_row_get_selected_item (self->backend_row);
   TrialData *data = g_new0 (TrialData, 1);
   data->plan = g_object_ref (self->plan);
-  data->backend = g_strdup (item ? gtk_string_object_get_string (GTK_STRING_OBJECT (item)) : "cpu");
+  data->backend = g_strdup (selected_backend (self));
   data->repeat = (guint) gtk_spin_button_get_value_as_int (self->repeat_spin);
+  data->train = gtk_switch_get_active (self->train_switch);
+  executor_train_options_init (&data->train_options);
+  if (adw_combo_row_get_selected (self->optimizer_row) == 1)
+    data->train_options.optimizer = EXECUTOR_OPTIMIZER_ADAM;
+  double trial = forward_passes (data->repeat);
+  data->trial_share = data->train ? trial / (trial + TRAIN_PASSES) : 1;
   g_weak_ref_init (&data->dialog, self);
   self->cancellable = g_cancellable_new ();
+  data->cancellable = g_object_ref (self->cancellable);
+  self->started_at = g_get_monotonic_time ();
+  g_clear_pointer (&self->train, app_trial_train_free);
   gtk_label_set_text (self->status, "");
-  set_running (self, TRUE);
+  gtk_progress_bar_set_fraction (self->progress, 0);
+  update_sensitivity (self);
   g_autoptr (GTask) task = g_task_new (NULL, self->cancellable, trial_done, g_object_ref (self));
   g_task_set_source_tag (task, app_trial_dialog_start);
   g_task_set_task_data (task, data, (GDestroyNotify) trial_data_free);
@@ -181,7 +385,17 @@ void
 app_trial_dialog_cancel (AppTrialDialog *self)
 {
   g_return_if_fail (APP_IS_TRIAL_DIALOG (self));
+  if (self->cancellable == NULL)
+    return;
+  /* The run stops at its next check (every instruction of a pass, every phase); the dialog
+   * lets go of it now, whatever it is doing (allocating, seeding, the reference run). */
   g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  self->draining = TRUE;
+  gtk_progress_bar_set_fraction (self->progress, 0);
+  gtk_progress_bar_set_text (self->progress, NULL);
+  gtk_label_set_text (self->status, _("Cancelled."));
+  update_sensitivity (self);
 }
 
 void
@@ -189,6 +403,78 @@ app_trial_dialog_set_repeat (AppTrialDialog *self, guint repeat)
 {
   g_return_if_fail (APP_IS_TRIAL_DIALOG (self));
   gtk_spin_button_set_value (self->repeat_spin, repeat);
+}
+
+void
+app_trial_dialog_set_train (AppTrialDialog *self, gboolean train, gboolean adam)
+{
+  g_return_if_fail (APP_IS_TRIAL_DIALOG (self));
+  gtk_switch_set_active (self->train_switch, train);
+  adw_combo_row_set_selected (self->optimizer_row, adam ? 1 : 0);
+}
+
+void
+app_trial_dialog_set_memory_available (AppTrialDialog *self, guint64 bytes)
+{
+  g_return_if_fail (APP_IS_TRIAL_DIALOG (self));
+  self->memory_available = bytes;
+  update_estimate (self);
+}
+
+gboolean
+app_trial_dialog_get_running (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), FALSE);
+  return self->cancellable != NULL;
+}
+
+gboolean
+app_trial_dialog_get_can_run (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), FALSE);
+  return gtk_widget_get_sensitive (GTK_WIDGET (self->run_button));
+}
+
+guint64
+app_trial_dialog_get_memory_needed (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), 0);
+  return self->memory_needed;
+}
+
+const char *
+app_trial_dialog_get_estimate (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), NULL);
+  return gtk_label_get_text (self->estimate);
+}
+
+const char *
+app_trial_dialog_get_status (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), NULL);
+  return gtk_label_get_text (self->status);
+}
+
+const char *
+app_trial_dialog_get_progress_text (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), NULL);
+  return gtk_progress_bar_get_text (self->progress);
+}
+
+GtkWidget *
+app_trial_dialog_get_devices_row (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), NULL);
+  return GTK_WIDGET (self->devices_row);
+}
+
+const AppTrialTrain *
+app_trial_dialog_get_train (AppTrialDialog *self)
+{
+  g_return_val_if_fail (APP_IS_TRIAL_DIALOG (self), NULL);
+  return self->train;
 }
 
 static void
@@ -206,21 +492,16 @@ app_trial_dialog_new (GtkWindow *parent, PlannerPlan *plan)
   g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
   AppTrialDialog *self = g_object_new (APP_TYPE_TRIAL_DIALOG, "transient-for", parent, NULL);
   self->plan = g_object_ref (plan);
-  gtk_spin_button_set_value (self->devices_spin,
-                             (double) planner_mesh_n_devices (planner_plan_get_mesh (plan)));
-  /* What a run will hold, said before it starts (a run that does not fit is refused). */
-  ExecutorTrialMemory memory;
-  guint64 have = executor_host_memory_available ();
-  if (have > 0 && executor_trial_estimate_memory (plan, &memory, NULL))
-    {
-      g_autofree char *need
-          = planner_format_bytes (executor_trial_memory_host_bytes (&memory, TRUE));
-      g_autofree char *free_text = planner_format_bytes (have);
-      g_autofree char *text = g_strdup_printf (
-          _("A run on the cpu backend needs about %s of memory; %s is available"), need,
-          free_text);
-      gtk_label_set_text (self->status, text);
-    }
+  /* A trial runs the plan on its own mesh: the device count is the mesh's, not a choice. */
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  g_autofree char *count = g_strdup_printf ("%u", (guint) planner_mesh_n_devices (mesh));
+  gtk_label_set_text (self->devices_label, count);
+  g_autofree char *mesh_text = planner_mesh_to_string (mesh);
+  g_autofree char *subtitle = g_strdup_printf (_("The plan's mesh %s; plan another mesh to "
+                                                 "run on another count"),
+                                               mesh_text);
+  adw_action_row_set_subtitle (self->devices_row, subtitle);
+  update_estimate (self);
   return GTK_WIDGET (self);
 }
 
@@ -239,6 +520,7 @@ app_trial_dialog_dispose (GObject *object)
   g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->cancellable);
   g_clear_object (&self->plan);
+  g_clear_pointer (&self->train, app_trial_train_free);
   G_OBJECT_CLASS (app_trial_dialog_parent_class)->dispose (object);
 }
 
@@ -249,17 +531,22 @@ app_trial_dialog_class_init (AppTrialDialogClass *klass)
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_trial_dialog_dispose;
   GTK_WINDOW_CLASS (klass)->close_request = app_trial_dialog_close_request;
-  /* An ExecutorTrialResult*, borrowed for the emission. */
+  /* An ExecutorTrialResult* and an AppTrialTrain* (NULL without the training step), both
+   * borrowed for the emission. */
   signals[SIGNAL_FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass),
                                            G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE,
-                                           1, G_TYPE_POINTER);
+                                           2, G_TYPE_POINTER, G_TYPE_POINTER);
   gtk_widget_class_set_template_from_resource (
       widget_class, "/io/github/shardscope/Shardscope/app-trial-dialog.ui");
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, cancel_button);
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, run_button);
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, backend_row);
-  gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, devices_spin);
+  gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, devices_row);
+  gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, devices_label);
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, repeat_spin);
+  gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, train_switch);
+  gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, optimizer_row);
+  gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, estimate);
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, progress);
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, status);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "window.close", NULL);
@@ -274,4 +561,10 @@ app_trial_dialog_init (AppTrialDialog *self)
   adw_combo_row_set_model (self->backend_row, G_LIST_MODEL (backends));
   g_signal_connect_swapped (self->run_button, "clicked", G_CALLBACK (app_trial_dialog_start), self);
   g_signal_connect_swapped (self->cancel_button, "clicked", G_CALLBACK (on_cancel), self);
+  g_signal_connect_swapped (self->backend_row, "notify::selected", G_CALLBACK (update_estimate),
+                            self);
+  g_signal_connect_swapped (self->repeat_spin, "value-changed", G_CALLBACK (update_estimate),
+                            self);
+  g_signal_connect_swapped (self->train_switch, "notify::active", G_CALLBACK (update_estimate),
+                            self);
 }

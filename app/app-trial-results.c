@@ -25,7 +25,8 @@ by_measured (gconstpointer a, gconstpointer b)
 }
 
 void
-app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *result)
+app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *result,
+                              const AppTrialTrain *train)
 {
   g_return_if_fail (APP_IS_TRIAL_RESULTS (self));
   gtk_widget_set_visible (GTK_WIDGET (self), result != NULL);
@@ -45,6 +46,17 @@ app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *
   g_string_append_printf (s, _("Forward: estimated %s, measured %s\n"), est, meas);
   if (result->mismatch)
     g_string_append_printf (s, "%s\n", result->mismatch);
+  if (train)
+    {
+      g_string_append_printf (s, _("Training step (%s): %s\n"), train->adam ? "adam" : "sgd",
+                              train->passed ? _("matches") : _("differs"));
+      g_string_append_printf (s, _("  loss %.6g, rel error %.3g\n"), train->loss,
+                              train->loss_rel_error);
+      g_string_append_printf (s, _("  gradients: max rel error %.3g (%s)\n"),
+                              train->grad_rel_error, train->grad_worst ? train->grad_worst : "-");
+      g_string_append_printf (s, _("  updated weights: max rel error %.3g\n"),
+                              train->updated_rel_error);
+    }
   g_autoptr (GPtrArray) all = g_ptr_array_new ();
   for (guint i = 0; i < result->ops->len; i++)
     g_ptr_array_add (all, &g_array_index (result->ops, ExecutorTiming, i));

@@ -5,6 +5,7 @@
 #include <adwaita.h>
 
 #include "app-document.h"
+#include "app-trial-train.h"
 #include "executor-trial.h"
 
 G_BEGIN_DECLS
@@ -14,7 +15,9 @@ G_DECLARE_FINAL_TYPE (AppTrialResults, app_trial_results, APP, TRIAL_RESULTS, Gt
 
 
 GtkWidget *app_trial_results_new (void);
-/* @result is copied into the view's rows; NULL hides it. */
-void app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *result);
+/* @result (and the training step @train, may be NULL) is copied into the view's rows; NULL
+ * hides it. */
+void app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *result,
+                                   const AppTrialTrain *train);
 
 G_END_DECLS

@@ -1,62 +1,11 @@
 #define G_LOG_DOMAIN "app-window"
 #include "config.h"
 
-#include "app-window.h"
+#include "app-window-private.h"
 
 #include <glib/gi18n.h>
 
-#include "app-compare-view.h"
-#include "app-cost-chart.h"
-#include "app-export.h"
-#include "app-inspector.h"
-#include "app-minimap.h"
-#include "app-new-plan-dialog.h"
-#include "app-sidebar.h"
-#include "app-timeline.h"
-#include "app-totals-bar.h"
-#include "app-trial-dialog.h"
-#include "app-trial-results.h"
-#include "app-trial-store.h"
-#include "planner-model.h"
-#include "planner-plan-json.h"
-
-struct _AppWindow
-{
-  AdwApplicationWindow parent_instance;
-
-  AdwWindowTitle *window_title;
-  GtkRevealer *error_revealer;
-  GtkLabel *error_label;
-  AdwToastOverlay *toast_overlay;
-  AdwFlap *flap;
-  AppSidebar *sidebar;
-  GtkStack *mode_stack;
-  GtkSearchBar *search_bar;
-  GtkSearchEntry *search_entry;
-  GtkLabel *search_status;
-  GraphviewWidget *graph;
-  AppMinimap *minimap;
-  GtkSpinner *spinner;
-  AppTrialResults *trial_results;
-  AppTimeline *timeline;
-  AppTotalsBar *totals_bar;
-  AppCostChart *cost_chart;
-  AppInspector *inspector;
-  AppCompareView *compare_view;
-
-  GSettings *settings;
-  PlannerStore *store;
-  AppDocument *document;
-  GraphviewModel *graph_model;
-  GSignalGroup *document_signals;
-  GCancellable *cancellable;
-  /* Guards the graph <-> document selection echo. */
-  gboolean syncing_selection;
-  int search_index;
-  /* Plans deleted but still undoable: id -> the toast. */
-  GHashTable *pending_deletes;
-  GPtrArray *toasts;
-};
+#include "app-autosave.h"
 
 G_DEFINE_FINAL_TYPE (AppWindow, app_window, ADW_TYPE_APPLICATION_WINDOW)
 
@@ -70,33 +19,81 @@ enum
 
 static GParamSpec *properties[N_PROPS];
 
+/* libadwaita 1.2's overlay frees a toast when its hide animation ends even if its show
+ * animation still runs (REPLACE_DURATION, 500 ms, while another toast hides): that
+ * animation's end then writes into the freed toast. So a toast is never dismissed by us
+ * while it may still be appearing; queued ones are withdrawn at once, without animation. */
+#define TOAST_SHOW_US (600 * G_TIME_SPAN_MILLISECOND)
+
 static void
 toast_gone (AdwToast *toast, AppWindow *self)
 {
-  if (self->toasts)
-    g_ptr_array_remove (self->toasts, toast);
+  if (self->toasts == NULL)
+    return;
+  guint index = 0;
+  if (!g_ptr_array_find (self->toasts, toast, &index))
+    return;
+  g_ptr_array_remove_index (self->toasts, index);
+  /* Toasts are shown in the order they came: the next one appears now. */
+  if (index == 0)
+    self->toast_shown_at = g_get_monotonic_time ();
 }
 
 /* Toasts still shown or queued are kept so they can all be dismissed at once. */
-static void
-add_toast (AppWindow *self, AdwToast *toast)
+void
+app_window_add_toast (AppWindow *self, AdwToast *toast)
 {
+  if (self->toasts->len == 0)
+    self->toast_shown_at = g_get_monotonic_time ();
   g_ptr_array_add (self->toasts, g_object_ref (toast));
   g_signal_connect_object (toast, "dismissed", G_CALLBACK (toast_gone), self, G_CONNECT_DEFAULT);
   adw_toast_overlay_add_toast (self->toast_overlay, toast);
+}
+
+static gboolean
+dismiss_shown_toast (gpointer data)
+{
+  AppWindow *self = data;
+  self->toast_timeout = 0;
+  app_window_dismiss_toasts (self);
+  return G_SOURCE_REMOVE;
 }
 
 void
 app_window_dismiss_toasts (AppWindow *self)
 {
   g_return_if_fail (APP_IS_WINDOW (self));
-  /* Newest first: dismissing the one shown would bring the next one in. */
-  while (self->toasts && self->toasts->len > 0)
+  if (self->toasts == NULL)
+    return;
+  /* The queued ones, newest first: none of them has a widget or an animation yet. */
+  while (self->toasts->len > 1)
     {
-      g_autoptr (AdwToast) toast = g_object_ref (g_ptr_array_index (self->toasts, self->toasts->len - 1));
+      g_autoptr (AdwToast) toast
+          = g_object_ref (g_ptr_array_index (self->toasts, self->toasts->len - 1));
       g_ptr_array_remove_index (self->toasts, self->toasts->len - 1);
       adw_toast_dismiss (toast);
     }
+  if (self->toasts->len == 0)
+    return;
+  gint64 shown_for = g_get_monotonic_time () - self->toast_shown_at;
+  if (shown_for < TOAST_SHOW_US)
+    {
+      /* Still appearing: dismissed once it has appeared. */
+      if (self->toast_timeout == 0)
+        self->toast_timeout = g_timeout_add ((TOAST_SHOW_US - shown_for) / 1000 + 1,
+                                             dismiss_shown_toast, self);
+      return;
+    }
+  g_autoptr (AdwToast) toast = g_object_ref (g_ptr_array_index (self->toasts, 0));
+  g_ptr_array_remove_index (self->toasts, 0);
+  adw_toast_dismiss (toast);
+}
+
+guint
+app_window_get_n_toasts (AppWindow *self)
+{
+  g_return_val_if_fail (APP_IS_WINDOW (self), 0);
+  return self->toasts ? self->toasts->len : 0;
 }
 
 static void
@@ -104,7 +101,7 @@ add_text_toast (AppWindow *self, const char *text, guint timeout)
 {
   AdwToast *toast = adw_toast_new (text);
   adw_toast_set_timeout (toast, timeout);
-  add_toast (self, toast);
+  app_window_add_toast (self, toast);
 }
 
 void
@@ -114,8 +111,8 @@ app_window_show_toast (AppWindow *self, const char *text)
   add_text_toast (self, text, 4);
 }
 
-static void
-show_error (AppWindow *self, const char *what, const GError *error)
+void
+app_window_show_error (AppWindow *self, const char *what, const GError *error)
 {
   g_autofree char *text = g_strdup_printf ("%s: %s", what, error->message);
   g_message ("%s", text);
@@ -130,8 +127,8 @@ set_action_enabled (AppWindow *self, const char *name, gboolean enabled)
     g_simple_action_set_enabled (G_SIMPLE_ACTION (action), enabled);
 }
 
-static void
-update_actions (AppWindow *self)
+void
+app_window_update_actions (AppWindow *self)
 {
   AppDocument *doc = self->document;
   PlannerPlan *plan = doc ? app_document_get_plan (doc) : NULL;
@@ -149,8 +146,8 @@ update_actions (AppWindow *self)
   set_action_enabled (self, "unpin", has_op && app_document_get_op_pin (doc, op_name) != NULL);
 }
 
-static void
-update_title (AppWindow *self)
+void
+app_window_update_title (AppWindow *self)
 {
   AppDocument *doc = self->document;
   if (doc == NULL)
@@ -193,26 +190,39 @@ reveal_op (AppWindow *self, int op)
           item = graphview_model_get_item_of_op (self->graph_model, op);
         }
       graphview_widget_set_selected (self->graph, (int) item);
+      /* Navigation from elsewhere (chart, compare, search, the timeline) centres the op. */
+      graphview_widget_center_on_item (self->graph, item);
     }
   self->syncing_selection = FALSE;
 }
+
 
 static void
 on_plan_changed (AppWindow *self)
 {
   PlannerPlan *plan = app_document_get_plan (self->document);
   graphview_widget_set_plan (self->graph, plan);
+  /* A trial's figures belong to the plan it ran. */
+  app_window_show_trial_on_nodes (self, NULL);
   graphview_widget_set_step (self->graph, app_document_get_step (self->document));
   if (plan && g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "empty") == 0)
     gtk_stack_set_visible_child_name (self->mode_stack, "plan");
-  update_actions (self);
-  update_title (self);
+  app_window_update_actions (self);
+  app_window_update_title (self);
 }
 
 static void
 on_step_changed (AppWindow *self)
 {
-  graphview_widget_set_step (self->graph, app_document_get_step (self->document));
+  int step = app_document_get_step (self->document);
+  graphview_widget_set_step (self->graph, step);
+  PlannerPlan *plan = app_document_get_plan (self->document);
+  /* The graph follows the step's op, folded or not: playing never unfolds blocks. */
+  if (plan && step >= 0 && (guint) step < planner_plan_get_n_trace_steps (plan)
+      && self->graph_model && graphview_widget_is_ready (self->graph))
+    graphview_widget_center_on_item (
+        self->graph, graphview_model_get_item_of_op (self->graph_model,
+                                                     planner_plan_get_trace_step (plan, step)->op));
 }
 
 static void
@@ -220,7 +230,7 @@ on_selected_op_changed (AppWindow *self)
 {
   if (!self->syncing_selection)
     reveal_op (self, app_document_get_selected_op (self->document));
-  update_actions (self);
+  app_window_update_actions (self);
 }
 
 static void
@@ -309,10 +319,12 @@ app_window_set_document (AppWindow *self, AppDocument *document)
       on_busy_changed (self);
       app_sidebar_set_current_id (self->sidebar, app_document_get_store_id (document));
     }
-  app_trial_results_set_result (self->trial_results, NULL);
+  app_trial_results_set_result (self->trial_results, NULL, NULL);
+  app_window_show_trial_on_nodes (self, NULL);
   self->search_index = -1;
-  update_actions (self);
-  update_title (self);
+  app_window_update_autosave (self);
+  app_window_update_actions (self);
+  app_window_update_title (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DOCUMENT]);
 }
 
@@ -330,874 +342,9 @@ app_window_set_store (AppWindow *self, PlannerStore *store)
   if (!g_set_object (&self->store, store))
     return;
   app_sidebar_set_store (self->sidebar, store);
-  update_actions (self);
+  app_window_set_autosave_path (self, store ? planner_store_get_path (store) : NULL);
+  app_window_update_actions (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STORE]);
-}
-
-/* ---- loading ---------------------------------------------------------------------- */
-
-typedef struct
-{
-  char *model;
-  char *mesh;
-  char *hardware;
-  char *policy;
-  char *path;  /* a plan file */
-  gint64 id;   /* a stored plan */
-  PlannerStore *store;
-} LoadRequest;
-
-typedef struct
-{
-  PlannerGraph *graph;
-  PlannerMesh *mesh;
-  PlannerHardware *hw;
-  PlannerPlan *plan;
-} LoadResult;
-
-static void
-load_request_free (LoadRequest *req)
-{
-  g_free (req->model);
-  g_free (req->mesh);
-  g_free (req->hardware);
-  g_free (req->policy);
-  g_free (req->path);
-  g_clear_object (&req->store);
-  g_free (req);
-}
-
-static void
-load_result_free (LoadResult *res)
-{
-  g_clear_object (&res->graph);
-  g_clear_pointer (&res->mesh, planner_mesh_free);
-  g_clear_pointer (&res->hw, planner_hardware_free);
-  g_clear_object (&res->plan);
-  g_free (res);
-}
-
-static void
-load_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-  LoadRequest *req = task_data;
-  GError *error = NULL;
-  LoadResult *res = g_new0 (LoadResult, 1);
-  if (req->id > 0)
-    res->plan = planner_store_load_plan (req->store, req->id, &error);
-  else if (req->path)
-    res->plan = planner_plan_load_json (req->path, &error);
-  else
-    {
-      res->mesh = planner_mesh_parse (req->mesh, &error);
-      if (res->mesh)
-        res->hw = planner_hardware_lookup (req->hardware, &error);
-      if (res->hw)
-        res->graph = planner_model_load (req->model, NULL, &error);
-    }
-  if (error)
-    {
-      load_result_free (res);
-      g_task_return_error (task, error);
-    }
-  else
-    g_task_return_pointer (task, res, (GDestroyNotify) load_result_free);
-}
-
-static void
-load_done (GObject *source, GAsyncResult *result, gpointer user_data)
-{
-  AppWindow *self = APP_WINDOW (source);
-  LoadRequest *req = g_task_get_task_data (G_TASK (result));
-  g_autoptr (GError) error = NULL;
-  LoadResult *res = g_task_propagate_pointer (G_TASK (result), &error);
-  if (res == NULL)
-    {
-      if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        show_error (self, req->model ? req->model : req->path ? req->path : _("Plan store"),
-                    error);
-      return;
-    }
-  g_autoptr (AppDocument) doc = NULL;
-  if (res->plan)
-    doc = app_document_new_for_plan (res->plan, req->id);
-  else
-    {
-      doc = app_document_new (res->graph, res->mesh, res->hw, req->policy);
-      app_document_replan (doc);
-    }
-  app_window_set_document (self, doc);
-  load_result_free (res);
-}
-
-static void
-start_load (AppWindow *self, LoadRequest *req)
-{
-  g_cancellable_cancel (self->cancellable);
-  g_clear_object (&self->cancellable);
-  self->cancellable = g_cancellable_new ();
-  g_autoptr (GTask) task = g_task_new (self, self->cancellable, load_done, NULL);
-  g_task_set_source_tag (task, start_load);
-  g_task_set_task_data (task, req, (GDestroyNotify) load_request_free);
-  g_task_run_in_thread (task, load_thread);
-}
-
-void
-app_window_load_model (AppWindow *self, const char *model, const char *mesh,
-                       const char *hardware, const char *policy)
-{
-  g_return_if_fail (APP_IS_WINDOW (self));
-  g_return_if_fail (model != NULL && mesh != NULL && hardware != NULL);
-  LoadRequest *req = g_new0 (LoadRequest, 1);
-  req->model = g_strdup (model);
-  req->mesh = g_strdup (mesh);
-  req->hardware = g_strdup (hardware);
-  req->policy = policy && *policy ? g_strdup (policy) : NULL;
-  start_load (self, req);
-}
-
-static char *
-settings_string (AppWindow *self, const char *key, const char *fallback)
-{
-  if (self->settings)
-    return g_settings_get_string (self->settings, key);
-  return g_strdup (fallback);
-}
-
-void
-app_window_open_file (AppWindow *self, GFile *file)
-{
-  g_return_if_fail (APP_IS_WINDOW (self));
-  g_return_if_fail (G_IS_FILE (file));
-  g_autofree char *path = g_file_get_path (file);
-  if (path == NULL)
-    return;
-  /* A plan file names itself in its first bytes; anything else is a model source. */
-  g_autofree char *head = NULL;
-  gsize length = 0;
-  g_autoptr (GFileInputStream) in = g_file_read (file, NULL, NULL);
-  if (in)
-    {
-      head = g_malloc0 (4097);
-      length = 0;
-      g_input_stream_read_all (G_INPUT_STREAM (in), head, 4096, &length, NULL, NULL);
-    }
-  LoadRequest *req = g_new0 (LoadRequest, 1);
-  if (head && strstr (head, "\"shardscope_plan\""))
-    req->path = g_steal_pointer (&path);
-  else
-    {
-      req->model = g_steal_pointer (&path);
-      req->mesh = settings_string (self, "default-mesh", "dp=2,mp=4");
-      req->hardware = settings_string (self, "default-hardware", "h100-sxm");
-      req->policy = settings_string (self, "default-policy", "megatron");
-      if (*req->policy == '\0')
-        g_clear_pointer (&req->policy, g_free);
-    }
-  start_load (self, req);
-}
-
-void
-app_window_open_stored (AppWindow *self, gint64 id)
-{
-  g_return_if_fail (APP_IS_WINDOW (self));
-  g_return_if_fail (self->store != NULL);
-  LoadRequest *req = g_new0 (LoadRequest, 1);
-  req->id = id;
-  req->store = g_object_ref (self->store);
-  start_load (self, req);
-}
-
-/* ---- saving ----------------------------------------------------------------------- */
-
-/* A name no stored plan has: @base, else "BASE 2", "BASE 3", ... (@base when @entries is
- * NULL). */
-static char *
-free_plan_name (GPtrArray *entries, const char *base)
-{
-  char *name = g_strdup (base);
-  for (guint n = 2; entries; n++)
-    {
-      gboolean taken = FALSE;
-      for (guint i = 0; i < entries->len && !taken; i++)
-        taken = g_strcmp0 (((PlannerStoreEntry *) g_ptr_array_index (entries, i))->name, name)
-                == 0;
-      if (!taken)
-        break;
-      g_free (name);
-      name = g_strdup_printf ("%s %u", base, n);
-    }
-  return name;
-}
-
-typedef struct
-{
-  PlannerStore *store;
-  PlannerPlan *plan;
-  AppDocument *document;
-  char *name;
-  gint64 parent;
-} SaveRequest;
-
-static void
-save_request_free (SaveRequest *req)
-{
-  g_object_unref (req->store);
-  g_object_unref (req->plan);
-  g_object_unref (req->document);
-  g_free (req->name);
-  g_free (req);
-}
-
-static void
-save_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-  SaveRequest *req = task_data;
-  GError *error = NULL;
-  g_autoptr (GPtrArray) entries = planner_store_list_plans (req->store, &error);
-  if (entries == NULL)
-    {
-      g_task_return_error (task, error);
-      return;
-    }
-  /* The plan's own name, unless a stored plan has it. */
-  g_autofree char *name = free_plan_name (entries, req->name);
-  gint64 id = planner_store_save_plan (req->store, req->plan, name, req->parent, &error);
-  if (id == 0)
-    g_task_return_error (task, error);
-  else
-    g_task_return_int (task, id);
-}
-
-static void
-save_done (GObject *source, GAsyncResult *result, gpointer user_data)
-{
-  AppWindow *self = APP_WINDOW (source);
-  SaveRequest *req = g_task_get_task_data (G_TASK (result));
-  g_autoptr (GError) error = NULL;
-  gint64 id = g_task_propagate_int (G_TASK (result), &error);
-  if (id == 0)
-    {
-      show_error (self, _("Saving failed"), error);
-      return;
-    }
-  /* The store names the plan what it was saved as. */
-  app_document_set_name (req->document, planner_plan_get_name (req->plan));
-  app_document_set_store_id (req->document, id);
-  app_sidebar_reload (self->sidebar);
-  app_sidebar_set_current_id (self->sidebar, id);
-  g_autofree char *text = g_strdup_printf (_("Saved as “%s”"), planner_plan_get_name (req->plan));
-  app_window_show_toast (self, text);
-  update_title (self);
-}
-
-void
-app_window_save (AppWindow *self)
-{
-  g_return_if_fail (APP_IS_WINDOW (self));
-  AppDocument *doc = self->document;
-  if (doc == NULL || app_document_get_plan (doc) == NULL || self->store == NULL)
-    return;
-  gint64 id = app_document_get_store_id (doc);
-  if (id > 0 && !app_document_get_modified (doc))
-    {
-      app_window_show_toast (self, _("The plan is saved"));
-      return;
-    }
-  SaveRequest *req = g_new0 (SaveRequest, 1);
-  req->store = g_object_ref (self->store);
-  req->plan = g_object_ref (app_document_get_plan (doc));
-  req->document = g_object_ref (doc);
-  req->name = g_strdup (app_document_get_name (doc));
-  /* An edited stored plan is saved as a new plan derived from it. */
-  req->parent = id;
-  g_autoptr (GTask) task = g_task_new (self, NULL, save_done, NULL);
-  g_task_set_source_tag (task, app_window_save);
-  g_task_set_task_data (task, req, (GDestroyNotify) save_request_free);
-  g_task_run_in_thread (task, save_thread);
-}
-
-/* ---- search ----------------------------------------------------------------------- */
-
-static void
-search_step (AppWindow *self, int direction)
-{
-  const char *text = gtk_editable_get_text (GTK_EDITABLE (self->search_entry));
-  gtk_widget_remove_css_class (GTK_WIDGET (self->search_entry), "error");
-  if (self->document == NULL || *text == '\0')
-    {
-      gtk_label_set_text (self->search_status, "");
-      return;
-    }
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GRegex) regex = g_regex_new (text, G_REGEX_CASELESS | G_REGEX_OPTIMIZE, 0, &error);
-  if (regex == NULL)
-    {
-      gtk_widget_add_css_class (GTK_WIDGET (self->search_entry), "error");
-      gtk_label_set_text (self->search_status, _("Invalid expression"));
-      gtk_widget_set_tooltip_text (GTK_WIDGET (self->search_entry), error->message);
-      return;
-    }
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->search_entry), NULL);
-  PlannerGraph *graph = app_document_get_graph (self->document);
-  guint n_ops = planner_graph_get_n_ops (graph);
-  g_autoptr (GArray) matches = g_array_new (FALSE, FALSE, sizeof (guint));
-  for (guint i = 0; i < n_ops; i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (graph, i);
-      if (g_regex_match (regex, op->name, 0, NULL)
-          || g_regex_match (regex, planner_op_type_to_string (op->type), 0, NULL))
-        g_array_append_val (matches, i);
-    }
-  if (matches->len == 0)
-    {
-      gtk_label_set_text (self->search_status, _("No match"));
-      return;
-    }
-  int current = app_document_get_selected_op (self->document);
-  guint pick = direction >= 0 ? 0 : matches->len - 1;
-  for (guint k = 0; k < matches->len; k++)
-    {
-      guint idx = direction >= 0 ? k : matches->len - 1 - k;
-      int op = (int) g_array_index (matches, guint, idx);
-      if ((direction > 0 && op > current) || (direction < 0 && op < current)
-          || (direction == 0 && op >= current))
-        {
-          pick = idx;
-          break;
-        }
-    }
-  app_document_set_selected_op (self->document, (int) g_array_index (matches, guint, pick));
-  g_autofree char *status = g_strdup_printf (_("%u of %u"), pick + 1, matches->len);
-  gtk_label_set_text (self->search_status, status);
-}
-
-static void
-action_find_next_cb (AppWindow *self)
-{
-  search_step (self, 1);
-}
-
-static void
-on_search_changed (AppWindow *self)
-{
-  search_step (self, 0);
-}
-
-/* ---- actions ---------------------------------------------------------------------- */
-
-static void
-new_plan_create (AppWindow *self, const char *model, const char *mesh, const char *hardware,
-                 const char *policy)
-{
-  if (self->settings)
-    {
-      g_settings_set_string (self->settings, "default-mesh", mesh);
-      g_settings_set_string (self->settings, "default-hardware", hardware);
-      g_settings_set_string (self->settings, "default-policy", policy ? policy : "");
-    }
-  app_window_load_model (self, model, mesh, hardware, policy);
-}
-
-static void
-action_new_plan (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  AppNewPlanDialog *dialog = app_new_plan_dialog_new (GTK_WINDOW (self));
-  g_signal_connect_object (dialog, "create", G_CALLBACK (new_plan_create), self,
-                           G_CONNECT_SWAPPED);
-  gtk_window_present (GTK_WINDOW (dialog));
-}
-
-/* What a file chooser does with the file accepted; @format is the chooser's "format". */
-typedef void (*FileChosenFunc) (AppWindow *self, GFile *file, const char *format);
-
-static void
-file_chooser_response (GtkNativeDialog *native, int response, AppWindow *self)
-{
-  if (response == GTK_RESPONSE_ACCEPT)
-    {
-      g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (native));
-      FileChosenFunc chosen = g_object_get_data (G_OBJECT (native), "chosen");
-      if (file)
-        chosen (self, file, g_object_get_data (G_OBJECT (native), "format"));
-    }
-  g_object_unref (native);
-}
-
-/* A chooser of @filter_label files (@pattern) that hands the one accepted to @chosen; the
- * caller shows it. */
-static GtkFileChooserNative *
-file_chooser_new (AppWindow *self, GtkFileChooserAction action, const char *title,
-                  const char *accept_label, const char *filter_label, const char *pattern,
-                  FileChosenFunc chosen)
-{
-  GtkFileChooserNative *native = gtk_file_chooser_native_new (title, GTK_WINDOW (self), action,
-                                                              accept_label, _("_Cancel"));
-  g_autoptr (GtkFileFilter) filter = gtk_file_filter_new ();
-  gtk_file_filter_set_name (filter, filter_label);
-  gtk_file_filter_add_pattern (filter, pattern);
-  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (native), filter);
-  g_object_set_data (G_OBJECT (native), "chosen", chosen);
-  g_signal_connect (native, "response", G_CALLBACK (file_chooser_response), self);
-  return native;
-}
-
-static void
-open_file_chosen (AppWindow *self, GFile *file, const char *format)
-{
-  app_window_open_file (self, file);
-}
-
-static void
-action_open_file (GtkWidget *widget, const char *name, GVariant *param)
-{
-  GtkFileChooserNative *native = file_chooser_new (
-      APP_WINDOW (widget), GTK_FILE_CHOOSER_ACTION_OPEN,
-      _("Open a Plan, a config.json or a Graph JSON"), _("_Open"), _("JSON files"), "*.json",
-      open_file_chosen);
-  gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
-}
-
-static void
-open_store_chosen (AppWindow *self, GFile *file, const char *format)
-{
-  g_autofree char *path = g_file_get_path (file);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerStore) store = path ? planner_store_open (path, &error) : NULL;
-  if (store)
-    {
-      app_window_set_store (self, store);
-      if (self->settings)
-        g_settings_set_string (self->settings, "last-store", path);
-    }
-  else if (error)
-    show_error (self, path, error);
-}
-
-static void
-action_open_store (GtkWidget *widget, const char *name, GVariant *param)
-{
-  GtkFileChooserNative *native = file_chooser_new (
-      APP_WINDOW (widget), GTK_FILE_CHOOSER_ACTION_OPEN, _("Open a Plan Store"), _("_Open"),
-      _("Plan stores"), "*.db", open_store_chosen);
-  gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
-}
-
-static void
-action_save (GtkWidget *widget, const char *name, GVariant *param)
-{
-  app_window_save (APP_WINDOW (widget));
-}
-
-static void
-export_done (GObject *source, GAsyncResult *result, gpointer user_data)
-{
-  AppWindow *self = APP_WINDOW (source);
-  g_autoptr (GError) error = NULL;
-  g_autofree char *path = user_data;
-  if (!app_window_export_finish (self, result, &error))
-    show_error (self, _("Export failed"), error);
-  else
-    {
-      g_autofree char *text = g_strdup_printf (_("Exported to %s"), path);
-      app_window_show_toast (self, text);
-    }
-}
-
-static void
-export_chosen (AppWindow *self, GFile *file, const char *format)
-{
-  app_window_export_async (self, format, file, export_done, g_file_get_path (file));
-}
-
-static void
-choose_export_file (AppWindow *self, const char *format)
-{
-  const AppExportFormat *fmt = app_export_format_lookup (format);
-  if (fmt == NULL || self->document == NULL)
-    return;
-  g_autofree char *pattern = g_strconcat ("*", fmt->extension, NULL);
-  GtkFileChooserNative *native
-      = file_chooser_new (self, GTK_FILE_CHOOSER_ACTION_SAVE, _("Export"), _("_Export"),
-                          _(fmt->label), pattern, export_chosen);
-  g_autofree char *base = g_strdelimit (g_strdup (app_document_get_name (self->document)),
-                                        " /=,", '-');
-  g_autofree char *suggested = g_strconcat (base, fmt->extension, NULL);
-  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (native), suggested);
-  g_object_set_data_full (G_OBJECT (native), "format", g_strdup (format), g_free);
-  gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
-}
-
-static void
-action_export (GtkWidget *widget, const char *name, GVariant *param)
-{
-  choose_export_file (APP_WINDOW (widget), g_variant_get_string (param, NULL));
-}
-
-static void
-action_save_as (GtkWidget *widget, const char *name, GVariant *param)
-{
-  choose_export_file (APP_WINDOW (widget), "json");
-}
-
-static void
-action_undo (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->document)
-    app_document_undo (self->document);
-}
-
-static void
-action_redo (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->document)
-    app_document_redo (self->document);
-}
-
-static void
-action_find_next (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  gtk_search_bar_set_search_mode (self->search_bar, TRUE);
-  search_step (self, g_str_equal (name, "win.find-previous") ? -1 : 1);
-}
-
-static void
-action_zoom_fit (GtkWidget *widget, const char *name, GVariant *param)
-{
-  graphview_widget_zoom_to_fit (APP_WINDOW (widget)->graph);
-}
-
-static void
-action_expand (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->graph_model == NULL)
-    return;
-  if (g_str_equal (name, "win.expand-all"))
-    graphview_model_expand_all (self->graph_model);
-  else
-    graphview_model_collapse_all (self->graph_model);
-}
-
-static void
-action_select_op (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->document == NULL)
-    return;
-  const char *op_name = g_variant_get_string (param, NULL);
-  int op = *op_name ? planner_graph_find_op (app_document_get_graph (self->document), op_name)
-                    : -1;
-  if (op < 0 && *op_name)
-    {
-      g_autofree char *text = g_strdup_printf (_("No op is named %s"), op_name);
-      app_window_show_toast (self, text);
-      return;
-    }
-  app_document_set_selected_op (self->document, op);
-}
-
-static void
-action_select_adjacent (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->document == NULL)
-    return;
-  int n = (int) planner_graph_get_n_ops (app_document_get_graph (self->document));
-  int op = app_document_get_selected_op (self->document);
-  op += g_str_equal (name, "win.select-next-op") ? 1 : -1;
-  app_document_set_selected_op (self->document, CLAMP (op, 0, n - 1));
-}
-
-static const char *
-selected_op_name (AppWindow *self)
-{
-  return self->document ? app_document_get_selected_op_name (self->document) : NULL;
-}
-
-static void
-action_pin (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  const char *op_name = selected_op_name (self);
-  if (op_name == NULL)
-    return;
-  g_autoptr (GError) error = NULL;
-  if (!app_document_pin (self->document, op_name, g_variant_get_string (param, NULL), &error))
-    show_error (self, op_name, error);
-}
-
-static void
-action_edit_pin (GtkWidget *widget, const char *name, GVariant *param)
-{
-  app_inspector_focus_pin_entry (APP_WINDOW (widget)->inspector);
-}
-
-static void
-action_unpin (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  const char *op_name = selected_op_name (self);
-  if (op_name)
-    app_document_unpin (self->document, op_name);
-}
-
-static void
-action_timeline (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->document == NULL)
-    return;
-  if (g_str_equal (name, "win.play"))
-    app_timeline_set_playing (self->timeline, !app_timeline_get_playing (self->timeline));
-  else if (g_str_equal (name, "win.step-next"))
-    app_timeline_step (self->timeline, 1);
-  else if (g_str_equal (name, "win.step-previous"))
-    app_timeline_step (self->timeline, -1);
-  else if (g_str_equal (name, "win.step-first"))
-    app_document_set_step (self->document, 0);
-  else if (g_str_equal (name, "win.step-last"))
-    app_document_set_step (self->document, -1);
-}
-
-void
-app_window_compare (AppWindow *self, PlannerPlan *a, const char *a_label)
-{
-  g_return_if_fail (APP_IS_WINDOW (self));
-  g_return_if_fail (PLANNER_IS_PLAN (a));
-  PlannerPlan *b = self->document ? app_document_get_plan (self->document) : NULL;
-  if (b == NULL)
-    return;
-  g_autoptr (GError) error = NULL;
-  if (!app_compare_view_set_plans (self->compare_view, a, a_label, b,
-                                   app_document_get_name (self->document), &error))
-    {
-      show_error (self, _("Cannot compare"), error);
-      return;
-    }
-  gtk_stack_set_visible_child_name (self->mode_stack, "compare");
-}
-
-static void
-action_compare (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "compare") == 0)
-    {
-      gtk_stack_set_visible_child_name (self->mode_stack,
-                                        self->document ? "plan" : "empty");
-      return;
-    }
-  if (self->document == NULL)
-    return;
-  /* The butterfly effect of the last pin edit; before any edit, the stored original. */
-  PlannerPlan *previous = app_document_get_previous_plan (self->document);
-  if (previous)
-    app_window_compare (self, previous, _("Before the last edit"));
-  else
-    app_window_compare (self, app_document_get_plan (self->document),
-                        app_document_get_name (self->document));
-}
-
-static void
-trial_finished (AppWindow *self, gpointer result_ptr)
-{
-  const ExecutorTrialResult *result = result_ptr;
-  app_trial_results_set_result (self->trial_results, result);
-  gtk_widget_set_visible (GTK_WIDGET (self->trial_results), TRUE);
-  AppDocument *doc = self->document;
-  if (doc == NULL || self->store == NULL || app_document_get_store_id (doc) == 0)
-    {
-      app_window_show_toast (self, _("Save the plan to keep its trial runs"));
-      return;
-    }
-  /* Stored with the plan: one measurement per op and per redistribution. */
-  g_autoptr (GError) error = NULL;
-  if (app_trial_store_add (self->store, app_document_get_store_id (doc),
-                           app_document_get_plan (doc), result, &error)
-      == 0)
-    show_error (self, _("The trial run was not stored"), error);
-  else
-    app_sidebar_reload (self->sidebar);
-}
-
-void
-app_window_connect_trial_dialog (AppWindow *self, GtkWidget *dialog)
-{
-  g_return_if_fail (APP_IS_WINDOW (self));
-  g_signal_connect_object (dialog, "finished", G_CALLBACK (trial_finished), self,
-                           G_CONNECT_SWAPPED);
-}
-
-static void
-action_trial_run (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
-  if (plan == NULL)
-    return;
-  GtkWidget *dialog = app_trial_dialog_new (GTK_WINDOW (self), plan);
-  app_window_connect_trial_dialog (self, dialog);
-  gtk_window_present (GTK_WINDOW (dialog));
-}
-
-/* ---- store actions (target: the plan id) ----------------------------------------- */
-
-static void
-action_rename_plan (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  const char *new_name = NULL;
-  gint64 id = 0;
-  g_variant_get (param, "(x&s)", &id, &new_name);
-  g_autoptr (GError) error = NULL;
-  if (self->store == NULL || *new_name == '\0')
-    return;
-  if (!planner_store_rename_plan (self->store, id, new_name, &error))
-    {
-      show_error (self, _("Renaming failed"), error);
-      return;
-    }
-  if (self->document && app_document_get_store_id (self->document) == id)
-    app_document_set_name (self->document, new_name);
-  app_sidebar_reload (self->sidebar);
-  update_title (self);
-}
-
-static void
-duplicate_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-  PlannerStore *store = source;
-  gint64 id = *(gint64 *) task_data;
-  GError *error = NULL;
-  g_autoptr (PlannerPlan) plan = planner_store_load_plan (store, id, &error);
-  if (plan == NULL)
-    {
-      g_task_return_error (task, error);
-      return;
-    }
-  g_autoptr (GPtrArray) entries = planner_store_list_plans (store, NULL);
-  g_autofree char *base = g_strdup_printf (_("%s (copy)"), planner_plan_get_name (plan));
-  g_autofree char *name = free_plan_name (entries, base);
-  gint64 new_id = planner_store_save_plan (store, plan, name, id, &error);
-  if (new_id == 0)
-    g_task_return_error (task, error);
-  else
-    g_task_return_int (task, new_id);
-}
-
-static void
-duplicate_done (GObject *source, GAsyncResult *result, gpointer user_data)
-{
-  AppWindow *self = APP_WINDOW (user_data);
-  g_autoptr (GError) error = NULL;
-  if (g_task_propagate_int (G_TASK (result), &error) == 0)
-    show_error (self, _("Duplicating failed"), error);
-  app_sidebar_reload (self->sidebar);
-  g_object_unref (self);
-}
-
-static void
-action_duplicate_plan (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->store == NULL)
-    return;
-  gint64 *id = g_new (gint64, 1);
-  *id = g_variant_get_int64 (param);
-  g_autoptr (GTask) task = g_task_new (self->store, NULL, duplicate_done, g_object_ref (self));
-  g_task_set_task_data (task, id, g_free);
-  g_task_run_in_thread (task, duplicate_thread);
-}
-
-static void
-delete_undo (AdwToast *toast, AppWindow *self)
-{
-  gint64 id = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (toast), "plan-id"));
-  g_object_set_data (G_OBJECT (toast), "undone", GINT_TO_POINTER (TRUE));
-  app_sidebar_set_hidden (self->sidebar, id, FALSE);
-}
-
-/* Deletion is final when the toast goes without its Undo being pressed. */
-static void
-delete_dismissed (AdwToast *toast, AppWindow *self)
-{
-  gint64 id = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (toast), "plan-id"));
-  g_hash_table_remove (self->pending_deletes, &id);
-  if (g_object_get_data (G_OBJECT (toast), "undone") || self->store == NULL)
-    return;
-  g_autoptr (GError) error = NULL;
-  if (!planner_store_delete_plan (self->store, id, &error))
-    show_error (self, _("Deleting failed"), error);
-  if (self->document && app_document_get_store_id (self->document) == id)
-    app_document_set_store_id (self->document, 0);
-  app_sidebar_reload (self->sidebar);
-}
-
-static void
-action_delete_plan (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  gint64 id = g_variant_get_int64 (param);
-  const PlannerStoreEntry *entry = app_sidebar_get_entry (self->sidebar, id);
-  if (entry == NULL)
-    return;
-  g_autofree char *text = g_strdup_printf (_("“%s” deleted"), entry->name);
-  AdwToast *toast = adw_toast_new (text);
-  adw_toast_set_button_label (toast, _("_Undo"));
-  adw_toast_set_timeout (toast, 6);
-  g_object_set_data (G_OBJECT (toast), "plan-id", GSIZE_TO_POINTER ((gsize) id));
-  g_signal_connect (toast, "button-clicked", G_CALLBACK (delete_undo), self);
-  g_signal_connect (toast, "dismissed", G_CALLBACK (delete_dismissed), self);
-  gint64 *key = g_new (gint64, 1);
-  *key = id;
-  g_hash_table_insert (self->pending_deletes, key, g_object_ref (toast));
-  app_sidebar_set_hidden (self->sidebar, id, TRUE);
-  add_toast (self, toast);
-}
-
-static void
-action_compare_stored (GtkWidget *widget, const char *name, GVariant *param)
-{
-  AppWindow *self = APP_WINDOW (widget);
-  if (self->store == NULL)
-    return;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) plan
-      = planner_store_load_plan (self->store, g_variant_get_int64 (param), &error);
-  if (plan == NULL)
-    show_error (self, _("Cannot compare"), error);
-  else
-    app_window_compare (self, plan, planner_plan_get_name (plan));
-}
-
-static void
-on_plan_activated (AppWindow *self, gint64 id)
-{
-  app_window_open_stored (self, id);
-}
-
-/* ---- export ----------------------------------------------------------------------- */
-
-void
-app_window_export_async (AppWindow *self, const char *format, GFile *file,
-                         GAsyncReadyCallback callback, gpointer user_data)
-{
-  g_return_if_fail (APP_IS_WINDOW (self));
-  PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
-  app_export_async (G_OBJECT (self), plan, graphview_widget_get_renderer (self->graph), format,
-                    file, NULL, callback, user_data);
-}
-
-gboolean
-app_window_export_finish (AppWindow *self, GAsyncResult *result, GError **error)
-{
-  g_return_val_if_fail (APP_IS_WINDOW (self), FALSE);
-  return app_export_finish (result, error);
 }
 
 /* ---- parts ------------------------------------------------------------------------ */
@@ -1226,10 +373,30 @@ app_window_get_mode (AppWindow *self)
 
 /* ---- object ----------------------------------------------------------------------- */
 
+static void
+close_proceed (AppWindow *self, gpointer data)
+{
+  self->close_confirmed = TRUE;
+  gtk_window_close (GTK_WINDOW (self));
+}
+
 static gboolean
 app_window_close_request (GtkWindow *window)
 {
   AppWindow *self = APP_WINDOW (window);
+  if (!self->close_confirmed && self->document && app_document_get_modified (self->document))
+    {
+      app_window_ask_before_discarding (self, app_window_proceed_new (close_proceed, NULL, NULL));
+      return TRUE;
+    }
+  /* Closed on purpose: nothing is left to recover. */
+  if (self->autosave_path)
+    {
+      app_autosave_remove (self->autosave_path);
+      app_autosave_flush ();
+      app_autosave_claim (self->autosave_path, FALSE);
+      self->autosaved = FALSE;
+    }
   if (self->settings)
     {
       int width = 0, height = 0;
@@ -1240,7 +407,7 @@ app_window_close_request (GtkWindow *window)
                               gtk_window_is_maximized (window));
     }
   /* Deletions still undoable become final now. */
-  app_window_dismiss_toasts (self);
+  app_window_finish_pending_deletes (self);
   return GTK_WINDOW_CLASS (app_window_parent_class)->close_request (window);
 }
 
@@ -1259,6 +426,10 @@ app_window_dispose (GObject *object)
   g_clear_object (&self->settings);
   g_clear_pointer (&self->pending_deletes, g_hash_table_unref);
   g_clear_pointer (&self->toasts, g_ptr_array_unref);
+  g_clear_handle_id (&self->toast_timeout, g_source_remove);
+  if (self->autosave_path)
+    app_autosave_claim (self->autosave_path, FALSE);
+  g_clear_pointer (&self->autosave_path, g_free);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_WINDOW);
   G_OBJECT_CLASS (app_window_parent_class)->dispose (object);
 }
@@ -1288,48 +459,6 @@ app_window_set_property (GObject *object, guint prop_id, const GValue *value,
     }
 }
 
-static const struct
-{
-  const char *action;
-  const char *accels[3];
-} accels[] = {
-  { "win.new-plan", { "<Control>n" } },
-  { "win.open-file", { "<Control>o" } },
-  { "win.open-store", { "<Control><Shift>o" } },
-  { "win.save", { "<Control>s" } },
-  { "win.save-as", { "<Control><Shift>s" } },
-  { "win.undo", { "<Control>z" } },
-  { "win.redo", { "<Control><Shift>z", "<Control>y" } },
-  { "win.find", { "<Control>f" } },
-  { "win.find-next", { "<Control>g" } },
-  { "win.find-previous", { "<Control><Shift>g" } },
-  { "win.zoom-fit", { "<Control>0" } },
-  { "win.expand-all", { "<Control>e" } },
-  { "win.collapse-all", { "<Control><Shift>e" } },
-  { "win.show-sidebar", { "F9" } },
-  { "win.show-minimap", { "<Control>m" } },
-  { "win.select-next-op", { "<Alt>Down" } },
-  { "win.select-previous-op", { "<Alt>Up" } },
-  { "win.edit-pin", { "<Control>p" } },
-  { "win.unpin", { "<Control>u" } },
-  { "win.play", { "<Control>space" } },
-  { "win.step-next", { "<Alt>Right" } },
-  { "win.step-previous", { "<Alt>Left" } },
-  { "win.step-first", { "<Alt>Home" } },
-  { "win.step-last", { "<Alt>End" } },
-  { "win.compare", { "<Control>d" } },
-  { "win.trial-run", { "<Control>r" } },
-  { "win.export('json')", { "<Control><Shift>x" } },
-  { "win.export('png')", { "<Control><Shift>p" } },
-};
-
-/* Called once by the application at startup. */
-void
-app_window_add_accels (GtkApplication *app)
-{
-  for (guint i = 0; i < G_N_ELEMENTS (accels); i++)
-    gtk_application_set_accels_for_action (app, accels[i].action, accels[i].accels);
-}
 
 static void
 app_window_class_init (AppWindowClass *klass)
@@ -1374,6 +503,7 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppWindow, search_status);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, graph);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, minimap);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, graph_buttons);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, spinner);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, trial_results);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, timeline);
@@ -1381,56 +511,10 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppWindow, cost_chart);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, inspector);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, compare_view);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, recovery_revealer);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, recovery_label);
 
-  gtk_widget_class_install_action (widget_class, "win.new-plan", NULL, action_new_plan);
-  gtk_widget_class_install_action (widget_class, "win.open-file", NULL, action_open_file);
-  gtk_widget_class_install_action (widget_class, "win.open-store", NULL, action_open_store);
-  gtk_widget_class_install_action (widget_class, "win.find-next", NULL, action_find_next);
-  gtk_widget_class_install_action (widget_class, "win.find-previous", NULL, action_find_next);
-  gtk_widget_class_install_action (widget_class, "win.zoom-fit", NULL, action_zoom_fit);
-  gtk_widget_class_install_action (widget_class, "win.expand-all", NULL, action_expand);
-  gtk_widget_class_install_action (widget_class, "win.collapse-all", NULL, action_expand);
-  gtk_widget_class_install_action (widget_class, "win.select-op", "s", action_select_op);
-  gtk_widget_class_install_action (widget_class, "win.select-next-op", NULL,
-                                   action_select_adjacent);
-  gtk_widget_class_install_action (widget_class, "win.select-previous-op", NULL,
-                                   action_select_adjacent);
-  gtk_widget_class_install_action (widget_class, "win.play", NULL, action_timeline);
-  gtk_widget_class_install_action (widget_class, "win.step-next", NULL, action_timeline);
-  gtk_widget_class_install_action (widget_class, "win.step-previous", NULL, action_timeline);
-  gtk_widget_class_install_action (widget_class, "win.step-first", NULL, action_timeline);
-  gtk_widget_class_install_action (widget_class, "win.step-last", NULL, action_timeline);
-  gtk_widget_class_install_action (widget_class, "win.rename-plan", "(xs)", action_rename_plan);
-  gtk_widget_class_install_action (widget_class, "win.duplicate-plan", "x",
-                                   action_duplicate_plan);
-  gtk_widget_class_install_action (widget_class, "win.delete-plan", "x", action_delete_plan);
-  gtk_widget_class_install_action (widget_class, "win.compare-stored", "x",
-                                   action_compare_stored);
-  gtk_widget_class_install_action (widget_class, "win.edit-pin", NULL, action_edit_pin);
-}
-
-/* Actions whose enabled state follows the document live in the window's action map (GTK 4.8
- * class actions cannot be disabled per instance without a property). */
-static const GActionEntry win_entries[] = {
-  { "save", NULL, NULL, NULL, NULL },
-  { "save-as", NULL, NULL, NULL, NULL },
-  { "undo", NULL, NULL, NULL, NULL },
-  { "redo", NULL, NULL, NULL, NULL },
-  { "export", NULL, "s", NULL, NULL },
-  { "trial-run", NULL, NULL, NULL, NULL },
-  { "compare", NULL, NULL, NULL, NULL },
-  { "pin", NULL, "s", NULL, NULL },
-  { "unpin", NULL, NULL, NULL, NULL },
-};
-
-typedef void (*WidgetActionFunc) (GtkWidget *, const char *, GVariant *);
-
-static void
-forward_action (GSimpleAction *action, GVariant *param, gpointer user_data)
-{
-  WidgetActionFunc func = g_object_get_data (G_OBJECT (action), "func");
-  g_autofree char *name = g_strconcat ("win.", g_action_get_name (G_ACTION (action)), NULL);
-  func (GTK_WIDGET (user_data), name, param);
+  app_window_class_init_actions (widget_class);
 }
 
 static void
@@ -1442,27 +526,7 @@ app_window_init (AppWindow *self)
   self->pending_deletes = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
                                                  g_object_unref);
 
-  static const struct
-  {
-    const char *name;
-    WidgetActionFunc func;
-  } funcs[] = {
-    { "save", action_save },       { "save-as", action_save_as },
-    { "undo", action_undo },       { "redo", action_redo },
-    { "export", action_export },   { "trial-run", action_trial_run },
-    { "compare", action_compare }, { "pin", action_pin },
-    { "unpin", action_unpin },
-  };
-  for (guint i = 0; i < G_N_ELEMENTS (win_entries); i++)
-    {
-      const GVariantType *type = win_entries[i].parameter_type
-                                     ? G_VARIANT_TYPE (win_entries[i].parameter_type)
-                                     : NULL;
-      g_autoptr (GSimpleAction) action = g_simple_action_new (win_entries[i].name, type);
-      g_object_set_data (G_OBJECT (action), "func", funcs[i].func);
-      g_signal_connect (action, "activate", G_CALLBACK (forward_action), self);
-      g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (action));
-    }
+  app_window_init_actions (self);
 
   /* Settings are optional: without the installed (or build-dir) schema the app still runs. */
   GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
@@ -1495,16 +559,17 @@ app_window_init (AppWindow *self)
   g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (find_action));
 
   app_minimap_set_view (self->minimap, self->graph);
+  /* Fit leaves the graph uncovered by what floats over it. */
+  graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->minimap));
+  graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->graph_buttons));
+  graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->trial_results));
+  g_autoptr (GPropertyAction) legend_action
+      = g_property_action_new ("show-legend", self->graph, "show-legend");
+  g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (legend_action));
   gtk_search_bar_connect_entry (self->search_bar, GTK_EDITABLE (self->search_entry));
-  g_signal_connect_swapped (self->search_entry, "search-changed",
-                            G_CALLBACK (on_search_changed), self);
-  g_signal_connect_swapped (self->search_entry, "activate", G_CALLBACK (action_find_next_cb),
-                            self);
   g_signal_connect_swapped (self->graph, "selection-changed",
                             G_CALLBACK (on_graph_selection_changed), self);
   g_signal_connect_swapped (self->graph, "layout-ready", G_CALLBACK (on_layout_ready), self);
-  g_signal_connect_swapped (self->sidebar, "plan-activated", G_CALLBACK (on_plan_activated),
-                            self);
 
   /* The parts follow the window's document through bindings, not copies. */
   g_object_bind_property (self, "document", self->inspector, "document", G_BINDING_DEFAULT);
@@ -1524,15 +589,20 @@ app_window_init (AppWindow *self)
   g_signal_group_connect_swapped (self->document_signals, "notify::busy",
                                   G_CALLBACK (on_busy_changed), self);
   g_signal_group_connect_swapped (self->document_signals, "notify::can-undo",
-                                  G_CALLBACK (update_actions), self);
+                                  G_CALLBACK (app_window_update_actions), self);
   g_signal_group_connect_swapped (self->document_signals, "notify::can-redo",
-                                  G_CALLBACK (update_actions), self);
+                                  G_CALLBACK (app_window_update_actions), self);
   g_signal_group_connect_swapped (self->document_signals, "notify::modified",
-                                  G_CALLBACK (update_title), self);
+                                  G_CALLBACK (app_window_update_title), self);
+  /* Every plan an edit gives, and every save, updates the autosave. */
+  g_signal_group_connect_swapped (self->document_signals, "notify::plan",
+                                  G_CALLBACK (app_window_update_autosave), self);
+  g_signal_group_connect_swapped (self->document_signals, "notify::modified",
+                                  G_CALLBACK (app_window_update_autosave), self);
   g_signal_group_connect_swapped (self->document_signals, "notify::name",
-                                  G_CALLBACK (update_title), self);
+                                  G_CALLBACK (app_window_update_title), self);
   gtk_stack_set_visible_child_name (self->mode_stack, "empty");
-  update_actions (self);
+  app_window_update_actions (self);
 }
 
 AppWindow *

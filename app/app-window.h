@@ -18,6 +18,9 @@ G_BEGIN_DECLS
 #define APP_TYPE_WINDOW (app_window_get_type ())
 G_DECLARE_FINAL_TYPE (AppWindow, app_window, APP, WINDOW, AdwApplicationWindow)
 
+/* What the zoom buttons and Ctrl+plus/minus multiply the zoom by. */
+#define APP_WINDOW_ZOOM_STEP 1.25
+
 AppWindow *app_window_new (GtkApplication *application);
 
 /* The document shown, NULL before one is loaded ("document" property). */
@@ -36,8 +39,22 @@ void app_window_open_file (AppWindow *self, GFile *file);
 /* A stored plan, loaded off the GTK thread. */
 void app_window_open_stored (AppWindow *self, gint64 id);
 /* Saves the document's plan to the store (a new row, derived from the stored one when it
- * was edited); the document's store-id changes when it is done. */
+ * was edited); the document's store-id changes when it is done. A plan not stored yet is
+ * named first (app_window_get_prompt()). */
 void app_window_save (AppWindow *self);
+/* As Create in the new-plan dialog: asks Save / Discard / Cancel first when the document has
+ * unsaved edits, then loads @model as app_window_load_model() does. Opening a file or a
+ * stored plan from the window and closing it ask the same. */
+void app_window_create_plan (AppWindow *self, const char *model, const char *mesh,
+                             const char *hardware, const char *policy);
+/* The question the window shows now (discarding unsaved edits, a plan's name), or NULL;
+ * answered with adw_message_dialog_response(). */
+AdwMessageDialog *app_window_get_prompt (AppWindow *self);
+/* Where the document's unsaved edits are kept while it has them (app-autosave.h). */
+const char *app_window_get_autosave_path (AppWindow *self);
+/* Whether the window offers back the unsaved edits of a session that did not end
+ * (win.restore-autosave, win.discard-autosave). */
+gboolean app_window_get_offers_recovery (AppWindow *self);
 
 /* Compare mode: @a against the document's plan. */
 void app_window_compare (AppWindow *self, PlannerPlan *a, const char *a_label);
@@ -56,7 +73,9 @@ void app_window_connect_trial_dialog (AppWindow *self, GtkWidget *dialog);
 
 void app_window_show_toast (AppWindow *self, const char *text);
 /* Dismisses every toast shown; pending deletions become final. */
+/* Withdraws the queued toasts and dismisses the shown one (once it has appeared). */
 void app_window_dismiss_toasts (AppWindow *self);
+guint app_window_get_n_toasts (AppWindow *self);
 
 /* Parts, for the tests. */
 GraphviewWidget *app_window_get_graph (AppWindow *self);

@@ -534,8 +534,13 @@ graphview_model_toggle_item (GraphviewModel *self, guint item)
   if (it.run < 0)
     return FALSE;
   GByteArray *flags = g_ptr_array_index (self->expanded, it.run);
-  for (guint b = it.first_block; b < it.first_block + it.n_blocks; b++)
-    flags->data[b] = it.kind == GRAPHVIEW_ITEM_BLOCK;
+  /* A block node unfolds one instance, its first: unfolding all 80 layers of a deep model
+   * at once is never what a click means (Expand All does that). An op folds its block. */
+  if (it.kind == GRAPHVIEW_ITEM_BLOCK)
+    flags->data[it.first_block] = TRUE;
+  else
+    for (guint b = it.first_block; b < it.first_block + it.n_blocks; b++)
+      flags->data[b] = FALSE;
   changed (self);
   return TRUE;
 }

@@ -80,8 +80,8 @@ void graphview_model_collapse_all (GraphviewModel *self);
 /* Expands every block whose name, or the name of one of its ops, matches @glob
  * (g_pattern_match_simple). Returns how many blocks it expanded. */
 guint graphview_model_expand_matching (GraphviewModel *self, const char *glob);
-/* Expands the block node @item (every block it stands for), or collapses the expanded block
- * that op node @item is in. FALSE when the item is a loose op. */
+/* Expands the first block block node @item stands for (the others stay folded), or collapses
+ * the expanded block that op node @item is in. FALSE when the item is a loose op. */
 gboolean graphview_model_toggle_item (GraphviewModel *self, guint item);
 
 guint graphview_model_get_n_items (GraphviewModel *self);

@@ -45,6 +45,11 @@ struct _GraphviewRenderer
   double *op_extra; /* producer-side conversions and final reductions, at the producer */
   double min_cost, max_cost;
 
+  /* A trial run's per-op results (NULL without one): 3 doubles an op, measured and
+   * estimated seconds and the relative error of its result. */
+  double *trial;
+  double trial_tolerance;
+
   /* Per visible edge, for one state of the model. */
   guint edge_serial;
   gboolean edges_valid;
@@ -319,6 +324,7 @@ graphview_renderer_finalize (GObject *object)
 {
   GraphviewRenderer *self = GRAPHVIEW_RENDERER (object);
   clear_plan_state (self);
+  g_clear_pointer (&self->trial, g_free);
   g_clear_pointer (&self->edge_cost, g_free);
   g_clear_pointer (&self->edge_bytes, g_free);
   g_clear_pointer (&self->layout, graphview_layout_unref);
@@ -420,6 +426,52 @@ graphview_renderer_set_compare_plan (GraphviewRenderer *self, PlannerPlan *other
   g_return_if_fail (plan_fits (self, other));
   g_set_object (&self->other, other);
   compute_differs (self);
+}
+
+void
+graphview_renderer_set_trial (GraphviewRenderer *self, const double *measured_s,
+                              const double *estimated_s, const double *rel_error,
+                              double tolerance)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_clear_pointer (&self->trial, g_free);
+  if (measured_s == NULL || estimated_s == NULL || rel_error == NULL)
+    return;
+  self->trial = g_new (double, 3 * (gsize) self->n_ops);
+  for (guint op = 0; op < self->n_ops; op++)
+    {
+      self->trial[3 * op] = measured_s[op];
+      self->trial[3 * op + 1] = estimated_s[op];
+      self->trial[3 * op + 2] = rel_error[op];
+    }
+  self->trial_tolerance = tolerance;
+}
+
+char *
+graphview_renderer_dup_trial_badge (GraphviewRenderer *self, guint item, gboolean *ok)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  if (self->trial == NULL || item >= graphview_model_get_n_items (self->model))
+    return NULL;
+  const GraphviewItem *it = graphview_model_get_item (self->model, item);
+  double measured = 0, estimated = 0, error = 0;
+  for (guint op = it->first_op; op < it->first_op + it->n_ops && op < self->n_ops; op++)
+    {
+      measured += self->trial[3 * op];
+      estimated += self->trial[3 * op + 1];
+      error = MAX (error, self->trial[3 * op + 2]);
+    }
+  if (ok)
+    *ok = error <= self->trial_tolerance;
+  g_autofree char *m = planner_format_time (measured);
+  g_autofree char *e = planner_format_time (estimated);
+  /* Without timed repeats only the error was measured. */
+  if (measured <= 0)
+    return g_strdup_printf ("%s err %.1e", error <= self->trial_tolerance ? "\xe2\x9c\x94" : "\xe2\x9c\x98",
+                            error);
+  if (estimated <= 0)
+    return g_strdup_printf ("%s err %.1e", m, error);
+  return g_strdup_printf ("%s / %s \xc3\x97%.2g err %.1e", m, e, measured / estimated, error);
 }
 
 void
@@ -1114,6 +1166,77 @@ draw_block_node (Frame *f, guint item)
   show_text_fit (cr, redist, x, y + 4 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
 }
 
+/* Device pixels of the overview's labels, whatever the zoom. */
+#define OVERVIEW_FONT_PX 11.0
+
+/* A label in screen-size text at the top of @r, when @r is tall enough to hold it. */
+static void
+overview_label (Frame *f, const GraphviewRect *r, const char *text, const char *detail)
+{
+  double size = OVERVIEW_FONT_PX / f->scale;
+  if (r->height * f->scale < OVERVIEW_FONT_PX + 4 || r->width * f->scale < 24)
+    return;
+  set_rgb (f->cr, text_colour);
+  double pad = 4 / f->scale;
+  show_text_fit (f->cr, text, r->x + pad, r->y + pad + size, r->width - 2 * pad, size, TRUE);
+  if (detail && r->height * f->scale >= 2 * OVERVIEW_FONT_PX + 10)
+    show_text_fit (f->cr, detail, r->x + pad, r->y + 2 * pad + 2 * size, r->width - 2 * pad,
+                   size, FALSE);
+}
+
+/* Zoomed out past readable op text: each unfolded block is one card, as a folded block is,
+ * with its name and counts in screen-size text, over its nodes and inner edges. */
+static void
+draw_block_summaries (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  GraphviewLayout *layout = self->layout;
+  for (guint i = 0; i < graphview_layout_get_n_frames (layout); i++)
+    {
+      const GraphviewFrame *frame = graphview_layout_get_frame (layout, i);
+      if (!graphview_rect_intersects (&frame->rect, &f->visible))
+        continue;
+      const GraphviewRect *r = &frame->rect;
+      rounded_rect (cr, r->x, r->y, r->width, r->height, 6 / MAX (f->scale, 0.05));
+      set_rgb (cr, block_fill);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, border);
+      cairo_set_line_width (cr, 1.2 / f->scale);
+      cairo_stroke (cr);
+      if (frame->run < 0)
+        continue;
+      const GraphviewRun *run = graphview_model_get_run (self->model, frame->run);
+      GraphviewItem block = { GRAPHVIEW_ITEM_BLOCK, run->first_op + frame->block * run->ops_per_block,
+                              run->ops_per_block, frame->run, frame->block, 1 };
+      Summary s;
+      summarize (self, &block, &s);
+      double bar = MIN (5 / f->scale, r->height / 4);
+      decision_bar (cr, &s, r->x + 2 / f->scale, r->y + r->height - bar - 2 / f->scale,
+                    r->width - 4 / f->scale, bar);
+      g_autofree char *full = graphview_model_dup_block_name (self->model, frame->run, frame->block);
+      /* "layers.37": what tells the cards apart comes first in a narrow one. */
+      const char *name = full;
+      const char *last = strrchr (full, '.');
+      for (const char *p = last ? last - 1 : NULL; p && p > full; p--)
+        if (*p == '.')
+          {
+            name = p + 1;
+            break;
+          }
+      g_autofree char *detail
+          = self->plan ? g_strdup_printf ("%u ops, pinned %u", block.n_ops, s.counts[0])
+                       : g_strdup_printf ("%u ops", block.n_ops);
+      overview_label (f, r, name, detail);
+    }
+}
+
+gboolean
+graphview_renderer_is_overview (double scale)
+{
+  return GRAPHVIEW_FONT_SIZE * scale < GRAPHVIEW_MIN_TEXT_PX;
+}
+
 void
 graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
                                 const GraphviewViewport *viewport)
@@ -1123,15 +1246,28 @@ graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
   Frame f;
   if (!frame_begin (&f, self, cr, viewport))
     return;
-  draw_frames (&f);
+  gboolean overview = graphview_renderer_is_overview (f.scale);
+  if (!overview)
+    draw_frames (&f);
   draw_edges (&f);
+  if (overview)
+    draw_block_summaries (&f);
 
   g_autoptr (GArray) ops = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint i = 0; seek_visible_item (&f, &i); i++)
     {
-      if (graphview_model_get_item (self->model, i)->kind == GRAPHVIEW_ITEM_BLOCK)
-        draw_block_node (&f, i);
-      else
+      const GraphviewItem *it = graphview_model_get_item (self->model, i);
+      if (it->kind == GRAPHVIEW_ITEM_BLOCK)
+        {
+          draw_block_node (&f, i);
+          if (overview)
+            {
+              g_autofree char *label = graphview_model_dup_item_label (self->model, i);
+              overview_label (&f, item_rect (&f, i), label, NULL);
+            }
+        }
+      /* In the overview an unfolded block's card stands for its ops. */
+      else if (!overview || it->run < 0)
         g_array_append_val (ops, i);
     }
   draw_op_nodes (&f, ops);
@@ -1259,6 +1395,46 @@ draw_compare_overlay (Frame *f)
     }
 }
 
+/* A trial run's result under each node: measured / estimated, their ratio and the error,
+ * green within the tolerance and red beyond it; a coloured bar alone when text is too
+ * small to read. */
+static void
+draw_trial_overlay (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  cairo_t *cr = f->cr;
+  if (self->trial == NULL)
+    return;
+  static const Rgb good = { 0.18, 0.55, 0.27 }, bad = { 0.80, 0.16, 0.16 };
+  for (guint i = 0; seek_visible_item (f, &i); i++)
+    {
+      gboolean ok = TRUE;
+      g_autofree char *text = graphview_renderer_dup_trial_badge (self, i, &ok);
+      if (text == NULL)
+        continue;
+      const GraphviewRect *r = item_rect (f, i);
+      double h = 12 / MAX (f->scale, 0.5);
+      if (!f->text)
+        {
+          cairo_rectangle (cr, r->x, r->y + r->height - h / 3, r->width, h / 3);
+          set_rgb (cr, ok ? good : bad);
+          cairo_fill (cr);
+          continue;
+        }
+      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+      cairo_set_font_size (cr, 8);
+      cairo_text_extents_t ext;
+      cairo_text_extents (cr, text, &ext);
+      double w = ext.x_advance + 6, x = r->x + (r->width - w) / 2, y = r->y + r->height - 5;
+      cairo_rectangle (cr, x, y, w, 10);
+      set_rgb (cr, ok ? good : bad);
+      cairo_fill (cr);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      cairo_move_to (cr, x + 3, y + 7.5);
+      cairo_show_text (cr, text);
+    }
+}
+
 void
 graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
                                   const GraphviewViewport *viewport)
@@ -1270,6 +1446,7 @@ graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
     return;
   draw_step_overlay (&f);
   draw_compare_overlay (&f);
+  draw_trial_overlay (&f);
   guint n = graphview_model_get_n_items (self->model);
   if (self->hover >= 0 && (guint)self->hover < n)
     outline (&f, item_rect (&f, self->hover), hover_colour, 2, FALSE);

@@ -65,6 +65,15 @@ void graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan);
 PlannerPlan *graphview_renderer_get_plan (GraphviewRenderer *self);
 /* Marks the ops whose strategy differs in @other (a plan of the same graph and mesh). */
 void graphview_renderer_set_compare_plan (GraphviewRenderer *self, PlannerPlan *other);
+/* A trial run's results, per op of the graph: measured and estimated seconds (0: not timed)
+ * and the relative error of its result; drawn under each node (block nodes sum their ops).
+ * NULL arrays clear them. */
+void graphview_renderer_set_trial (GraphviewRenderer *self, const double *measured_s,
+                                   const double *estimated_s, const double *rel_error,
+                                   double tolerance);
+/* "1.20 ms / 800 us ×1.5 err 2.0e-07" for an item (sums over a block node's ops), NULL
+ * without a trial; @ok: every op's error within the tolerance. */
+char *graphview_renderer_dup_trial_badge (GraphviewRenderer *self, guint item, gboolean *ok);
 /* Propagation overlay at trace step @step; -1 turns it off. */
 void graphview_renderer_set_step (GraphviewRenderer *self, int step);
 int graphview_renderer_get_step (GraphviewRenderer *self);
@@ -81,6 +90,10 @@ char *graphview_renderer_dup_edge_badge (GraphviewRenderer *self, guint edge);
 /* Several lines: what a block node sums up, or an op's type, shapes, strategy, decision. */
 char *graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item);
 
+/* Whether @scale draws the overview: op text would be unreadable, so each unfolded block is
+ * drawn as one card with its name and counts in screen-size text, folded blocks keep their
+ * names, and only ops outside blocks are drawn as nodes. */
+gboolean graphview_renderer_is_overview (double scale);
 void graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
                                      const GraphviewViewport *viewport);
 void graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,

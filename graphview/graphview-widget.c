@@ -33,6 +33,12 @@ struct _GraphviewWidget
   int cache_width, cache_height;
   guint static_serial, cache_serial;
 
+  /* Widgets drawn over the graph (minimap, buttons, cards): fitting and centring keep the
+   * graph out from under them, as from under the legend. */
+  GPtrArray *overlays;
+  gboolean show_legend;
+  double legend_width, legend_height;
+
   double pointer_x, pointer_y;
   int hover;
   int selected;
@@ -61,6 +67,7 @@ enum
 static guint signals[N_SIGNALS];
 
 static void request_layout (GraphviewWidget *self);
+static void center_on_item (GraphviewWidget *self, guint item);
 
 /* View ------------------------------------------------------------------------------------- */
 
@@ -69,6 +76,80 @@ static_changed (GraphviewWidget *self)
 {
   self->static_serial++;
   gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+#define LEGEND_X 4
+#define LEGEND_BOTTOM 62
+
+/* The rectangles, in widget coordinates, that overlays cover: each shown overlay widget and
+ * the legend. Returns how many it filled (at most @max). */
+static guint
+covered_rects (GraphviewWidget *self, graphene_rect_t *rects, guint max)
+{
+  guint n = 0;
+  int height = gtk_widget_get_height (GTK_WIDGET (self));
+  for (guint i = 0; self->overlays && i < self->overlays->len && n < max; i++)
+    {
+      GtkWidget *w = g_ptr_array_index (self->overlays, i);
+      graphene_rect_t r;
+      if (gtk_widget_get_mapped (w) && gtk_widget_compute_bounds (w, GTK_WIDGET (self), &r)
+          && r.size.width > 0 && r.size.height > 0)
+        rects[n++] = r;
+    }
+  if (self->show_legend && self->legend_width > 0 && n < max)
+    rects[n++] = GRAPHENE_RECT_INIT (LEGEND_X, height - LEGEND_BOTTOM, self->legend_width + 4,
+                                     self->legend_height + 4);
+  return n;
+}
+
+#define MAX_COVERED 8
+
+void
+graphview_widget_get_free_area (GraphviewWidget *self, graphene_rect_t *area)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  int width = gtk_widget_get_width (GTK_WIDGET (self));
+  int height = gtk_widget_get_height (GTK_WIDGET (self));
+  *area = GRAPHENE_RECT_INIT (0, 0, MAX (width, 1), MAX (height, 1));
+  graphene_rect_t covered[MAX_COVERED];
+  guint n = covered_rects (self, covered, MAX_COVERED);
+  GraphviewLayout *layout = self->renderer ? graphview_renderer_get_layout (self->renderer) : NULL;
+  if (n == 0 || layout == NULL || width <= 0 || height <= 0)
+    return;
+  double w, h;
+  graphview_layout_get_bounds (layout, &w, &h);
+  /* Each overlay sits at an edge or a corner: the free area leaves it out by giving up the
+   * band beside it or the band above/below it. Of the 2^n choices, the one where the graph
+   * fits largest wins. */
+  double best = -1;
+  for (guint mask = 0; mask < (1u << n); mask++)
+    {
+      double x0 = 0, y0 = 0, x1 = width, y1 = height;
+      for (guint i = 0; i < n; i++)
+        {
+          const graphene_rect_t *r = &covered[i];
+          double cx = r->origin.x + r->size.width / 2, cy = r->origin.y + r->size.height / 2;
+          if (mask & (1u << i))
+            {
+              if (cx > width / 2.0)
+                x1 = MIN (x1, r->origin.x);
+              else
+                x0 = MAX (x0, r->origin.x + r->size.width);
+            }
+          else if (cy > height / 2.0)
+            y1 = MIN (y1, r->origin.y);
+          else
+            y0 = MAX (y0, r->origin.y + r->size.height);
+        }
+      if (x1 - x0 < 16 || y1 - y0 < 16)
+        continue;
+      double zoom = MIN ((x1 - x0) / w, (y1 - y0) / h);
+      if (zoom > best)
+        {
+          best = zoom;
+          *area = GRAPHENE_RECT_INIT (x0, y0, x1 - x0, y1 - y0);
+        }
+    }
 }
 
 double
@@ -82,7 +163,50 @@ graphview_widget_get_fit_zoom (GraphviewWidget *self)
     return 1;
   double w, h;
   graphview_layout_get_bounds (layout, &w, &h);
-  return MIN (MIN (width / w, height / h), GRAPHVIEW_WIDGET_MAX_ZOOM);
+  graphene_rect_t free;
+  graphview_widget_get_free_area (self, &free);
+  return MIN (MIN (free.size.width / w, free.size.height / h), GRAPHVIEW_WIDGET_MAX_ZOOM);
+}
+
+void
+graphview_widget_add_overlay (GraphviewWidget *self, GtkWidget *overlay)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (GTK_IS_WIDGET (overlay));
+  if (self->overlays == NULL)
+    self->overlays = g_ptr_array_new_with_free_func (g_object_unref);
+  g_ptr_array_add (self->overlays, g_object_ref (overlay));
+}
+
+gboolean
+graphview_widget_get_show_legend (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), FALSE);
+  return self->show_legend;
+}
+
+void
+graphview_widget_set_show_legend (GraphviewWidget *self, gboolean show)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  show = !!show;
+  if (self->show_legend == show)
+    return;
+  self->show_legend = show;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_object_notify (G_OBJECT (self), "show-legend");
+}
+
+gboolean
+graphview_widget_get_legend_rect (GraphviewWidget *self, graphene_rect_t *rect)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), FALSE);
+  if (!self->show_legend || self->legend_width <= 0)
+    return FALSE;
+  int height = gtk_widget_get_height (GTK_WIDGET (self));
+  *rect = GRAPHENE_RECT_INIT (LEGEND_X, height - LEGEND_BOTTOM, self->legend_width + 4,
+                              self->legend_height + 4);
+  return TRUE;
 }
 
 /* Keeps some of the graph in view: the origin may not leave the bounds by more than the
@@ -99,13 +223,17 @@ clamp_view (GraphviewWidget *self)
   graphview_layout_get_bounds (layout, &w, &h);
   double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
   double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
-  /* A graph smaller than the view is centred. */
-  if (w <= vw)
-    self->x = (w - vw) / 2;
+  graphene_rect_t free;
+  graphview_widget_get_free_area (self, &free);
+  double fx = free.origin.x / self->scale, fy = free.origin.y / self->scale;
+  double fw = free.size.width / self->scale, fh = free.size.height / self->scale;
+  /* A graph smaller than the free area is centred in it. */
+  if (w <= fw)
+    self->x = (w - fw) / 2 - fx;
   else
     self->x = CLAMP (self->x, -vw / 2, w - vw / 2);
-  if (h <= vh)
-    self->y = (h - vh) / 2;
+  if (h <= fh)
+    self->y = (h - fh) / 2 - fy;
   else
     self->y = CLAMP (self->y, -vh / 2, h - vh / 2);
 }
@@ -178,15 +306,26 @@ graphview_widget_item_at (GraphviewWidget *self, double x, double y)
   return graphview_layout_item_at (graphview_renderer_get_layout (self->renderer), wx, wy);
 }
 
+void
+graphview_widget_center_on_item (GraphviewWidget *self, guint item)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  if (!graphview_widget_is_ready (self) || item >= graphview_model_get_n_items (self->model))
+    return;
+  center_on_item (self, item);
+}
+
 static void
 center_on_item (GraphviewWidget *self, guint item)
 {
   const GraphviewRect *r
       = graphview_layout_get_item_rect (graphview_renderer_get_layout (self->renderer), item);
-  double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
-  double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
-  self->x = r->x + r->width / 2 - vw / 2;
-  self->y = r->y + r->height / 2 - vh / 2;
+  graphene_rect_t free;
+  graphview_widget_get_free_area (self, &free);
+  double cx = (free.origin.x + free.size.width / 2) / self->scale;
+  double cy = (free.origin.y + free.size.height / 2) / self->scale;
+  self->x = r->x + r->width / 2 - cx;
+  self->y = r->y + r->height / 2 - cy;
   clamp_view (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
@@ -461,17 +600,28 @@ graphview_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
   cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &bounds);
   GraphviewViewport vp = { self->scale, self->x, self->y, width, height };
   graphview_renderer_draw_overlays (self->renderer, cr, &vp);
-  /* The legend in the bottom-left corner, on a translucent card. */
-  double lw, lh;
-  cairo_push_group (cr);
-  graphview_renderer_draw_legend (self->renderer, cr, 8, height - 60, &lw, &lh);
-  cairo_pattern_t *legend = cairo_pop_group (cr);
-  cairo_rectangle (cr, 4, height - 62, lw + 4, lh + 4);
-  cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
-  cairo_fill (cr);
-  cairo_set_source (cr, legend);
-  cairo_paint (cr);
-  cairo_pattern_destroy (legend);
+  /* The legend in the bottom-left corner, on a translucent card; fitting keeps nodes out
+   * from under it. */
+  if (self->show_legend)
+    {
+      double lw, lh;
+      cairo_push_group (cr);
+      graphview_renderer_draw_legend (self->renderer, cr, LEGEND_X + 4, height - LEGEND_BOTTOM + 2,
+                                      &lw, &lh);
+      cairo_pattern_t *legend = cairo_pop_group (cr);
+      cairo_rectangle (cr, LEGEND_X, height - LEGEND_BOTTOM, lw + 4, lh + 4);
+      cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+      cairo_fill (cr);
+      cairo_set_source (cr, legend);
+      cairo_paint (cr);
+      cairo_pattern_destroy (legend);
+      if (lw != self->legend_width || lh != self->legend_height)
+        {
+          /* Known once drawn: the next fit leaves its room. */
+          self->legend_width = lw;
+          self->legend_height = lh;
+        }
+    }
   cairo_destroy (cr);
 }
 
@@ -704,7 +854,40 @@ graphview_widget_dispose (GObject *object)
   g_clear_object (&self->renderer);
   g_clear_object (&self->layouter);
   g_clear_object (&self->cache);
+  g_clear_pointer (&self->overlays, g_ptr_array_unref);
   G_OBJECT_CLASS (graphview_widget_parent_class)->dispose (object);
+}
+
+enum
+{
+  PROP_0,
+  PROP_SHOW_LEGEND,
+  N_PROPS
+};
+
+static void
+graphview_widget_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  switch (prop_id)
+    {
+    case PROP_SHOW_LEGEND:
+      g_value_set_boolean (value, GRAPHVIEW_WIDGET (object)->show_legend);
+      break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+graphview_widget_set_property (GObject *object, guint prop_id, const GValue *value,
+                               GParamSpec *pspec)
+{
+  switch (prop_id)
+    {
+    case PROP_SHOW_LEGEND:
+      graphview_widget_set_show_legend (GRAPHVIEW_WIDGET (object), g_value_get_boolean (value));
+      break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
 }
 
 static void
@@ -713,6 +896,12 @@ graphview_widget_class_init (GraphviewWidgetClass *klass)
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = graphview_widget_dispose;
+  object_class->get_property = graphview_widget_get_property;
+  object_class->set_property = graphview_widget_set_property;
+  g_object_class_install_property (
+      object_class, PROP_SHOW_LEGEND,
+      g_param_spec_boolean ("show-legend", NULL, NULL, TRUE,
+                            G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   widget_class->snapshot = graphview_widget_snapshot;
   widget_class->size_allocate = graphview_widget_size_allocate;
   widget_class->measure = graphview_widget_measure;
@@ -741,6 +930,7 @@ graphview_widget_init (GraphviewWidget *self)
   self->layouter = graphview_layouter_new ();
   self->scale = 1;
   self->hover = self->selected = self->focus_op = -1;
+  self->show_legend = TRUE;
   gtk_widget_set_focusable (widget, TRUE);
   gtk_widget_set_overflow (widget, GTK_OVERFLOW_HIDDEN);
   gtk_widget_set_has_tooltip (widget, TRUE);

@@ -42,7 +42,17 @@ gboolean graphview_widget_is_ready (GraphviewWidget *self);
 /* Device pixels per world point, and the world point at the widget's top-left. */
 double graphview_widget_get_zoom (GraphviewWidget *self);
 void graphview_widget_get_origin (GraphviewWidget *self, double *x, double *y);
-/* The zoom at which the whole graph fits (the least zoom allowed). */
+/* Widgets over the graph (a minimap, buttons, a card): while shown, Fit, the least zoom and
+ * centring keep the graph in the free area beside them, as beside the legend. */
+void graphview_widget_add_overlay (GraphviewWidget *self, GtkWidget *overlay);
+/* The widget's part no overlay or legend covers (widget coordinates). */
+void graphview_widget_get_free_area (GraphviewWidget *self, graphene_rect_t *area);
+/* The legend (op families and marks), bottom left; "show-legend". */
+gboolean graphview_widget_get_show_legend (GraphviewWidget *self);
+void graphview_widget_set_show_legend (GraphviewWidget *self, gboolean show);
+/* Where the legend is drawn; FALSE when hidden or not drawn yet. */
+gboolean graphview_widget_get_legend_rect (GraphviewWidget *self, graphene_rect_t *rect);
+/* The zoom at which the whole graph fits in the free area (the least zoom allowed). */
 double graphview_widget_get_fit_zoom (GraphviewWidget *self);
 void graphview_widget_zoom_to_fit (GraphviewWidget *self);
 /* Multiplies the zoom by @factor (clamped), keeping the world point under widget point
@@ -56,5 +66,8 @@ int graphview_widget_item_at (GraphviewWidget *self, double x, double y);
 int graphview_widget_get_selected (GraphviewWidget *self);
 /* Selects @item (-1: none) and scrolls it into view; emits "selection-changed". */
 void graphview_widget_set_selected (GraphviewWidget *self, int item);
+/* Scrolls so that @item is in the middle of the free area (as far as the graph's edges
+ * allow). */
+void graphview_widget_center_on_item (GraphviewWidget *self, guint item);
 
 G_END_DECLS
