@@ -334,7 +334,7 @@ expand (Search *s, guint from)
     {
       /* A step over an axis of size 1 moves nothing: such axes are not in canonical
        * layouts (planner_layout_normalize). */
-      if (mesh->sizes[a] < 2)
+      if (planner_mesh_unit_axes (mesh) & (1u << a))
         continue;
       if (l.partial & (1u << a))
         {
