@@ -10,6 +10,7 @@
 #include "planner-compare.h"
 #include "planner-error.h"
 #include "planner-export.h"
+#include "planner-pipeline.h"
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
@@ -67,6 +68,44 @@ op_strategy_text (PlannerPlan *plan, guint op, const PlannerStrategy *strategy)
 {
   const PlannerOp *o = planner_graph_get_op (planner_plan_get_graph (plan), op);
   return planner_strategy_to_string (strategy, &o->rule, planner_plan_get_mesh (plan));
+}
+
+/* The pipeline's terms and its stages (issue 18): nothing without a pp axis. */
+static void
+print_pipeline (PlannerPlan *plan)
+{
+  g_autoptr (PlannerPipeline) pl = planner_pipeline_new (plan, FALSE, NULL);
+  if (pl == NULL)
+    return;
+  const PlannerStepBreakdown *b = &planner_plan_get_totals (plan)->breakdown;
+  g_autofree char *bubble = app_cli_format_seconds (b->pipeline_bubble);
+  g_autofree char *comm = app_cli_format_seconds (b->pipeline_comm);
+  printf ("  %-32s %s (schedule %s, pp=%u, %u micro-batches, %u virtual stage%s: bubble "
+          "fraction %.4f)\n",
+          "pipeline bubble", bubble, planner_schedule_to_string (pl->schedule), pl->p, pl->m,
+          pl->v, pl->v == 1 ? "" : "s", pl->bubble_fraction);
+  printf ("  %-32s %s\n", "pipeline sends and receives", comm);
+  printf ("Pipeline stages (the step waits for stage %u):\n", pl->bottleneck);
+  for (guint s = 0; s < pl->n_stages; s++)
+    {
+      const PlannerPipelineStage *st = &pl->stages[s];
+      g_autofree char *layers = planner_pipeline_stage_layers (pl, s);
+      g_autofree char *memory = app_cli_format_bytes (st->memory.total);
+      g_autofree char *micro = app_cli_format_seconds (st->micro_batch_s);
+      printf ("  stage %u: layers %s, %" G_GUINT64_FORMAT " devices, %g micro-batches in flight, "
+              "memory %s, %s per micro-batch\n",
+              s, layers, st->n_devices, st->in_flight, memory, micro);
+    }
+  for (guint k = 0; k < pl->n_sends; k++)
+    {
+      const PlannerPipelineSend *send = &pl->sends[k];
+      g_autofree char *bytes = app_cli_format_bytes (send->bytes);
+      g_autofree char *time = app_cli_format_seconds (send->time_s);
+      printf ("  send chunk %u -> %u (stage %u -> %u): %s per micro-batch, %s on %s%s\n", k,
+              k + 1, send->from_stage, send->to_stage, bytes, time,
+              planner_link_kind_to_string (send->link),
+              send->scatter > 1 ? " (scattered, gathered on arrival)" : "");
+    }
 }
 
 static void
@@ -136,6 +175,7 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
   g_autofree char *hidden = app_cli_format_seconds (b->dp_sync_hidden);
   printf ("  %-32s %s (overlapped with the backward pass, not added)\n", "gradient sync, hidden",
           hidden);
+  print_pipeline (plan);
 
   guint64 capacity = planner_hardware_memory_bytes (hw);
   g_autofree char *capacity_text = app_cli_format_bytes (capacity);
@@ -151,7 +191,9 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
     { "parameters", t->memory.parameters },
     { "gradients", t->memory.gradients },
     { "optimizer states", t->memory.optimizer },
-    { "activations (one micro-batch)", t->memory.activations },
+    { t->breakdown.pipeline_bubble > 0 ? "activations (micro-batches in flight)"
+                                       : "activations (one micro-batch)",
+      t->memory.activations },
   };
   for (guint i = 0; i < G_N_ELEMENTS (mem); i++)
     {

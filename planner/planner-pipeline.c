@@ -259,9 +259,9 @@ assign_chunks (PlannerPlan *plan, PlannerPipeline *pl, GError **error)
       chunk_of_layer[l] = k;
   pl->op_chunk = g_new (int, n_ops);
   for (guint i = 0; i < n_ops; i++)
-    pl->op_chunk[i] = layer[i] >= 0                  ? (int)chunk_of_layer[layer[i]]
+    pl->op_chunk[i] = layer[i] >= 0                                 ? (int)chunk_of_layer[layer[i]]
                       : (int)i < first_layered || first_layered < 0 ? 0
-                                                      : (int)pl->n_chunks - 1;
+                                                                    : (int)pl->n_chunks - 1;
   return TRUE;
 }
 
@@ -356,7 +356,8 @@ planner_pipeline_new (PlannerPlan *plan, gboolean set_op_times, GError **error)
       for (guint j = 0; j < pl->v; j++)
         {
           st->chunks[j] = s + j * pl->p;
-          st->n_layers += (guint)(pl->chunk_last[st->chunks[j]] - pl->chunk_first[st->chunks[j]] + 1);
+          st->n_layers
+              += (guint)(pl->chunk_last[st->chunks[j]] - pl->chunk_first[st->chunks[j]] + 1);
         }
       for (guint i = 0; i < n_ops; i++)
         {

@@ -32,52 +32,52 @@ G_BEGIN_DECLS
 
 typedef struct
 {
-  guint index;       /* the pp coordinate of its devices */
-  guint n_chunks;    /* v */
-  guint *chunks;     /* chunk indices: index, index + p, ... */
+  guint index;    /* the pp coordinate of its devices */
+  guint n_chunks; /* v */
+  guint *chunks;  /* chunk indices: index, index + p, ... */
   guint n_layers;
   guint n_ops;
-  guint64 n_devices; /* every device with this pp coordinate */
-  double flops;      /* forward FLOPs per device per step */
-  double in_flight;  /* micro-batches whose activations it holds at its peak */
-  PlannerMemory memory; /* per device, with the micro-batches in flight */
+  guint64 n_devices;              /* every device with this pp coordinate */
+  double flops;                   /* forward FLOPs per device per step */
+  double in_flight;               /* micro-batches whose activations it holds at its peak */
+  PlannerMemory memory;           /* per device, with the micro-batches in flight */
   PlannerStepBreakdown breakdown; /* its own work per step: no bubble */
-  double comm_s;     /* per micro-batch: its sends (activations forward, gradients back) */
+  double comm_s;        /* per micro-batch: its sends (activations forward, gradients back) */
   double micro_batch_s; /* per micro-batch: forward, backward, recompute, tp comm, sends */
-  double busy_s;     /* per step: m micro-batches, the gradient sync and the overhead */
+  double busy_s;        /* per step: m micro-batches, the gradient sync and the overhead */
 } PlannerPipelineStage;
 
 /* What crosses one chunk boundary (chunk -> chunk + 1), per micro-batch and device. */
 typedef struct
 {
-  guint chunk;             /* the sending chunk */
+  guint chunk; /* the sending chunk */
   guint from_stage, to_stage;
-  guint n_tensors;         /* activations that cross it */
-  guint tensor;            /* the first of them */
-  guint64 bytes;           /* sent per device, one direction */
-  guint scatter;           /* > 1: sent as 1/scatter slices over the replicated intra-node axes
-                            * and gathered on the receiving stage (Megatron's scatter/gather) */
+  guint n_tensors; /* activations that cross it */
+  guint tensor;    /* the first of them */
+  guint64 bytes;   /* sent per device, one direction */
+  guint scatter;   /* > 1: sent as 1/scatter slices over the replicated intra-node axes
+                    * and gathered on the receiving stage (Megatron's scatter/gather) */
   PlannerLinkKind link;
-  double time_s;           /* one direction */
+  double time_s; /* one direction */
 } PlannerPipelineSend;
 
 typedef struct
 {
-  guint axis;              /* the pp axis */
-  guint p, v, m;           /* stages, virtual stages, micro-batches */
-  guint local_batch;       /* sequences per device per step */
+  guint axis;        /* the pp axis */
+  guint p, v, m;     /* stages, virtual stages, micro-batches */
+  guint local_batch; /* sequences per device per step */
   PlannerSchedule schedule;
   guint n_layers, n_chunks;
   int *chunk_first, *chunk_last; /* layer range of each chunk */
-  int *op_chunk;           /* per op */
+  int *op_chunk;                 /* per op */
   guint n_stages;
   PlannerPipelineStage *stages;
   guint n_sends;
   PlannerPipelineSend *sends;
-  guint bottleneck;        /* the stage the step waits for */
-  double bubble_fraction;  /* the schedule's: (p - 1) / (v m + p - 1) */
-  PlannerStepBreakdown breakdown; /* the bottleneck's, with the bubble and its sends */
-  PlannerMemory memory;    /* the stage with the most */
+  guint bottleneck;                        /* the stage the step waits for */
+  double bubble_fraction;                  /* the schedule's: (p - 1) / (v m + p - 1) */
+  PlannerStepBreakdown breakdown;          /* the bottleneck's, with the bubble and its sends */
+  PlannerMemory memory;                    /* the stage with the most */
   double compute_time_s, grad_sync_time_s; /* the bottleneck's */
 } PlannerPipeline;
 
