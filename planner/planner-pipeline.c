@@ -163,8 +163,11 @@ local_bytes (PlannerPlan *plan, guint tensor)
 }
 
 /* One boundary's point-to-point time for @bytes of @tensor's stored layout: sent whole over the
- * pp link, or, when the layout is replicated over intra-node axes, as 1/k slices gathered on the
- * receiving side over those axes (Narayanan et al. 2021, 4.1), whichever is faster. */
+ * pp link, or as 1/k slices over the intra-node axes the layout does not split, whichever is
+ * faster (Narayanan et al. 2021, 4.1, scatter/gather). On an axis the layout replicates, the
+ * receiving stage gathers the slices again (an AllGather added here); on an axis it holds
+ * partial sums over, the AllReduce the plan already charges for them is done as its two halves,
+ * a ReduceScatter before the send and an AllGather after it, at the same cost. */
 static void
 send_time (PlannerPlan *plan, const PlannerPipeline *pl, guint tensor, PlannerPipelineSend *send)
 {
@@ -175,26 +178,28 @@ send_time (PlannerPlan *plan, const PlannerPipeline *pl, guint tensor, PlannerPi
   double alpha = link->latency_us * 1e-6, B = link->bandwidth_GBps * 1e9;
   double n = (double)send->bytes;
   guint32 unit = planner_mesh_unit_axes (mesh);
-  guint32 replicated = ~(planner_layout_split_mask (layout) | layout->partial | unit);
+  guint32 whole = ~(planner_layout_split_mask (layout) | unit);
+  guint32 replicated = whole & ~layout->partial;
 
   send->link = planner_hardware_axis_link_kind (hw, mesh, pl->axis);
   send->time_s = n > 0 ? alpha + n / B : 0;
   send->scatter = 1;
   guint k = 1;
   double gather = 0;
-  for (guint a = mesh->n_axes; a-- > 0;)
-    if ((replicated & (1u << a)) && planner_hardware_axis_is_intra (hw, mesh, a))
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if ((whole & (1u << a)) && planner_hardware_axis_is_intra (hw, mesh, a))
       k *= mesh->sizes[a];
   if (k < 2 || n <= 0 || send->bytes % k != 0)
     return;
   /* Gathered axis by axis, minor first: each step's output is the buffer so far. */
   guint64 have = send->bytes / k;
   for (guint a = mesh->n_axes; a-- > 0;)
-    if ((replicated & (1u << a)) && planner_hardware_axis_is_intra (hw, mesh, a))
+    if ((whole & (1u << a)) && planner_hardware_axis_is_intra (hw, mesh, a))
       {
         have *= mesh->sizes[a];
-        gather += planner_cost_step_time (hw, mesh, PLANNER_STEP_ALL_GATHER, a,
-                                          have / mesh->sizes[a], have);
+        if (replicated & (1u << a))
+          gather += planner_cost_step_time (hw, mesh, PLANNER_STEP_ALL_GATHER, a,
+                                            have / mesh->sizes[a], have);
       }
   double t = alpha + n / k / B + gather;
   if (t < send->time_s)

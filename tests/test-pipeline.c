@@ -24,7 +24,8 @@
  *   al. 2022), (0 + 4 + 1) / 2 = 2.5 on stage 3;
  * - one send between stages: the residual stream of one sequence, 1024 x 8192 x 2 bytes =
  *   16 MiB per device and micro-batch (dp splits the batch, mp holds partial sums of the
- *   whole hidden state), over InfiniBand (pp crosses nodes): latency + bytes / bandwidth;
+ *   whole hidden state), over InfiniBand (pp crosses nodes), an eighth of it from each mp
+ *   member (scatter/gather): latency + bytes / 8 / bandwidth;
  * - parameters of a middle stage (20 layers): per layer q and o 8192^2, k and v 8192 x 1024,
  *   MLP 3 x 8192 x 28672 split over mp = 8, and two norms of 8192 replicated:
  *   (2 * 8192^2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) / 8 + 2 * 8192 = 106971136 per layer,
@@ -123,9 +124,13 @@ test_llama70b_1f1b (void)
       g_assert_cmpuint (send->n_tensors, ==, 1);
       g_assert_cmpuint (send->bytes, ==, (guint64)SEQ * HIDDEN * 2);
       g_assert_cmpint (send->link, ==, PLANNER_LINK_INTER);
-      g_assert_cmpfloat_with_epsilon (
-          send->time_s, ib->latency_us * 1e-6 + SEQ * HIDDEN * 2.0 / (ib->bandwidth_GBps * 1e9),
-          1e-12);
+      /* Partial sums over mp (NVLink): reduce-scattered over the 8 before the send, gathered
+       * after it (the AllReduce the plan charges anyway), so one eighth crosses InfiniBand. */
+      g_assert_cmpuint (send->scatter, ==, 8);
+      g_assert_cmpfloat_with_epsilon (send->time_s,
+                                      ib->latency_us * 1e-6
+                                          + SEQ * HIDDEN * 2.0 / 8 / (ib->bandwidth_GBps * 1e9),
+                                      1e-12);
     }
   /* A middle stage sends activations forward and gradients back: two sends a micro-batch. */
   g_assert_cmpfloat_with_epsilon (pl->stages[1].comm_s, 2 * pl->sends[0].time_s, 1e-15);
