@@ -489,6 +489,10 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
                                            : planner_mesh_copy (planner_plan_get_mesh (parent));
   if (mesh == NULL)
     return app_cli_refuse (error);
+  if ((schedule || virtual_stages != -1 || stages) && planner_mesh_pipeline_axis (mesh) < 0)
+    return app_cli_usage_error (command,
+                                "--schedule, --virtual-stages and --stages are for a pipeline: "
+                                "name a mesh axis pp (e.g. --mesh pp=4,dp=2,mp=8)");
   g_autoptr (PlannerHardware) hw
       = parent && !hardware
             ? planner_hardware_copy (planner_plan_get_hardware (parent))
