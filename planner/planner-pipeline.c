@@ -488,6 +488,46 @@ planner_pipeline_stage_layers (const PlannerPipeline *pl, guint stage)
   return g_string_free (s, FALSE);
 }
 
+int
+planner_pipeline_op_stage (const PlannerPipeline *pl, guint op)
+{
+  g_return_val_if_fail (pl != NULL, 0);
+  return pl->op_chunk[op] % (int)pl->p;
+}
+
+/* "model.layers.20.input_layernorm" -> "model.layers.20": the name up to the layer number. */
+static char *
+layer_module (const char *name, int layer)
+{
+  g_autofree char *number = g_strdup_printf (".%d", layer);
+  for (const char *p = strstr (name, number); p; p = strstr (p + 1, number))
+    {
+      const char *end = p + strlen (number);
+      if (*end == '.' || *end == '\0')
+        return g_strndup (name, (gsize)(end - name));
+    }
+  return g_strdup (name);
+}
+
+char **
+planner_pipeline_split_modules (const PlannerPipeline *pl, PlannerGraph *graph)
+{
+  g_return_val_if_fail (pl != NULL && PLANNER_IS_GRAPH (graph), NULL);
+  GPtrArray *out = g_ptr_array_new ();
+  for (guint k = 1; k < pl->n_chunks; k++)
+    for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
+      {
+        const char *name = planner_graph_get_op (graph, i)->name;
+        if (planner_plan_op_layer (name) == pl->chunk_first[k])
+          {
+            g_ptr_array_add (out, layer_module (name, pl->chunk_first[k]));
+            break;
+          }
+      }
+  g_ptr_array_add (out, NULL);
+  return (char **)g_ptr_array_free (out, FALSE);
+}
+
 static void
 add_double (JsonBuilder *b, const char *name, double v)
 {

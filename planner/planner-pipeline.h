@@ -94,6 +94,13 @@ guint64 *planner_pipeline_stage_devices (const PlannerPipeline *pipeline, const 
 /* "0-19" or "0-4,20-24" (interleaved): the layer ranges of a stage's chunks. */
 char *planner_pipeline_stage_layers (const PlannerPipeline *pipeline, guint stage);
 
+/* The stage that runs op @op. */
+int planner_pipeline_op_stage (const PlannerPipeline *pipeline, guint op);
+/* For the exports (torch.distributed.pipelining's split points, MindSpore's pipeline_stage):
+ * the module path of the first layer of each chunk after the first, in order
+ * ("model.layers.20", "model.layers.40", "model.layers.60"), NULL-terminated. */
+char **planner_pipeline_split_modules (const PlannerPipeline *pipeline, PlannerGraph *graph);
+
 /* Members added to a plan's summary JSON: "pipeline" (schedule, p, v, m, bubble_fraction,
  * sends) and "stages" (a list, each with its layers, devices, costs and memory). */
 void planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *builder);

@@ -127,10 +127,9 @@ test_llama70b_1f1b (void)
       /* Partial sums over mp (NVLink): reduce-scattered over the 8 before the send, gathered
        * after it (the AllReduce the plan charges anyway), so one eighth crosses InfiniBand. */
       g_assert_cmpuint (send->scatter, ==, 8);
-      g_assert_cmpfloat_with_epsilon (send->time_s,
-                                      ib->latency_us * 1e-6
-                                          + SEQ * HIDDEN * 2.0 / 8 / (ib->bandwidth_GBps * 1e9),
-                                      1e-12);
+      g_assert_cmpfloat_with_epsilon (
+          send->time_s, ib->latency_us * 1e-6 + SEQ * HIDDEN * 2.0 / 8 / (ib->bandwidth_GBps * 1e9),
+          1e-12);
     }
   /* A middle stage sends activations forward and gradients back: two sends a micro-batch. */
   g_assert_cmpfloat_with_epsilon (pl->stages[1].comm_s, 2 * pl->sends[0].time_s, 1e-15);
@@ -154,6 +153,17 @@ test_llama70b_1f1b (void)
                                   1e-12);
   g_assert_cmpuint (t->micro_batches, ==, 8);
   g_assert_cmpuint (t->memory.total, ==, pl->stages[0].memory.total);
+
+  /* Where torch.distributed.pipelining would split the model. */
+  g_auto (GStrv) split = planner_pipeline_split_modules (pl, planner_plan_get_graph (plan));
+  g_assert_cmpuint (g_strv_length (split), ==, 3);
+  g_assert_cmpstr (split[0], ==, "model.layers.20");
+  g_assert_cmpstr (split[1], ==, "model.layers.40");
+  g_assert_cmpstr (split[2], ==, "model.layers.60");
+  g_assert_cmpint (planner_pipeline_op_stage (pl, 0), ==, 0);
+  g_assert_cmpint (
+      planner_pipeline_op_stage (pl, planner_graph_get_n_ops (planner_plan_get_graph (plan)) - 1),
+      ==, 3);
 }
 
 static void
