@@ -209,6 +209,42 @@ send_time (PlannerPlan *plan, const PlannerPipeline *pl, guint tensor, PlannerPi
     }
 }
 
+/* A parameter used on several stages (a tied embedding: the lookup on the first, the head on
+ * the last) is held by each, and after the last backward pass their gradients are summed: an
+ * AllReduce over the k stages that hold it, on the pp link, exposed (Megatron-LM's embedding
+ * group). The time of those stage @s takes part in. */
+static double
+shared_sync (PlannerPlan *plan, const PlannerPipeline *pl, guint s)
+{
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  const PlannerHardware *hw = planner_plan_get_hardware (plan);
+  const PlannerLink *link = planner_hardware_axis_link (hw, mesh, pl->axis);
+  double alpha = link->latency_us * 1e-6, B = link->bandwidth_GBps * 1e9, time = 0;
+  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
+    {
+      const PlannerTensor *x = planner_graph_get_tensor (graph, t);
+      if (x->kind != PLANNER_TENSOR_PARAMETER)
+        continue;
+      guint64 stages = 0;
+      for (guint u = 0; u < x->consumers->len; u++)
+        {
+          guint op = g_array_index (x->consumers, PlannerUse, u).op;
+          stages |= (guint64)1 << MIN ((guint)(pl->op_chunk[op] % (int)pl->p), 63u);
+        }
+      guint k = 0;
+      for (guint64 bits = stages; bits; bits &= bits - 1)
+        k++;
+      if (k < 2 || !(stages & ((guint64)1 << MIN (s, 63u))))
+        continue;
+      double n = (double)local_bytes (plan, t);
+      if (planner_plan_get_constants (plan)->grad_reduce == PLANNER_GRAD_REDUCE_F32)
+        n = n / planner_dtype_size (x->dtype) * 4;
+      time += 2.0 * (k - 1) * alpha + 2.0 * (k - 1) / k * n / B;
+    }
+  return time;
+}
+
 static gboolean
 assign_chunks (PlannerPlan *plan, PlannerPipeline *pl, GError **error)
 {
@@ -409,7 +445,9 @@ planner_pipeline_new (PlannerPlan *plan, gboolean set_op_times, GError **error)
             st->comm_s += pl->sends[k].time_s;
         }
       st->micro_batch_s += st->comm_s;
-      st->busy_s = pl->m * st->micro_batch_s + b->dp_sync_exposed + b->overhead;
+      st->shared_sync_s = shared_sync (plan, pl, s);
+      st->busy_s = pl->m * st->micro_batch_s + b->dp_sync_exposed + b->overhead
+                   + st->shared_sync_s;
       if (s == 0 || st->busy_s > pl->stages[pl->bottleneck].busy_s)
         pl->bottleneck = s;
       if (s == 0 || st->memory.total > pl->memory.total)
@@ -430,7 +468,7 @@ planner_pipeline_new (PlannerPlan *plan, gboolean set_op_times, GError **error)
     }
   const PlannerPipelineStage *b = &pl->stages[pl->bottleneck];
   pl->breakdown = b->breakdown;
-  pl->breakdown.pipeline_comm = pl->m * b->comm_s;
+  pl->breakdown.pipeline_comm = pl->m * b->comm_s + b->shared_sync_s;
   pl->breakdown.pipeline_bubble = (sum - largest) / pl->v;
   pl->bubble_fraction = (double)(pl->p - 1) / ((double)pl->v * pl->m + pl->p - 1);
   return g_steal_pointer (&pl);
@@ -620,6 +658,7 @@ planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *b)
       json_builder_end_object (b);
       add_double (b, "micro_batch_us", st->micro_batch_s * 1e6);
       add_double (b, "comm_us", st->comm_s * 1e6);
+      add_double (b, "shared_sync_us", st->shared_sync_s * 1e6);
       add_double (b, "busy_us", st->busy_s * 1e6);
       json_builder_set_member_name (b, "step_breakdown_us");
       json_builder_begin_object (b);

@@ -43,6 +43,8 @@ typedef struct
   PlannerMemory memory;           /* per device, with the micro-batches in flight */
   PlannerStepBreakdown breakdown; /* its own work per step: no bubble */
   double comm_s;        /* per micro-batch: its sends (activations forward, gradients back) */
+  double shared_sync_s; /* per step: AllReduces of the gradients of parameters other stages
+                         * also hold (a tied embedding on the first and last stage) */
   double micro_batch_s; /* per micro-batch: forward, backward, recompute, tp comm, sends */
   double busy_s;        /* per step: m micro-batches, the gradient sync and the overhead */
 } PlannerPipelineStage;

@@ -304,6 +304,39 @@ test_layouts_as_without_pp (void)
                     planner_plan_get_n_redistributions (without));
 }
 
+/* A tied embedding (GPT-2's wte: the lookup on stage 0, the head on stage 1) is held by both
+ * stages, whose gradients are summed once per step: an AllReduce of 2 over the pp link,
+ * 2 alpha + 2 (1/2) n / B, n = 512 x 64 x 2 bytes. */
+static void
+test_tied_embedding (void)
+{
+  static const char *const config
+      = "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"], \"vocab_size\": 512,"
+        " \"n_positions\": 128, \"n_embd\": 64, \"n_layer\": 4, \"n_head\": 4,"
+        " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-05}";
+  g_autoptr (GError) error = NULL;
+  PlannerModelOptions options;
+  planner_model_options_init (&options);
+  options.batch = 4;
+  options.seq = 128;
+  options.dtype_set = TRUE;
+  options.dtype = PLANNER_DTYPE_BF16;
+  g_autoptr (PlannerGraph) graph = planner_hf_import_json (config, &options, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "pp=2", NULL, NULL, NULL);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_assert_no_error (error);
+  g_autoptr (PlannerPipeline) pl = pipeline_of (plan);
+  const PlannerLink *link = planner_hardware_axis_link (planner_plan_get_hardware (plan),
+                                                        planner_plan_get_mesh (plan), 0);
+  double expected = 2 * link->latency_us * 1e-6 + 512.0 * 64 * 2 / (link->bandwidth_GBps * 1e9);
+  for (guint s = 0; s < 2; s++)
+    g_assert_cmpfloat_with_epsilon (pl->stages[s].shared_sync_s, expected, 1e-15);
+  /* Both stages hold the table's model states. */
+  g_assert_cmpuint (pl->stages[0].memory.parameters, >=, 512 * 64 * 2);
+  g_assert_cmpuint (pl->stages[1].memory.parameters, >=, 512 * 64 * 2);
+}
+
 /* The options survive the plan file and the store's training text. */
 static void
 test_roundtrip (void)
@@ -350,5 +383,6 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/pipeline/refusals", test_refusals);
   g_test_add_func ("/planner/pipeline/layouts-as-without-pp", test_layouts_as_without_pp);
   g_test_add_func ("/planner/pipeline/roundtrip", test_roundtrip);
+  g_test_add_func ("/planner/pipeline/tied-embedding", test_tied_embedding);
   return g_test_run ();
 }
