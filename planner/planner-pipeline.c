@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-json.h"
 #include "planner-pipeline.h"
 #include "planner-plan-private.h"
 
@@ -446,8 +447,7 @@ planner_pipeline_new (PlannerPlan *plan, gboolean set_op_times, GError **error)
         }
       st->micro_batch_s += st->comm_s;
       st->shared_sync_s = shared_sync (plan, pl, s);
-      st->busy_s = pl->m * st->micro_batch_s + b->dp_sync_exposed + b->overhead
-                   + st->shared_sync_s;
+      st->busy_s = pl->m * st->micro_batch_s + b->dp_sync_exposed + b->overhead + st->shared_sync_s;
       if (s == 0 || st->busy_s > pl->stages[pl->bottleneck].busy_s)
         pl->bottleneck = s;
       if (s == 0 || st->memory.total > pl->memory.total)
@@ -566,20 +566,6 @@ planner_pipeline_split_modules (const PlannerPipeline *pl, PlannerGraph *graph)
   return (char **)g_ptr_array_free (out, FALSE);
 }
 
-static void
-add_double (JsonBuilder *b, const char *name, double v)
-{
-  json_builder_set_member_name (b, name);
-  json_builder_add_double_value (b, v);
-}
-
-static void
-add_int (JsonBuilder *b, const char *name, gint64 v)
-{
-  json_builder_set_member_name (b, name);
-  json_builder_add_int_value (b, v);
-}
-
 void
 planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *b)
 {
@@ -594,38 +580,33 @@ planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *b)
 
   json_builder_set_member_name (b, "pipeline");
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "schedule");
-  json_builder_add_string_value (b, planner_schedule_to_string (pl->schedule));
-  add_int (b, "stages", pl->p);
-  add_int (b, "virtual_stages", pl->v);
-  add_int (b, "micro_batches", pl->m);
-  add_int (b, "layers", pl->n_layers);
-  add_int (b, "bottleneck_stage", pl->bottleneck);
+  planner_json_add_string (b, "schedule", planner_schedule_to_string (pl->schedule));
+  planner_json_add_int (b, "stages", pl->p);
+  planner_json_add_int (b, "virtual_stages", pl->v);
+  planner_json_add_int (b, "micro_batches", pl->m);
+  planner_json_add_int (b, "layers", pl->n_layers);
+  planner_json_add_int (b, "bottleneck_stage", pl->bottleneck);
   json_builder_set_member_name (b, "sends");
   json_builder_begin_array (b);
   for (guint k = 0; k < pl->n_sends; k++)
     {
       const PlannerPipelineSend *s = &pl->sends[k];
       json_builder_begin_object (b);
-      add_int (b, "chunk", s->chunk);
-      add_int (b, "from_stage", s->from_stage);
-      add_int (b, "to_stage", s->to_stage);
-      json_builder_set_member_name (b, "tensor");
-      if (s->n_tensors)
-        json_builder_add_string_value (b, planner_graph_get_tensor (graph, s->tensor)->name);
-      else
-        json_builder_add_null_value (b);
-      add_int (b, "tensors", s->n_tensors);
-      add_int (b, "bytes", (gint64)s->bytes);
-      add_int (b, "scatter", s->scatter);
-      json_builder_set_member_name (b, "link");
-      json_builder_add_string_value (b, planner_link_kind_to_string (s->link));
-      add_double (b, "time_us", s->time_s * 1e6);
+      planner_json_add_int (b, "chunk", s->chunk);
+      planner_json_add_int (b, "from_stage", s->from_stage);
+      planner_json_add_int (b, "to_stage", s->to_stage);
+      planner_json_add_string (
+          b, "tensor", s->n_tensors ? planner_graph_get_tensor (graph, s->tensor)->name : NULL);
+      planner_json_add_int (b, "tensors", s->n_tensors);
+      planner_json_add_int (b, "bytes", (gint64)s->bytes);
+      planner_json_add_int (b, "scatter", s->scatter);
+      planner_json_add_string (b, "link", planner_link_kind_to_string (s->link));
+      planner_json_add_double (b, "time_us", s->time_s * 1e6);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
   json_builder_end_object (b);
-  add_double (b, "bubble_fraction", pl->bubble_fraction);
+  planner_json_add_double (b, "bubble_fraction", pl->bubble_fraction);
 
   json_builder_set_member_name (b, "stages");
   json_builder_begin_array (b);
@@ -636,39 +617,38 @@ planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *b)
       guint64 n = 0;
       g_autofree guint64 *devices = planner_pipeline_stage_devices (pl, mesh, s, &n);
       json_builder_begin_object (b);
-      add_int (b, "stage", s);
-      json_builder_set_member_name (b, "layers");
-      json_builder_add_string_value (b, layers);
-      add_int (b, "n_layers", st->n_layers);
-      add_int (b, "ops", st->n_ops);
+      planner_json_add_int (b, "stage", s);
+      planner_json_add_string (b, "layers", layers);
+      planner_json_add_int (b, "n_layers", st->n_layers);
+      planner_json_add_int (b, "ops", st->n_ops);
       json_builder_set_member_name (b, "devices");
       json_builder_begin_array (b);
       for (guint64 d = 0; d < n; d++)
         json_builder_add_int_value (b, (gint64)devices[d]);
       json_builder_end_array (b);
-      add_double (b, "flops", st->flops);
-      add_double (b, "in_flight_micro_batches", st->in_flight);
+      planner_json_add_double (b, "flops", st->flops);
+      planner_json_add_double (b, "in_flight_micro_batches", st->in_flight);
       json_builder_set_member_name (b, "memory");
       json_builder_begin_object (b);
-      add_int (b, "parameters", (gint64)st->memory.parameters);
-      add_int (b, "gradients", (gint64)st->memory.gradients);
-      add_int (b, "optimizer", (gint64)st->memory.optimizer);
-      add_int (b, "activations", (gint64)st->memory.activations);
-      add_int (b, "total", (gint64)st->memory.total);
+      planner_json_add_int (b, "parameters", (gint64)st->memory.parameters);
+      planner_json_add_int (b, "gradients", (gint64)st->memory.gradients);
+      planner_json_add_int (b, "optimizer", (gint64)st->memory.optimizer);
+      planner_json_add_int (b, "activations", (gint64)st->memory.activations);
+      planner_json_add_int (b, "total", (gint64)st->memory.total);
       json_builder_end_object (b);
-      add_double (b, "micro_batch_us", st->micro_batch_s * 1e6);
-      add_double (b, "comm_us", st->comm_s * 1e6);
-      add_double (b, "shared_sync_us", st->shared_sync_s * 1e6);
-      add_double (b, "busy_us", st->busy_s * 1e6);
+      planner_json_add_double (b, "micro_batch_us", st->micro_batch_s * 1e6);
+      planner_json_add_double (b, "comm_us", st->comm_s * 1e6);
+      planner_json_add_double (b, "shared_sync_us", st->shared_sync_s * 1e6);
+      planner_json_add_double (b, "busy_us", st->busy_s * 1e6);
       json_builder_set_member_name (b, "step_breakdown_us");
       json_builder_begin_object (b);
-      add_double (b, "forward", st->breakdown.forward * 1e6);
-      add_double (b, "backward", st->breakdown.backward * 1e6);
-      add_double (b, "recompute", st->breakdown.recompute * 1e6);
-      add_double (b, "tp_comm_exposed", st->breakdown.tp_comm_exposed * 1e6);
-      add_double (b, "dp_sync_exposed", st->breakdown.dp_sync_exposed * 1e6);
-      add_double (b, "dp_sync_hidden", st->breakdown.dp_sync_hidden * 1e6);
-      add_double (b, "overhead", st->breakdown.overhead * 1e6);
+      planner_json_add_double (b, "forward", st->breakdown.forward * 1e6);
+      planner_json_add_double (b, "backward", st->breakdown.backward * 1e6);
+      planner_json_add_double (b, "recompute", st->breakdown.recompute * 1e6);
+      planner_json_add_double (b, "tp_comm_exposed", st->breakdown.tp_comm_exposed * 1e6);
+      planner_json_add_double (b, "dp_sync_exposed", st->breakdown.dp_sync_exposed * 1e6);
+      planner_json_add_double (b, "dp_sync_hidden", st->breakdown.dp_sync_hidden * 1e6);
+      planner_json_add_double (b, "overhead", st->breakdown.overhead * 1e6);
       json_builder_end_object (b);
       json_builder_end_object (b);
     }
