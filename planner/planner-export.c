@@ -8,6 +8,7 @@
 
 #include "planner-error.h"
 #include "planner-export.h"
+#include "planner-pipeline.h"
 #include "planner-json.h"
 #include "planner-plan-json.h"
 
@@ -1144,6 +1145,13 @@ mindspore_layout (const PlannerLayout *layout, const PlannerMesh *mesh, gint64 *
         return FALSE;
   for (guint a = 0; a < mesh->n_axes;)
     {
+      /* The pipeline axis splits stages, not tensors: a stage's device matrix leaves it out
+       * (issue 18). */
+      if ((int)a == planner_mesh_pipeline_axis (mesh))
+        {
+          a++;
+          continue;
+        }
       int d = planner_layout_dim_of_axis (layout, a);
       guint span = d >= 0 ? layout->n_axes[d] : 1;
       dev_matrix[n] = 1;
@@ -1173,6 +1181,8 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
   g_autoptr (JsonBuilder) b = json_builder_new ();
   Notes n;
 
+  /* Pipelined plans: each op's stage (issue 18). */
+  g_autoptr (PlannerPipeline) pipeline = planner_pipeline_new (plan, FALSE, NULL);
   notes_init (&n);
   json_builder_begin_object (b);
   planner_json_add_int (b, "current_stage", 0);
@@ -1188,7 +1198,7 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
       planner_plan_op_layouts (plan, i, in, NULL);
       json_builder_set_member_name (b, op->name);
       json_builder_begin_object (b);
-      planner_json_add_int (b, "stage", 0);
+      planner_json_add_int (b, "stage", pipeline ? planner_pipeline_op_stage (pipeline, i) : 0);
       json_builder_set_member_name (b, "parallel_strategy");
       json_builder_begin_array (b);
       for (guint k = 0; k < op->n_inputs; k++)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-export.h"
 #include "planner-pipeline.h"
 #include "planner-plan-json.h"
 #include "planner-plan.h"
@@ -337,6 +338,40 @@ test_tied_embedding (void)
   g_assert_cmpuint (pl->stages[1].memory.parameters, >=, 512 * 64 * 2);
 }
 
+/* MindSpore's strategy file of a pipelined plan: each op's stage, and the device matrix of a
+ * stage (mp=2 of pp=2,mp=2: [2], not [2, 2]). */
+static void
+test_mindspore_stages (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = test_util_model_sized ("llama-tiny", 4, 64);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "pp=2,mp=2", NULL, "megatron", NULL);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_assert_no_error (error);
+  g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *text = planner_export_mindspore (plan, notes);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root = test_util_parse_object (parser, text);
+  JsonObject *items = json_object_get_object_member (root, "parallel_strategy_item");
+  g_assert_cmpint (
+      json_object_get_int_member (
+          json_object_get_object_member (items, "model.layers.1.mlp.down_proj"), "stage"),
+      ==, 0);
+  g_assert_cmpint (
+      json_object_get_int_member (
+          json_object_get_object_member (items, "model.layers.2.self_attn.q_proj"), "stage"),
+      ==, 1);
+  g_assert_cmpint (
+      json_object_get_int_member (json_object_get_object_member (items, "lm_head"), "stage"), ==,
+      1);
+  JsonObject *layouts = json_object_get_object_member (root, "parallel_layout_item");
+  JsonArray *dev = json_object_get_array_member (
+      json_object_get_object_member (layouts, "model.layers.2.self_attn.q_proj.weight"),
+      "dev_matrix");
+  g_assert_cmpuint (json_array_get_length (dev), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (dev, 0), ==, 2);
+}
+
 /* The options survive the plan file and the store's training text. */
 static void
 test_roundtrip (void)
@@ -384,5 +419,6 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/pipeline/layouts-as-without-pp", test_layouts_as_without_pp);
   g_test_add_func ("/planner/pipeline/roundtrip", test_roundtrip);
   g_test_add_func ("/planner/pipeline/tied-embedding", test_tied_embedding);
+  g_test_add_func ("/planner/pipeline/mindspore-stages", test_mindspore_stages);
   return g_test_run ();
 }
