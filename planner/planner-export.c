@@ -1024,8 +1024,9 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
     for (guint i = 0; i < n_ops; i++)
       classify (&x, i);
   note_other_axes (&x);
+  int pp = planner_mesh_pipeline_axis (x.mesh);
   for (guint a = 0; a < x.mesh->n_axes; a++)
-    dp |= (int)a != x.tp && x.mesh->sizes[a] > 1;
+    dp |= (int)a != x.tp && (int)a != pp && x.mesh->sizes[a] > 1;
   if (x.tp >= 0)
     append_entries (entries, &x, &n_entries);
 
@@ -1048,8 +1049,12 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
   g_string_append (out, "#\n");
   if (x.tp < 0)
     append_comment (out, "No mesh axis splits anything but the batch: PLAN is empty.");
+  /* The pipeline axis splits the layers (issue 18). */
+  g_autofree char *pipeline = planner_pipeline_dtensor_comment (plan);
+  if (pipeline)
+    append_comment (out, pipeline);
   for (guint a = 0; a < x.mesh->n_axes; a++)
-    if ((int)a != x.tp && x.mesh->sizes[a] > 1)
+    if ((int)a != x.tp && (int)a != pp && x.mesh->sizes[a] > 1)
       {
         g_autofree char *line = g_strdup_printf (
             "Data parallel over %s: wrap the model with FSDP or DDP on mesh['%s'].",
@@ -1059,7 +1064,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
   if (heads)
     append_comment (out, "Attention runs on the local heads: divide num_attention_heads and "
                          "num_key_value_heads in the config by the TP size.");
-  if (dp || heads || x.tp < 0)
+  if (dp || heads || x.tp < 0 || pipeline)
     g_string_append (out, "#\n");
   if (lines->len == 0)
     append_comment (out, "Every op of the plan is expressed by these styles.");

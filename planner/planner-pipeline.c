@@ -566,6 +566,33 @@ planner_pipeline_split_modules (const PlannerPipeline *pl, PlannerGraph *graph)
   return (char **)g_ptr_array_free (out, FALSE);
 }
 
+char *
+planner_pipeline_dtensor_comment (PlannerPlan *plan)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+  g_autoptr (PlannerPipeline) pl = planner_pipeline_new (plan, FALSE, NULL);
+  if (pl == NULL)
+    return NULL;
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  g_auto (GStrv) split = planner_pipeline_split_modules (pl, planner_plan_get_graph (plan));
+  /* torch.distributed.pipelining's schedule classes. */
+  const char *schedule = pl->schedule == PLANNER_SCHEDULE_GPIPE         ? "ScheduleGPipe"
+                         : pl->schedule == PLANNER_SCHEDULE_INTERLEAVED ? "ScheduleInterleaved1F1B"
+                                                                        : "Schedule1F1B";
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s,
+                          "Pipeline over %s: %u stages%s; with torch.distributed.pipelining, "
+                          "split the model at the start of",
+                          mesh->names[pl->axis], pl->p, pl->v > 1 ? " of interleaved chunks" : "");
+  for (guint i = 0; split[i]; i++)
+    g_string_append_printf (s, "%s %s", i ? "," : "", split[i]);
+  g_string_append_printf (s,
+                          " (SplitPoint.BEGINNING), chunk c on stage c %% %u of mesh['%s'], and "
+                          "run %s with n_microbatches=%u.",
+                          pl->p, mesh->names[pl->axis], schedule, pl->m);
+  return g_string_free (s, FALSE);
+}
+
 void
 planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *b)
 {

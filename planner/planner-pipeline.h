@@ -103,6 +103,11 @@ int planner_pipeline_op_stage (const PlannerPipeline *pipeline, guint op);
  * ("model.layers.20", "model.layers.40", "model.layers.60"), NULL-terminated. */
 char **planner_pipeline_split_modules (const PlannerPipeline *pipeline, PlannerGraph *graph);
 
+/* For the DTensor script's header: how to run @plan's pipeline with torch.distributed.pipelining
+ * (the stage split, the schedule class and its micro-batches, the mesh dim), or NULL without a
+ * pipeline. */
+char *planner_pipeline_dtensor_comment (PlannerPlan *plan);
+
 /* Members added to a plan's summary JSON: "pipeline" (schedule, p, v, m, bubble_fraction,
  * sends) and "stages" (a list, each with its layers, devices, costs and memory). */
 void planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *builder);

@@ -372,6 +372,24 @@ test_mindspore_stages (void)
   g_assert_cmpint (json_array_get_int_element (dev, 0), ==, 2);
 }
 
+/* The DTensor script says how to run the pipeline, and does not take pp for data parallelism. */
+static void
+test_dtensor_comment (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerPlan) plan = llama70b_plan (PLANNER_SCHEDULE_1F1B, 8, 1, NULL, &error);
+  g_assert_no_error (error);
+  g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *text = planner_export_dtensor (plan, notes);
+  g_assert_nonnull (strstr (text,
+                            "# Pipeline over pp: 4 stages; with torch.distributed.pipelining, "
+                            "split the model at the start of model.layers.20, "
+                            "model.layers.40, model.layers.60 (SplitPoint.BEGINNING)"));
+  g_assert_nonnull (strstr (text, "run Schedule1F1B with n_microbatches=8."));
+  g_assert_null (strstr (text, "Data parallel over pp"));
+  g_assert_nonnull (strstr (text, "Data parallel over dp"));
+}
+
 /* The options survive the plan file and the store's training text. */
 static void
 test_roundtrip (void)
@@ -420,5 +438,6 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/pipeline/roundtrip", test_roundtrip);
   g_test_add_func ("/planner/pipeline/tied-embedding", test_tied_embedding);
   g_test_add_func ("/planner/pipeline/mindspore-stages", test_mindspore_stages);
+  g_test_add_func ("/planner/pipeline/dtensor-comment", test_dtensor_comment);
   return g_test_run ();
 }
