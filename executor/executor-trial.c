@@ -1469,6 +1469,8 @@ executor_trial_result_to_json (const ExecutorTrialResult *res)
   add_string (b, "mismatch", res->mismatch);
   add_double (b, "estimated_step_us", res->estimated_step_s * 1e6);
   add_double (b, "measured_step_us", res->measured_step_s * 1e6);
+  if (res->pipeline_sends > 0)
+    add_int (b, "pipeline_sends", res->pipeline_sends);
   json_builder_set_member_name (b, "outputs");
   json_builder_begin_array (b);
   for (guint i = 0; i < res->outputs->len; i++)
