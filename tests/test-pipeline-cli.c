@@ -58,6 +58,43 @@ test_llama70b (void)
   g_assert_nonnull (strstr (json_object_get_string_member (o, "model"), "batch=16"));
 }
 
+/* --virtual-stages alone picks the interleaved schedule; --stages sets the split. */
+static void
+test_options (void)
+{
+  if (test_util_skip_without_cli ())
+    return;
+  const char *const interleaved[]
+      = { "propagate", "llama-tiny", "--layers",        "4", "--mesh",           "pp=2,mp=2",
+          "--policy",  "megatron",   "--micro-batches", "2", "--virtual-stages", "2",
+          "--json",    NULL };
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *o = propagate_json (parser, interleaved);
+  JsonObject *pl = json_object_get_object_member (o, "pipeline");
+  g_assert_cmpstr (json_object_get_string_member (pl, "schedule"), ==, "interleaved");
+  g_assert_cmpint (json_object_get_int_member (pl, "virtual_stages"), ==, 2);
+  JsonArray *stages = json_object_get_array_member (o, "stages");
+  g_assert_cmpstr (
+      json_object_get_string_member (json_array_get_object_element (stages, 0), "layers"), ==,
+      "0-0,2-2");
+  /* (p - 1) / (v m + p - 1) = 1 / 5 */
+  g_assert_cmpfloat_with_epsilon (json_object_get_double_member (o, "bubble_fraction"), 0.2, 1e-15);
+
+  const char *const split[]
+      = { "propagate", "llama-tiny", "--layers", "4",          "--mesh", "pp=2,mp=2", "--policy",
+          "megatron",  "--stages",   "0-2,3-3",  "--schedule", "gpipe",  "--json",    NULL };
+  g_autoptr (JsonParser) parser2 = json_parser_new ();
+  o = propagate_json (parser2, split);
+  stages = json_object_get_array_member (o, "stages");
+  g_assert_cmpint (
+      json_object_get_int_member (json_array_get_object_element (stages, 0), "n_layers"), ==, 3);
+  g_assert_cmpint (
+      json_object_get_int_member (json_array_get_object_element (stages, 1), "n_layers"), ==, 1);
+  g_assert_cmpstr (
+      json_object_get_string_member (json_object_get_object_member (o, "pipeline"), "schedule"), ==,
+      "gpipe");
+}
+
 static void
 test_refusals (void)
 {
@@ -99,6 +136,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/planner/pipeline-cli/llama70b", test_llama70b);
+  g_test_add_func ("/planner/pipeline-cli/options", test_options);
   g_test_add_func ("/planner/pipeline-cli/refusals", test_refusals);
   return g_test_run ();
 }
