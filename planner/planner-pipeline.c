@@ -566,6 +566,145 @@ planner_pipeline_split_modules (const PlannerPipeline *pl, PlannerGraph *graph)
   return (char **)g_ptr_array_free (out, FALSE);
 }
 
+/* Stage @s's slots in the order it runs them. */
+static GArray *
+stage_order (PlannerSchedule schedule, guint p, guint v, guint m, guint s)
+{
+  GArray *order = g_array_new (FALSE, TRUE, sizeof (PlannerPipelineSlot));
+  PlannerPipelineSlot slot = { s, 0, 0, FALSE, 0, 0 };
+  if (schedule == PLANNER_SCHEDULE_GPIPE)
+    {
+      for (guint back = 0; back < 2; back++)
+        for (guint j = 0; j < v; j++)
+          for (guint i = 0; i < m; i++)
+            {
+              slot.micro_batch = i;
+              slot.chunk = back ? v - 1 - j : j;
+              slot.backward = back;
+              g_array_append_val (order, slot);
+            }
+      return order;
+    }
+  /* 1F1B is the interleaved order with one chunk. Virtual micro-batch k runs micro-batch
+   * (k / (p v)) p + k % p through chunk (k / p) % v forwards, the reverse chunk backwards. */
+  guint total = m * v;
+  guint warmup = schedule == PLANNER_SCHEDULE_INTERLEAVED && v > 1 ? 2 * (p - s - 1) + (v - 1) * p
+                                                                   : p - s - 1;
+  warmup = MIN (warmup, total);
+  guint f = 0, b = 0;
+  for (; f < warmup; f++)
+    {
+      slot.micro_batch = (f / (p * v)) * p + f % p;
+      slot.chunk = (f / p) % v;
+      slot.backward = FALSE;
+      g_array_append_val (order, slot);
+    }
+  while (b < total)
+    {
+      if (f < total)
+        {
+          slot.micro_batch = (f / (p * v)) * p + f % p;
+          slot.chunk = (f / p) % v;
+          slot.backward = FALSE;
+          g_array_append_val (order, slot);
+          f++;
+        }
+      slot.micro_batch = (b / (p * v)) * p + b % p;
+      slot.chunk = v - 1 - (b / p) % v;
+      slot.backward = TRUE;
+      g_array_append_val (order, slot);
+      b++;
+    }
+  return order;
+}
+
+double
+planner_pipeline_simulate (PlannerSchedule schedule, guint p, guint v, guint m,
+                           const double *forward, const double *backward, GArray *slots,
+                           double *in_flight)
+{
+  g_return_val_if_fail (p >= 1 && v >= 1 && m >= 1 && forward && backward, 0);
+  if (schedule != PLANNER_SCHEDULE_INTERLEAVED)
+    v = 1;
+  /* Megatron-LM's interleaved order runs the micro-batches in groups of p. */
+  g_return_val_if_fail (v == 1 || m % p == 0, 0);
+  guint n_chunks = p * v;
+  /* done[(c * m + i) * 2 + back]: when micro-batch i's pass through chunk c ended, or -1. */
+  g_autofree double *done = g_new (double, (gsize)n_chunks *m * 2);
+  for (gsize k = 0; k < (gsize)n_chunks * m * 2; k++)
+    done[k] = -1;
+  g_autofree GArray **orders = g_new (GArray *, p);
+  g_autofree guint *next = g_new0 (guint, p);
+  g_autofree double *free_at = g_new0 (double, p);
+  g_autofree guint *held = g_new0 (guint, p);
+  g_autofree guint *most = g_new0 (guint, p);
+  for (guint s = 0; s < p; s++)
+    orders[s] = stage_order (schedule, p, v, m, s);
+  double length = 0;
+  gboolean progress = TRUE;
+  while (progress)
+    {
+      progress = FALSE;
+      for (guint s = 0; s < p; s++)
+        while (next[s] < orders[s]->len)
+          {
+            PlannerPipelineSlot *slot = &g_array_index (orders[s], PlannerPipelineSlot, next[s]);
+            guint c = slot->chunk * p + s, i = slot->micro_batch;
+            /* Its input: the forward of the chunk before, or the backward of the chunk after
+             * (the last chunk's backward follows its own forward). */
+            double ready = 0;
+            if (!slot->backward && c > 0)
+              ready = done[((gsize)(c - 1) * m + i) * 2];
+            else if (slot->backward)
+              ready = c + 1 < n_chunks ? done[((gsize)(c + 1) * m + i) * 2 + 1]
+                                       : done[((gsize)c * m + i) * 2];
+            if (ready < 0)
+              break;
+            slot->start = MAX (ready, free_at[s]);
+            slot->end = slot->start + (slot->backward ? backward[s] : forward[s]) / v;
+            free_at[s] = slot->end;
+            done[((gsize)c * m + i) * 2 + (slot->backward ? 1 : 0)] = slot->end;
+            length = MAX (length, slot->end);
+            if (slot->backward)
+              held[s]--;
+            else
+              {
+                held[s]++;
+                most[s] = MAX (most[s], held[s]);
+              }
+            next[s]++;
+            progress = TRUE;
+          }
+    }
+  for (guint s = 0; s < p; s++)
+    {
+      /* Every order is complete, so every slot ran (a schedule that deadlocked would stop). */
+      g_assert (next[s] == orders[s]->len);
+      if (slots)
+        g_array_append_vals (slots, orders[s]->data, orders[s]->len);
+      if (in_flight)
+        in_flight[s] = (double)most[s] / v;
+      g_array_unref (orders[s]);
+    }
+  return length;
+}
+
+double
+planner_pipeline_schedule (const PlannerPipeline *pl, GArray *slots)
+{
+  g_return_val_if_fail (pl != NULL, 0);
+  g_autofree double *fwd = g_new (double, pl->p);
+  g_autofree double *bwd = g_new (double, pl->p);
+  for (guint s = 0; s < pl->p; s++)
+    {
+      const PlannerStepBreakdown *b = &pl->stages[s].breakdown;
+      fwd[s] = (b->forward + b->tp_comm_exposed / 2) / pl->m + pl->stages[s].comm_s / 2;
+      bwd[s] = (b->backward + b->recompute + b->tp_comm_exposed / 2) / pl->m
+               + pl->stages[s].comm_s / 2;
+    }
+  return planner_pipeline_simulate (pl->schedule, pl->p, pl->v, pl->m, fwd, bwd, slots, NULL);
+}
+
 char *
 planner_pipeline_dtensor_comment (PlannerPlan *plan)
 {

@@ -108,6 +108,33 @@ char **planner_pipeline_split_modules (const PlannerPipeline *pipeline, PlannerG
  * pipeline. */
 char *planner_pipeline_dtensor_comment (PlannerPlan *plan);
 
+/* One slot of a schedule: stage @stage runs the forward (or backward) of micro-batch
+ * @micro_batch through its chunk @chunk (0 .. v - 1, in the stage's order) from @start to
+ * @end seconds. */
+typedef struct
+{
+  guint stage, micro_batch, chunk;
+  gboolean backward;
+  double start, end;
+} PlannerPipelineSlot;
+
+/* Runs @schedule over @p stages, @v chunks per stage and @m micro-batches, stage s taking
+ * @forward[s] / v and @backward[s] / v a chunk, each stage in its schedule's order (GPipe: every
+ * forward, then every backward; 1F1B: p - s - 1 forwards, then one forward and one backward in
+ * turn, then the remaining backwards; interleaved: Megatron-LM's order over virtual
+ * micro-batches, 2 (p - s - 1) + (v - 1) p forwards first), each slot starting when its stage is
+ * free and its input is there (the previous chunk's forward, the next chunk's backward). The
+ * time x stage chart of the view; appends the slots to @slots (NULL: none) in the order they
+ * run on each stage, stage by stage, and returns the step's length. @in_flight (NULL, or p
+ * doubles) gets each stage's largest count of micro-batch chunks forwarded and not yet
+ * backwarded, divided by v. */
+double planner_pipeline_simulate (PlannerSchedule schedule, guint p, guint v, guint m,
+                                  const double *forward, const double *backward, GArray *slots,
+                                  double *in_flight);
+/* The schedule of @pipeline with its stages' own micro-batch times (forward and its share of
+ * the sends, backward with recompute and the rest). */
+double planner_pipeline_schedule (const PlannerPipeline *pipeline, GArray *slots);
+
 /* Members added to a plan's summary JSON: "pipeline" (schedule, p, v, m, bubble_fraction,
  * sends) and "stages" (a list, each with its layers, devices, costs and memory). */
 void planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *builder);

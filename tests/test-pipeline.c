@@ -150,6 +150,12 @@ test_llama70b_1f1b (void)
   g_assert_cmpfloat (t->breakdown.pipeline_bubble, <=, 3.0 * largest);
   g_assert_cmpfloat_with_epsilon (t->breakdown.pipeline_comm, 8 * pl->stages[pl->bottleneck].comm_s,
                                   1e-12);
+  /* The schedule run slot by slot takes what the closed form says, m micro-batches of the
+   * slowest stage plus the bubble, to within the stages' imbalance. */
+  double run = planner_pipeline_schedule (pl, NULL);
+  g_test_message ("1F1B run slot by slot: %.6f s, closed form %.6f s", run,
+                  8 * largest + t->breakdown.pipeline_bubble);
+  g_assert_cmpfloat (fabs (run / (8 * largest + t->breakdown.pipeline_bubble) - 1), <, 0.01);
   g_assert_cmpfloat_with_epsilon (t->step_time_s, planner_step_breakdown_total (&t->breakdown),
                                   1e-12);
   g_assert_cmpuint (t->micro_batches, ==, 8);
@@ -390,6 +396,48 @@ test_dtensor_comment (void)
   g_assert_nonnull (strstr (text, "Data parallel over dp"));
 }
 
+/* The schedules run slot by slot, against the textbook figures for equal stages (forward 1,
+ * backward 2 a micro-batch, p = 4, m = 8): GPipe and 1F1B take (m + p - 1)(f + b) = 33;
+ * interleaved over v = 2, m (f + b) + (p - 1)(f + b) / v = 24 + 4.5 = 28.5 (Narayanan et al.
+ * 2021, 2.2.2). The micro-batches in flight are those in_flight() counts: m, p - s,
+ * (2 (p - s - 1) + (v - 1) p + 1) / v. */
+static void
+test_simulate (void)
+{
+  const double f[] = { 1, 1, 1, 1 }, b[] = { 2, 2, 2, 2 };
+  double held[4];
+  g_autoptr (GArray) slots = g_array_new (FALSE, TRUE, sizeof (PlannerPipelineSlot));
+
+  g_assert_cmpfloat (planner_pipeline_simulate (PLANNER_SCHEDULE_GPIPE, 4, 1, 8, f, b, slots, held),
+                     ==, 33);
+  g_assert_cmpuint (slots->len, ==, 4 * 2 * 8);
+  for (guint s = 0; s < 4; s++)
+    g_assert_cmpfloat (held[s], ==, 8);
+
+  g_array_set_size (slots, 0);
+  g_assert_cmpfloat (planner_pipeline_simulate (PLANNER_SCHEDULE_1F1B, 4, 1, 8, f, b, slots, held),
+                     ==, 33);
+  for (guint s = 0; s < 4; s++)
+    g_assert_cmpfloat (held[s], ==, 4 - s);
+  /* Stage 0 starts with p - 1 = 3 forwards, then alternates. */
+  const PlannerPipelineSlot *first = &g_array_index (slots, PlannerPipelineSlot, 0);
+  g_assert_false (first[2].backward);
+  g_assert_false (first[3].backward);
+  g_assert_true (first[4].backward);
+  g_assert_cmpuint (first[4].micro_batch, ==, 0);
+  /* The last stage's first backward follows its first forward at once. */
+  const PlannerPipelineSlot *last = &g_array_index (slots, PlannerPipelineSlot, 3 * 16);
+  g_assert_false (last[0].backward);
+  g_assert_true (last[1].backward);
+  g_assert_cmpfloat (last[1].start, ==, 4);
+
+  g_assert_cmpfloat_with_epsilon (
+      planner_pipeline_simulate (PLANNER_SCHEDULE_INTERLEAVED, 4, 2, 8, f, b, NULL, held), 28.5,
+      1e-12);
+  for (guint s = 0; s < 4; s++)
+    g_assert_cmpfloat (held[s], ==, (2.0 * (4 - s - 1) + 4 + 1) / 2);
+}
+
 /* The options survive the plan file and the store's training text. */
 static void
 test_roundtrip (void)
@@ -439,5 +487,6 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/pipeline/tied-embedding", test_tied_embedding);
   g_test_add_func ("/planner/pipeline/mindspore-stages", test_mindspore_stages);
   g_test_add_func ("/planner/pipeline/dtensor-comment", test_dtensor_comment);
+  g_test_add_func ("/planner/pipeline/simulate", test_simulate);
   return g_test_run ();
 }
