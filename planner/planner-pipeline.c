@@ -227,16 +227,20 @@ shared_sync (PlannerPlan *plan, const PlannerPipeline *pl, guint s)
       const PlannerTensor *x = planner_graph_get_tensor (graph, t);
       if (x->kind != PLANNER_TENSOR_PARAMETER)
         continue;
-      guint64 stages = 0;
+      /* The distinct stages of its users, and whether @s is one. */
+      guint k = 0;
+      gboolean mine = FALSE;
       for (guint u = 0; u < x->consumers->len; u++)
         {
-          guint op = g_array_index (x->consumers, PlannerUse, u).op;
-          stages |= (guint64)1 << MIN ((guint)(pl->op_chunk[op] % (int)pl->p), 63u);
+          int stage = pl->op_chunk[g_array_index (x->consumers, PlannerUse, u).op] % (int)pl->p;
+          gboolean seen = FALSE;
+          for (guint w = 0; w < u && !seen; w++)
+            seen = pl->op_chunk[g_array_index (x->consumers, PlannerUse, w).op] % (int)pl->p
+                   == stage;
+          k += !seen;
+          mine |= stage == (int)s;
         }
-      guint k = 0;
-      for (guint64 bits = stages; bits; bits &= bits - 1)
-        k++;
-      if (k < 2 || !(stages & ((guint64)1 << MIN (s, 63u))))
+      if (k < 2 || !mine)
         continue;
       double n = (double)local_bytes (plan, t);
       if (planner_plan_get_constants (plan)->grad_reduce == PLANNER_GRAD_REDUCE_F32)
