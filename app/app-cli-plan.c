@@ -82,8 +82,8 @@ print_pipeline (PlannerPlan *plan)
   g_autofree char *comm = app_cli_format_seconds (b->pipeline_comm);
   printf ("  %-32s %s (schedule %s, pp=%u, %u micro-batches, %u virtual stage%s: bubble "
           "fraction %.4f)\n",
-          "pipeline bubble", bubble, planner_schedule_to_string (pl->schedule), pl->p, pl->m,
-          pl->v, pl->v == 1 ? "" : "s", pl->bubble_fraction);
+          "pipeline bubble", bubble, planner_schedule_to_string (pl->schedule), pl->p, pl->m, pl->v,
+          pl->v == 1 ? "" : "s", pl->bubble_fraction);
   printf ("  %-32s %s\n", "pipeline sends and receives", comm);
   printf ("Pipeline stages (the step waits for stage %u):\n", pl->bottleneck);
   for (guint s = 0; s < pl->n_stages; s++)
@@ -101,8 +101,8 @@ print_pipeline (PlannerPlan *plan)
       const PlannerPipelineSend *send = &pl->sends[k];
       g_autofree char *bytes = app_cli_format_bytes (send->bytes);
       g_autofree char *time = app_cli_format_seconds (send->time_s);
-      printf ("  send chunk %u -> %u (stage %u -> %u): %s per micro-batch, %s on %s%s\n", k,
-              k + 1, send->from_stage, send->to_stage, bytes, time,
+      printf ("  send chunk %u -> %u (stage %u -> %u): %s per micro-batch, %s on %s%s\n", k, k + 1,
+              send->from_stage, send->to_stage, bytes, time,
               planner_link_kind_to_string (send->link),
               send->scatter > 1 ? " (scattered, gathered on arrival)" : "");
     }

@@ -403,8 +403,7 @@ run_instr (ExecutorDevice *dev, RunCtx *ctx, const Instr *in, ExecutorBuffer **b
       const Value *v = value_at (p, in->in_value);
       return executor_pipeline_send (dev, &p->stages, in->from_stage, bufs[in->in_value],
                                      bufs[in->scratch_a],
-                                     v->bytes / executor_storage_size (v->dtype), v->dtype,
-                                     error);
+                                     v->bytes / executor_storage_size (v->dtype), v->dtype, error);
     }
   if (in->kind == INSTR_STEP)
     {
@@ -786,8 +785,7 @@ gather_outputs (Program *p, RunCtx *ctx)
             if (!(owning & (1u << a)) && coords[a] != 0
                 && !(p->stages.axis == (int)a && v->stage >= 0))
               first_replica = FALSE;
-          if (p->stages.axis >= 0 && v->stage >= 0
-              && coords[p->stages.axis] != (guint)v->stage)
+          if (p->stages.axis >= 0 && v->stage >= 0 && coords[p->stages.axis] != (guint)v->stage)
             first_replica = FALSE;
           if (!first_replica)
             continue;

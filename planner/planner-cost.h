@@ -142,8 +142,8 @@ typedef struct
   /* Pipeline parallelism over the mesh axis "pp" (issue 18; absent from older plan files and
    * store rows: these defaults, which change nothing on a mesh without pp). */
   PlannerSchedule schedule;
-  guint micro_batches;  /* micro-batches per step; 0: from micro_batch (or 1) */
-  guint virtual_stages; /* chunks per device (interleaved); 0 or 1: one */
+  guint micro_batches;                  /* micro-batches per step; 0: from micro_batch (or 1) */
+  guint virtual_stages;                 /* chunks per device (interleaved); 0 or 1: one */
   char stages[PLANNER_MAX_STAGES_TEXT]; /* explicit split, "" = balanced by FLOPs */
 } PlannerCostConstants;
 

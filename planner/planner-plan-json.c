@@ -749,7 +749,8 @@ static gboolean
 read_pipeline_constants (Reader *r, JsonObject *constants, PlannerCostConstants *c)
 {
   gsize mark;
-  static const char *const known[] = { "schedule", "micro_batches", "virtual_stages", "stages", NULL };
+  static const char *const known[]
+      = { "schedule", "micro_batches", "virtual_stages", "stages", NULL };
   JsonObject *o = planner_json_enter_member (&r->json, constants, "pipeline", &mark);
   const char *text;
   gint64 value;
