@@ -427,7 +427,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "Layer chunks per pipeline stage (interleaved 1F1B; implies --schedule interleaved)", "V" },
     { "stages", 0, 0, G_OPTION_ARG_STRING, &stages,
       "Layer ranges of the pipeline chunks, in order, e.g. 0-19,20-39,40-59,60-79 (default: "
-      "balanced by FLOPs)",
+      "balanced by the cost model)",
       "RANGES" },
     { "dp-bucket-mib", 0, 0, G_OPTION_ARG_DOUBLE, &bucket_MiB,
       "Gradient bucket size for the data-parallel sync (default 25, as DDP)", "MIB" },

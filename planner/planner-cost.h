@@ -144,7 +144,7 @@ typedef struct
   PlannerSchedule schedule;
   guint micro_batches;                  /* micro-batches per step; 0: from micro_batch (or 1) */
   guint virtual_stages;                 /* chunks per device (interleaved); 0 or 1: one */
-  char stages[PLANNER_MAX_STAGES_TEXT]; /* explicit split, "" = balanced by FLOPs */
+  char stages[PLANNER_MAX_STAGES_TEXT]; /* explicit split, "" = balanced */
 } PlannerCostConstants;
 
 void planner_cost_constants_init (PlannerCostConstants *constants);

@@ -250,6 +250,36 @@ shared_sync (PlannerPlan *plan, const PlannerPipeline *pl, guint s)
   return time;
 }
 
+/* What balancing weighs: each layer's time in the training model, per step (forward,
+ * backward, recompute and its tensor-parallel communication), and the ops before the first
+ * layer (@pre) and after the last (@post). Equal layers cost exactly the same. */
+static gboolean
+layer_costs (PlannerPlan *plan, const int *layer, int first_layered, guint n_layers, double *w,
+             double *pre, double *post, GError **error)
+{
+  guint n_ops = planner_graph_get_n_ops (planner_plan_get_graph (plan));
+  g_autofree gboolean *ops = g_new (gboolean, n_ops);
+  for (int l = -2; l < (int)n_layers; l++)
+    {
+      /* l = -2: the ops before the layers; -1: after them. */
+      for (guint i = 0; i < n_ops; i++)
+        ops[i] = l >= 0 ? layer[i] == l : layer[i] < 0 && ((int)i < first_layered) == (l == -2);
+      PlannerPlanTotals tot = *planner_plan_get_totals (plan);
+      PlannerTrainingScope scope = { ops, 0 };
+      if (!planner_plan_compute_training_scope (plan, &scope, &tot, FALSE, error))
+        return FALSE;
+      const PlannerStepBreakdown *b = &tot.breakdown;
+      double cost = b->forward + b->backward + b->recompute + b->tp_comm_exposed;
+      if (l >= 0)
+        w[l] = cost;
+      else if (l == -2)
+        *pre = cost;
+      else
+        *post = cost;
+    }
+  return TRUE;
+}
+
 static gboolean
 assign_chunks (PlannerPlan *plan, PlannerPipeline *pl, GError **error)
 {
@@ -287,16 +317,8 @@ assign_chunks (PlannerPlan *plan, PlannerPipeline *pl, GError **error)
     {
       g_autofree double *w = g_new0 (double, pl->n_layers);
       double pre = 0, post = 0;
-      for (guint i = 0; i < n_ops; i++)
-        {
-          double f = planner_plan_get_op (plan, i)->flops;
-          if (layer[i] >= 0)
-            w[layer[i]] += f;
-          else if ((int)i < first_layered)
-            pre += f;
-          else
-            post += f;
-        }
+      if (!layer_costs (plan, layer, first_layered, pl->n_layers, w, &pre, &post, error))
+        return FALSE;
       balance_split (pl, w, pre, post);
     }
   g_autofree guint *chunk_of_layer = g_new (guint, pl->n_layers);

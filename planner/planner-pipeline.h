@@ -6,8 +6,8 @@
  * names) are cut into p x v contiguous chunks (p = size of pp, v = virtual stages); chunk c
  * runs on the devices whose pp coordinate is c % p. The ops before the first layer (the
  * embedding) go with the first chunk, the ops after the last (final norm, head) with the last.
- * The chunks are balanced by the ops' forward FLOPs per device (the split whose largest chunk
- * is smallest), or given as layer ranges ("0-19,20-39,40-59,60-79").
+ * The chunks are balanced by the training model's time of each layer (the split whose largest
+ * chunk is smallest), or given as layer ranges ("0-19,20-39,40-59,60-79").
  *
  * Costs (planner/README.md, "Pipeline parallelism"): each stage is costed by the training
  * model on its own ops and parameters; the activations that cross a chunk boundary are sent
