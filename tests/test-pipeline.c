@@ -438,6 +438,43 @@ test_simulate (void)
     g_assert_cmpfloat (held[s], ==, (2.0 * (4 - s - 1) + 4 + 1) / 2);
 }
 
+/* The largest stage's compute per step (no sends: the split balances the layers' work). */
+static double
+largest_stage (const char *stages)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerGraph) graph = test_util_model_sized ("llama-tiny", 5, 64);
+  g_autoptr (PlannerPlan) plan = test_util_plan (graph, "pp=2", NULL, NULL, NULL);
+  PlannerCostConstants c = *planner_plan_get_constants (plan);
+  g_strlcpy (c.stages, stages, sizeof c.stages);
+  planner_plan_set_constants (plan, &c);
+  g_assert_true (planner_plan_finish (plan, FALSE, &error));
+  g_assert_no_error (error);
+  g_autoptr (PlannerPipeline) pl = pipeline_of (plan);
+  double largest = 0;
+  for (guint s = 0; s < 2; s++)
+    {
+      const PlannerStepBreakdown *b = &pl->stages[s].breakdown;
+      largest = MAX (largest, b->forward + b->backward + b->recompute + b->tp_comm_exposed);
+    }
+  return largest;
+}
+
+/* The default split of 5 layers over 2 stages is the one whose larger stage is smallest, of
+ * the 4 there are (the embedding goes with the first stage, the head with the second). */
+static void
+test_balance (void)
+{
+  double best = largest_stage ("");
+  for (guint k = 1; k < 5; k++)
+    {
+      g_autofree char *split = g_strdup_printf ("0-%u,%u-4", k - 1, k);
+      double v = largest_stage (split);
+      g_test_message ("%s: %.3f us", split, v * 1e6);
+      g_assert_cmpfloat (best, <=, v);
+    }
+}
+
 /* The options survive the plan file and the store's training text. */
 static void
 test_roundtrip (void)
@@ -488,5 +525,6 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/pipeline/mindspore-stages", test_mindspore_stages);
   g_test_add_func ("/planner/pipeline/dtensor-comment", test_dtensor_comment);
   g_test_add_func ("/planner/pipeline/simulate", test_simulate);
+  g_test_add_func ("/planner/pipeline/balance", test_balance);
   return g_test_run ();
 }
