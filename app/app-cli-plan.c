@@ -11,6 +11,7 @@
 #include "planner-error.h"
 #include "planner-export.h"
 #include "planner-moe.h"
+#include "planner-pipeline.h"
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
@@ -68,6 +69,44 @@ op_strategy_text (PlannerPlan *plan, guint op, const PlannerStrategy *strategy)
 {
   const PlannerOp *o = planner_graph_get_op (planner_plan_get_graph (plan), op);
   return planner_strategy_to_string (strategy, &o->rule, planner_plan_get_mesh (plan));
+}
+
+/* The pipeline's terms and its stages (issue 18): nothing without a pp axis. */
+static void
+print_pipeline (PlannerPlan *plan)
+{
+  g_autoptr (PlannerPipeline) pl = planner_pipeline_new (plan, FALSE, NULL);
+  if (pl == NULL)
+    return;
+  const PlannerStepBreakdown *b = &planner_plan_get_totals (plan)->breakdown;
+  g_autofree char *bubble = app_cli_format_seconds (b->pipeline_bubble);
+  g_autofree char *comm = app_cli_format_seconds (b->pipeline_comm);
+  printf ("  %-32s %s (schedule %s, pp=%u, %u micro-batches, %u virtual stage%s: bubble "
+          "fraction %.4f)\n",
+          "pipeline bubble", bubble, planner_schedule_to_string (pl->schedule), pl->p, pl->m, pl->v,
+          pl->v == 1 ? "" : "s", pl->bubble_fraction);
+  printf ("  %-32s %s\n", "pipeline sends and receives", comm);
+  printf ("Pipeline stages (the step waits for stage %u):\n", pl->bottleneck);
+  for (guint s = 0; s < pl->n_stages; s++)
+    {
+      const PlannerPipelineStage *st = &pl->stages[s];
+      g_autofree char *layers = planner_pipeline_stage_layers (pl, s);
+      g_autofree char *memory = app_cli_format_bytes (st->memory.total);
+      g_autofree char *micro = app_cli_format_seconds (st->micro_batch_s);
+      printf ("  stage %u: layers %s, %" G_GUINT64_FORMAT " devices, %g micro-batches in flight, "
+              "memory %s, %s per micro-batch\n",
+              s, layers, st->n_devices, st->in_flight, memory, micro);
+    }
+  for (guint k = 0; k < pl->n_sends; k++)
+    {
+      const PlannerPipelineSend *send = &pl->sends[k];
+      g_autofree char *bytes = app_cli_format_bytes (send->bytes);
+      g_autofree char *time = app_cli_format_seconds (send->time_s);
+      printf ("  send chunk %u -> %u (stage %u -> %u): %s per micro-batch, %s on %s%s\n", k, k + 1,
+              send->from_stage, send->to_stage, bytes, time,
+              planner_link_kind_to_string (send->link),
+              send->scatter > 1 ? " (scattered, gathered on arrival)" : "");
+    }
 }
 
 static void
@@ -137,6 +176,7 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
   g_autofree char *hidden = app_cli_format_seconds (b->dp_sync_hidden);
   printf ("  %-32s %s (overlapped with the backward pass, not added)\n", "gradient sync, hidden",
           hidden);
+  print_pipeline (plan);
 
   guint64 capacity = planner_hardware_memory_bytes (hw);
   g_autofree char *capacity_text = app_cli_format_bytes (capacity);
@@ -152,7 +192,9 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
     { "parameters", t->memory.parameters },
     { "gradients", t->memory.gradients },
     { "optimizer states", t->memory.optimizer },
-    { "activations (one micro-batch)", t->memory.activations },
+    { t->breakdown.pipeline_bubble > 0 ? "activations (micro-batches in flight)"
+                                       : "activations (one micro-batch)",
+      t->memory.activations },
   };
   for (guint i = 0; i < G_N_ELEMENTS (mem); i++)
     {
@@ -272,6 +314,39 @@ print_json (PlannerPlan *plan, gboolean trace, const char *output)
   app_cli_json_print (root);
 }
 
+/* The leading dim of the first graph input (the token ids): the global batch. */
+static gint64
+graph_batch (PlannerGraph *graph)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
+    {
+      const PlannerTensor *x = planner_graph_get_tensor (graph, t);
+      if (x->kind == PLANNER_TENSOR_INPUT && x->rank > 0)
+        return x->shape[0];
+    }
+  return 1;
+}
+
+/* --micro-batches M without --batch: one sequence per micro-batch per data-parallel replica,
+ * M x the data-parallel size, which a plan of the default batch tells (batch / local batch). */
+static gint64
+pipeline_batch (PlannerGraph *graph, const PlannerMesh *mesh, const PlannerHardware *hw,
+                const char *policy, char **user_pins, gboolean allow_tied, guint micro_batches,
+                GError **error)
+{
+  g_autoptr (GPtrArray) pins = collect_pins (policy, user_pins, graph, mesh, error);
+  if (pins == NULL)
+    return 0;
+  PlannerPropagateOptions options;
+  planner_propagate_options_init (&options);
+  options.allow_tied_redistribution = allow_tied;
+  g_autoptr (PlannerPlan) probe = planner_propagate (graph, mesh, hw, pins, &options, error);
+  if (probe == NULL || !planner_plan_finish (probe, allow_tied, error))
+    return 0;
+  guint local = MAX (planner_plan_get_totals (probe)->local_batch, 1);
+  return (gint64)micro_batches * MAX (graph_batch (graph) / local, 1);
+}
+
 /* --from makes MODEL optional; it is known before the options are parsed. */
 static gboolean
 from_given (int argc, char **argv)
@@ -291,6 +366,9 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   g_autofree char *optimizer = NULL, *recompute = NULL, *attention = NULL;
   g_autofree char *grad_reduce = NULL, *prefetch = NULL;
   int zero = -1, micro_batch = -1;
+  /* issue 18: pipeline parallelism */
+  int micro_batches = -1, virtual_stages = -1;
+  g_autofree char *schedule = NULL, *stages = NULL;
   double bucket_MiB = -1;
   gboolean no_overlap = FALSE, no_dropout = FALSE;
   g_auto (GStrv) user_pins = NULL;
@@ -346,6 +424,19 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "Sequences per device per micro-batch, with gradient accumulation up to the step "
       "(default: the whole local batch)",
       "N" },
+    { "micro-batches", 0, 0, G_OPTION_ARG_INT, &micro_batches,
+      "Micro-batches per step (the pipeline's m); without --batch the batch is then one "
+      "sequence per micro-batch per data-parallel replica",
+      "M" },
+    { "schedule", 0, 0, G_OPTION_ARG_STRING, &schedule,
+      "Pipeline schedule over the mesh axis pp: 1f1b (default), gpipe or interleaved",
+      "1f1b|gpipe|interleaved" },
+    { "virtual-stages", 0, 0, G_OPTION_ARG_INT, &virtual_stages,
+      "Layer chunks per pipeline stage (interleaved 1F1B; implies --schedule interleaved)", "V" },
+    { "stages", 0, 0, G_OPTION_ARG_STRING, &stages,
+      "Layer ranges of the pipeline chunks, in order, e.g. 0-19,20-39,40-59,60-79 (default: "
+      "balanced by the cost model)",
+      "RANGES" },
     { "dp-bucket-mib", 0, 0, G_OPTION_ARG_DOUBLE, &bucket_MiB,
       "Gradient bucket size for the data-parallel sync (default 25, as DDP)", "MIB" },
     { "no-dp-overlap", 0, 0, G_OPTION_ARG_NONE, &no_overlap,
@@ -383,6 +474,18 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
     return app_cli_usage_error (command, "--backward-prefetch '%s': use pre or post", prefetch);
   if (micro_batch != -1 && micro_batch < 1)
     return app_cli_usage_error (command, "--micro-batch %d: give 1 or more sequences", micro_batch);
+  if (micro_batches != -1 && micro_batches < 1)
+    return app_cli_usage_error (command, "--micro-batches %d: give 1 or more", micro_batches);
+  if (virtual_stages != -1 && virtual_stages < 1)
+    return app_cli_usage_error (command, "--virtual-stages %d: give 1 or more", virtual_stages);
+  if (schedule && !planner_schedule_from_string (schedule, &constants.schedule))
+    return app_cli_usage_error (command, "--schedule '%s': use 1f1b, gpipe or interleaved",
+                                schedule);
+  if (virtual_stages > 1 && !schedule)
+    constants.schedule = PLANNER_SCHEDULE_INTERLEAVED;
+  if (stages && strlen (stages) >= sizeof constants.stages)
+    return app_cli_usage_error (command, "--stages: at most %d characters",
+                                PLANNER_MAX_STAGES_TEXT - 1);
   if (bucket_MiB != -1 && !(bucket_MiB > 0 && bucket_MiB < 1e9))
     return app_cli_usage_error (command, "--dp-bucket-mib %g: give a size > 0", bucket_MiB);
 
@@ -394,6 +497,10 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
                                            : planner_mesh_copy (planner_plan_get_mesh (parent));
   if (mesh == NULL)
     return app_cli_refuse (error);
+  if ((schedule || virtual_stages != -1 || stages) && planner_mesh_pipeline_axis (mesh) < 0)
+    return app_cli_usage_error (command,
+                                "--schedule, --virtual-stages and --stages are for a pipeline: "
+                                "name a mesh axis pp (e.g. --mesh pp=4,dp=2,mp=8)");
   g_autoptr (PlannerHardware) hw
       = parent && !hardware
             ? planner_hardware_copy (planner_plan_get_hardware (parent))
@@ -407,6 +514,21 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
                : app_cli_load_model (command, argv[1], &model_args, &status);
   if (graph == NULL)
     return status;
+  if (micro_batches > 0 && parent == NULL && model_args.batch == APP_CLI_UNSET)
+    {
+      gint64 batch = pipeline_batch (graph, mesh, hw, policy, user_pins, allow_tied,
+                                     (guint)micro_batches, &error);
+      if (batch == 0)
+        return app_cli_refuse (error);
+      if (batch != graph_batch (graph))
+        {
+          model_args.batch = batch;
+          g_clear_object (&graph);
+          graph = app_cli_load_model (command, argv[1], &model_args, &status);
+          if (graph == NULL)
+            return status;
+        }
+    }
   g_autoptr (GPtrArray) pins = collect_pins (policy, user_pins, graph, mesh, &error);
   if (pins == NULL || (parent && !app_cli_derive_pins (parent, pins, mesh, &error)))
     return app_cli_refuse (error);
@@ -432,7 +554,15 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
         constants.grad_reduce = given.grad_reduce;
       if (prefetch)
         constants.backward_prefetch = given.backward_prefetch;
+      if (schedule || virtual_stages > 1)
+        constants.schedule = given.schedule;
     }
+  if (micro_batches != -1)
+    constants.micro_batches = (guint)micro_batches;
+  if (virtual_stages != -1)
+    constants.virtual_stages = (guint)virtual_stages;
+  if (stages)
+    g_strlcpy (constants.stages, stages, sizeof constants.stages);
   if (zero != -1)
     constants.zero = (guint)zero;
   if (optimizer)

@@ -10,6 +10,7 @@
 #include "executor-op-util.h"
 #include "executor-redistribute.h"
 #include "executor-trial.h"
+#include "executor-pipeline.h"
 
 /* A plan is lowered to a program: values (one local shard shape each, the same on every
  * device) and instructions (an op, or one step of a redistribution), in execution order.
@@ -26,12 +27,14 @@ typedef struct
   int tensor;         /* the graph tensor it holds a view of; -1 for scratch */
   gboolean compare;
   gboolean source;    /* a parameter or graph input: uploaded, not computed */
+  int stage;          /* pipelined: the stage whose devices compute it (-1: every device) */
 } Value;
 
 typedef enum
 {
   INSTR_OP,
   INSTR_STEP,
+  INSTR_SEND, /* pipelined: in_value from stage from_stage to the others (executor-pipeline.h) */
 } InstrKind;
 
 typedef struct
@@ -51,6 +54,10 @@ typedef struct
   PlannerLayout before;
   guint in_value, out_value;
   int scratch_a, scratch_b;
+  /* Pipelined programs (Program.stages.axis >= 0): the stage that runs it, and for a send
+   * the stage it comes from. */
+  int stage;
+  guint from_stage;
 } Instr;
 
 typedef struct
@@ -62,6 +69,7 @@ typedef struct
   guint n_ops;
   guint n_redists;
   guint *output_values; /* per graph output: the value compared with the reference */
+  ExecutorPipelineStages stages; /* axis -1: not pipelined */
 } Program;
 
 static void
@@ -70,6 +78,7 @@ program_clear (Program *p)
   g_clear_pointer (&p->values, g_array_unref);
   g_clear_pointer (&p->instrs, g_array_unref);
   g_clear_pointer (&p->output_values, g_free);
+  executor_pipeline_stages_clear (&p->stages);
 }
 
 static guint
@@ -191,6 +200,7 @@ program_build (Program *p, PlannerGraph *g, const PlannerMesh *mesh,
   p->n_redists = n_redists;
   p->values = g_array_new (FALSE, TRUE, sizeof (Value));
   p->instrs = g_array_new (FALSE, TRUE, sizeof (Instr));
+  p->stages.axis = -1;
 
   g_autofree int *results = g_new (int, MAX (n_redists, 1));
   for (guint r = 0; r < n_redists; r++)
@@ -388,6 +398,13 @@ run_instr (ExecutorDevice *dev, RunCtx *ctx, const Instr *in, ExecutorBuffer **b
            GError **error)
 {
   Program *p = ctx->prog;
+  if (in->kind == INSTR_SEND)
+    {
+      const Value *v = value_at (p, in->in_value);
+      return executor_pipeline_send (dev, &p->stages, in->from_stage, bufs[in->in_value],
+                                     bufs[in->scratch_a],
+                                     v->bytes / executor_storage_size (v->dtype), v->dtype, error);
+    }
   if (in->kind == INSTR_STEP)
     {
       const Value *v = value_at (p, in->in_value);
@@ -473,7 +490,10 @@ device_passes (ExecutorDevice *dev, RunCtx *ctx, ExecutorBuffer **bufs, GError *
           if (timed && !executor_device_barrier (dev, error))
             return FALSE;
           executor_device_timer_begin (dev);
-          if (!run_instr (dev, ctx, in, bufs, error))
+          /* Pipelined: a stage's devices run its instructions only (and every send). */
+          gboolean mine = p->stages.axis < 0 || in->kind == INSTR_SEND
+                          || dev->coords[p->stages.axis] == (guint)in->stage;
+          if (mine && !run_instr (dev, ctx, in, bufs, error))
             return FALSE;
           double t = executor_device_timer_end (dev);
           if (timed)
@@ -571,6 +591,9 @@ compare_value (Program *p, const Value *v, guint8 **shards, const guint8 *ref)
       guint coords[PLANNER_MAX_AXES], n_members;
       planner_mesh_device_coords (&p->mesh, d, coords);
       if (executor_partial_member (&p->mesh, v->layout.partial, coords, &n_members) != 0)
+        continue;
+      /* Pipelined: only the devices of the stage that computed it hold it. */
+      if (p->stages.axis >= 0 && v->stage >= 0 && coords[p->stages.axis] != (guint)v->stage)
         continue;
       memset (sum, 0, sizeof (double) * MAX (n_local, 1));
       for (guint m = 0; m < n_members; m++)
@@ -759,8 +782,11 @@ gather_outputs (Program *p, RunCtx *ctx)
           planner_mesh_device_coords (&p->mesh, d, coords);
           gboolean first_replica = TRUE;
           for (guint a = 0; a < p->mesh.n_axes; a++)
-            if (!(owning & (1u << a)) && coords[a] != 0)
+            if (!(owning & (1u << a)) && coords[a] != 0
+                && !(p->stages.axis == (int)a && v->stage >= 0))
               first_replica = FALSE;
+          if (p->stages.axis >= 0 && v->stage >= 0 && coords[p->stages.axis] != (guint)v->stage)
+            first_replica = FALSE;
           if (!first_replica)
             continue;
           gint64 offset[PLANNER_MAX_RANK];
@@ -850,6 +876,8 @@ fill_timings (ExecutorTrialResult *res, Program *p, RunCtx *ctx, guint timed)
       {
         const Instr *in = &g_array_index (p->instrs, Instr, i);
         double mx = 0;
+        if (in->kind == INSTR_SEND)
+          continue;
         for (guint d = 0; d < n_dev; d++)
           mx = MAX (mx, ctx->times[((gsize) pass * n_instrs + i) * n_dev + d]);
         per[(gsize) in->slot * MAX (timed, 1) + pass] += mx;
@@ -886,6 +914,8 @@ compare_all (ExecutorTrialResult *res, PlannerPlan *plan, Program *p, RunCtx *ct
     {
       const Instr *in = &g_array_index (p->instrs, Instr, i);
       guint outs[PLANNER_MAX_OPERANDS], n_outs = 0;
+      if (in->kind == INSTR_SEND)
+        continue;
       if (in->kind == INSTR_OP)
         for (guint k = 0; k < planner_graph_get_op (p->graph, in->op)->n_outputs; k++)
           outs[n_outs++] = in->out_values[k];
@@ -945,6 +975,89 @@ compare_all (ExecutorTrialResult *res, PlannerPlan *plan, Program *p, RunCtx *ct
   (void) ref;
 }
 
+/* ---- pipelined programs (issue 18) ---- */
+
+/* Each instruction gets its stage, each value the stage that computes it, and a send goes in
+ * before the first instruction of a stage that reads a value another stage holds. */
+static gboolean
+pipeline_lower (Program *p, PlannerPlan *plan, GError **error)
+{
+  if (!executor_pipeline_stages (plan, &p->stages, error))
+    return FALSE;
+  if (p->stages.axis < 0)
+    return TRUE;
+  if (p->stages.p > 64)
+    {
+      g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
+                   "a trial run takes pipelines of at most 64 stages, not pp=%u", p->stages.p);
+      return FALSE;
+    }
+  guint n_values = p->values->len;
+  /* Per value: the stages that hold it (sources: every one), and who computed it. */
+  g_autofree guint64 *held = g_new0 (guint64, n_values);
+  for (guint v = 0; v < n_values; v++)
+    {
+      value_at (p, v)->stage = -1;
+      if (value_at (p, v)->source)
+        held[v] = G_MAXUINT64;
+    }
+  GArray *out = g_array_new (FALSE, TRUE, sizeof (Instr));
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      Instr in = g_array_index (p->instrs, Instr, i);
+      guint reads[PLANNER_MAX_OPERANDS], writes[PLANNER_MAX_OPERANDS], n_reads = 0, n_writes = 0;
+      if (in.kind == INSTR_OP)
+        {
+          const PlannerOp *op = planner_graph_get_op (p->graph, in.op);
+          in.stage = p->stages.op_stage[in.op];
+          for (guint k = 0; k < op->n_inputs; k++)
+            reads[n_reads++] = in.in_values[k];
+          for (guint k = 0; k < op->n_outputs; k++)
+            writes[n_writes++] = in.out_values[k];
+        }
+      else
+        {
+          in.stage = p->stages.redist_stage[in.redist];
+          reads[n_reads++] = in.in_value;
+          writes[n_writes++] = in.out_value;
+        }
+      guint64 bit = (guint64)1 << MIN ((guint)in.stage, 63u);
+      for (guint k = 0; k < n_reads; k++)
+        {
+          guint v = reads[k];
+          if (held[v] & bit)
+            continue;
+          const Value *val = value_at (p, v);
+          if (val->stage < 0)
+            {
+              g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_INVALID_PLAN,
+                           "stage %d reads a value that no stage computes before it", in.stage);
+              g_array_unref (out);
+              return FALSE;
+            }
+          Instr send = { 0 };
+          send.kind = INSTR_SEND;
+          send.slot = in.slot;
+          send.stage = in.stage;
+          send.from_stage = (guint)val->stage;
+          send.in_value = send.out_value = v;
+          send.scratch_a = add_scratch (p, MAX (val->bytes, 1) * p->stages.p);
+          send.scratch_b = -1;
+          g_array_append_val (out, send);
+          held[v] |= bit;
+        }
+      for (guint k = 0; k < n_writes; k++)
+        {
+          held[writes[k]] = bit;
+          value_at (p, writes[k])->stage = in.stage;
+        }
+      g_array_append_val (out, in);
+    }
+  g_array_unref (p->instrs);
+  p->instrs = out;
+  return TRUE;
+}
+
 /* ---- memory ---- */
 
 /* The sharded program, exactly as the plan lists it, and the reference: the same graph on
@@ -968,6 +1081,11 @@ programs_build (PlannerPlan *plan, Program *prog, Program *ref, GError **error)
   for (guint r = 0; r < n_redists; r++)
     redists[r] = planner_plan_get_redistribution (plan, r);
   if (!program_build (prog, g, mesh, strategies, layouts, redists, n_redists, error))
+    {
+      program_clear (prog);
+      return FALSE;
+    }
+  if (!pipeline_lower (prog, plan, error))
     {
       program_clear (prog);
       return FALSE;
@@ -1214,6 +1332,9 @@ executor_trial_run (PlannerPlan *plan, ExecutorBackend *backend,
       res->tolerance = options->tolerance;
       res->first_mismatch_op = -1;
       res->first_mismatch_redistribution = -1;
+      for (guint i = 0; i < prog.instrs->len; i++)
+        if (g_array_index (prog.instrs, Instr, i).kind == INSTR_SEND)
+          res->pipeline_sends++;
       res->outputs = g_array_new (FALSE, TRUE, sizeof (ExecutorOutputError));
       g_array_set_clear_func (res->outputs, clear_output_error);
       res->ops = g_array_new (FALSE, TRUE, sizeof (ExecutorTiming));
@@ -1346,6 +1467,8 @@ executor_trial_result_to_json (const ExecutorTrialResult *res)
   add_string (b, "mismatch", res->mismatch);
   add_double (b, "estimated_step_us", res->estimated_step_s * 1e6);
   add_double (b, "measured_step_us", res->measured_step_s * 1e6);
+  if (res->pipeline_sends > 0)
+    add_int (b, "pipeline_sends", res->pipeline_sends);
   json_builder_set_member_name (b, "outputs");
   json_builder_begin_array (b);
   for (guint i = 0; i < res->outputs->len; i++)

@@ -78,6 +78,8 @@ typedef struct
 
   double estimated_step_s; /* forward: ops + redistributions */
   double measured_step_s;
+  /* Pipelined plans (executor-pipeline.h): activations sent between stages per pass. */
+  guint pipeline_sends;
 
   /* With keep_outputs: every graph output by its tensor name, global shape, f32 or i64:
    * the plan's (each shard put in place, partial sums added) and the one-device

@@ -390,6 +390,7 @@ static const char *const recompute_names[] = { "none", "selective", "full" };
 static const char *const attention_names[] = { "flash", "unfused", "flash1" };
 static const char *const grad_reduce_names[] = { "param", "f32" };
 static const char *const prefetch_names[] = { "pre", "post" };
+static const char *const schedule_names[] = { "1f1b", "gpipe", "interleaved" };
 
 static int
 index_of (const char *const *names, guint n, const char *text)
@@ -418,6 +419,7 @@ ENUM_STRINGS (PlannerOptimizer, optimizer, optimizer_names)
 ENUM_STRINGS (PlannerRecompute, recompute, recompute_names)
 ENUM_STRINGS (PlannerAttentionKernel, attention_kernel, attention_names)
 ENUM_STRINGS (PlannerGradReduce, grad_reduce, grad_reduce_names)
+ENUM_STRINGS (PlannerSchedule, schedule, schedule_names)
 ENUM_STRINGS (PlannerBackwardPrefetch, backward_prefetch, prefetch_names)
 
 void
@@ -441,8 +443,8 @@ planner_cost_constants_init (PlannerCostConstants *constants)
   constants->backward_prefetch = PLANNER_PREFETCH_PRE;
 }
 
-char *
-planner_cost_training_to_string (const PlannerCostConstants *c)
+static char *
+planner_cost_training_to_string_base (const PlannerCostConstants *c)
 {
   char bucket[G_ASCII_DTOSTR_BUF_SIZE];
 
@@ -457,6 +459,27 @@ planner_cost_training_to_string (const PlannerCostConstants *c)
                           c->dp_overlap ? 1 : 0, c->no_dropout ? 1 : 0,
                           planner_grad_reduce_to_string (c->grad_reduce),
                           planner_backward_prefetch_to_string (c->backward_prefetch));
+}
+
+/* The pipeline options go after the others, and only when one differs from its default, so
+ * the text of a plan without a pipeline is what it was before them. */
+static char *
+training_to_string (const PlannerCostConstants *c)
+{
+  g_autofree char *base = planner_cost_training_to_string_base (c);
+  if (c->schedule == PLANNER_SCHEDULE_1F1B && c->micro_batches == 0 && c->virtual_stages <= 1
+      && c->stages[0] == '\0')
+    return g_steal_pointer (&base);
+  return g_strdup_printf ("%s;schedule=%s;micro_batches=%u;virtual_stages=%u;stages=%s", base,
+                          planner_schedule_to_string (c->schedule), c->micro_batches,
+                          MAX (c->virtual_stages, 1), c->stages);
+}
+
+char *
+planner_cost_training_to_string (const PlannerCostConstants *c)
+{
+  g_return_val_if_fail (c != NULL, NULL);
+  return training_to_string (c);
 }
 
 static gboolean
@@ -517,6 +540,14 @@ planner_cost_training_from_string (const char *text, PlannerCostConstants *const
         ok = planner_grad_reduce_from_string (value, &c.grad_reduce);
       else if (strcmp (key, "backward_prefetch") == 0)
         ok = planner_backward_prefetch_from_string (value, &c.backward_prefetch);
+      else if (strcmp (key, "schedule") == 0)
+        ok = planner_schedule_from_string (value, &c.schedule);
+      else if (strcmp (key, "micro_batches") == 0)
+        ok = parse_uint (value, G_MAXINT, &c.micro_batches);
+      else if (strcmp (key, "virtual_stages") == 0)
+        ok = parse_uint (value, G_MAXINT, &c.virtual_stages);
+      else if (strcmp (key, "stages") == 0)
+        ok = g_strlcpy (c.stages, value, sizeof c.stages) < sizeof c.stages;
       else
         ok = FALSE;
       if (!ok)
@@ -556,7 +587,7 @@ planner_step_breakdown_total (const PlannerStepBreakdown *b)
 {
   g_return_val_if_fail (b != NULL, 0.0);
   return b->forward + b->backward + b->recompute + b->tp_comm_exposed + b->dp_sync_exposed
-         + b->overhead;
+         + b->overhead + b->pipeline_bubble + b->pipeline_comm;
 }
 
 /* The value of the table (@x increasing, @n >= 1) at @at: linear in log2(x) between points, as

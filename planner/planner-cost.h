@@ -93,7 +93,21 @@ typedef enum
                           * the link with the ReduceScatter of the unit before */
 } PlannerBackwardPrefetch;
 
-/* "adam", "sgd"; "none", "selective", "full"; "param", "f32"; "pre", "post". */
+/* Pipeline schedules (issue 18, planner-pipeline.h). */
+typedef enum
+{
+  PLANNER_SCHEDULE_1F1B,        /* PipeDream-Flush: one forward, one backward in the steady state */
+  PLANNER_SCHEDULE_GPIPE,       /* every forward, then every backward */
+  PLANNER_SCHEDULE_INTERLEAVED, /* 1F1B over virtual_stages chunks per device (Narayanan 2021) */
+} PlannerSchedule;
+
+/* Text of an explicit stage split: "0-19,20-39,..." (a layer range per chunk, in order). */
+#define PLANNER_MAX_STAGES_TEXT 1024
+
+/* "adam", "sgd"; "none", "selective", "full"; "param", "f32"; "pre", "post";
+ * "1f1b", "gpipe", "interleaved". */
+const char *planner_schedule_to_string (PlannerSchedule schedule);
+gboolean planner_schedule_from_string (const char *text, PlannerSchedule *schedule);
 const char *planner_optimizer_to_string (PlannerOptimizer optimizer);
 gboolean planner_optimizer_from_string (const char *text, PlannerOptimizer *optimizer);
 const char *planner_recompute_to_string (PlannerRecompute recompute);
@@ -125,6 +139,12 @@ typedef struct
    * defaults). */
   PlannerGradReduce grad_reduce;             /* the dtype gradients are reduced in */
   PlannerBackwardPrefetch backward_prefetch; /* ZeRO-3's backward gathers */
+  /* Pipeline parallelism over the mesh axis "pp" (issue 18; absent from older plan files and
+   * store rows: these defaults, which change nothing on a mesh without pp). */
+  PlannerSchedule schedule;
+  guint micro_batches;                  /* micro-batches per step; 0: from micro_batch (or 1) */
+  guint virtual_stages;                 /* chunks per device (interleaved); 0 or 1: one */
+  char stages[PLANNER_MAX_STAGES_TEXT]; /* explicit split, "" = balanced */
 } PlannerCostConstants;
 
 void planner_cost_constants_init (PlannerCostConstants *constants);
@@ -166,6 +186,9 @@ typedef struct
   double dp_sync_exposed; /* the part of the gradient sync the backward pass does not hide */
   double dp_sync_hidden;  /* the part it hides (shown, not added) */
   double overhead;        /* kernel launches and the optimizer step */
+  /* Pipeline parallelism (planner-pipeline.h; 0 without a pp axis). */
+  double pipeline_bubble; /* the bottleneck stage idle while the pipeline fills and drains */
+  double pipeline_comm;   /* its sends and receives of activations and their gradients */
 } PlannerStepBreakdown;
 
 double planner_step_breakdown_total (const PlannerStepBreakdown *breakdown);

@@ -8,6 +8,7 @@
 
 #include "planner-error.h"
 #include "planner-export.h"
+#include "planner-pipeline.h"
 #include "planner-json.h"
 #include "planner-plan-json.h"
 
@@ -1023,8 +1024,9 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
     for (guint i = 0; i < n_ops; i++)
       classify (&x, i);
   note_other_axes (&x);
+  int pp = planner_mesh_pipeline_axis (x.mesh);
   for (guint a = 0; a < x.mesh->n_axes; a++)
-    dp |= (int)a != x.tp && x.mesh->sizes[a] > 1;
+    dp |= (int)a != x.tp && (int)a != pp && x.mesh->sizes[a] > 1;
   if (x.tp >= 0)
     append_entries (entries, &x, &n_entries);
 
@@ -1047,8 +1049,12 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
   g_string_append (out, "#\n");
   if (x.tp < 0)
     append_comment (out, "No mesh axis splits anything but the batch: PLAN is empty.");
+  /* The pipeline axis splits the layers (issue 18). */
+  g_autofree char *pipeline = planner_pipeline_dtensor_comment (plan);
+  if (pipeline)
+    append_comment (out, pipeline);
   for (guint a = 0; a < x.mesh->n_axes; a++)
-    if ((int)a != x.tp && x.mesh->sizes[a] > 1)
+    if ((int)a != x.tp && (int)a != pp && x.mesh->sizes[a] > 1)
       {
         g_autofree char *line = g_strdup_printf (
             "Data parallel over %s: wrap the model with FSDP or DDP on mesh['%s'].",
@@ -1058,7 +1064,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes)
   if (heads)
     append_comment (out, "Attention runs on the local heads: divide num_attention_heads and "
                          "num_key_value_heads in the config by the TP size.");
-  if (dp || heads || x.tp < 0)
+  if (dp || heads || x.tp < 0 || pipeline)
     g_string_append (out, "#\n");
   if (lines->len == 0)
     append_comment (out, "Every op of the plan is expressed by these styles.");
@@ -1144,6 +1150,13 @@ mindspore_layout (const PlannerLayout *layout, const PlannerMesh *mesh, gint64 *
         return FALSE;
   for (guint a = 0; a < mesh->n_axes;)
     {
+      /* The pipeline axis splits stages, not tensors: a stage's device matrix leaves it out
+       * (issue 18). */
+      if ((int)a == planner_mesh_pipeline_axis (mesh))
+        {
+          a++;
+          continue;
+        }
       int d = planner_layout_dim_of_axis (layout, a);
       guint span = d >= 0 ? layout->n_axes[d] : 1;
       dev_matrix[n] = 1;
@@ -1173,6 +1186,8 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
   g_autoptr (JsonBuilder) b = json_builder_new ();
   Notes n;
 
+  /* Pipelined plans: each op's stage (issue 18). */
+  g_autoptr (PlannerPipeline) pipeline = planner_pipeline_new (plan, FALSE, NULL);
   notes_init (&n);
   json_builder_begin_object (b);
   planner_json_add_int (b, "current_stage", 0);
@@ -1188,7 +1203,7 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
       planner_plan_op_layouts (plan, i, in, NULL);
       json_builder_set_member_name (b, op->name);
       json_builder_begin_object (b);
-      planner_json_add_int (b, "stage", 0);
+      planner_json_add_int (b, "stage", pipeline ? planner_pipeline_op_stage (pipeline, i) : 0);
       json_builder_set_member_name (b, "parallel_strategy");
       json_builder_begin_array (b);
       for (guint k = 0; k < op->n_inputs; k++)

@@ -206,5 +206,15 @@ planner_mesh_unit_axes (const PlannerMesh *mesh)
   for (guint a = 0; a < mesh->n_axes; a++)
     if (mesh->sizes[a] == 1)
       mask |= 1u << a;
+  int pp = planner_mesh_pipeline_axis (mesh);
+  if (pp >= 0)
+    mask |= 1u << pp;
   return mask;
+}
+
+int
+planner_mesh_pipeline_axis (const PlannerMesh *mesh)
+{
+  g_return_val_if_fail (mesh != NULL, -1);
+  return planner_mesh_axis_index (mesh, "pp");
 }

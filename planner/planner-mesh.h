@@ -33,9 +33,13 @@ int planner_mesh_axis_index (const PlannerMesh *mesh, const char *name);
 guint64 planner_mesh_n_devices (const PlannerMesh *mesh);
 /* Product of the sizes of the axes in @mask. */
 guint64 planner_mesh_mask_size (const PlannerMesh *mesh, guint32 mask);
-/* Bitmask of the axes of size 1: no-ops everywhere (semantics.md 2), never named by a
- * canonical layout or strategy. */
+/* Bitmask of the axes that split no tensor: those of size 1, no-ops everywhere (semantics.md 2),
+ * and the pipeline axis (below); never named by a canonical layout or strategy. */
 guint32 planner_mesh_unit_axes (const PlannerMesh *mesh);
+/* The pipeline axis, the one named "pp" (issue 18): it splits the layer sequence into stages
+ * (planner-pipeline.h) instead of tensors, so within a stage every layout and strategy is as on
+ * the other axes alone. -1 when there is none. */
+int planner_mesh_pipeline_axis (const PlannerMesh *mesh);
 /* Row-major device id <-> per-axis coordinates (the last axis varies fastest). */
 void planner_mesh_device_coords (const PlannerMesh *mesh, guint64 device, guint coords[PLANNER_MAX_AXES]);
 guint64 planner_mesh_device_id (const PlannerMesh *mesh, const guint coords[PLANNER_MAX_AXES]);

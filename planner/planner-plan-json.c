@@ -11,6 +11,7 @@
 #include "planner-model.h"
 #include "planner-plan-json.h"
 #include "planner-pin.h"
+#include "planner-pipeline.h"
 #include "planner-plan-private.h"
 
 /* ---- plan -> JSON ---- */
@@ -99,6 +100,21 @@ add_strategy (JsonBuilder *b, const char *member, const PlannerStrategy *s, cons
 
 /* -1 (none) as null. */
 static void
+add_pipeline_constants (JsonBuilder *b, const PlannerCostConstants *c)
+{
+  if (c->schedule == PLANNER_SCHEDULE_1F1B && c->micro_batches == 0 && c->virtual_stages <= 1
+      && c->stages[0] == '\0')
+    return;
+  json_builder_set_member_name (b, "pipeline");
+  json_builder_begin_object (b);
+  planner_json_add_string (b, "schedule", planner_schedule_to_string (c->schedule));
+  planner_json_add_int (b, "micro_batches", c->micro_batches);
+  planner_json_add_int (b, "virtual_stages", MAX (c->virtual_stages, 1));
+  planner_json_add_string (b, "stages", c->stages);
+  json_builder_end_object (b);
+}
+
+static void
 add_index (JsonBuilder *b, const char *member, int value)
 {
   if (value >= 0)
@@ -148,6 +164,12 @@ add_training (JsonBuilder *b, const PlannerPlanTotals *t, double scale, const ch
   planner_json_add_double (b, "dp_sync_exposed", s->dp_sync_exposed * scale);
   planner_json_add_double (b, "dp_sync_hidden", s->dp_sync_hidden * scale);
   planner_json_add_double (b, "overhead", s->overhead * scale);
+  /* Pipeline terms only where there is a pipeline, so other plans read as before. */
+  if (s->pipeline_bubble != 0 || s->pipeline_comm != 0)
+    {
+      planner_json_add_double (b, "pipeline_bubble", s->pipeline_bubble * scale);
+      planner_json_add_double (b, "pipeline_comm", s->pipeline_comm * scale);
+    }
   json_builder_end_object (b);
   planner_json_add_int (b, "micro_batches", t->micro_batches);
   planner_json_add_int (b, "local_batch", t->local_batch);
@@ -184,6 +206,7 @@ planner_plan_summary_to_json (PlannerPlan *plan)
   json_builder_set_member_name (b, "fits");
   json_builder_add_boolean_value (
       b, t->memory.total <= planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
+  planner_pipeline_add_json (plan, b);
   planner_json_add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
   json_builder_end_object (b);
   return json_builder_get_root (b);
@@ -392,6 +415,7 @@ plan_to_node (PlannerPlan *plan)
                            planner_grad_reduce_to_string (constants->grad_reduce));
   planner_json_add_string (b, "backward_prefetch",
                            planner_backward_prefetch_to_string (constants->backward_prefetch));
+  add_pipeline_constants (b, constants);
   json_builder_end_object (b);
 
   json_builder_set_member_name (b, "summary");
@@ -720,6 +744,38 @@ get_strategy (Reader *r, JsonObject *object, const char *name, guint op_index, P
   return TRUE;
 }
 
+/* constants.pipeline (issue 18): written only when an option differs from its default. */
+static gboolean
+read_pipeline_constants (Reader *r, JsonObject *constants, PlannerCostConstants *c)
+{
+  gsize mark;
+  static const char *const known[]
+      = { "schedule", "micro_batches", "virtual_stages", "stages", NULL };
+  JsonObject *o = planner_json_enter_member (&r->json, constants, "pipeline", &mark);
+  const char *text;
+  gint64 value;
+  if (o == NULL || !known_members (r, o, known))
+    return FALSE;
+  if (!planner_json_get_string (&r->json, o, "schedule", FALSE, &text))
+    return FALSE;
+  if (!planner_schedule_from_string (text, &c->schedule))
+    return planner_json_fail (&r->json, "schedule",
+                              "must be \"1f1b\", \"gpipe\" or \"interleaved\"");
+  if (!planner_json_get_int (&r->json, o, "micro_batches", 0, G_MAXINT, &value))
+    return FALSE;
+  c->micro_batches = (guint)value;
+  if (!planner_json_get_int (&r->json, o, "virtual_stages", 1, G_MAXINT, &value))
+    return FALSE;
+  c->virtual_stages = (guint)value;
+  if (!planner_json_get_string (&r->json, o, "stages", FALSE, &text))
+    return FALSE;
+  if (g_strlcpy (c->stages, text, sizeof c->stages) >= sizeof c->stages)
+    return planner_json_fail (&r->json, "stages", "is longer than %d characters",
+                              PLANNER_MAX_STAGES_TEXT - 1);
+  planner_json_pop (&r->json, mark);
+  return TRUE;
+}
+
 static gboolean
 read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
 {
@@ -727,7 +783,7 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
   static const char *const known[]
       = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor",   "optimizer",
           "zero",          "recompute",   "attention",        "micro_batch",       "dp_bucket_MiB",
-          "dp_overlap",    "no_dropout",  "grad_reduce",      "backward_prefetch", NULL };
+          "dp_overlap",    "no_dropout",  "grad_reduce",      "backward_prefetch", "pipeline", NULL };
   JsonObject *o = planner_json_enter_member (&r->json, root, "constants", &mark);
   if (o == NULL || !known_members (r, o, known)
       || !get_double (r, o, "weight_copies", &c->weight_copies)
@@ -808,6 +864,8 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
       if (!planner_backward_prefetch_from_string (text, &c->backward_prefetch))
         return planner_json_fail (&r->json, "backward_prefetch", "must be \"pre\" or \"post\"");
     }
+  if (json_object_has_member (o, "pipeline") && !read_pipeline_constants (r, o, c))
+    return FALSE;
   planner_json_pop (&r->json, mark);
   return TRUE;
 }
@@ -826,7 +884,8 @@ read_training (Reader *r, JsonObject *o, PlannerPlanTotals *t, gboolean *present
       = { "parameters", "gradients", "optimizer", "activations", "total", NULL };
   static const char *const known_breakdown[]
       = { "forward",         "backward",       "recompute", "tp_comm_exposed",
-          "dp_sync_exposed", "dp_sync_hidden", "overhead",  NULL };
+          "dp_sync_exposed", "dp_sync_hidden", "overhead",  "pipeline_bubble",
+          "pipeline_comm",   NULL };
   gsize m;
   *present = json_object_has_member (o, "memory");
   if (!*present)
@@ -846,7 +905,11 @@ read_training (Reader *r, JsonObject *o, PlannerPlanTotals *t, gboolean *present
       || !get_double (r, s, "tp_comm_exposed", &t->breakdown.tp_comm_exposed)
       || !get_double (r, s, "dp_sync_exposed", &t->breakdown.dp_sync_exposed)
       || !get_double (r, s, "dp_sync_hidden", &t->breakdown.dp_sync_hidden)
-      || !get_double (r, s, "overhead", &t->breakdown.overhead))
+      || !get_double (r, s, "overhead", &t->breakdown.overhead)
+      || (json_object_has_member (s, "pipeline_bubble")
+          && !get_double (r, s, "pipeline_bubble", &t->breakdown.pipeline_bubble))
+      || (json_object_has_member (s, "pipeline_comm")
+          && !get_double (r, s, "pipeline_comm", &t->breakdown.pipeline_comm)))
     return FALSE;
   planner_json_pop (&r->json, m);
   return planner_json_get_uint (&r->json, o, "micro_batches", &t->micro_batches)
@@ -1397,6 +1460,22 @@ same_figures (JsonNode *a, JsonNode *b)
     }
   if (JSON_NODE_HOLDS_NULL (a) || JSON_NODE_HOLDS_NULL (b))
     return JSON_NODE_HOLDS_NULL (a) && JSON_NODE_HOLDS_NULL (b);
+  /* The pipeline's stages and sends (lists, names). */
+  if (JSON_NODE_HOLDS_ARRAY (a) || JSON_NODE_HOLDS_ARRAY (b))
+    {
+      if (!JSON_NODE_HOLDS_ARRAY (a) || !JSON_NODE_HOLDS_ARRAY (b))
+        return FALSE;
+      JsonArray *xa = json_node_get_array (a), *xb = json_node_get_array (b);
+      if (json_array_get_length (xa) != json_array_get_length (xb))
+        return FALSE;
+      for (guint i = 0; i < json_array_get_length (xa); i++)
+        if (!same_figures (json_array_get_element (xa, i), json_array_get_element (xb, i)))
+          return FALSE;
+      return TRUE;
+    }
+  if (planner_json_node_is (a, G_TYPE_STRING) || planner_json_node_is (b, G_TYPE_STRING))
+    return planner_json_node_is (a, G_TYPE_STRING) && planner_json_node_is (b, G_TYPE_STRING)
+           && g_strcmp0 (json_node_get_string (a), json_node_get_string (b)) == 0;
   if (planner_json_node_is (a, G_TYPE_BOOLEAN) || planner_json_node_is (b, G_TYPE_BOOLEAN))
     return planner_json_node_is (a, G_TYPE_BOOLEAN) && planner_json_node_is (b, G_TYPE_BOOLEAN)
            && json_node_get_boolean (a) == json_node_get_boolean (b);

@@ -28,6 +28,30 @@ char *planner_plan_check_totals (PlannerPlan *plan, const PlannerPlanTotals *tot
  * memory_per_device_bytes. FALSE when the micro-batch does not divide the local batch. */
 gboolean planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *totals,
                                         gboolean set_totals, GError **error);
+/* The training model over a part of the plan (a pipeline stage, planner-pipeline.c): the ops
+ * with @ops[i] TRUE, the parameters they use, the redistributions into them (a graph output's
+ * final reduction with its producer). Sets activations_once: the bytes of @totals' activations
+ * that are held once rather than per micro-batch in flight (full recompute's layer being
+ * recomputed). @scope NULL: the whole plan, without a pipeline. */
+typedef struct
+{
+  const gboolean *ops;
+  double activations_once;
+} PlannerTrainingScope;
+
+gboolean planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *scope,
+                                              PlannerPlanTotals *totals, gboolean set_totals,
+                                              GError **error);
+/* The gradient AllReduces of activations replicated while their users split the work (part of
+ * backward_comm_time_s), counting only the users with @ops[i] TRUE (NULL: all). */
+double planner_plan_activation_gradient_sync (PlannerPlan *self, const gboolean *ops);
+/* The transformer layer of an op from its name: "model.layers.12.mlp" -> 12 (a component
+ * "layers", "h", "layer" or "blocks" followed by a number); -1 outside layers. */
+int planner_plan_op_layer (const char *name);
+/* planner-pipeline.c: the training model of a plan whose mesh has a pipeline axis of size > 1. */
+gboolean planner_pipeline_compute_training (PlannerPlan *self, PlannerPlanTotals *totals,
+                                            gboolean set_totals, GError **error);
+
 /* A plan read back without the training figures (an old plan file, a store row): recompute
  * them, leaving the saved totals as they are. */
 void planner_plan_refresh_training (PlannerPlan *self);

@@ -45,7 +45,39 @@ typedef struct
   guint accum;      /* micro-batches per step */
   int *layer;       /* per op: transformer layer index from its name, -1 outside layers */
   guint *root;      /* per tensor: the tensor it is a view of (reshape/transpose chains) */
+  const gboolean *scope; /* per op: in the part of the plan the figures are for; NULL: all */
 } Model;
+
+static gboolean
+in_scope (const Model *m, int op)
+{
+  return m->scope == NULL || (op >= 0 && m->scope[op]);
+}
+
+/* A redistribution belongs to its consumer; a graph output's final reduction to the tensor's
+ * producer. */
+static gboolean
+redistribution_in_scope (const Model *m, const PlannerRedistribution *red)
+{
+  if (m->scope == NULL)
+    return TRUE;
+  if (red->consumer >= 0)
+    return in_scope (m, red->consumer);
+  return in_scope (m, planner_graph_get_tensor (m->graph, red->tensor)->producer);
+}
+
+/* A parameter is held by every part that uses it (a tied embedding by the first and the last
+ * pipeline stage). */
+static gboolean
+parameter_in_scope (const Model *m, const PlannerTensor *x)
+{
+  if (m->scope == NULL)
+    return TRUE;
+  for (guint c = 0; c < x->consumers->len; c++)
+    if (in_scope (m, (int)g_array_index (x->consumers, PlannerUse, c).op))
+      return TRUE;
+  return FALSE;
+}
 
 static guint64
 local_bytes (const Model *m, const PlannerTensor *t, const PlannerLayout *layout)
@@ -66,8 +98,8 @@ local_numel (const Model *m, const PlannerTensor *t, const PlannerLayout *layout
 
 /* "model.layers.12.mlp" -> 12: a path component "layers", "h", "layer" or "blocks" followed
  * by a number is a transformer layer (Hugging Face module paths, planner-hf-import.c). */
-static int
-op_layer (const char *name)
+int
+planner_plan_op_layer (const char *name)
 {
   static const char *const containers[] = { "layers.", "h.", "layer.", "blocks." };
   for (const char *p = name; *p; p++)
@@ -476,7 +508,19 @@ gboolean
 planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboolean set_totals,
                                GError **error)
 {
+  const PlannerMesh *mesh = planner_plan_get_mesh (self);
+  int pp = planner_mesh_pipeline_axis (mesh);
+  if (pp >= 0 && mesh->sizes[pp] > 1)
+    return planner_pipeline_compute_training (self, tot, set_totals, error);
+  return planner_plan_compute_training_scope (self, NULL, tot, set_totals, error);
+}
+
+gboolean
+planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *scope,
+                                     PlannerPlanTotals *tot, gboolean set_totals, GError **error)
+{
   Model m = { 0 };
+  m.scope = scope ? scope->ops : NULL;
   m.plan = self;
   m.graph = planner_plan_get_graph (self);
   m.mesh = planner_plan_get_mesh (self);
@@ -489,6 +533,21 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   guint32 batch_axes;
   guint local_batch = find_local_batch (&m, &batch_axes);
   guint micro = m.c->micro_batch ? m.c->micro_batch : local_batch;
+  if (m.c->micro_batches)
+    {
+      guint count = m.c->micro_batches;
+      if (local_batch % count != 0 || (m.c->micro_batch && m.c->micro_batch * count != local_batch))
+        {
+          g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
+                       "%u micro-batches do not split the %u sequences each device gets per "
+                       "step%s; use a divisor of %u, or a batch of %u x the data-parallel size",
+                       count, local_batch,
+                       m.c->micro_batch ? " into the micro-batch size given" : "", local_batch,
+                       count);
+          return FALSE;
+        }
+      micro = local_batch / count;
+    }
   if (micro > local_batch || local_batch % micro != 0)
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
@@ -506,7 +565,7 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   for (guint i = 0; i < n_ops; i++)
     {
       const PlannerOp *op = planner_graph_get_op (m.graph, i);
-      layer[i] = op_layer (op->name);
+      layer[i] = planner_plan_op_layer (op->name);
       if (op->type == PLANNER_OP_DROPOUT && !m.c->no_dropout)
         m.dropout = TRUE;
     }
@@ -530,7 +589,7 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   for (guint t = 0; t < n_tensors; t++)
     {
       const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
-      if (x->kind != PLANNER_TENSOR_PARAMETER)
+      if (x->kind != PLANNER_TENSOR_PARAMETER || !parameter_in_scope (&m, x))
         continue;
       const PlannerLayout *layout = planner_plan_get_tensor_layout (self, t);
       guint32 users = 0;
@@ -578,14 +637,16 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   for (guint t = 0; t < n_tensors; t++)
     kp.keeper[t] = -1;
   for (guint i = 0; i < n_ops; i++)
-    op_keeps (&m, &kp, i, m.c->recompute == PLANNER_RECOMPUTE_SELECTIVE);
+    if (in_scope (&m, (int)i))
+      op_keeps (&m, &kp, i, m.c->recompute == PLANNER_RECOMPUTE_SELECTIVE);
   /* Graph outputs (the logits) are kept for the loss. */
   const GArray *outputs = planner_graph_get_outputs (m.graph);
   for (guint o = 0; o < outputs->len; o++)
     {
       guint t = g_array_index (outputs, guint, o);
       const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
-      if (x->kind == PLANNER_TENSOR_ACTIVATION && kp.keeper[root[t]] < 0)
+      if (x->kind == PLANNER_TENSOR_ACTIVATION && kp.keeper[root[t]] < 0
+          && in_scope (&m, x->producer))
         kp.kept[root[t]] = local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
     }
 
@@ -613,6 +674,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
       for (guint i = 0; i < n_ops; i++)
         {
           const PlannerOp *op = planner_graph_get_op (m.graph, i);
+          if (!in_scope (&m, (int)i))
+            continue;
           if (layer[i] < 0)
             {
               outside += kp.extra[i];
@@ -633,6 +696,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
       for (int l = 0; l < n_layers; l++)
         largest = MAX (largest, per_layer[l]);
       activations = inputs + largest + outside;
+      if (scope)
+        scope->activations_once = largest / m.accum;
     }
   else
     {
@@ -655,6 +720,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   for (guint i = 0; i < n_ops; i++)
     {
       const PlannerOp *op = planner_graph_get_op (m.graph, i);
+      if (!in_scope (&m, (int)i))
+        continue;
       OpTime t = op_time (&m, i);
       if (set_totals)
         planner_plan_get_op (self, i)->compute_time_s = t.forward * m.accum;
@@ -672,6 +739,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   for (guint r = 0; r < planner_plan_get_n_redistributions (self); r++)
     {
       const PlannerRedistribution *red = planner_plan_get_redistribution (self, r);
+      if (!redistribution_in_scope (&m, red))
+        continue;
       for (guint s = 0; s < red->n_steps; s++)
         {
           double f = step_time (&m, red, &red->steps[s], FALSE);
@@ -688,6 +757,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   for (guint r = 0; r < planner_plan_get_n_redistributions (self); r++)
     {
       const PlannerRedistribution *red = planner_plan_get_redistribution (self, r);
+      if (!redistribution_in_scope (&m, red))
+        continue;
       for (guint s = 0; s < red->n_steps; s++)
         {
           PlannerStepKind back;
@@ -696,7 +767,10 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
                                                   red->steps[s].n_out, red->steps[s].n_in);
         }
     }
-  comm += MAX (0.0, tot->backward_comm_time_s - transposed) / m.accum;
+  if (scope)
+    comm += planner_plan_activation_gradient_sync (self, scope->ops) / m.accum;
+  else
+    comm += MAX (0.0, tot->backward_comm_time_s - transposed) / m.accum;
 
   b.forward = forward * m.accum;
   b.backward = backward * m.accum;
@@ -726,7 +800,8 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
     {
       double fwd_total = 0;
       for (guint i = 0; i < n_ops; i++)
-        fwd_total += planner_plan_get_op (self, i)->compute_time_s;
+        if (in_scope (&m, (int)i))
+          fwd_total += planner_plan_get_op (self, i)->compute_time_s;
       tot->compute_time_s = fwd_total;
       tot->grad_sync_time_s = sync;
       tot->activation_bytes_per_device = mem.activations;

@@ -559,8 +559,8 @@ find_conflicts (PlannerPlan *self)
  * gets partial gradients for that input, to be all-reduced over a. One AllReduce per tensor
  * and axis however many such users it has (their gradients add up first). Where the forward
  * edge gathered the input over a, the transposed ReduceScatter already reduces it. */
-static double
-activation_gradient_sync (PlannerPlan *self)
+double
+planner_plan_activation_gradient_sync (PlannerPlan *self, const gboolean *ops)
 {
   PlannerGraph *g = self->graph;
   guint n_tensors = planner_graph_get_n_tensors (g);
@@ -574,7 +574,7 @@ activation_gradient_sync (PlannerPlan *self)
       const PlannerOpPlan *p = &g_array_index (self->ops, PlannerOpPlan, i);
       guint32 used = planner_strategy_axis_mask (&p->strategy);
       PlannerLayout in[PLANNER_MAX_OPERANDS];
-      if (used == 0)
+      if (used == 0 || (ops && !ops[i]))
         continue;
       planner_strategy_layouts (&p->strategy, &op->rule, &self->mesh, in, NULL);
       for (guint k = 0; k < op->n_inputs; k++)
@@ -662,7 +662,7 @@ compute_totals (PlannerPlan *self, GError **error)
                                                      st->n_out, st->n_in);
         }
     }
-  tot->backward_comm_time_s = backward_comm + activation_gradient_sync (self);
+  tot->backward_comm_time_s = backward_comm + planner_plan_activation_gradient_sync (self, NULL);
 
   /* Parameters: memory, and a gradient AllReduce over every axis on which the parameter is
    * replicated while its users split their work. */

@@ -105,8 +105,9 @@ planner_default_strategy (const PlannerOpRule *rule, const PlannerMesh *mesh,
   if (!rule->factors[f].splittable)
     return;
   gint64 parts = 1;
+  guint32 unit = planner_mesh_unit_axes (mesh);
   for (guint a = 0; a < mesh->n_axes; a++)
-    if (mesh->sizes[a] > 1 && rule->factors[f].size % (parts * mesh->sizes[a]) == 0)
+    if (!(unit & (1u << a)) && rule->factors[f].size % (parts * mesh->sizes[a]) == 0)
       {
         strategy->axes[f][strategy->n_axes[f]++] = (guint8) a;
         parts *= mesh->sizes[a];

@@ -332,9 +332,9 @@ expand (Search *s, guint from)
 
   for (guint a = 0; a < mesh->n_axes; a++)
     {
-      /* A step over an axis of size 1 moves nothing: such axes are not in canonical
-       * layouts (planner_layout_normalize). */
-      if (mesh->sizes[a] < 2)
+      /* A step over an axis of size 1 moves nothing, and the pipeline axis splits no
+       * tensor: neither is in canonical layouts (planner_layout_normalize). */
+      if (planner_mesh_unit_axes (mesh) & (1u << a))
         continue;
       if (l.partial & (1u << a))
         {

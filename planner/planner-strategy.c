@@ -91,10 +91,12 @@ planner_op_rule_enumerate (const PlannerOpRule *rule, const PlannerMesh *mesh)
     if (rule->factors[f].splittable)
       candidates[n_candidates++] = (int) f;
 
-  /* Axes of size 1 split nothing: they stay unassigned, so no duplicates. */
+  /* Axes of size 1 split nothing: they stay unassigned, so no duplicates; nor does the
+   * pipeline axis, which splits layers. */
   guint active[PLANNER_MAX_AXES], n_active = 0;
+  guint32 unit = planner_mesh_unit_axes (mesh);
   for (guint a = 0; a < mesh->n_axes; a++)
-    if (mesh->sizes[a] > 1)
+    if (!(unit & (1u << a)))
       active[n_active++] = a;
 
   guint choice[PLANNER_MAX_AXES] = { 0 };

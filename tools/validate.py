@@ -64,6 +64,12 @@ def row_args(cli, row, path):
         args += ["--zero", "3"]
     elif "zero" in row:
         args += ["--zero", str(row["zero"])]
+    # Megatron's local DDP reduces the gradients after the last micro-batch's backward pass.
+    if row.get("dp_overlap", True) is False:
+        args.append("--no-dp-overlap")
+    # Pipeline rows: interleaved 1F1B over virtual stages (1F1B otherwise, the default).
+    if row.get("virtual_stages", 1) > 1:
+        args += ["--schedule", "interleaved", "--virtual-stages", str(row["virtual_stages"])]
     return args + constant_flags(row) + ["--json"]
 
 
@@ -263,6 +269,12 @@ def parallel_text(row):
                                         " `%s`" % row["policy"] if "policy" in row else "",
                                         row["sharding"])
     extra = []
+    if row.get("dp_overlap", True) is False:
+        extra.append("gradient sync after the backward pass")
+    if row.get("virtual_stages", 1) > 1:
+        extra.append("interleaved 1F1B, %d virtual stages" % row["virtual_stages"])
+    elif "pp=" in row.get("mesh", ""):
+        extra.append("1F1B")
     if row["activation_checkpointing"]:
         extra.append("full recompute")
     extra.append("%s attention" % row["attention"])
@@ -350,13 +362,32 @@ def main():
       "the compute that the hidden sync overlaps):")
     w("")
     w("| row | forward | backward | recompute | tp_comm_exposed | dp_sync_exposed | dp_sync_hidden "
-      "| overhead |")
-    w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+      "| overhead | pipeline_bubble | pipeline_comm |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         b = r["est"]["step_breakdown_us"]
         w("| %s | %s |" % (r["row"]["id"], " | ".join(
-            "%.0f" % (b[k] / 1e3) for k in ("forward", "backward", "recompute", "tp_comm_exposed",
-                                            "dp_sync_exposed", "dp_sync_hidden", "overhead"))))
+            "%.0f" % (b.get(k, 0) / 1e3) for k in (
+                "forward", "backward", "recompute", "tp_comm_exposed", "dp_sync_exposed",
+                "dp_sync_hidden", "overhead", "pipeline_bubble", "pipeline_comm"))))
+    w("")
+    piped = [r for r in results if "bubble_fraction" in r["est"]]
+    if piped:
+        w("The pipeline rows' stages (the per-GPU memory is the fullest stage's, with the "
+          "micro-batches it holds in flight):")
+        w("")
+        w("| row | stages x layers | micro-batches m | virtual stages v | bubble fraction "
+          "(p-1)/(vm+p-1) | activation at a boundary (per micro-batch and GPU), its send | memory, fullest stage |")
+        w("| --- | --- | --- | --- | --- | --- | --- |")
+        for r in piped:
+            est, pl = r["est"], r["est"]["pipeline"]
+            layers = sorted({s["n_layers"] for s in est["stages"]})
+            send = pl["sends"][0] if pl["sends"] else None
+            w("| %s | %d x %s | %d | %d | %.4f | %s | %.1f GB |" % (
+                r["row"]["id"], pl["stages"], "/".join(str(n) for n in layers),
+                pl["micro_batches"], pl["virtual_stages"], est["bubble_fraction"],
+                "%.1f MiB, %.0f us (%s)" % (send["bytes"] / MiB, send["time_us"], send["link"])
+                if send else "-", est["memory"]["total"] / 1e9))
     w("")
 
     if collectives:
