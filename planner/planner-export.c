@@ -12,7 +12,6 @@
 #include "planner-plan-json.h"
 #include "planner-export-private.h"
 
-
 /* ---- text ---- */
 
 /* Every character outside printable ASCII as an escape; with @quoting, backslashes and single
@@ -155,7 +154,8 @@ planner_export_literal_key (const char *name)
 /* Does @name fall under the block pattern of @pattern_of (same components, the wildcard ones
  * anything)? As torch matches keys: component by component. */
 gboolean
-planner_export_under_pattern (const char *name, char **pattern_parts, const char *const *literal_parts)
+planner_export_under_pattern (const char *name, char **pattern_parts,
+                              const char *const *literal_parts)
 {
   g_auto (GStrv) parts = g_strsplit (name, ".", -1);
 
@@ -364,9 +364,10 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
           partial |= in[k].partial;
         }
       if (partial != 0)
-        planner_export_note (&n, op->name,
-              g_strdup ("takes partial sums on an input; MindSpore's strategy has split "
-                        "counts only and reduces them before the op"));
+        planner_export_note (
+            &n, op->name,
+            g_strdup ("takes partial sums on an input; MindSpore's strategy has split "
+                      "counts only and reduces them before the op"));
       json_builder_end_array (b);
       json_builder_end_object (b);
     }
@@ -386,11 +387,12 @@ planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
       if (!mindspore_layout (layout, mesh, dev_matrix, &n_dev, tensor_map))
         {
           g_autofree char *text = planner_layout_to_string (layout, mesh);
-          planner_export_note (&n, tensor->name,
-                g_strdup_printf ("layout %s splits a dim over mesh axes that are not adjacent "
-                                 "in mesh order, which a MindSpore tensor_map cannot say; left "
-                                 "out of parallel_layout_item",
-                                 text));
+          planner_export_note (
+              &n, tensor->name,
+              g_strdup_printf ("layout %s splits a dim over mesh axes that are not adjacent "
+                               "in mesh order, which a MindSpore tensor_map cannot say; left "
+                               "out of parallel_layout_item",
+                               text));
           continue;
         }
       json_builder_set_member_name (b, tensor->name);
@@ -546,25 +548,26 @@ planner_export_csv (PlannerPlan *plan, const PlannerTrialRun *run)
 /* ---- the table ---- */
 
 static char *
-write_dtensor (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes)
+write_dtensor (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes, GError **error)
 {
-  return planner_export_dtensor (plan, notes);
+  return planner_export_dtensor (plan, notes, error);
 }
 
 static char *
-write_mindspore (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes)
+write_mindspore (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes, GError **error)
 {
   return planner_export_mindspore (plan, notes);
 }
 
 static char *
-write_csv (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes)
+write_csv (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes, GError **error)
 {
   return planner_export_csv (plan, run);
 }
 
 static const PlannerExportFormat formats[] = {
-  { "dtensor", "py", "PyTorch DTensor parallelize_module plan (Python)", write_dtensor },
+  { "dtensor", "py", "PyTorch DTensor script: tensor parallelism + FSDP2, with a self-check",
+    write_dtensor },
   { "mindspore", "json", "MindSpore strategy checkpoint (JSON)", write_mindspore },
   { "csv", "csv", "one row per op and per redistribution: layouts, bytes, times", write_csv },
 };
@@ -600,5 +603,5 @@ planner_export_to_string (PlannerPlan *plan, const char *name, GError **error)
                    "unknown export format '%s' (dtensor, mindspore, csv)", name);
       return NULL;
     }
-  return format->write (plan, NULL, NULL);
+  return format->write (plan, NULL, NULL, error);
 }
