@@ -52,6 +52,10 @@ GPT2_PINS = ["transformer.h.*.attn.c_attn=[dp,_,_],[_,_,tp,_]",
              "*.mlp.c_fc=[dp,_,_],[_,tp]", "*.mlp.c_proj=[dp,_,tp],[tp,_]"]
 PINS = {"llama": LLAMA_PINS, "qwen2": LLAMA_PINS, "mistral": LLAMA_PINS, "gpt2": GPT2_PINS}
 POLICIES = ["megatron", "megatron-sp", "dp"]
+# GPT-2 with a vocabulary tp=2 does not divide (as 50257 over 4): megatron keeps wte and lm_head
+# whole (the logits whole, no loss_parallel); megatron-sp splits them on the sequence
+# (ActivationParallel) and gathers the logits.
+VARIANTS = {"gpt2-v97": ("gpt2", {"vocab_size": 97}, ["megatron", "megatron-sp"])}
 # Plans the styles cannot say: the batch split over tp in one region and whole in the next
 # (llama), heads gathered between two ops that are no modules (llama, MLP pins only).
 REFUSED = [("llama", ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]),
@@ -88,7 +92,10 @@ def shrunk_configs(folder, models):
     spec.loader.exec_module(ref)
     paths = {}
     for model in models:
-        config = ref.hf_config(model)
+        base, sizes, _ = VARIANTS.get(model, (model, {}, None))
+        config = ref.hf_config(base)
+        for k, v in sizes.items():
+            setattr(config, k, v)
         config.bos_token_id = config.eos_token_id = None  # GPT-2's 50256 is past the shrunk vocab
         d = os.path.join(folder, model)
         config.save_pretrained(d)
@@ -144,7 +151,7 @@ def main():
     if not CLI:
         skip("$SHARDSCOPE_CLI is not set (the CLI was not built)")
     only = sys.argv[1:]
-    models = [m for m in PINS if not only or m in only]
+    models = [m for m in list(PINS) + list(VARIANTS) if not only or m in only]
     results, table, jobs = [], [], []
     keep = os.environ.get("SHARDSCOPE_EXPORT_DIR")
     with tempfile.TemporaryDirectory(prefix="export-dtensor-") as tmp:
@@ -153,8 +160,11 @@ def main():
             os.makedirs(tmp, exist_ok=True)
         configs = shrunk_configs(tmp, models)
         for model in models:
-            runs = [(p, ["--policy", p]) for p in POLICIES]
-            runs.append(("pinned", sum((["--pin", p] for p in PINS[model]), [])))
+            if model in VARIANTS:
+                runs = [(p, ["--policy", p]) for p in VARIANTS[model][2]]
+            else:
+                runs = [(p, ["--policy", p]) for p in POLICIES]
+                runs.append(("pinned", sum((["--pin", p] for p in PINS[model]), [])))
             for policy, how in runs:
                 name = "plan_%s_%s" % (model, policy.replace("-", "_"))
                 plan = os.path.join(tmp, name + ".json")
@@ -181,6 +191,7 @@ def main():
         # see a wrong script: lm_head untied from wte (an extra parameter, its gradient
         # wrong), c_attn cut in plain halves instead of by heads of q, k and v.
         control = [j for j in jobs if j["model"] == "gpt2" and j["policy"] == "megatron"]
+        checked = len(jobs)
         for tag, old, new in (("untied", "TIED = ((", "TIED = () and (("),
                               ("halves", "groups=3)", "groups=1)")):
             if not control:
