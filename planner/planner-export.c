@@ -288,142 +288,6 @@ planner_export_has_parameter_input (PlannerGraph *graph, const PlannerOp *op)
   return FALSE;
 }
 
-/* ---- mindspore ---- */
-
-/* MindSpore's layout: a device matrix and, per tensor dim, the index of the device-matrix dim
- * that splits it counted from the right (-1: whole). A dim split by several mesh axes becomes
- * one merged device-matrix dim, which keeps device order only for adjacent axes in mesh
- * order. */
-static gboolean
-mindspore_layout (const PlannerLayout *layout, const PlannerMesh *mesh, gint64 *dev_matrix,
-                  guint *n_dev, gint64 *tensor_map)
-{
-  int group_of_axis[PLANNER_MAX_AXES];
-  int dim_of_group[PLANNER_MAX_AXES];
-  guint n = 0;
-
-  for (guint d = 0; d < layout->rank; d++)
-    for (guint i = 1; i < layout->n_axes[d]; i++)
-      if (layout->axes[d][i] != layout->axes[d][i - 1] + 1)
-        return FALSE;
-  for (guint a = 0; a < mesh->n_axes;)
-    {
-      int d = planner_layout_dim_of_axis (layout, a);
-      guint span = d >= 0 ? layout->n_axes[d] : 1;
-      dev_matrix[n] = 1;
-      dim_of_group[n] = d;
-      for (guint k = 0; k < span; k++)
-        {
-          group_of_axis[a + k] = (int)n;
-          dev_matrix[n] *= mesh->sizes[a + k];
-        }
-      a += span;
-      n++;
-    }
-  for (guint d = 0; d < layout->rank; d++)
-    tensor_map[d] = layout->n_axes[d] == 0 ? -1 : (gint64)n - 1 - group_of_axis[layout->axes[d][0]];
-  (void)dim_of_group;
-  *n_dev = n;
-  return TRUE;
-}
-
-char *
-planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes)
-{
-  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
-
-  PlannerGraph *graph = planner_plan_get_graph (plan);
-  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
-  g_autoptr (JsonBuilder) b = json_builder_new ();
-  PlannerExportNotes n;
-
-  planner_export_notes_init (&n);
-  json_builder_begin_object (b);
-  planner_json_add_int (b, "current_stage", 0);
-
-  json_builder_set_member_name (b, "parallel_strategy_item");
-  json_builder_begin_object (b);
-  for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (graph, i);
-      PlannerLayout in[PLANNER_MAX_OPERANDS];
-      guint32 partial = 0;
-
-      planner_plan_op_layouts (plan, i, in, NULL);
-      json_builder_set_member_name (b, op->name);
-      json_builder_begin_object (b);
-      planner_json_add_int (b, "stage", 0);
-      json_builder_set_member_name (b, "parallel_strategy");
-      json_builder_begin_array (b);
-      for (guint k = 0; k < op->n_inputs; k++)
-        {
-          json_builder_begin_array (b);
-          for (guint d = 0; d < in[k].rank; d++)
-            json_builder_add_int_value (b, (gint64)planner_layout_dim_splits (&in[k], mesh, d));
-          json_builder_end_array (b);
-          partial |= in[k].partial;
-        }
-      if (partial != 0)
-        planner_export_note (
-            &n, op->name,
-            g_strdup ("takes partial sums on an input; MindSpore's strategy has split "
-                      "counts only and reduces them before the op"));
-      json_builder_end_array (b);
-      json_builder_end_object (b);
-    }
-  json_builder_end_object (b);
-
-  json_builder_set_member_name (b, "parallel_layout_item");
-  json_builder_begin_object (b);
-  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
-    {
-      const PlannerTensor *tensor = planner_graph_get_tensor (graph, t);
-      const PlannerLayout *layout = planner_plan_get_tensor_layout (plan, t);
-      gint64 dev_matrix[PLANNER_MAX_AXES], tensor_map[PLANNER_MAX_RANK];
-      guint n_dev = 0;
-
-      if (tensor->kind != PLANNER_TENSOR_PARAMETER)
-        continue;
-      if (!mindspore_layout (layout, mesh, dev_matrix, &n_dev, tensor_map))
-        {
-          g_autofree char *text = planner_layout_to_string (layout, mesh);
-          planner_export_note (
-              &n, tensor->name,
-              g_strdup_printf ("layout %s splits a dim over mesh axes that are not adjacent "
-                               "in mesh order, which a MindSpore tensor_map cannot say; left "
-                               "out of parallel_layout_item",
-                               text));
-          continue;
-        }
-      json_builder_set_member_name (b, tensor->name);
-      json_builder_begin_object (b);
-      planner_json_add_ints (b, "dev_matrix", dev_matrix, n_dev);
-      planner_json_add_ints (b, "tensor_map", tensor_map, tensor->rank);
-      planner_json_add_ints (b, "tensor_shape", tensor->shape, tensor->rank);
-      planner_json_add_int (b, "field", 0);
-      planner_json_add_int (b, "opt_weight_shard_step", 0);
-      planner_json_add_int (b, "opt_weight_shard_size", 0);
-      json_builder_end_object (b);
-    }
-  json_builder_end_object (b);
-
-  /* What the strategy cannot say travels with it; MindSpore reads only its own members. */
-  g_autoptr (GPtrArray) lines = planner_export_notes_collapse (&n);
-  planner_export_notes_publish (lines, notes);
-  if (lines->len > 0)
-    {
-      json_builder_set_member_name (b, "shardscope_notes");
-      json_builder_begin_array (b);
-      for (guint i = 0; i < lines->len; i++)
-        json_builder_add_string_value (b, g_ptr_array_index (lines, i));
-      json_builder_end_array (b);
-    }
-  json_builder_end_object (b);
-  planner_export_notes_clear (&n);
-  g_autoptr (JsonNode) root = json_builder_get_root (b);
-  return planner_json_to_string (root);
-}
-
 /* ---- csv ---- */
 
 static guint64
@@ -560,6 +424,13 @@ write_mindspore (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes
 }
 
 static char *
+write_mindspore_shard (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes,
+                       GError **error)
+{
+  return planner_export_mindspore_shard (plan, notes, error);
+}
+
+static char *
 write_csv (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes, GError **error)
 {
   return planner_export_csv (plan, run);
@@ -569,6 +440,8 @@ static const PlannerExportFormat formats[] = {
   { "dtensor", "py", "PyTorch DTensor script: tensor parallelism + FSDP2, with a self-check",
     write_dtensor },
   { "mindspore", "json", "MindSpore strategy checkpoint (JSON)", write_mindspore },
+  { "mindspore-shard", "py", "MindSpore .shard() calls for the ops a strategy file cannot carry",
+    write_mindspore_shard },
   { "csv", "csv", "one row per op and per redistribution: layouts, bytes, times", write_csv },
 };
 
@@ -600,7 +473,7 @@ planner_export_to_string (PlannerPlan *plan, const char *name, GError **error)
   if (format == NULL)
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
-                   "unknown export format '%s' (dtensor, mindspore, csv)", name);
+                   "unknown export format '%s' (dtensor, mindspore, mindspore-shard, csv)", name);
       return NULL;
     }
   return format->write (plan, NULL, NULL, error);

@@ -25,6 +25,9 @@ G_BEGIN_DECLS
  * define the plan (MESH_SHAPE, MESH_DIM_NAMES, TP_DIM, PLAN, parallelize()). */
 char *planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error);
 char *planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes);
+/* The ops a strategy file cannot carry (no parameter input) as a Python module of MindSpore
+ * .shard() calls, SHARDS and apply(net). */
+char *planner_export_mindspore_shard (PlannerPlan *plan, GPtrArray *notes, GError **error);
 /* @run: the trial run whose measured times fill the measured_us column (the latest one of a
  * plan from the store), or NULL to leave it empty. */
 char *planner_export_csv (PlannerPlan *plan, const PlannerTrialRun *run);

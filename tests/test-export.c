@@ -543,7 +543,11 @@ test_hostile_names (void)
   JsonObject *items = json_object_get_object_member (
       json_node_get_object (json_parser_get_root (parser)), "parallel_strategy_item");
   for (guint i = 0; i < names->len; i++)
-    g_assert_true (json_object_has_member (items, g_ptr_array_index (names, i)));
+    {
+      g_autofree char *key
+          = g_strdup_printf ("MatMul_%s.weight", (const char *)g_ptr_array_index (names, i));
+      g_assert_true (json_object_has_member (items, key));
+    }
 
   g_remove (db);
   g_autofree char *wal = g_strconcat (db, "-wal", NULL);
@@ -625,31 +629,75 @@ check_mindspore (PlannerPlan *plan, const char *text)
   JsonObject *root = json_node_get_object (json_parser_get_root (parser));
   g_assert_cmpint (json_object_get_int_member (root, "current_stage"), ==, 0);
 
-  /* Every op: stage 0, and per input per dim how many ways it is split, which is the global
-   * size over the local shard's. */
+  /* Every op that takes a parameter, keyed as MindSpore looks it up: <Primitive>_<its first
+   * parameter>, its inputs in the primitive's order (Gather: table, ids), a Linear's input as
+   * the 2-D [rows, K] of the MatMul after a reshape and its bias as an Add of [rows, N] and
+   * the bias; per dim how many ways it is split (the global size over the local shard's). */
   JsonObject *strategies = json_object_get_object_member (root, "parallel_strategy_item");
-  g_assert_cmpuint (json_object_get_size (strategies), ==, planner_graph_get_n_ops (graph));
+  guint expected = 0;
   for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
     {
       const PlannerOp *op = planner_graph_get_op (graph, i);
-      JsonObject *item = json_object_get_object_member (strategies, op->name);
-      PlannerLayout in[PLANNER_MAX_OPERANDS];
-      g_assert_nonnull (item);
-      g_assert_cmpint (json_object_get_int_member (item, "stage"), ==, 0);
-      JsonArray *inputs = json_object_get_array_member (item, "parallel_strategy");
-      g_assert_cmpuint (json_array_get_length (inputs), ==, op->n_inputs);
-      planner_plan_op_layouts (plan, i, in, NULL);
+      PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+      gint64 split[PLANNER_MAX_OPERANDS][PLANNER_MAX_RANK];
+      planner_plan_op_layouts (plan, i, in, out);
       for (guint k = 0; k < op->n_inputs; k++)
         {
           const PlannerTensor *t = planner_graph_get_tensor (graph, op->inputs[k]);
-          JsonArray *dims = json_array_get_array_element (inputs, k);
           gint64 local[PLANNER_MAX_RANK];
           planner_layout_local_shape (&in[k], mesh, t->shape, local);
-          g_assert_cmpuint (json_array_get_length (dims), ==, t->rank);
           for (guint d = 0; d < t->rank; d++)
-            g_assert_cmpint (json_array_get_int_element (dims, d), ==, t->shape[d] / local[d]);
+            split[k][d] = t->shape[d] / local[d];
         }
+      const PlannerTensor *w
+          = op->n_inputs > 1 ? planner_graph_get_tensor (graph, op->inputs[1]) : NULL;
+      if (w == NULL || w->kind != PLANNER_TENSOR_PARAMETER)
+        continue;
+      g_autofree char *key = NULL;
+      g_autoptr (GString) want = g_string_new (NULL);
+      const PlannerTensor *x = planner_graph_get_tensor (graph, op->inputs[0]);
+      if (op->type == PLANNER_OP_EMBEDDING)
+        {
+          key = g_strdup_printf ("Gather_%s", w->name);
+          g_string_printf (want,
+                           "[[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "],[%" G_GINT64_FORMAT
+                           ",%" G_GINT64_FORMAT "]]",
+                           split[1][0], split[1][1], split[0][0], split[0][1]);
+        }
+      else if (op->type == PLANNER_OP_MATMUL)
+        {
+          gint64 rows = 1;
+          for (guint d = 0; d + 1 < x->rank; d++)
+            rows *= split[0][d];
+          key = g_strdup_printf ("MatMul_%s", w->name);
+          g_string_printf (want,
+                           "[[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "],[%" G_GINT64_FORMAT
+                           ",%" G_GINT64_FORMAT "]]",
+                           rows, split[0][x->rank - 1], split[1][0], split[1][1]);
+        }
+      else if (op->type == PLANNER_OP_RMS_NORM)
+        {
+          key = g_strdup_printf ("RmsNorm_%s", w->name);
+          g_string_printf (want,
+                           "[[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                           "],[%" G_GINT64_FORMAT "]]",
+                           split[0][0], split[0][1], split[0][2], split[1][0]);
+        }
+      else
+        continue;
+      expected++;
+      JsonObject *item = json_object_get_object_member (strategies, key);
+      if (item == NULL)
+        g_error ("%s: no strategy %s", op->name, key);
+      g_assert_cmpint (json_object_get_int_member (item, "stage"), ==, 0);
+      g_autoptr (JsonGenerator) gen = json_generator_new ();
+      json_generator_set_root (gen, json_object_get_member (item, "parallel_strategy"));
+      g_autofree char *got = json_generator_to_data (gen, NULL);
+      g_assert_cmpstr (got, ==, want->str);
+      if (op->type == PLANNER_OP_MATMUL && op->n_inputs > 2)
+        expected++; /* its bias: Add_<bias> */
     }
+  g_assert_cmpuint (json_object_get_size (strategies), ==, expected);
 
   /* Every parameter: the device matrix covers the mesh, the tensor map (from the right, -1
    * whole) gives each dim's split, the shape is global. */
@@ -888,6 +936,49 @@ test_csv_field (void)
     }
 }
 
+/* The .shard() module: every op without a parameter that has a MindSpore primitive, by cell
+ * path and attribute, its strategy in the primitive's input order; a dim split by two axes
+ * as a Layout; Reshape and the rotary embedding said, not written. */
+static void
+test_mindspore_shard (void)
+{
+  g_autoptr (PlannerPlan) plan = make_plan ("llama-tiny", "dp=2,mp=2", "megatron");
+  g_autoptr (PlannerPlan) dp = make_plan ("llama-tiny", "dp=2,mp=2", "dp");
+  g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *text = planner_export_mindspore_shard (plan, notes, &error);
+  g_autofree char *dp_text = planner_export_mindspore_shard (dp, NULL, &error);
+
+  g_assert_no_error (error);
+  /* q, k, v [batch, heads, seq, head_dim]: batch over dp, heads over mp. */
+  assert_contains (text,
+                   "    ('model.layers.0.self_attn.sdpa', 'model.layers.0.self_attn', 'sdpa', "
+                   "'FlashAttentionScore', ((2, 2, 1, 1), (2, 2, 1, 1), (2, 2, 1, 1))),\n");
+  assert_contains (text,
+                   "    ('model.layers.1.mlp.act_fn', 'model.layers.1.mlp', 'act_fn', 'SiLU', "
+                   "((2, 1, 2),)),\n");
+  g_assert_null (strstr (text, "'MatMul'"));
+  g_assert_null (strstr (text, "layout("));
+  assert_contains (text,
+                   "#   model.layers.*.self_attn.q_view: MindSpore's Reshape takes no strategy");
+  assert_contains (text, "#   model.layers.*.self_attn.rotary_q: no single MindSpore primitive");
+  /* The batch over dp and mp both: one dim, two axes. */
+  assert_contains (dp_text, "'Transpose', (layout(('dp', 'mp'), 'None', 'None', 'None'),)),\n");
+  if (python != NULL)
+    {
+      g_autofree char *path = g_build_filename (tmp_dir, "shard_plan.py", NULL);
+      g_assert_true (g_file_set_contents (path, dp_text, -1, NULL));
+      const char *argv[] = { python, "-m", "py_compile", path, NULL };
+      int status;
+      g_autofree char *err = NULL;
+      g_assert_true (g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL,
+                                   &err, &status, NULL));
+      if (!g_spawn_check_wait_status (status, NULL))
+        g_error ("py_compile: %s", err);
+      g_remove (path);
+    }
+}
+
 static void
 test_table (void)
 {
@@ -896,9 +987,10 @@ test_table (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerPlan) plan = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron");
 
-  g_assert_cmpuint (n, ==, 3);
+  g_assert_cmpuint (n, ==, 4);
   g_assert_cmpstr (formats[0].name, ==, "dtensor");
-  g_assert_true (planner_export_format_lookup ("csv") == &formats[2]);
+  g_assert_true (planner_export_format_lookup ("mindspore-shard") == &formats[2]);
+  g_assert_true (planner_export_format_lookup ("csv") == &formats[3]);
   g_assert_null (planner_export_format_lookup ("onnx"));
   g_assert_null (planner_export_to_string (plan, "onnx", &error));
   g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE);
@@ -923,6 +1015,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/export/mindspore/merged-axes", test_mindspore_merged_axes);
   g_test_add_func ("/planner/export/csv", test_csv);
   g_test_add_func ("/planner/export/csv/field", test_csv_field);
+  g_test_add_func ("/planner/export/mindspore/shard", test_mindspore_shard);
   g_test_add_func ("/planner/export/table", test_table);
   int status = g_test_run ();
   g_rmdir (tmp_dir);
