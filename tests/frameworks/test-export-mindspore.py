@@ -14,7 +14,7 @@ and then, in MindSpore:
   up: the primitive exists in mindspore.ops, the parameter is in parallel_layout_item, the
   strategy has no more inputs than the primitive's input_names, the parameter's entry sits at
   the primitive's own input position (Gather: the table first; MatMul: the weight second) with
-  the parameter's rank, and the other inputs have the primitive's ranks (MatMul's x is 2-D);
+  the splits of the parameter's own layout, and the other inputs have the primitive's ranks (MatMul's x is 2-D);
   Primitive.shard() accepts it;
 - shard_plan.apply() runs over a cell tree with the primitives where SHARDS says, and each
   .shard() call is accepted (Layout objects where a dim is split by two axes).
@@ -37,6 +37,9 @@ MS_PYTHON = os.path.join(VENV, "mindspore", "bin", "python")
 TORCH_PYTHON = os.path.join(VENV, "torch", "bin", "python")
 CLI = os.environ.get("SHARDSCOPE_CLI")
 MESH = "dp=2,tp=2"
+# A mesh where the table (vocab over tp=4) and the ids (batch over dp=2) split differently, so a
+# Gather with its inputs swapped shows.
+MESH_WIDE = "dp=2,tp=4"
 MODELS = ["llama", "qwen2", "mistral"]
 POLICIES = ["megatron", "megatron-sp", "dp"]  # dp: batch over dp+tp, a Layout per input
 # Where the parameter sits among the primitive's inputs, and every input's rank.
@@ -81,8 +84,12 @@ for key, item in items.items():
     if len(strategy) > len(names) or tuple(len(s) for s in strategy) != tuple(ranks):
         bad.append("%s: %d inputs of ranks %s for %s %s" % (key, len(strategy), [len(s) for s in strategy], prim_name, names))
         continue
-    if len(strategy[at]) != len(plan_layouts[param]["tensor_shape"]):
-        bad.append("%s: the parameter is not at input %d (%s)" % (key, at, names[at]))
+    lay = plan_layouts[param]
+    dev, tmap = lay["dev_matrix"], lay["tensor_map"]
+    want = tuple(1 if m < 0 else dev[len(dev) - 1 - m] for m in tmap)
+    if strategy[at] != want:
+        bad.append("%s: input %d (%s) is split %s, the parameter's layout %s"
+                   % (key, at, names[at], strategy[at], want))
         continue
     try:
         prim.shard(strategy)
@@ -146,13 +153,14 @@ def main():
         p = subprocess.run([TORCH_PYTHON, "-c", code], capture_output=True, text=True)
         if p.returncode != 0:
             skip("the shrunk configs could not be written: %s" % p.stderr.strip()[-300:])
-        for model in MODELS:
-            for policy in POLICIES:
-                what = "%s under %s on %s" % (model, policy, MESH)
+        for model, policy, mesh in [(m, p, MESH) for m in MODELS for p in POLICIES] + [
+                ("llama", "megatron", MESH_WIDE)]:
+            if True:
+                what = "%s under %s on %s" % (model, policy, mesh)
                 plan = os.path.join(tmp, "plan.json")
                 strategy = os.path.join(tmp, "strategy.json")
                 shard = os.path.join(tmp, "shard_plan.py")
-                steps = [["propagate", os.path.join(tmp, model, "config.json"), "--mesh", MESH,
+                steps = [["propagate", os.path.join(tmp, model, "config.json"), "--mesh", mesh,
                           "--policy", policy, "--batch", "4", "--seq", "8", "-o", plan],
                          ["export", plan, "--format", "mindspore", "-o", strategy],
                          ["export", plan, "--format", "mindspore-shard", "-o", shard]]
