@@ -557,6 +557,12 @@ export_mindspore_shard (PlannerPlan *plan, GError **error)
 }
 
 static char *
+export_jax (PlannerPlan *plan, GError **error)
+{
+  return export_planner (plan, "jax", error);
+}
+
+static char *
 export_csv (PlannerPlan *plan, GError **error)
 {
   return export_planner (plan, "csv", error);
@@ -566,10 +572,10 @@ static const ExportFormat export_formats[] = {
   { "json", "the plan file itself (planner/README.md, \"Plan JSON\")", export_json },
   { "dtensor", "a PyTorch script: tensor parallelism (DTensor) + FSDP2, with a self-check",
     export_dtensor },
-  { "mindspore", "a MindSpore strategy file (JSON; the name must end in .json)",
-    export_mindspore },
+  { "mindspore", "a MindSpore strategy file (JSON; the name must end in .json)", export_mindspore },
   { "mindspore-shard", "MindSpore .shard() calls for the ops the strategy file cannot carry",
     export_mindspore_shard },
+  { "jax", "a JAX module: Mesh, PartitionSpecs, sharding constraints", export_jax },
   { "csv", "one row per op and redistribution: layouts, bytes, estimated and measured us",
     export_csv },
 };

@@ -431,6 +431,12 @@ write_mindspore_shard (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray 
 }
 
 static char *
+write_jax (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes, GError **error)
+{
+  return planner_export_jax (plan, notes, error);
+}
+
+static char *
 write_csv (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes, GError **error)
 {
   return planner_export_csv (plan, run);
@@ -442,6 +448,7 @@ static const PlannerExportFormat formats[] = {
   { "mindspore", "json", "MindSpore strategy checkpoint (JSON)", write_mindspore },
   { "mindspore-shard", "py", "MindSpore .shard() calls for the ops a strategy file cannot carry",
     write_mindspore_shard },
+  { "jax", "py", "JAX mesh, PartitionSpecs per parameter and sharding constraints", write_jax },
   { "csv", "csv", "one row per op and per redistribution: layouts, bytes, times", write_csv },
 };
 
@@ -473,7 +480,8 @@ planner_export_to_string (PlannerPlan *plan, const char *name, GError **error)
   if (format == NULL)
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
-                   "unknown export format '%s' (dtensor, mindspore, mindspore-shard, csv)", name);
+                   "unknown export format '%s' (dtensor, mindspore, mindspore-shard, jax, csv)",
+                   name);
       return NULL;
     }
   return format->write (plan, NULL, NULL, error);

@@ -28,6 +28,9 @@ char *planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes);
 /* The ops a strategy file cannot carry (no parameter input) as a Python module of MindSpore
  * .shard() calls, SHARDS and apply(net). */
 char *planner_export_mindspore_shard (PlannerPlan *plan, GPtrArray *notes, GError **error);
+/* A Python module for JAX: the mesh, a PartitionSpec per parameter and input, sharding
+ * constraints where the plan redistributes, and the plan's collectives per kind. */
+char *planner_export_jax (PlannerPlan *plan, GPtrArray *notes, GError **error);
 /* @run: the trial run whose measured times fill the measured_us column (the latest one of a
  * plan from the store), or NULL to leave it empty. */
 char *planner_export_csv (PlannerPlan *plan, const PlannerTrialRun *run);

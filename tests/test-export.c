@@ -979,6 +979,29 @@ test_mindspore_shard (void)
     }
 }
 
+/* JAX: a spec per parameter in its Hugging Face shape, the inputs and outputs, a constraint
+ * before each op whose input the plan redistributes, and the plan's collectives. */
+static void
+test_jax (void)
+{
+  g_autoptr (PlannerPlan) plan = make_plan ("llama-tiny", "dp=2,mp=2", "megatron-sp");
+  g_autoptr (GError) error = NULL;
+  g_autofree char *text = planner_export_jax (plan, NULL, &error);
+
+  g_assert_no_error (error);
+  assert_contains (text, "MESH_SHAPE = (2, 2)\nMESH_AXES = ('dp', 'mp')\n");
+  assert_contains (text, "    'model.layers.0.self_attn.q_proj.weight': P('mp', None),\n");
+  assert_contains (text, "    'model.layers.0.self_attn.o_proj.weight': P(None, 'mp'),\n");
+  assert_contains (text, "INPUTS = {\n    'input_ids': P('dp', None),\n}\n");
+  assert_contains (text, "OUTPUTS = {\n    'logits': P('dp', None, 'mp'),\n}\n");
+  /* Gathered before q, k and v; split on the sequence before each norm. */
+  assert_contains (text, "    'model.layers.0.self_attn.q_proj': (P('dp', None, None), None),\n");
+  assert_contains (text, "    'model.layers.0.input_layernorm': (P('dp', 'mp', None), None),\n");
+  g_assert_null (strstr (text, "'model.layers.0.self_attn.o_proj': ("));
+  assert_contains (text, "COLLECTIVES = {'all-reduce': 0, 'all-gather': 5, 'reduce-scatter': 5, "
+                         "'all-to-all': 0}\n");
+}
+
 static void
 test_table (void)
 {
@@ -987,10 +1010,11 @@ test_table (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerPlan) plan = make_plan ("gpt2-tiny", "dp=2,mp=2", "megatron");
 
-  g_assert_cmpuint (n, ==, 4);
+  g_assert_cmpuint (n, ==, 5);
   g_assert_cmpstr (formats[0].name, ==, "dtensor");
   g_assert_true (planner_export_format_lookup ("mindspore-shard") == &formats[2]);
-  g_assert_true (planner_export_format_lookup ("csv") == &formats[3]);
+  g_assert_true (planner_export_format_lookup ("jax") == &formats[3]);
+  g_assert_true (planner_export_format_lookup ("csv") == &formats[4]);
   g_assert_null (planner_export_format_lookup ("onnx"));
   g_assert_null (planner_export_to_string (plan, "onnx", &error));
   g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE);
@@ -1016,6 +1040,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/export/csv", test_csv);
   g_test_add_func ("/planner/export/csv/field", test_csv_field);
   g_test_add_func ("/planner/export/mindspore/shard", test_mindspore_shard);
+  g_test_add_func ("/planner/export/jax", test_jax);
   g_test_add_func ("/planner/export/table", test_table);
   int status = g_test_run ();
   g_rmdir (tmp_dir);
