@@ -57,10 +57,13 @@ POLICIES = ["megatron", "megatron-sp", "dp"]
 # (ActivationParallel) and gathers the logits.
 VARIANTS = {"gpt2-v97": ("gpt2", {"vocab_size": 97}, ["megatron", "megatron-sp"])}
 # Plans the styles cannot say: the batch split over tp in one region and whole in the next
-# (llama), heads gathered between two ops that are no modules (llama, MLP pins only).
+# (llama), heads gathered between two ops that are no modules (llama, MLP pins only), the
+# sequence split over dp (gpt2).
 REFUSED = [("llama", ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]),
            ("llama", ["*.gate_proj=[dp,_,_],[tp,_]", "*.up_proj=[dp,_,_],[tp,_]",
-                      "*.down_proj=[dp,_,tp],[_,tp]"])]
+                      "*.down_proj=[dp,_,tp],[_,tp]"]),
+           # test-hf-reference.py's gpt2 pins: c_proj's sequence split over dp.
+           ("gpt2", ["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"])]
 
 
 def skip(reason):
@@ -249,7 +252,7 @@ def main():
                 continue
             plan = os.path.join(tmp, "refused.json")
             p = cli("propagate", configs[model], "--mesh", MESH, *sum((["--pin", x] for x in pins), []),
-                    "--batch", str(B), "--seq", str(S), "-o", plan)
+                    "--batch", str(B), "--seq", str(S), "--allow-tied", "-o", plan)
             e = cli("export", plan, "--format", "dtensor", "-o", os.path.join(tmp, "refused.py"))
             results.append((p.returncode == 0 and e.returncode == 1
                             and "cannot run this plan" in e.stderr
