@@ -2,8 +2,9 @@
 """Issue 14: the DTensor scripts Shardscope exports, run in real PyTorch on 4 CPU ranks (gloo).
 
 For llama, qwen2, mistral and gpt2 (the real configs in data/models/, shrunk to 2 layers as
-tests/frameworks/test-hf-reference.py shrinks them), each of megatron, megatron-sp, dp and a
-pinned plan on dp=2,tp=2 is propagated and exported with
+tests/frameworks/test-hf-reference.py shrinks them), each of megatron, megatron-sp, dp, a
+pinned plan (and, for llama and gpt2, megatron with one layer-0 projection pinned whole) on
+dp=2,tp=2 is propagated and exported with
 
     shardscope-cli propagate CONFIG --mesh dp=2,tp=2 --policy P --batch 4 --seq 8 -o PLAN
     shardscope-cli export PLAN --format dtensor -o plan_MODEL_P.py
@@ -51,6 +52,10 @@ GPT2_PINS = ["transformer.h.*.attn.c_attn=[dp,_,_],[_,_,tp,_]",
              "transformer.h.*.attn.c_proj=[dp,_,tp],[tp,_]",
              "*.mlp.c_fc=[dp,_,_],[_,tp]", "*.mlp.c_proj=[dp,_,tp],[tp,_]"]
 PINS = {"llama": LLAMA_PINS, "qwen2": LLAMA_PINS, "mistral": LLAMA_PINS, "gpt2": GPT2_PINS}
+# Megatron with one projection of layer 0 pinned whole: its output is sliced for the next op
+# (PrepareModuleOutput), the other layers keep their wildcard keys.
+ONE_WHOLE = {"llama": "model.layers.0.mlp.up_proj=[dp,_,_],[_,_]",
+             "gpt2": "transformer.h.0.mlp.c_fc=[dp,_,_],[_,_]"}
 POLICIES = ["megatron", "megatron-sp", "dp"]
 # GPT-2 with a vocabulary tp=2 does not divide (as 50257 over 4): megatron keeps wte and lm_head
 # whole (the logits whole, no loss_parallel); megatron-sp splits them on the sequence
@@ -168,8 +173,12 @@ def main():
             else:
                 runs = [(p, ["--policy", p]) for p in POLICIES]
                 runs.append(("pinned", sum((["--pin", p] for p in PINS[model]), [])))
+                if model in ONE_WHOLE:
+                    runs.append(("megatron+pin", ["--policy", "megatron", "--pin",
+                                                  ONE_WHOLE[model]]))
             for policy, how in runs:
-                name = "plan_%s_%s" % (model, policy.replace("-", "_"))
+                name = "plan_%s_%s" % (model.replace("-", "_"),
+                                       policy.replace("-", "_").replace("+", "_"))
                 plan = os.path.join(tmp, name + ".json")
                 script = os.path.join(tmp, name + ".py")
                 what = "%s under %s on %s" % (model, policy, MESH)
