@@ -1078,8 +1078,17 @@ append_header (GString *out, Dtensor *x, GPtrArray *lines)
   g_autofree char *about
       = g_strdup_printf ("PyTorch DTensor plan written by Shardscope from plan %s.",
                          name != NULL ? name : "(unnamed)");
+  const PlannerTensor *tokens = token_input (x->graph);
+  gint64 layers = source != NULL ? source_value (source, "layers") : 0;
+  g_autofree char *layers_text
+      = layers > 0 ? g_strdup_printf (", %" G_GINT64_FORMAT " layers", layers) : g_strdup ("");
+  g_autofree char *sizes
+      = tokens != NULL
+            ? g_strdup_printf (" (batch %" G_GINT64_FORMAT ", sequence %" G_GINT64_FORMAT "%s)",
+                               tokens->shape[0], tokens->shape[1], layers_text)
+            : g_strdup ("");
   g_autofree char *model = g_strdup_printf (
-      "Model: %s; mesh: %s; policy: %s.", base, mesh_text,
+      "Model: %s%s; mesh: %s; policy: %s.", base, sizes, mesh_text,
       planner_plan_get_policy (x->plan) != NULL ? planner_plan_get_policy (x->plan) : "none");
   gboolean dp = FALSE, loss_parallel = FALSE, fused = FALSE;
 
@@ -1103,9 +1112,18 @@ append_header (GString *out, Dtensor *x, GPtrArray *lines)
   else
     append_comment (out, "No mesh axis splits anything but the batch: PLAN is empty.");
   if (dp)
-    append_comment (out, "Data parallelism over DP_DIMS: FSDP2 fully_shard on those axes of the "
-                         "same mesh (each of FSDP_BLOCKS, then the model), 2-D with the tensor "
-                         "parallelism.");
+    {
+      GString *axes = g_string_new (NULL);
+      for (guint a = 0; a < x->mesh->n_axes; a++)
+        if ((int)a != x->tp && x->mesh->sizes[a] > 1)
+          g_string_append_printf (axes, "%s%s", axes->len > 0 ? "+" : "", x->mesh->names[a]);
+      g_autofree char *line = g_strdup_printf (
+          "Data parallelism over %s (DP_DIMS): FSDP2 fully_shard on those axes of the same mesh "
+          "(each of FSDP_BLOCKS, then the model)%s.",
+          axes->str, x->tp >= 0 ? ", 2-D with the tensor parallelism" : "");
+      append_comment (out, line);
+      g_string_free (axes, TRUE);
+    }
   g_string_append (out, "#\n"
                         "# On every rank, after torch.distributed.init_process_group():\n"
                         "#     mesh = parallelize(model)        # or parallelize(model, "

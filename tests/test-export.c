@@ -268,7 +268,9 @@ test_dtensor_megatron (void)
                            "LOSS_PARALLEL = True\nTIED = ()\nFUSED = {}\n");
   assert_contains (script, "FSDP2 fully_shard");
   /* The config by its file name, never the author's path. */
-  assert_contains (script, "# Model: llama-tiny; mesh: dp=2,mp=2; policy: megatron.\n");
+  assert_contains (script,
+                   "# Model: llama-tiny (batch 8, sequence 128, 2 layers); mesh: dp=2,mp=2; "
+                   "policy: megatron.\n");
   g_autoptr (GPtrArray) expect = names_of (styled);
   check_python (plan, script, expect, NULL);
 }
