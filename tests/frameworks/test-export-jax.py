@@ -184,10 +184,11 @@ def check(model, policy, script, config_dir):
     what = "%s under %s on %s" % (model, policy, MESH)
     todo = ""
     if got != want and policy == "megatron-sp":
-        # Seen with jax 0.10 on CPU: each ReduceScatter compiles to an all-reduce of the
-        # whole shard and a slice, and GSPMD gathers the token ids for the vocab-parallel
-        # lookup instead of reduce-scattering its partial sums.
-        todo = (" # TODO XLA on CPU: ReduceScatter as all-reduce + slice, and the "
+        # Seen with jax 0.10 on CPU, already in the HLO right after spmd-partitioning: each
+        # ReduceScatter written as an all-reduce and a dynamic-slice, and the token ids
+        # gathered over dp for the vocab-parallel lookup instead of reduce-scattering its
+        # partial sums.
+        todo = (" # TODO GSPMD on CPU: ReduceScatter as all-reduce + dynamic-slice, and the "
                 "embedding's ids gathered")
     return [(got == want,
              "%s: compiled HLO collectives %s, the plan's %s%s" % (what, got, want, todo)),
