@@ -10,9 +10,9 @@ gives PARAMS (a PartitionSpec per Hugging Face parameter), INPUTS, OUTPUTS, CONS
 COLLECTIVES. A Llama forward pass written here in plain JAX (the Hugging Face parameter names
 and shapes; constrain() called before every op the module names) is jitted with those
 shardings on XLA_FLAGS=--xla_force_host_platform_device_count=4, and:
-- the compiled HLO's collectives, per kind, are the plan's COLLECTIVES (megatron: exactly;
-  megatron-sp: reported as TODO where XLA's CPU pipeline writes a ReduceScatter as an
-  all-reduce and a slice and gathers the embedding's ids, the difference printed);
+- the collectives of the HLO right after spmd-partitioning (an all-reduce whose result is
+  dynamic-sliced counted as the reduce-scatter it is), per kind, are the plan's COLLECTIVES
+  (megatron: exactly; megatron-sp: a TODO line, GSPMD gathers the embedding's token ids);
 - its logits match the same function run unsharded within 1e-5 relative.
 
 Runs in $SHARDSCOPE_FRAMEWORK_VENV/torch (jax and transformers); skipped, with the reason,
@@ -146,16 +146,37 @@ def params_of(cfg, seed):
 
 
 def collectives(hlo):
-    """Per kind, the collectives of a compiled HLO module (async pairs counted once)."""
+    """Per kind, the collectives of an HLO module (async pairs counted once). An all-reduce
+    whose result is dynamic-sliced is a reduce-scatter: GSPMD's partitioner writes one so
+    (XLA's reduce-scatter-creator pattern), and the CPU pipeline leaves it that way."""
     counts = {}
     for kind in KINDS:
         counts[kind] = len(re.findall(r"= [^=]*\b%s(-start)?\(" % kind, hlo))
+    sliced = set(re.findall(r"dynamic-slice\((%all-reduce(?:\.\d+)?)[,)]", hlo))
+    counts["all-reduce"] -= len(sliced)
+    counts["reduce-scatter"] += len(sliced)
     return counts
 
 
-def check(model, policy, script, config_dir):
+def partitioned_hlo(dump):
+    """The HLO right after spmd-partitioning of the module with the most collectives."""
+    best, text = -1, ""
+    for name in os.listdir(dump):
+        if "after_spmd-partitioning" in name and name.endswith(".txt"):
+            with open(os.path.join(dump, name)) as f:
+                t = f.read()
+            n = len(re.findall(r"\b(all-reduce|all-gather|all-to-all|reduce-scatter)\(", t))
+            if n > best:
+                best, text = n, t
+    return text
+
+
+def check(model, policy, script, config_dir, dump=None):
+    dump = dump or tempfile.mkdtemp(prefix="xla-dump-")
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_force_host_platform_device_count=4").strip()
+                               + " --xla_force_host_platform_device_count=4"
+                               + " --xla_dump_to=%s --xla_dump_hlo_pass_re=spmd-partitioning"
+                               % dump).strip()
     import jax
     import numpy as np
     from jax.sharding import NamedSharding
@@ -176,7 +197,8 @@ def check(model, policy, script, config_dir):
                 in_shardings=(shardings, NamedSharding(mesh, plan.INPUTS["input_ids"])),
                 out_shardings=NamedSharding(mesh, plan.OUTPUTS["logits"]))
     compiled = f.lower(params, ids).compile()
-    got = collectives(compiled.as_text())
+    got = collectives(partitioned_hlo(dump))
+    final = collectives(compiled.as_text())
     want = {k: plan.COLLECTIVES[k] for k in KINDS}
     logits = np.asarray(f(params, ids))
     ref = np.asarray(jax.jit(llama_forward(plan, None, cfg))(params, ids))
@@ -184,20 +206,19 @@ def check(model, policy, script, config_dir):
     what = "%s under %s on %s" % (model, policy, MESH)
     todo = ""
     if got != want and policy == "megatron-sp":
-        # Seen with jax 0.10 on CPU, already in the HLO right after spmd-partitioning: each
-        # ReduceScatter written as an all-reduce and a dynamic-slice, and the token ids
-        # gathered over dp for the vocab-parallel lookup instead of reduce-scattering its
-        # partial sums.
-        todo = (" # TODO GSPMD on CPU: ReduceScatter as all-reduce + dynamic-slice, and the "
-                "embedding's ids gathered")
+        # Seen with jax 0.10 on CPU: for the vocab-parallel lookup GSPMD gathers the token
+        # ids over dp (a collective-permute and an all-gather) instead of reduce-scattering
+        # the lookup's partial sums.
+        todo = " # TODO GSPMD gathers the embedding's token ids over dp"
     return [(got == want,
-             "%s: compiled HLO collectives %s, the plan's %s%s" % (what, got, want, todo)),
+             "%s: HLO collectives after spmd-partitioning %s (compiled for CPU: %s), the "
+             "plan's %s%s" % (what, got, final, want, todo)),
             (err <= 1e-5, "%s: logits rel %.2g against unsharded (tol 1e-5)" % (what, err))]
 
 
 def main():
-    if len(sys.argv) == 6 and sys.argv[1] == "--check":
-        print(json.dumps(check(*sys.argv[2:6])))
+    if len(sys.argv) == 7 and sys.argv[1] == "--check":
+        print(json.dumps(check(*sys.argv[2:7])))
         return 0
     into_venv()
     if not CLI:
@@ -224,8 +245,9 @@ def main():
                                     % (model, policy, (p.stderr + e.stderr).strip()[-400:])))
                     continue
                 # Each check in its own process: XLA_FLAGS is read once, at JAX's start.
+                dump = os.path.join(tmp, "xla-%s-%s" % (model, policy))
                 c = subprocess.run([sys.executable, os.path.abspath(__file__), "--check", model,
-                                    policy, script, folder], capture_output=True, text=True)
+                                    policy, script, folder, dump], capture_output=True, text=True)
                 lines = [l for l in c.stdout.splitlines() if l.startswith("[")]
                 if c.returncode != 0 or not lines:
                     results.append((False, "%s under %s: the JAX check failed: %s"
