@@ -662,13 +662,16 @@ export_json (PlannerPlan *plan, GError **error)
 /* The planner's formats (planner-export.h): what they cannot express goes to stderr; csv
  * takes its measured times from the latest trial run of a stored plan. */
 static char *
-export_planner (PlannerPlan *plan, const char *name)
+export_planner (PlannerPlan *plan, const char *name, GError **error)
 {
   g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (PlannerTrialRun) run = app_cli_db_latest_trial_run (plan);
-  char *text = planner_export_format_lookup (name)->write (plan, run, notes);
+  char *text = planner_export_format_lookup (name)->write (plan, run, notes, error);
+  /* dtensor's notes are what the script does otherwise with the same values; the other
+   * formats' are what they leave out. */
   for (guint i = 0; i < notes->len; i++)
-    fprintf (stderr, "shardscope-cli: %s: not expressed: %s\n", name,
+    fprintf (stderr, "shardscope-cli: %s: %s: %s\n", name,
+             strcmp (name, "dtensor") == 0 ? "note" : "not expressed",
              (const char *)g_ptr_array_index (notes, i));
   return text;
 }
@@ -676,25 +679,41 @@ export_planner (PlannerPlan *plan, const char *name)
 static char *
 export_dtensor (PlannerPlan *plan, GError **error)
 {
-  return export_planner (plan, "dtensor");
+  return export_planner (plan, "dtensor", error);
 }
 
 static char *
 export_mindspore (PlannerPlan *plan, GError **error)
 {
-  return export_planner (plan, "mindspore");
+  return export_planner (plan, "mindspore", error);
+}
+
+static char *
+export_mindspore_shard (PlannerPlan *plan, GError **error)
+{
+  return export_planner (plan, "mindspore-shard", error);
+}
+
+static char *
+export_jax (PlannerPlan *plan, GError **error)
+{
+  return export_planner (plan, "jax", error);
 }
 
 static char *
 export_csv (PlannerPlan *plan, GError **error)
 {
-  return export_planner (plan, "csv");
+  return export_planner (plan, "csv", error);
 }
 
 static const ExportFormat export_formats[] = {
   { "json", "the plan file itself (planner/README.md, \"Plan JSON\")", export_json },
-  { "dtensor", "a PyTorch script: DeviceMesh and a parallelize_module plan", export_dtensor },
-  { "mindspore", "a MindSpore strategy checkpoint (JSON)", export_mindspore },
+  { "dtensor", "a PyTorch script: tensor parallelism (DTensor) + FSDP2, with a self-check",
+    export_dtensor },
+  { "mindspore", "a MindSpore strategy file (JSON; the name must end in .json)", export_mindspore },
+  { "mindspore-shard", "MindSpore .shard() calls for the ops the strategy file cannot carry",
+    export_mindspore_shard },
+  { "jax", "a JAX module: Mesh, PartitionSpecs, sharding constraints", export_jax },
   { "csv", "one row per op and redistribution: layouts, bytes, estimated and measured us",
     export_csv },
 };

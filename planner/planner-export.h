@@ -23,8 +23,14 @@ G_BEGIN_DECLS
 /* @notes: char*, may be NULL. The script is ASCII; any op name, quotes, newlines and all, is
  * written as an escaped string literal or an escaped comment, so the script does nothing but
  * define the plan (MESH_SHAPE, MESH_DIM_NAMES, TP_DIM, PLAN, parallelize()). */
-char *planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes);
+char *planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error);
 char *planner_export_mindspore (PlannerPlan *plan, GPtrArray *notes);
+/* The ops a strategy file cannot carry (no parameter input) as a Python module of MindSpore
+ * .shard() calls, SHARDS and apply(net). */
+char *planner_export_mindspore_shard (PlannerPlan *plan, GPtrArray *notes, GError **error);
+/* A Python module for JAX: the mesh, a PartitionSpec per parameter and input, sharding
+ * constraints where the plan redistributes, and the plan's collectives per kind. */
+char *planner_export_jax (PlannerPlan *plan, GPtrArray *notes, GError **error);
 /* @run: the trial run whose measured times fill the measured_us column (the latest one of a
  * plan from the store), or NULL to leave it empty. */
 char *planner_export_csv (PlannerPlan *plan, const PlannerTrialRun *run);
@@ -35,7 +41,7 @@ typedef struct
   const char *name;
   const char *extension;
   const char *description;
-  char *(*write) (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes);
+  char *(*write) (PlannerPlan *plan, const PlannerTrialRun *run, GPtrArray *notes, GError **error);
 } PlannerExportFormat;
 
 const PlannerExportFormat *planner_export_formats (guint *n_formats);

@@ -361,14 +361,14 @@ test_mindspore_stages (void)
   JsonObject *items = json_object_get_object_member (root, "parallel_strategy_item");
   g_assert_cmpint (
       json_object_get_int_member (
-          json_object_get_object_member (items, "model.layers.1.mlp.down_proj"), "stage"),
+          json_object_get_object_member (items, "MatMul_model.layers.1.mlp.down_proj.weight"), "stage"),
       ==, 0);
   g_assert_cmpint (
       json_object_get_int_member (
-          json_object_get_object_member (items, "model.layers.2.self_attn.q_proj"), "stage"),
+          json_object_get_object_member (items, "MatMul_model.layers.2.self_attn.q_proj.weight"), "stage"),
       ==, 1);
   g_assert_cmpint (
-      json_object_get_int_member (json_object_get_object_member (items, "lm_head"), "stage"), ==,
+      json_object_get_int_member (json_object_get_object_member (items, "MatMul_lm_head.weight"), "stage"), ==,
       1);
   JsonObject *layouts = json_object_get_object_member (root, "parallel_layout_item");
   JsonArray *dev = json_object_get_array_member (
@@ -386,14 +386,16 @@ test_dtensor_comment (void)
   g_autoptr (PlannerPlan) plan = llama70b_plan (PLANNER_SCHEDULE_1F1B, 8, 1, NULL, &error);
   g_assert_no_error (error);
   g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *text = planner_export_dtensor (plan, notes);
+  g_autofree char *text = planner_export_dtensor (plan, notes, &error);
+  g_assert_no_error (error);
   g_assert_nonnull (strstr (text,
                             "# Pipeline over pp: 4 stages; with torch.distributed.pipelining, "
                             "split the model at the start of model.layers.20, "
                             "model.layers.40, model.layers.60 (SplitPoint.BEGINNING)"));
   g_assert_nonnull (strstr (text, "run Schedule1F1B with n_microbatches=8."));
-  g_assert_null (strstr (text, "Data parallel over pp"));
-  g_assert_nonnull (strstr (text, "Data parallel over dp"));
+  g_assert_null (strstr (text, "pp (DP_DIMS)"));
+  g_assert_null (strstr (text, "+pp"));
+  g_assert_nonnull (strstr (text, "Data parallelism over dp (DP_DIMS)"));
 }
 
 /* The schedules run slot by slot, against the textbook figures for equal stages (forward 1,

@@ -238,7 +238,7 @@ test_statuses (void)
     { 1, "no-such-model", { "propagate", "no-such-model", "--mesh", "dp=2", NULL } },
     { 2, "missing argument", { "compare", "x.json", NULL } },
     { 2, "missing --format", { "export", "x.json", NULL } },
-    { 2, "unknown --format 'onnx' (one of: json, dtensor, mindspore, csv)",
+    { 2, "unknown --format 'onnx' (one of: json, dtensor, mindspore, mindspore-shard, jax, csv)",
       { "export", "x.json", "--format", "onnx", NULL } },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)

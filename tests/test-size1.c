@@ -272,6 +272,13 @@ export_text (PlannerPlan *plan, const char *format)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *text = planner_export_to_string (plan, format, &error);
+  /* A DTensor export refuses what it cannot run: the same refusal on both meshes. */
+  if (text == NULL && strcmp (format, "dtensor") == 0)
+    {
+      g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY);
+      text = g_strdup (error->message);
+      g_clear_error (&error);
+    }
   g_assert_no_error (error);
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
   GString *out = g_string_new (NULL);

@@ -1,0 +1,208 @@
+
+
+def _matches(name, pattern):
+    """A module name against a PLAN-style key: fnmatch per dot-separated component."""
+    parts, keys = name.split("."), pattern.split(".")
+    return len(parts) == len(keys) and all(fnmatch.fnmatchcase(p, k) for p, k in zip(parts, keys))
+
+
+def _modules(model, pattern):
+    return [(name, m) for name, m in model.named_modules() if name and _matches(name, pattern)]
+
+
+def _check_mesh(mesh):
+    names = tuple(mesh.mesh_dim_names or ())
+    for axis, size in zip(MESH_DIM_NAMES, MESH_SHAPE):
+        if size > 1 and (axis not in names or mesh[axis].size() != size):
+            raise ValueError(
+                "parallelize: the plan needs a mesh axis '%s' of size %d; the mesh given has %s"
+                % (axis, size, dict(zip(names, mesh.shape)) if names else "no dim names")
+            )
+
+
+def parallelize(model, mesh=None, device_type="cuda"):
+    """Applies the plan to a Hugging Face model on every rank, once torch.distributed is
+    initialized: tensor parallelism (PLAN) on mesh[TP_DIM], then FSDP2 fully_shard over the
+    data-parallel axes DP_DIMS (each block of FSDP_BLOCKS, then the whole model). @mesh: a
+    DeviceMesh with the axes MESH_DIM_NAMES (a larger one of yours is fine: only these axes
+    are used); None builds MESH_SHAPE with init_device_mesh. Returns the mesh."""
+    if mesh is None:
+        mesh = init_device_mesh(device_type, MESH_SHAPE, mesh_dim_names=MESH_DIM_NAMES)
+    _check_mesh(mesh)
+    if TP_DIM is not None and PLAN:
+        tp = mesh[TP_DIM]
+        parallelize_module(model, tp, PLAN)
+        # A fused projection's parent splits its output in local parts (GPT-2's split_size).
+        for pattern, groups in FUSED.items():
+            for name, _ in _modules(model, pattern):
+                parent = model.get_submodule(name.rpartition(".")[0])
+                if hasattr(parent, "split_size"):
+                    parent.split_size //= tp.size()
+        # Each style registers its own parameter: one tensor used twice (tied embedding and
+        # lm_head) is made one parameter again.
+        for user, owner in TIED:
+            module, _, attr = user.rpartition(".")
+            setattr(model.get_submodule(module), attr, model.get_parameter(owner))
+    dp = [axis for axis in DP_DIMS if mesh[axis].size() > 1]
+    if dp:
+        from torch.distributed.fsdp import fully_shard
+
+        dp_mesh = mesh[dp[0]] if len(dp) == 1 else mesh[tuple(dp)]
+        for pattern in FSDP_BLOCKS:
+            for _, block in _modules(model, pattern):
+                fully_shard(block, mesh=dp_mesh)
+        fully_shard(model, mesh=dp_mesh)
+    return mesh
+
+
+def positions(input_ids):
+    """The position ids to pass to the model: under sequence parallelism transformers would
+    count them from the local (split) sequence length."""
+    return torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0)
+
+
+def local_rows(mesh, batch):
+    """The rows of a global batch that this rank feeds in: split over DP_DIMS, whole over TP."""
+    index, count = 0, 1
+    for axis in DP_DIMS:
+        size = mesh[axis].size()
+        index = index * size + mesh[axis].get_local_rank()
+        count *= size
+    per = batch // count
+    return slice(index * per, (index + 1) * per)
+
+
+def causal_lm_loss(logits, input_ids):
+    """Next-token cross-entropy (mean over the tokens): inside loss_parallel() when the
+    logits are split over the vocabulary (LOSS_PARALLEL); call backward() inside it too."""
+    labels = torch.cat([input_ids[:, 1:], torch.full_like(input_ids[:, :1], -100)], 1)
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+
+
+def _full(t):
+    return t.full_tensor() if isinstance(t, DTensor) else t
+
+
+def _rel(got, want):
+    scale = want.abs().max().item()
+    return (got - want).abs().max().item() / (scale if scale > 0 else 1.0)
+
+
+def _randomize(model, seed):
+    """Every parameter drawn again: Hugging Face's init (zero biases, unit norms) would hide a
+    bias added twice or a norm weight misapplied."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(p.shape, generator=g)
+            if p.dim() >= 2:
+                p.copy_(0.3 * r)
+            elif name.endswith("bias"):
+                p.copy_(0.1 * r)
+            else:
+                p.copy_(1.0 + 0.1 * r)
+
+
+def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tolerance=1e-4, device_type="cpu",
+               mesh=None):
+    """Runs the plan against the unsharded model on random weights: logits, loss, every
+    gradient and every parameter after one SGD step, each as the largest error relative to
+    the largest reference value, the worst over all ranks. @config: a config.json, its folder
+    or a transformers config. Returns the figures (a dict); the same on every rank."""
+    import torch.distributed as dist
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo" if device_type == "cpu" else "nccl")
+    if isinstance(config, str):
+        config = AutoConfig.from_pretrained(config)
+    layers = layers or LAYERS
+    if layers:
+        config.num_hidden_layers = layers
+    batch, seq = batch or BATCH, seq or SEQ
+    torch.manual_seed(seed)
+    reference = AutoModelForCausalLM.from_config(config, dtype=torch.float32).to(device_type)
+    _randomize(reference, seed)
+    reference.eval()  # dropout off on both sides
+    model = copy.deepcopy(reference)
+    mesh = parallelize(model, mesh=mesh, device_type=device_type)
+    ids = torch.randint(0, config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(seed + 1))
+    ids = ids.to(device_type)
+    pos = positions(ids)
+    rows = local_rows(mesh, batch)
+
+    want_logits = reference(ids, position_ids=pos).logits
+    causal_lm_loss(want_logits, ids).backward()
+    want_loss = causal_lm_loss(want_logits[rows], ids[rows]).detach()
+    tp = mesh[TP_DIM].size() if TP_DIM is not None else 1
+    fused = {}
+    for pattern, groups in FUSED.items():
+        for name, m in _modules(reference, pattern):
+            for pname, _ in m.named_parameters(recurse=False):
+                fused[name + "." + pname] = groups
+    def as_planned(name, t):
+        return regroup(t, fused[name], tp) if name in fused else t
+    want_grads = {n: as_planned(n, p.grad) for n, p in reference.named_parameters()}
+    torch.optim.SGD(reference.parameters(), lr=lr).step()
+    want_params = {n: as_planned(n, p.detach()) for n, p in reference.named_parameters()}
+
+    logits = model(ids[rows], position_ids=pos).logits
+    if LOSS_PARALLEL:
+        with loss_parallel():
+            loss = causal_lm_loss(logits, ids[rows])
+            loss.backward()
+    else:
+        loss = causal_lm_loss(logits, ids[rows])
+        loss.backward()
+    figures = {"logits": _rel(_full(logits).detach(), want_logits[rows].detach()),
+               "loss": _rel(_full(loss).detach(), want_loss)}
+    worst = ("", 0.0)
+    names = [n for n, _ in model.named_parameters()]
+    if sorted(names) != sorted(want_grads):
+        raise AssertionError("parameters differ from the unsharded model's: %s"
+                             % sorted(set(names) ^ set(want_grads)))
+    for n, p in model.named_parameters():
+        e = _rel(_full(p.grad), want_grads[n])
+        if e >= worst[1]:
+            worst = (n, e)
+    figures["grads"] = worst[1]
+    figures["worst_grad"] = worst[0]
+    torch.optim.SGD(model.parameters(), lr=lr).step()
+    figures["params"] = max(_rel(_full(p.detach()), want_params[n]) for n, p in model.named_parameters())
+    keys = ("logits", "loss", "grads", "params")
+    t = torch.tensor([figures[k] for k in keys], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    figures.update(zip(keys, t.tolist()))
+    figures["ok"] = all(figures[k] <= tolerance for k in keys)
+    figures["parameters"] = len(names)
+    figures["tolerance"] = tolerance
+    return figures
+
+
+def main(argv=None):
+    """torchrun --nproc-per-node N THIS.py --config CONFIG [--layers L] [--batch B] [--seq S]"""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="Self-check of plan %r against the unsharded model "
+                                     "(random weights, CPU, gloo)" % PLAN_NAME)
+    parser.add_argument("--config", required=True, help="the model's config.json or its folder")
+    parser.add_argument("--layers", type=int, default=None)
+    parser.add_argument("--batch", type=int, default=None)
+    parser.add_argument("--seq", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tolerance", type=float, default=1e-4)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    figures = self_check(args.config, layers=args.layers, batch=args.batch, seq=args.seq, seed=args.seed,
+                         tolerance=args.tolerance, device_type=args.device)
+    import torch.distributed as dist
+
+    if dist.get_rank() == 0:
+        print("self-check " + json.dumps(figures, sort_keys=True), flush=True)
+    dist.destroy_process_group()
+    return 0 if figures["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

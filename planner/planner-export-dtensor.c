@@ -1,0 +1,1303 @@
+#define G_LOG_DOMAIN "planner-export-dtensor"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-export-private.h"
+#include "planner-export.h"
+#include "planner-pipeline.h"
+#include "planner-resources.h"
+
+/* The DTensor export (planner-export.h): a script that runs the plan under torchrun. The
+ * strategies on the tensor-parallel axis become parallelize_module styles; the other axes may
+ * split only the batch, which FSDP2 (fully_shard) does; whatever the styles cannot say makes
+ * the export fail with the list of reasons, since a script that computes something else than
+ * the plan is worse than none. The fixed Python (styles for Conv1D and blocks, parallelize(),
+ * the self-check) lives in data/exports/ and is compiled into the planner's resources. */
+
+typedef enum
+{
+  STYLE_NONE, /* replicated on the TP axis, or computed locally on its shard */
+  STYLE_COLWISE,
+  STYLE_ROWWISE,
+  STYLE_SEQUENCE,
+  STYLE_ACT, /* a module computing on its shard of the activations: ActivationParallel */
+  STYLE_UNSUPPORTED,
+} StyleKind;
+
+/* A placement on the TP axis. */
+typedef enum
+{
+  PLACE_REPLICATE,
+  PLACE_PARTIAL,
+  PLACE_SHARD, /* + dim */
+} PlaceKind;
+
+typedef struct
+{
+  PlaceKind kind;
+  int dim; /* -1: the last dim */
+} Place;
+
+typedef struct
+{
+  StyleKind kind;
+  gboolean embedding;
+  gboolean conv1d; /* a weight [in, out]: transformers' Conv1D (GPT-2) */
+  guint groups;    /* > 1: a fused projection whose parts each split by heads (c_attn) */
+  int seq_dim;
+  int act_dim;           /* ActivationParallel: the dim of input and output it splits */
+  Place act_in, act_out; /* that dim as a placement of the input and of the output */
+  gboolean has_input, has_output;
+  Place input, output; /* input_layouts / output_layouts when not the default */
+  gboolean output_conflict;
+  gboolean local_output_false;
+  /* PrepareModuleInput/Output on an op without a style. */
+  guint n_prepare_in;
+  gboolean prepare_set[PLANNER_MAX_OPERANDS];
+  Place prepare_in[PLANNER_MAX_OPERANDS];
+  Place prepare_in_desired[PLANNER_MAX_OPERANDS];
+  gboolean has_prepare_out;
+  Place prepare_out, prepare_out_desired;
+} OpStyle;
+
+/* One redistribution of a block's input that serves every projection in the block. */
+typedef struct
+{
+  char *name; /* the parent module */
+  Place from, to;
+} BlockInput;
+
+typedef struct
+{
+  PlannerPlan *plan;
+  PlannerGraph *graph;
+  const PlannerMesh *mesh;
+  int tp;
+  OpStyle *styles;
+  Place *eff;                  /* per tensor: its TP placement as the styles leave it */
+  gboolean *in_chain;          /* per tensor: partial sums a RowwiseParallel output reduces */
+  gboolean *hoisted;           /* per tensor: redistributed once, at its block's input */
+  GArray *blocks;              /* BlockInput */
+  PlannerExportNotes refusals; /* what the script cannot do: the export fails */
+  PlannerExportNotes notes;    /* what it does otherwise, with the same values */
+} Dtensor;
+
+static gboolean
+place_equal (Place a, Place b)
+{
+  return a.kind == b.kind && (a.kind != PLACE_SHARD || a.dim == b.dim);
+}
+
+static Place
+place_of (const PlannerLayout *layout, guint axis)
+{
+  Place p = { PLACE_REPLICATE, 0 };
+  int d;
+
+  if (layout->partial & (1u << axis))
+    p.kind = PLACE_PARTIAL;
+  else if ((d = planner_layout_dim_of_axis (layout, axis)) >= 0)
+    {
+      p.kind = PLACE_SHARD;
+      p.dim = d == (int)layout->rank - 1 ? -1 : d;
+    }
+  return p;
+}
+
+static void
+append_place (GString *out, Place p)
+{
+  switch (p.kind)
+    {
+    case PLACE_REPLICATE:
+      g_string_append (out, "Replicate()");
+      break;
+    case PLACE_PARTIAL:
+      g_string_append (out, "Partial()");
+      break;
+    case PLACE_SHARD:
+      g_string_append_printf (out, "Shard(%d)", p.dim);
+      break;
+    }
+}
+
+static char *
+place_text (Place p)
+{
+  GString *out = g_string_new (NULL);
+  append_place (out, p);
+  return g_string_free (out, FALSE);
+}
+
+static const char *
+style_name (const OpStyle *s)
+{
+  switch (s->kind)
+    {
+    case STYLE_COLWISE:
+      return s->conv1d ? "Conv1DParallel" : "ColwiseParallel";
+    case STYLE_ROWWISE:
+      return s->conv1d ? "Conv1DParallel" : "RowwiseParallel";
+    case STYLE_SEQUENCE:
+      return "SequenceParallel";
+    case STYLE_ACT:
+      return "ActivationParallel";
+    default:
+      return NULL;
+    }
+}
+
+/* What a style wants its input to be on the TP axis. */
+static Place
+style_desired_input (const OpStyle *s)
+{
+  Place p = { PLACE_REPLICATE, 0 };
+  if (s->kind == STYLE_ROWWISE && !s->embedding)
+    p = (Place){ PLACE_SHARD, -1 };
+  else if (s->kind == STYLE_SEQUENCE)
+    p = (Place){ PLACE_SHARD, s->seq_dim };
+  else if (s->kind == STYLE_ACT)
+    p = s->act_in;
+  return p;
+}
+
+/* What a style takes its input to be when input_layouts is not given. */
+static Place
+style_default_input (const OpStyle *s)
+{
+  if (s->kind == STYLE_ROWWISE)
+    return (Place){ PLACE_SHARD, -1 };
+  return style_desired_input (s);
+}
+
+static Place
+style_default_output (const OpStyle *s)
+{
+  if (s->kind == STYLE_COLWISE)
+    return (Place){ PLACE_SHARD, -1 };
+  if (s->kind == STYLE_SEQUENCE)
+    return (Place){ PLACE_SHARD, s->seq_dim };
+  if (s->kind == STYLE_ACT)
+    return s->act_out;
+  return (Place){ PLACE_REPLICATE, 0 };
+}
+
+static void
+unsupported (Dtensor *x, guint i, char *reason)
+{
+  x->styles[i].kind = STYLE_UNSUPPORTED;
+  planner_export_note (&x->refusals, planner_graph_get_op (x->graph, i)->name, reason);
+}
+
+static const char *
+axis_name (Dtensor *x, int axis)
+{
+  return axis >= 0 ? x->mesh->names[axis] : "none";
+}
+
+/* A module whose strategy on the TP axis splits only its activations, the same dim of its
+ * first input and of its output (the batch, or the sequence of an embedding or lm_head that
+ * the vocabulary does not divide): ActivationParallel, its parameters replicated. */
+static gboolean
+activation_style (Dtensor *x, const PlannerOp *op, OpStyle *s, int f)
+{
+  const PlannerOpRule *rule = &op->rule;
+  int d = planner_export_operand_dim_of_factor (&rule->inputs[0], f);
+
+  for (guint k = 0; k < op->n_inputs; k++)
+    if (planner_graph_get_tensor (x->graph, op->inputs[k])->kind == PLANNER_TENSOR_PARAMETER
+        && planner_export_operand_dim_of_factor (&rule->inputs[k], f) >= 0)
+      return FALSE;
+  if (d < 0 || op->n_outputs != 1
+      || planner_export_operand_dim_of_factor (&rule->outputs[0], f) != d)
+    return FALSE;
+  s->kind = STYLE_ACT;
+  s->conv1d = s->embedding = FALSE;
+  s->act_dim = d;
+  s->act_in = (Place){ PLACE_SHARD, d == (int)rule->inputs[0].rank - 1 ? -1 : d };
+  s->act_out = (Place){ PLACE_SHARD, d == (int)rule->outputs[0].rank - 1 ? -1 : d };
+  return TRUE;
+}
+
+/* Which style, if any, gives op @i its strategy on the TP axis. */
+static void
+classify (Dtensor *x, guint i)
+{
+  const PlannerOp *op = planner_graph_get_op (x->graph, i);
+  const PlannerOpPlan *p = planner_plan_get_op (x->plan, i);
+  const PlannerOpRule *rule = &op->rule;
+  OpStyle *s = &x->styles[i];
+  int batch = planner_export_batch_factor (rule);
+  int f;
+
+  for (guint a = 0; a < x->mesh->n_axes; a++)
+    {
+      int fa = planner_export_factor_of_axis (&p->strategy, a);
+      if ((int)a == x->tp || fa < 0 || fa == batch)
+        continue;
+      unsupported (x, i,
+                   g_strdup_printf ("splits factor %s over %s; the script splits over one "
+                                    "tensor-parallel axis (%s) and leaves the others to FSDP, "
+                                    "which splits only the batch",
+                                    rule->factors[fa].name, x->mesh->names[a],
+                                    axis_name (x, x->tp)));
+      return;
+    }
+  if (x->tp < 0 || (f = planner_export_factor_of_axis (&p->strategy, x->tp)) < 0)
+    return;
+  gboolean module = planner_export_has_parameter_input (x->graph, op);
+  /* Its rows of the batch: a module gets BatchParallel (replicated parameters whose
+   * gradients DTensor sums over the axis), other ops compute on the rows they are given. */
+  if (f == batch)
+    {
+      if (module && !activation_style (x, op, s, f))
+        unsupported (x, i,
+                     g_strdup_printf ("splits the batch over %s in a way no style follows",
+                                      x->mesh->names[x->tp]));
+      return;
+    }
+  switch (op->type)
+    {
+    case PLANNER_OP_MATMUL:
+    case PLANNER_OP_EMBEDDING:
+      if (!module)
+        break;
+      s->embedding = op->type == PLANNER_OP_EMBEDDING;
+      s->conv1d = op->type == PLANNER_OP_MATMUL && !op->attrs.transpose_b;
+      if (rule->factors[f].kind == PLANNER_FACTOR_REDUCTION)
+        s->kind = STYLE_ROWWISE;
+      else if (planner_export_operand_dim_of_factor (&rule->inputs[1], f) >= 0)
+        s->kind = STYLE_COLWISE;
+      else if (!activation_style (x, op, s, f))
+        unsupported (x, i,
+                     g_strdup_printf ("splits factor %s of its activations (not the weight) over "
+                                      "%s, which no tensor-parallel style does",
+                                      rule->factors[f].name, x->mesh->names[x->tp]));
+      return;
+    case PLANNER_OP_EINSUM:
+      {
+        /* A fused projection as the graph models GPT-2's c_attn: weight [in, parts, heads,
+         * head_dim], split by heads, is Conv1DParallel over the regrouped columns. */
+        const PlannerTensor *w
+            = op->n_inputs >= 2 ? planner_graph_get_tensor (x->graph, op->inputs[1]) : NULL;
+        if (w != NULL && w->kind == PLANNER_TENSOR_PARAMETER && w->rank == 4
+            && rule->factors[f].kind != PLANNER_FACTOR_REDUCTION
+            && planner_export_operand_dim_of_factor (&rule->inputs[1], f) == 2
+            && planner_export_operand_dim_of_factor (&rule->inputs[0], f) < 0)
+          {
+            s->kind = STYLE_COLWISE;
+            s->conv1d = TRUE;
+            s->groups = (guint)w->shape[1];
+            return;
+          }
+        break;
+      }
+    case PLANNER_OP_LAYER_NORM:
+    case PLANNER_OP_RMS_NORM:
+      {
+        int d = planner_export_operand_dim_of_factor (&rule->inputs[0], f);
+        if (d >= 1 && d < (int)rule->inputs[0].rank - 1)
+          {
+            s->kind = STYLE_SEQUENCE;
+            s->seq_dim = d;
+            return;
+          }
+        unsupported (x, i,
+                     g_strdup_printf ("splits factor %s over %s; SequenceParallel splits a "
+                                      "norm's input on its sequence dim only",
+                                      rule->factors[f].name, x->mesh->names[x->tp]));
+        return;
+      }
+    case PLANNER_OP_ROTARY_EMBEDDING:
+    case PLANNER_OP_SDPA:
+      /* [batch, heads, seq, head_dim]: only the heads may be local. */
+      if (planner_export_operand_dim_of_factor (&rule->inputs[0], f) != 1)
+        {
+          unsupported (x, i,
+                       g_strdup_printf ("splits factor %s (not the heads) over %s; transformers "
+                                        "computes positions and the causal mask for whole "
+                                        "sequences",
+                                        rule->factors[f].name, x->mesh->names[x->tp]));
+          return;
+        }
+      break;
+    default:
+      break;
+    }
+  if (module)
+    unsupported (x, i,
+                 g_strdup_printf ("its parameters are split by factor %s over %s, and no "
+                                  "tensor-parallel style shards %s modules that way",
+                                  rule->factors[f].name, x->mesh->names[x->tp],
+                                  planner_op_type_to_string (op->type)));
+  /* Ops without parameters compute on the local shards they are given. */
+}
+
+static Place
+required_place (Dtensor *x, guint op, guint slot)
+{
+  PlannerLayout in[PLANNER_MAX_OPERANDS];
+  planner_plan_op_layouts (x->plan, op, in, NULL);
+  return place_of (&in[slot], x->tp);
+}
+
+static Place
+produced_place (Dtensor *x, guint op, guint slot)
+{
+  PlannerLayout out[PLANNER_MAX_OPERANDS];
+  planner_plan_op_layouts (x->plan, op, NULL, out);
+  return place_of (&out[slot], x->tp);
+}
+
+/* The partial sums a RowwiseParallel op leaves on the TP axis flow through ops that accept
+ * partial inputs (a residual Add) until redistributions reduce them. DTensor reduces at the
+ * style's output instead, to what those redistributions reduce to: output_layouts. */
+static void
+follow_partial (Dtensor *x, guint r)
+{
+  const PlannerOp *op = planner_graph_get_op (x->graph, r);
+  OpStyle *s = &x->styles[r];
+  guint tensor = op->outputs[0];
+  Place stored = place_of (planner_plan_get_tensor_layout (x->plan, tensor), x->tp);
+  g_autoptr (GArray) queue = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autofree gboolean *visited = g_new0 (gboolean, planner_graph_get_n_tensors (x->graph));
+  gboolean found = FALSE, conflict = FALSE;
+  Place target = { PLACE_REPLICATE, 0 };
+
+  /* An out_strategy already reduced it at the op: that is the output. */
+  if (stored.kind != PLACE_PARTIAL)
+    {
+      s->output = stored;
+      s->has_output = !place_equal (stored, style_default_output (s));
+      x->eff[tensor] = stored;
+      return;
+    }
+
+  g_array_append_val (queue, tensor);
+  visited[tensor] = TRUE;
+  for (guint q = 0; q < queue->len; q++)
+    {
+      guint t = g_array_index (queue, guint, q);
+      const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
+      if (pt->is_output)
+        {
+          PlannerLayout reduced = *planner_plan_get_tensor_layout (x->plan, t);
+          reduced.partial = 0;
+          Place p = place_of (&reduced, x->tp);
+          conflict |= found && !place_equal (p, target);
+          target = p;
+          found = TRUE;
+        }
+      for (guint c = 0; c < pt->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
+          Place need = required_place (x, use->op, use->slot);
+          if (need.kind != PLACE_PARTIAL)
+            {
+              conflict |= found && !place_equal (need, target);
+              target = need;
+              found = TRUE;
+              continue;
+            }
+          /* It stays partial through this op: follow its partial outputs. */
+          const PlannerOp *cop = planner_graph_get_op (x->graph, use->op);
+          for (guint o = 0; o < cop->n_outputs; o++)
+            if (produced_place (x, use->op, o).kind == PLACE_PARTIAL && !visited[cop->outputs[o]])
+              {
+                visited[cop->outputs[o]] = TRUE;
+                g_array_append_val (queue, cop->outputs[o]);
+              }
+        }
+    }
+  if (conflict)
+    {
+      unsupported (x, r,
+                   g_strdup ("its partial sums are reduced to different layouts downstream; "
+                             "RowwiseParallel reduces them once, at its output"));
+      return;
+    }
+  s->output = target;
+  s->has_output = !place_equal (target, style_default_output (s));
+  for (guint q = 0; q < queue->len; q++)
+    {
+      guint t = g_array_index (queue, guint, q);
+      x->eff[t] = target;
+      x->in_chain[t] = TRUE;
+    }
+}
+
+static char *
+edge_name (Dtensor *x, guint tensor, guint consumer, guint slot)
+{
+  return g_strdup_printf ("%s -> %s:%u", planner_graph_get_tensor (x->graph, tensor)->name,
+                          planner_graph_get_op (x->graph, consumer)->name, slot);
+}
+
+/* Position of input @slot among the op's activation inputs (a module's forward arguments). */
+static int
+activation_position (Dtensor *x, const PlannerOp *op, guint slot)
+{
+  int position = 0;
+  for (guint k = 0; k < slot; k++)
+    if (planner_graph_get_tensor (x->graph, op->inputs[k])->kind != PLANNER_TENSOR_PARAMETER)
+      position++;
+  return position;
+}
+
+/* "a.b.c" -> "a.b" (a new string), "" for a top-level name. */
+static char *
+parent_of (const char *name)
+{
+  const char *dot = strrchr (name, '.');
+  return dot != NULL ? g_strndup (name, dot - name) : g_strdup ("");
+}
+
+/* A tensor that several projections of one block need redistributed the same way (a
+ * sequence-parallel norm's output, gathered for q, k and v) is redistributed once, at the
+ * block's input: PrepareBlockInput on the parent module, as torch's own examples do. */
+static void
+hoist_block_inputs (Dtensor *x)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
+      g_autofree char *parent = NULL;
+      gboolean ok
+          = pt->kind != PLANNER_TENSOR_PARAMETER && !x->in_chain[t] && pt->consumers->len >= 2;
+      Place want = { PLACE_REPLICATE, 0 };
+
+      for (guint c = 0; ok && c < pt->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
+          const PlannerOp *cop = planner_graph_get_op (x->graph, use->op);
+          OpStyle *cs = &x->styles[use->op];
+          Place need = required_place (x, use->op, use->slot);
+          g_autofree char *p = parent_of (cop->name);
+
+          ok = cs->kind == STYLE_COLWISE && activation_position (x, cop, use->slot) == 0
+               && place_equal (need, style_desired_input (cs)) && !place_equal (need, x->eff[t])
+               && (c == 0 || (place_equal (need, want) && strcmp (p, parent) == 0));
+          want = need;
+          if (c == 0)
+            parent = g_steal_pointer (&p);
+        }
+      if (!ok || parent[0] == '\0')
+        continue;
+      if (pt->producer >= 0)
+        {
+          const char *producer = planner_graph_get_op (x->graph, pt->producer)->name;
+          g_autofree char *prefix = g_strconcat (parent, ".", NULL);
+          if (g_str_has_prefix (producer, prefix))
+            continue;
+        }
+      BlockInput b = { g_steal_pointer (&parent), x->eff[t], want };
+      g_array_append_val (x->blocks, b);
+      x->hoisted[t] = TRUE;
+    }
+}
+
+/* An edge whose tensor arrives on the TP axis other than its consumer needs it: who among the
+ * styles places the redistribution? */
+static void
+place_edge (Dtensor *x, guint tensor, guint c, guint slot, Place produced, Place required)
+{
+  const PlannerTensor *t = planner_graph_get_tensor (x->graph, tensor);
+  const PlannerOp *cop = planner_graph_get_op (x->graph, c);
+  OpStyle *cs = &x->styles[c];
+  OpStyle *ps = t->producer >= 0 ? &x->styles[t->producer] : NULL;
+  int position = activation_position (x, cop, slot);
+  g_autofree char *name = edge_name (x, tensor, c, slot);
+  g_autofree char *from = place_text (produced);
+  g_autofree char *to = place_text (required);
+
+  /* The op itself is refused already, with its reason. */
+  if (cs->kind == STYLE_UNSUPPORTED || (ps != NULL && ps->kind == STYLE_UNSUPPORTED))
+    return;
+  /* The consumer's style takes it in: input_layouts. */
+  if (style_name (cs) != NULL && position == 0 && place_equal (required, style_desired_input (cs)))
+    {
+      if (cs->kind == STYLE_SEQUENCE)
+        {
+          /* SequenceParallel takes a plain tensor as already sharded: it cannot gather. */
+          planner_export_note (&x->refusals, name,
+                               g_strdup_printf ("%s to %s on %s into SequenceParallel, which "
+                                                "takes its input as already split on the "
+                                                "sequence",
+                                                from, to, x->mesh->names[x->tp]));
+          return;
+        }
+      cs->input = produced;
+      cs->has_input = !place_equal (produced, style_default_input (cs));
+      return;
+    }
+  /* A module without a style: PrepareModuleInput. */
+  if (cs->kind == STYLE_NONE && planner_export_has_parameter_input (x->graph, cop) && position >= 0
+      && position < PLANNER_MAX_OPERANDS)
+    {
+      cs->n_prepare_in = MAX (cs->n_prepare_in, (guint)position + 1);
+      cs->prepare_set[position] = TRUE;
+      cs->prepare_in[position] = produced;
+      cs->prepare_in_desired[position] = required;
+      return;
+    }
+  /* The producer's style hands it over as the consumers need it: output_layouts. */
+  if (ps != NULL && ((ps->kind == STYLE_COLWISE && ps->groups <= 1) || ps->kind == STYLE_ACT))
+    {
+      if (ps->has_output && !place_equal (ps->output, required))
+        ps->output_conflict = TRUE;
+      ps->output = required;
+      ps->has_output = TRUE;
+      return;
+    }
+  if (ps != NULL && ps->kind == STYLE_NONE
+      && planner_export_has_parameter_input (x->graph,
+                                             planner_graph_get_op (x->graph, t->producer)))
+    {
+      if (ps->has_prepare_out && !place_equal (ps->prepare_out_desired, required))
+        ps->output_conflict = TRUE;
+      ps->has_prepare_out = TRUE;
+      ps->prepare_out = produced;
+      ps->prepare_out_desired = required;
+      return;
+    }
+  planner_export_note (&x->refusals, name,
+                       g_strdup_printf ("%s to %s on %s between ops that run on their local "
+                                        "shards (no module's input or output), which no style "
+                                        "places",
+                                        from, to, x->mesh->names[x->tp]));
+}
+
+static void
+place_edges (Dtensor *x)
+{
+  guint n_ops = planner_graph_get_n_ops (x->graph);
+
+  for (guint c = 0; c < n_ops; c++)
+    {
+      const PlannerOp *op = planner_graph_get_op (x->graph, c);
+      PlannerLayout in[PLANNER_MAX_OPERANDS];
+
+      planner_plan_op_layouts (x->plan, c, in, NULL);
+      for (guint k = 0; k < op->n_inputs; k++)
+        {
+          guint tensor = op->inputs[k];
+          const PlannerTensor *t = planner_graph_get_tensor (x->graph, tensor);
+          Place required = place_of (&in[k], x->tp);
+
+          /* Parameters are sharded by the styles themselves. */
+          if (t->kind == PLANNER_TENSOR_PARAMETER)
+            continue;
+          /* Partial sums flowing on, or reduced where the chain ends: the RowwiseParallel
+           * output_layouts covers both. A block input: PrepareBlockInput. */
+          if (x->in_chain[tensor] || x->hoisted[tensor])
+            continue;
+          if (!place_equal (x->eff[tensor], required))
+            place_edge (x, tensor, c, k, x->eff[tensor], required);
+        }
+    }
+  /* An output handed over in a new layout reaches every consumer in it. */
+  for (guint i = 0; i < n_ops; i++)
+    {
+      OpStyle *s = &x->styles[i];
+      gboolean colwise = (s->kind == STYLE_COLWISE || s->kind == STYLE_ACT) && s->has_output;
+      if (!colwise && !s->has_prepare_out)
+        continue;
+      const PlannerTensor *t
+          = planner_graph_get_tensor (x->graph, planner_graph_get_op (x->graph, i)->outputs[0]);
+      for (guint c = 0; c < t->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, c);
+          Place need = required_place (x, use->op, use->slot);
+          if (!place_equal (need, colwise ? s->output : s->prepare_out_desired))
+            s->output_conflict = TRUE;
+        }
+    }
+  for (guint i = 0; i < n_ops; i++)
+    if (x->styles[i].output_conflict)
+      unsupported (x, i,
+                   g_strdup ("its consumers need its output in different layouts; a style "
+                             "hands it over in one"));
+}
+
+/* Steps on other axes than TP: FSDP keeps each rank's rows of the batch, so a gather, slice
+ * or exchange of rows changes no value and is left out (said in the header); a reduction
+ * there would mean a split the script does not make. */
+static void
+place_other_axes (Dtensor *x)
+{
+  for (guint r = 0; r < planner_plan_get_n_redistributions (x->plan); r++)
+    {
+      const PlannerRedistribution *red = planner_plan_get_redistribution (x->plan, r);
+      for (guint s = 0; s < red->n_steps; s++)
+        {
+          const PlannerRedistStep *step = &red->steps[s];
+          if ((int)step->axis == x->tp)
+            continue;
+          g_autofree char *name = planner_store_redistribution_name (x->plan, r);
+          g_autofree char *text = planner_redist_step_describe (step, x->mesh);
+          gboolean reduces
+              = step->kind == PLANNER_STEP_ALL_REDUCE || step->kind == PLANNER_STEP_REDUCE_SCATTER;
+          planner_export_note (
+              reduces ? &x->refusals : &x->notes, name,
+              reduces ? g_strdup_printf ("%s reduces over %s, where the script only splits "
+                                         "the batch",
+                                         text, x->mesh->names[step->axis])
+                      : g_strdup_printf ("%s is left out: FSDP keeps each rank's rows of the "
+                                         "batch, and moving rows over %s changes no value",
+                                         text, x->mesh->names[step->axis]));
+          break;
+        }
+    }
+}
+
+static void
+append_style (GString *out, const OpStyle *s)
+{
+  const char *name = style_name (s);
+  gboolean first = TRUE;
+
+  if (name == NULL && s->n_prepare_in > 0)
+    {
+      for (guint pass = 0; pass < 2; pass++)
+        {
+          g_string_append (out, pass == 0 ? "PrepareModuleInput(input_layouts=("
+                                          : ", desired_input_layouts=(");
+          for (guint i = 0; i < s->n_prepare_in; i++)
+            {
+              if (i > 0)
+                g_string_append (out, ", ");
+              if (!s->prepare_set[i])
+                g_string_append (out, "None");
+              else
+                append_place (out, pass == 0 ? s->prepare_in[i] : s->prepare_in_desired[i]);
+            }
+          g_string_append (out, s->n_prepare_in == 1 ? ",)" : ")");
+        }
+      g_string_append_c (out, ')');
+      return;
+    }
+  if (name == NULL && s->has_prepare_out)
+    {
+      g_string_append (out, "PrepareModuleOutput(output_layouts=(");
+      append_place (out, s->prepare_out);
+      g_string_append (out, ",), desired_output_layouts=(");
+      append_place (out, s->prepare_out_desired);
+      g_string_append (out, ",))");
+      return;
+    }
+  g_string_append_printf (out, "%s(", name);
+  if (s->conv1d)
+    {
+      g_string_append (out, s->kind == STYLE_COLWISE ? "True" : "False");
+      first = FALSE;
+    }
+  if (s->kind == STYLE_ACT)
+    {
+      g_string_append_printf (out, "%d", s->act_dim);
+      first = FALSE;
+    }
+  if (s->kind == STYLE_SEQUENCE && s->seq_dim != 1)
+    {
+      g_string_append_printf (out, "sequence_dim=%d", s->seq_dim);
+      first = FALSE;
+    }
+  if (s->has_input || (s->kind == STYLE_ROWWISE && s->embedding))
+    {
+      g_string_append (out, first ? "input_layouts=" : ", input_layouts=");
+      append_place (out, s->has_input ? s->input : (Place){ PLACE_REPLICATE, 0 });
+      first = FALSE;
+    }
+  if (s->has_output && s->kind != STYLE_SEQUENCE)
+    {
+      g_string_append (out, first ? "output_layouts=" : ", output_layouts=");
+      append_place (out, s->output);
+      first = FALSE;
+    }
+  if (s->local_output_false)
+    {
+      g_string_append (out, first ? "use_local_output=False" : ", use_local_output=False");
+      first = FALSE;
+    }
+  if (s->groups > 1)
+    g_string_append_printf (out, "%sgroups=%u", first ? "" : ", ", s->groups);
+  g_string_append_c (out, ')');
+}
+
+/* ---- the plan's entries ---- */
+
+typedef struct
+{
+  GPtrArray *names; /* char*: a module, an op or a block's parent */
+  GPtrArray *texts; /* char*: its entry */
+} Entries;
+
+/* Each entry, a repeated block's identical entries as one wildcard key: valid only where
+ * every name the key would reach (among @names and the graph's ops) has this very entry. */
+static void
+append_entries (GString *out, Dtensor *x, Entries *e, guint *n_entries)
+{
+  g_autoptr (GHashTable) done = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  guint n_ops = planner_graph_get_n_ops (x->graph);
+
+  for (guint i = 0; i < e->names->len; i++)
+    {
+      const char *name = g_ptr_array_index (e->names, i);
+      const char *text = g_ptr_array_index (e->texts, i);
+      g_autofree char *pattern = planner_export_block_pattern (name, FALSE);
+      g_autofree char *key = NULL;
+
+      if (pattern != NULL && g_hash_table_contains (done, pattern))
+        continue;
+      if (pattern != NULL)
+        {
+          g_auto (GStrv) pattern_parts = g_strsplit (pattern, ".", -1);
+          g_auto (GStrv) name_parts = g_strsplit (name, ".", -1);
+          gboolean uniform = TRUE;
+          guint covered = 0;
+          for (guint j = 0; j < e->names->len && uniform; j++)
+            if (planner_export_under_pattern (g_ptr_array_index (e->names, j), pattern_parts,
+                                              (const char *const *)name_parts))
+              {
+                uniform = g_strcmp0 (g_ptr_array_index (e->texts, j), text) == 0;
+                covered++;
+              }
+          /* An op without an entry that the key would reach. */
+          for (guint j = 0; j < n_ops && uniform; j++)
+            {
+              const char *op = planner_graph_get_op (x->graph, j)->name;
+              if (planner_export_under_pattern (op, pattern_parts, (const char *const *)name_parts)
+                  && !g_ptr_array_find_with_equal_func (e->names, op, g_str_equal, NULL))
+                uniform = FALSE;
+            }
+          if (uniform && covered > 1)
+            {
+              key = planner_export_block_pattern (name, TRUE);
+              g_hash_table_add (done, g_strdup (pattern));
+            }
+        }
+      if (key == NULL)
+        key = planner_export_literal_key (name);
+      g_string_append (out, "    ");
+      planner_export_append_python_string (out, key);
+      g_string_append (out, ": ");
+      g_string_append (out, text);
+      g_string_append (out, ",\n");
+      (*n_entries)++;
+    }
+}
+
+static gboolean
+has_entry (const OpStyle *s)
+{
+  return style_name (s) != NULL || s->n_prepare_in > 0 || s->has_prepare_out;
+}
+
+/* The entries in graph order, each block input just before the first op under it. */
+static void
+collect_entries (Dtensor *x, Entries *e)
+{
+  guint n_ops = planner_graph_get_n_ops (x->graph);
+  g_autofree gboolean *placed = g_new0 (gboolean, x->blocks->len + 1);
+
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const char *name = planner_graph_get_op (x->graph, i)->name;
+      for (guint b = 0; b < x->blocks->len; b++)
+        {
+          BlockInput *block = &g_array_index (x->blocks, BlockInput, b);
+          g_autofree char *prefix = g_strconcat (block->name, ".", NULL);
+          if (placed[b] || !g_str_has_prefix (name, prefix))
+            continue;
+          GString *text = g_string_new ("PrepareBlockInput(");
+          append_place (text, block->from);
+          g_string_append (text, ", ");
+          append_place (text, block->to);
+          g_string_append_c (text, ')');
+          g_ptr_array_add (e->names, g_strdup (block->name));
+          g_ptr_array_add (e->texts, g_string_free (text, FALSE));
+          placed[b] = TRUE;
+        }
+      if (!has_entry (&x->styles[i]))
+        continue;
+      GString *text = g_string_new (NULL);
+      append_style (text, &x->styles[i]);
+      g_ptr_array_add (e->names, g_strdup (name));
+      g_ptr_array_add (e->texts, g_string_free (text, FALSE));
+    }
+}
+
+/* The axis that splits the most non-batch factors, the one named tp or mp first; -1 when
+ * every axis splits only the batch (then all of them are data parallel). */
+static int
+choose_tp_axis (PlannerPlan *plan)
+{
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  guint uses[PLANNER_MAX_AXES] = { 0 };
+  int best = -1;
+
+  for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (graph, i);
+      const PlannerStrategy *s = &planner_plan_get_op (plan, i)->strategy;
+      for (guint a = 0; a < mesh->n_axes; a++)
+        {
+          int f = planner_export_factor_of_axis (s, a);
+          if (f >= 0 && f != planner_export_batch_factor (&op->rule))
+            uses[a]++;
+        }
+    }
+  /* An axis of size 1 parallelizes nothing (semantics.md 2). */
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if ((strcmp (mesh->names[a], "tp") == 0 || strcmp (mesh->names[a], "mp") == 0)
+        && mesh->sizes[a] > 1 && uses[a] > 0)
+      return (int)a;
+  for (guint a = 0; a < mesh->n_axes; a++)
+    if (uses[a] > 0 && mesh->sizes[a] > 1 && (best < 0 || uses[a] > uses[best]))
+      best = (int)a;
+  return best;
+}
+
+/* ---- the script ---- */
+
+static void
+append_comment (GString *out, const char *text)
+{
+  g_string_append (out, "# ");
+  planner_export_append_escaped (out, text, FALSE);
+  g_string_append_c (out, '\n');
+}
+
+/* The graph's source "/abs/dir/config.json?batch=4&seq=8&layers=2" as what a user can read
+ * without the author's file system: "config.json", and the value of @key (0 if absent). */
+static char *
+source_basename (const char *source)
+{
+  g_autofree char *path = g_strndup (source, strcspn (source, "?"));
+  return g_path_get_basename (path);
+}
+
+static gint64
+source_value (const char *source, const char *key)
+{
+  const char *query = strchr (source, '?');
+  if (query == NULL)
+    return 0;
+  g_auto (GStrv) pairs = g_strsplit (query + 1, "&", -1);
+  for (guint i = 0; pairs[i] != NULL; i++)
+    {
+      g_autofree char *prefix = g_strconcat (key, "=", NULL);
+      if (g_str_has_prefix (pairs[i], prefix))
+        return g_ascii_strtoll (pairs[i] + strlen (prefix), NULL, 10);
+    }
+  return 0;
+}
+
+static void
+append_name_tuple (GString *out, GPtrArray *names)
+{
+  g_string_append_c (out, '(');
+  for (guint i = 0; i < names->len; i++)
+    {
+      if (i > 0)
+        g_string_append (out, ", ");
+      planner_export_append_python_string (out, g_ptr_array_index (names, i));
+    }
+  g_string_append (out, names->len == 1 ? ",)" : ")");
+}
+
+static gboolean
+append_resource (GString *out, const char *path, GError **error)
+{
+  g_autoptr (GBytes) bytes = planner_resources_lookup (path, error);
+  if (bytes == NULL)
+    return FALSE;
+  gsize size;
+  const char *data = g_bytes_get_data (bytes, &size);
+  g_string_append_len (out, data, (gssize)size);
+  return TRUE;
+}
+
+/* The first input of @op that is a graph input of kind PLANNER_TENSOR_INPUT with rank 2:
+ * the token ids [batch, seq]. */
+static const PlannerTensor *
+token_input (PlannerGraph *graph)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (graph, t);
+      if (pt->kind == PLANNER_TENSOR_INPUT && pt->rank == 2)
+        return pt;
+    }
+  return NULL;
+}
+
+static void
+dtensor_clear (Dtensor *x)
+{
+  for (guint b = 0; b < x->blocks->len; b++)
+    g_free (g_array_index (x->blocks, BlockInput, b).name);
+  g_array_unref (x->blocks);
+  planner_export_notes_clear (&x->refusals);
+  planner_export_notes_clear (&x->notes);
+  g_free (x->styles);
+  g_free (x->eff);
+  g_free (x->in_chain);
+  g_free (x->hoisted);
+}
+
+/* The data the fixed Python reads: mesh, axes, PLAN and what parallelize() needs besides. */
+static void
+append_data (GString *out, Dtensor *x, GString *entries)
+{
+  const char *name = planner_plan_get_name (x->plan);
+  const char *source = planner_graph_get_source (x->graph);
+  const PlannerTensor *tokens = token_input (x->graph);
+  g_autoptr (GPtrArray) dp = g_ptr_array_new ();
+  g_autoptr (GPtrArray) blocks = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GString) tied = g_string_new (NULL);
+  g_autoptr (GString) fused = g_string_new (NULL);
+  guint n_ops = planner_graph_get_n_ops (x->graph);
+  gboolean loss_parallel = FALSE;
+
+  for (guint a = 0; a < x->mesh->n_axes; a++)
+    if ((int)a != x->tp && (int)a != planner_mesh_pipeline_axis (x->mesh)
+        && x->mesh->sizes[a] > 1)
+      g_ptr_array_add (dp, (gpointer)x->mesh->names[a]);
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (x->graph, i);
+      const OpStyle *s = &x->styles[i];
+      g_autofree char *block = NULL;
+      g_auto (GStrv) parts = g_strsplit (op->name, ".", -1);
+      GString *prefix = g_string_new (NULL);
+
+      loss_parallel |= s->local_output_false;
+      /* The repeated blocks FSDP wraps one by one: the name up to its first index. */
+      for (guint k = 0; parts[k] != NULL && block == NULL; k++)
+        {
+          gboolean digits = parts[k][0] != '\0';
+          for (const char *q = parts[k]; *q != '\0'; q++)
+            digits &= g_ascii_isdigit (*q);
+          if (k > 0)
+            g_string_append_c (prefix, '.');
+          g_string_append (prefix, digits ? "*" : parts[k]);
+          if (digits)
+            block = g_strdup (prefix->str);
+        }
+      g_string_free (prefix, TRUE);
+      if (block != NULL && !g_ptr_array_find_with_equal_func (blocks, block, g_str_equal, NULL))
+        g_ptr_array_add (blocks, g_steal_pointer (&block));
+      if (s->groups > 1)
+        {
+          g_autofree char *pattern = planner_export_block_pattern (op->name, TRUE);
+          g_autofree char *key = pattern != NULL ? g_steal_pointer (&pattern)
+                                                 : planner_export_literal_key (op->name);
+          g_autofree char *item = planner_export_python_string (key);
+          if (strstr (fused->str, item) == NULL)
+            g_string_append_printf (fused, "%s%s: %u", fused->len > 0 ? ", " : "", item, s->groups);
+        }
+    }
+  /* A parameter with several users (tied embedding and lm_head) is one tensor in the plan:
+   * each later user's attribute is set to the first user's parameter again. */
+  for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
+      const char *attr = strrchr (pt->name, '.');
+      if (pt->kind != PLANNER_TENSOR_PARAMETER || pt->consumers->len < 2 || attr == NULL)
+        continue;
+      for (guint c = 0; c < pt->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
+          g_autofree char *user
+              = g_strconcat (planner_graph_get_op (x->graph, use->op)->name, attr, NULL);
+          if (strcmp (user, pt->name) == 0)
+            continue;
+          g_string_append (tied, "(");
+          planner_export_append_python_string (tied, user);
+          g_string_append (tied, ", ");
+          planner_export_append_python_string (tied, pt->name);
+          g_string_append (tied, "), ");
+        }
+    }
+
+  g_string_append (out, "PLAN_NAME = ");
+  planner_export_append_python_string (out, name != NULL ? name : "");
+  g_string_append (out, "\nMODEL = ");
+  if (source != NULL)
+    {
+      g_autofree char *base = source_basename (source);
+      planner_export_append_python_string (out, base);
+    }
+  else
+    g_string_append (out, "None");
+  g_string_append_printf (out, "\nBATCH, SEQ = %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                          tokens != NULL ? tokens->shape[0] : 0,
+                          tokens != NULL ? tokens->shape[1] : 0);
+  gint64 layers = source != NULL ? source_value (source, "layers") : 0;
+  if (layers > 0)
+    g_string_append_printf (out, "\nLAYERS = %" G_GINT64_FORMAT, layers);
+  else
+    g_string_append (out, "\nLAYERS = None");
+  g_string_append (out, "\nMESH_SHAPE = (");
+  for (guint a = 0; a < x->mesh->n_axes; a++)
+    g_string_append_printf (out, "%s%u", a > 0 ? ", " : "", x->mesh->sizes[a]);
+  g_string_append (out, x->mesh->n_axes == 1 ? ",)\nMESH_DIM_NAMES = (" : ")\nMESH_DIM_NAMES = (");
+  for (guint a = 0; a < x->mesh->n_axes; a++)
+    {
+      if (a > 0)
+        g_string_append (out, ", ");
+      planner_export_append_python_string (out, x->mesh->names[a]);
+    }
+  g_string_append (out, x->mesh->n_axes == 1 ? ",)\nTP_DIM = " : ")\nTP_DIM = ");
+  if (x->tp >= 0)
+    planner_export_append_python_string (out, x->mesh->names[x->tp]);
+  else
+    g_string_append (out, "None");
+  g_string_append (out, "\nDP_DIMS = ");
+  append_name_tuple (out, dp);
+  g_string_append (out, "\nFSDP_BLOCKS = ");
+  append_name_tuple (out, blocks);
+  g_string_append_printf (out, "\nLOSS_PARALLEL = %s", loss_parallel ? "True" : "False");
+  g_string_append (out, "\nTIED = (");
+  if (tied->len > 0)
+    g_string_append_len (out, tied->str, (gssize)tied->len - 1);
+  g_string_append_printf (out, ")\nFUSED = {%s}\n\nPLAN = {\n", fused->str);
+  g_string_append_len (out, entries->str, entries->len);
+  g_string_append (out, "}\n");
+}
+
+static void
+append_header (GString *out, Dtensor *x, GPtrArray *lines)
+{
+  g_autofree char *mesh_text = planner_mesh_to_string (x->mesh);
+  const char *name = planner_plan_get_name (x->plan);
+  const char *source = planner_graph_get_source (x->graph);
+  g_autofree char *base = source != NULL ? source_basename (source) : g_strdup ("(no source)");
+  g_autofree char *about
+      = g_strdup_printf ("PyTorch DTensor plan written by Shardscope from plan %s.",
+                         name != NULL ? name : "(unnamed)");
+  const PlannerTensor *tokens = token_input (x->graph);
+  gint64 layers = source != NULL ? source_value (source, "layers") : 0;
+  g_autofree char *layers_text
+      = layers > 0 ? g_strdup_printf (", %" G_GINT64_FORMAT " layers", layers) : g_strdup ("");
+  g_autofree char *sizes
+      = tokens != NULL
+            ? g_strdup_printf (" (batch %" G_GINT64_FORMAT ", sequence %" G_GINT64_FORMAT "%s)",
+                               tokens->shape[0], tokens->shape[1], layers_text)
+            : g_strdup ("");
+  g_autofree char *model = g_strdup_printf (
+      "Model: %s%s; mesh: %s; policy: %s.", base, sizes, mesh_text,
+      planner_plan_get_policy (x->plan) != NULL ? planner_plan_get_policy (x->plan) : "none");
+  gboolean dp = FALSE, loss_parallel = FALSE, fused = FALSE;
+
+  /* The pipeline axis splits the layers, not the batch (issue 18). */
+  int pp = planner_mesh_pipeline_axis (x->mesh);
+  g_autofree char *pipeline = planner_pipeline_dtensor_comment (x->plan);
+  for (guint a = 0; a < x->mesh->n_axes; a++)
+    dp |= (int)a != x->tp && (int)a != pp && x->mesh->sizes[a] > 1;
+  for (guint i = 0; i < planner_graph_get_n_ops (x->graph); i++)
+    {
+      loss_parallel |= x->styles[i].local_output_false;
+      fused |= x->styles[i].groups > 1;
+    }
+  append_comment (out, about);
+  append_comment (out, model);
+  g_string_append (out, "#\n");
+  if (x->tp >= 0)
+    {
+      g_autofree char *line = g_strdup_printf (
+          "Tensor parallelism over %s: PLAN, applied with parallelize_module on mesh['%s'].",
+          x->mesh->names[x->tp], x->mesh->names[x->tp]);
+      append_comment (out, line);
+    }
+  else
+    append_comment (out, "No mesh axis splits anything but the batch: PLAN is empty.");
+  if (dp)
+    {
+      GString *axes = g_string_new (NULL);
+      for (guint a = 0; a < x->mesh->n_axes; a++)
+        if ((int)a != x->tp && (int)a != pp && x->mesh->sizes[a] > 1)
+          g_string_append_printf (axes, "%s%s", axes->len > 0 ? "+" : "", x->mesh->names[a]);
+      g_autofree char *line = g_strdup_printf (
+          "Data parallelism over %s (DP_DIMS): FSDP2 fully_shard on those axes of the same mesh "
+          "(each of FSDP_BLOCKS, then the model)%s.",
+          axes->str, x->tp >= 0 ? ", 2-D with the tensor parallelism" : "");
+      append_comment (out, line);
+      g_string_free (axes, TRUE);
+    }
+  if (pipeline)
+    append_comment (out, pipeline);
+  g_string_append (out, "#\n"
+                        "# On every rank, after torch.distributed.init_process_group():\n"
+                        "#     mesh = parallelize(model)        # or parallelize(model, "
+                        "mesh=yours), device_type='cuda'\n"
+                        "#     rows = local_rows(mesh, len(input_ids))   # this rank's rows of "
+                        "the global batch\n"
+                        "#     out = model(input_ids[rows], position_ids=positions(input_ids))\n");
+  if (loss_parallel)
+    g_string_append (out, "#     with loss_parallel():           # the logits stay split over "
+                          "the vocabulary\n"
+                          "#         loss = causal_lm_loss(out.logits, input_ids[rows])\n"
+                          "#         loss.backward()\n");
+  else
+    g_string_append (out, "#     loss = causal_lm_loss(out.logits, input_ids[rows])   # whole "
+                          "logits\n"
+                          "#     loss.backward()\n");
+  append_comment (out, "position_ids are passed explicitly: under sequence parallelism "
+                       "transformers would count them from the local sequence length.");
+  if (x->tp >= 0)
+    append_comment (out, "Attention runs on each rank's heads; transformers takes the local "
+                         "head count from the tensors, so the config stays as it is.");
+  if (fused)
+    append_comment (out, "FUSED projections keep their columns regrouped by rank (regroup()); "
+                         "ungroup() gives a checkpoint back in Hugging Face's order.");
+  append_comment (out, "Self-check against the unsharded model on random weights (CPU, gloo):");
+  {
+    guint devices = 1;
+    for (guint a = 0; a < x->mesh->n_axes; a++)
+      devices *= x->mesh->sizes[a];
+    g_autofree char *line = g_strdup_printf (
+        "    torchrun --nproc-per-node %u THIS_FILE.py --config %s", devices,
+        source != NULL && g_str_has_suffix (base, ".json") ? base : "CONFIG.json");
+    append_comment (out, line);
+  }
+  g_string_append (out, "#\n");
+  if (lines->len == 0)
+    append_comment (out, "Every op of the plan is expressed.");
+  else
+    {
+      g_autofree char *head
+          = g_strdup_printf ("Done otherwise, with the same values (%u):", lines->len);
+      append_comment (out, head);
+      for (guint i = 0; i < lines->len; i++)
+        {
+          g_string_append (out, "#   ");
+          planner_export_append_escaped (out, g_ptr_array_index (lines, i), FALSE);
+          g_string_append_c (out, '\n');
+        }
+    }
+  g_string_append_c (out, '\n');
+}
+
+char *
+planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (plan), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  Dtensor x = { 0 };
+  guint n_ops, n_tensors, n_entries = 0;
+
+  x.plan = plan;
+  x.graph = planner_plan_get_graph (plan);
+  x.mesh = planner_plan_get_mesh (plan);
+  x.tp = choose_tp_axis (plan);
+  n_ops = planner_graph_get_n_ops (x.graph);
+  n_tensors = planner_graph_get_n_tensors (x.graph);
+  x.styles = g_new0 (OpStyle, n_ops);
+  x.eff = g_new0 (Place, n_tensors);
+  x.in_chain = g_new0 (gboolean, n_tensors);
+  x.hoisted = g_new0 (gboolean, n_tensors);
+  x.blocks = g_array_new (FALSE, TRUE, sizeof (BlockInput));
+  planner_export_notes_init (&x.refusals);
+  planner_export_notes_init (&x.notes);
+
+  for (guint i = 0; i < n_ops; i++)
+    classify (&x, i);
+  if (x.tp >= 0)
+    {
+      /* The caller passes graph inputs (token ids, positions) whole on the TP axis. */
+      for (guint t = 0; t < n_tensors; t++)
+        if (planner_graph_get_tensor (x.graph, t)->kind != PLANNER_TENSOR_INPUT)
+          x.eff[t] = place_of (planner_plan_get_tensor_layout (plan, t), x.tp);
+      for (guint i = 0; i < n_ops; i++)
+        if (x.styles[i].kind == STYLE_ROWWISE)
+          follow_partial (&x, i);
+      for (guint i = 0; i < n_ops; i++)
+        {
+          OpStyle *s = &x.styles[i];
+          const PlannerOp *op = planner_graph_get_op (x.graph, i);
+          /* A fused projection's output is as the plan has it, by the regrouping. */
+          if ((s->kind == STYLE_COLWISE && s->groups <= 1) || s->kind == STYLE_SEQUENCE
+              || s->kind == STYLE_ACT)
+            x.eff[op->outputs[0]] = style_default_output (s);
+        }
+      hoist_block_inputs (&x);
+      place_edges (&x);
+      /* Logits left split over the vocabulary: a DTensor for loss_parallel(). */
+      for (guint i = 0; i < n_ops; i++)
+        {
+          const PlannerOp *op = planner_graph_get_op (x.graph, i);
+          OpStyle *s = &x.styles[i];
+          if (!planner_graph_get_tensor (x.graph, op->outputs[0])->is_output || s->has_output)
+            continue;
+          if (s->kind == STYLE_COLWISE)
+            s->local_output_false = TRUE;
+          /* The loss is a mean over this rank's rows of the data-parallel batch, and DTensor
+           * sums the replicated weights' gradients over tp: the logits are gathered. */
+          if (s->kind == STYLE_ACT)
+            {
+              s->has_output = TRUE;
+              s->output = (Place){ PLACE_REPLICATE, 0 };
+              planner_export_note (&x.notes, op->name,
+                                   g_strdup_printf ("its output, a graph output split over %s, "
+                                                    "is gathered, so the loss is the mean over "
+                                                    "each data-parallel rank's rows",
+                                                    x.mesh->names[x.tp]));
+            }
+        }
+    }
+  place_other_axes (&x);
+
+  g_autoptr (GPtrArray) refused = planner_export_notes_collapse (&x.refusals);
+  g_autoptr (GPtrArray) lines = planner_export_notes_collapse (&x.notes);
+  if (refused->len > 0)
+    {
+      GString *text = g_string_new (NULL);
+      for (guint i = 0; i < refused->len && i < 12; i++)
+        g_string_append_printf (text, "\n  %s", (const char *)g_ptr_array_index (refused, i));
+      if (refused->len > 12)
+        g_string_append_printf (text, "\n  ... and %u more", refused->len - 12);
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY,
+                   "the DTensor export cannot run this plan as planned (%u reason%s); pin "
+                   "these ops to Megatron-style strategies on %s, or export another format:%s",
+                   refused->len, refused->len == 1 ? "" : "s", axis_name (&x, x.tp), text->str);
+      g_string_free (text, TRUE);
+      dtensor_clear (&x);
+      return NULL;
+    }
+  planner_export_notes_publish (lines, notes);
+
+  g_autoptr (GString) entries = g_string_new (NULL);
+  Entries e = { g_ptr_array_new_with_free_func (g_free), g_ptr_array_new_with_free_func (g_free) };
+  if (x.tp >= 0)
+    {
+      collect_entries (&x, &e);
+      append_entries (entries, &x, &e, &n_entries);
+    }
+  g_ptr_array_unref (e.names);
+  g_ptr_array_unref (e.texts);
+
+  GString *out = g_string_new (NULL);
+  append_header (out, &x, lines);
+  if (!append_resource (out, "exports/dtensor-styles.py", error))
+    {
+      g_string_free (out, TRUE);
+      dtensor_clear (&x);
+      return NULL;
+    }
+  g_string_append (out, "\n\n");
+  append_data (out, &x, entries);
+  if (!append_resource (out, "exports/dtensor-apply.py", error))
+    {
+      g_string_free (out, TRUE);
+      dtensor_clear (&x);
+      return NULL;
+    }
+  dtensor_clear (&x);
+  return g_string_free (out, FALSE);
+}
