@@ -31,6 +31,14 @@ gboolean planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *to
 /* A plan read back without the training figures (an old plan file, a store row): recompute
  * them, leaving the saved totals as they are. */
 void planner_plan_refresh_training (PlannerPlan *self);
+/* One op's forward and backward compute in the training model, under the strategy the plan
+ * holds for it now, for the whole local batch (no micro-batches); @dropout: the graph's
+ * dropout ops have p > 0. For the exact solver, which costs each candidate strategy. */
+void planner_plan_op_train_time (PlannerPlan *self, guint op, gboolean dropout, double *forward,
+                                 double *backward);
+/* The optimizer step's time for @numel parameters a device updates (the training model's
+ * overhead beyond kernel launches). */
+double planner_plan_optimizer_step_time (PlannerPlan *self, double numel);
 
 /* The one-number figures of PlannerPlanTotals, in the order plan files and the store keep them:
  * the counts (guint) first, then bytes (guint64) and seconds (double). Plan files name them as

@@ -744,3 +744,36 @@ planner_plan_refresh_training (PlannerPlan *self)
   if (planner_plan_compute_training (self, &totals, FALSE, NULL))
     planner_plan_set_totals (self, &totals);
 }
+
+/* ---- for the exact solver (planner-solve.c) ---- */
+
+void
+planner_plan_op_train_time (PlannerPlan *self, guint op, gboolean dropout, double *forward,
+                            double *backward)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+
+  Model m = { 0 };
+  m.plan = self;
+  m.graph = planner_plan_get_graph (self);
+  m.mesh = planner_plan_get_mesh (self);
+  m.hw = planner_plan_get_hardware (self);
+  m.c = planner_plan_get_constants (self);
+  m.dropout = dropout;
+  m.accum = 1;
+  OpTime t = op_time (&m, op);
+  *forward = t.forward;
+  *backward = t.backward;
+}
+
+double
+planner_plan_optimizer_step_time (PlannerPlan *self, double numel)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), 0);
+
+  const PlannerCostConstants *c = planner_plan_get_constants (self);
+  const PlannerHardware *hw = planner_plan_get_hardware (self);
+  double step_bytes = c->optimizer == PLANNER_OPTIMIZER_SGD ? SGD_STEP_BYTES : ADAM_STEP_BYTES;
+  return numel * step_bytes
+         / (planner_hardware_memory_bandwidth (hw) * planner_hardware_get_efficiency (hw)->memory_bound);
+}
