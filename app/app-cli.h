@@ -166,6 +166,10 @@ PlannerTrialRun *app_cli_db_latest_trial_run (PlannerPlan *plan);
 gboolean app_cli_derive_pins (PlannerPlan *parent, GPtrArray *pins, const PlannerMesh *mesh,
                               GError **error);
 
+/* ---- commands (app-cli-search.c) ---- */
+
+int app_cli_search (const AppCliCommand *command, int argc, char **argv);
+
 /* ---- commands (app-cli-render.c) ---- */
 
 int app_cli_render (const AppCliCommand *command, int argc, char **argv);
