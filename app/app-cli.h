@@ -12,6 +12,7 @@
 #include "planner-graph.h"
 #include "planner-model.h"
 #include "planner-plan.h"
+#include "planner-solve.h"
 #include "planner-store.h"
 
 G_BEGIN_DECLS
@@ -169,6 +170,8 @@ gboolean app_cli_derive_pins (PlannerPlan *parent, GPtrArray *pins, const Planne
 /* ---- commands (app-cli-search.c) ---- */
 
 int app_cli_search (const AppCliCommand *command, int argc, char **argv);
+/* An exact solve's report as JSON members (optimum, bound, proof, gap, times). */
+void app_cli_json_add_solve_report (JsonBuilder *builder, const PlannerSolveReport *report);
 
 /* ---- commands (app-cli-render.c) ---- */
 
