@@ -393,6 +393,50 @@ op_cost (Problem *p, guint o, guint v)
   return cost;
 }
 
+/* Whether op @op keeps input @slot for its backward pass, as the training model counts it
+ * (planner-plan-train.c). */
+static gboolean
+op_keeps_input (const PlannerOp *op, guint slot)
+{
+  switch (op->type)
+    {
+    case PLANNER_OP_MATMUL:
+    case PLANNER_OP_EINSUM:
+    case PLANNER_OP_BATCH_MATMUL:
+    case PLANNER_OP_CONV2D:
+    case PLANNER_OP_MUL:
+    case PLANNER_OP_DIV:
+    case PLANNER_OP_CROSS_ENTROPY:
+      return TRUE;
+    case PLANNER_OP_GELU:
+    case PLANNER_OP_SILU:
+    case PLANNER_OP_RELU:
+    case PLANNER_OP_LAYER_NORM:
+    case PLANNER_OP_RMS_NORM:
+      return slot == 0;
+    case PLANNER_OP_SDPA:
+      return slot < 3;
+    default:
+      return FALSE;
+    }
+}
+
+/* The activations kept for the backward pass enter the memory bound only where the training
+ * model counts them as kept tensors of the whole local batch (no full recompute, no
+ * micro-batches), and only for tensors that are not views, so that no storage counts twice:
+ * each such tensor at the least of the layouts a keeper may keep it in. */
+static gboolean
+keeps_counted (Problem *p, const PlannerTensor *t)
+{
+  const PlannerCostConstants *c = planner_plan_get_constants (p->seed);
+  if (c->recompute == PLANNER_RECOMPUTE_FULL || c->micro_batch != 0)
+    return FALSE;
+  if (t->producer < 0)
+    return TRUE;
+  PlannerOpType type = planner_graph_get_op (p->graph, (guint)t->producer)->type;
+  return type != PLANNER_OP_RESHAPE && type != PLANNER_OP_TRANSPOSE;
+}
+
 /* Tensor @t's cost and memory bound with value @vals[j] for each var of factor @f. */
 static void
 tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, double *mem)
@@ -425,6 +469,8 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
 
   PlannerLayout seen[PLANNER_MAX_OPERANDS * 4];
   guint n_seen = 0;
+  guint64 kept = 0;
+  gboolean count_kept = t->kind == PLANNER_TENSOR_ACTIVATION && keeps_counted (p, t);
   guint32 pending = 0, users = 0;
   guint64 grad_bytes = 0;
   for (guint c = 0; c < t->consumers->len; c++)
@@ -459,6 +505,8 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
                 seen[n_seen++] = *need;
             }
         }
+      if (count_kept && op_keeps_input (planner_graph_get_op (p->graph, use->op), use->slot))
+        kept = MAX (kept, MIN (local_bytes (p, t, need), local_bytes (p, t, &have)));
       if (t->kind == PLANNER_TENSOR_ACTIVATION && used)
         {
           pending |= used & ~planner_layout_split_mask (need) & ~need->partial & ~gathered;
@@ -468,6 +516,7 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
 #undef VAL_OF
   if (t->kind == PLANNER_TENSOR_ACTIVATION)
     *time += all_reduce_time (p, pending, grad_bytes);
+  *mem += (double)kept;
   if (t->kind == PLANNER_TENSOR_PARAMETER)
     {
       guint64 bytes = local_bytes (p, t, &have);
