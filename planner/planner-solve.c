@@ -1366,9 +1366,18 @@ plan_from (Problem *p, const guint *vals, GError **error)
         }
       op->strategy = p->dom[o]->s[vals[o]];
       op->decision = PLANNER_DECIDED_PROPAGATED;
-      op->trace_step = -1;
       op->pin = -1;
       op->has_out_layouts = FALSE;
+      /* One step per chosen op, in op order: chosen among its candidates by the solve, from
+       * no one neighbour. */
+      PlannerTraceStep step = { 0 };
+      step.index = planner_plan_get_n_trace_steps (plan);
+      step.op = o;
+      step.strategy = op->strategy;
+      step.from_op = -1;
+      step.n_candidates = p->dom[o]->n;
+      op->trace_step = (int)step.index;
+      planner_plan_append_trace_step (plan, &step);
     }
   if (!planner_plan_finish (plan, p->allow_tied, error))
     return NULL;

@@ -60,8 +60,8 @@ typedef struct
 
 /* The optimal plan with the pins of @seed (a finished plan, e.g. greedy propagation: its
  * pinned ops stay, everything else is chosen), the same graph, mesh, hardware, training
- * options, pins and policy. Decisions of chosen ops are PLANNER_DECIDED_PROPAGATED with no
- * trace step; the trace is empty. */
+ * options, pins and policy. Decisions of chosen ops are PLANNER_DECIDED_PROPAGATED, each with a
+ * trace step in op order that names its candidates and no neighbour (from_op -1). */
 PlannerPlan *planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options,
                             PlannerSolveReport *report, GError **error);
 
