@@ -601,6 +601,10 @@ leaf_build (Problem *p, Factor *f, GError **error)
 {
   if (f->time != NULL)
     return TRUE;
+  if (f->tensor >= 0)
+    for (guint j = 0; j < f->n; j++)
+      f->maps[j] = class_map (p, f->vars[j], planner_graph_get_tensor (p->graph, (guint)f->tensor),
+                              &f->dims[j]);
   guint64 cells = factor_cells (f);
   if (cells > p->options->max_table_cells)
     {
@@ -725,8 +729,8 @@ problem_init (Problem *p, GError **error)
             }
           f->vars[f->n++] = o;
         }
-      for (guint j = 0; j < f->n; j++)
-        f->maps[j] = class_map (p, f->vars[j], tensor, &f->dims[j]);
+      /* The class maps (and so the dims) are made when the table is: most blocks never
+       * build theirs. */
       add_leaf (p, f);
     }
   return TRUE;
