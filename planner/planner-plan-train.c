@@ -8,6 +8,7 @@
 
 #include "planner-error.h"
 #include "planner-plan-private.h"
+#include "planner-request.h"
 
 /* The training-step and memory model of a finished plan (planner/README.md, "Training step
  * and memory").
@@ -62,31 +63,6 @@ static guint64
 local_numel (const Model *m, const PlannerTensor *t, const PlannerLayout *layout)
 {
   return local_bytes (m, t, layout) / planner_dtype_size (t->dtype);
-}
-
-/* "model.layers.12.mlp" -> 12: a path component "layers", "h", "layer" or "blocks" followed
- * by a number is a transformer layer (Hugging Face module paths, planner-hf-import.c). */
-static int
-op_layer (const char *name)
-{
-  static const char *const containers[] = { "layers.", "h.", "layer.", "blocks." };
-  for (const char *p = name; *p; p++)
-    {
-      if (p != name && p[-1] != '.')
-        continue;
-      for (guint i = 0; i < G_N_ELEMENTS (containers); i++)
-        {
-          gsize n = strlen (containers[i]);
-          if (strncmp (p, containers[i], n) == 0 && g_ascii_isdigit (p[n]))
-            {
-              char *end;
-              long v = strtol (p + n, &end, 10);
-              if (*end == '.' || *end == '\0')
-                return (int)MIN (v, G_MAXINT);
-            }
-        }
-    }
-  return -1;
 }
 
 /* Ops that are views in eager PyTorch and in the fused kernels that read strided inputs: they
@@ -503,7 +479,7 @@ planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboole
   for (guint i = 0; i < n_ops; i++)
     {
       const PlannerOp *op = planner_graph_get_op (m.graph, i);
-      layer[i] = op_layer (op->name);
+      layer[i] = planner_op_block (op->name, NULL);
       if (op->type == PLANNER_OP_DROPOUT && !m.c->no_dropout)
         m.dropout = TRUE;
     }
