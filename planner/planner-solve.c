@@ -437,6 +437,57 @@ keeps_counted (Problem *p, const PlannerTensor *t)
   return type != PLANNER_OP_RESHAPE && type != PLANNER_OP_TRANSPOSE;
 }
 
+/* What op @o keeps beyond tensors (planner-plan-train.c's extras): attention's logsumexp or
+ * scores, a dropout's mask; 0 where keeps_counted() would not count. */
+static double
+op_mem (Problem *p, guint o, guint v)
+{
+  const PlannerOp *op = planner_graph_get_op (p->graph, o);
+  const PlannerCostConstants *c = planner_plan_get_constants (p->seed);
+  const PlannerTensor *out = planner_graph_get_tensor (p->graph, op->outputs[0]);
+  const Domain *d = p->dom[o];
+  if (c->recompute == PLANNER_RECOMPUTE_FULL || c->micro_batch != 0)
+    return 0;
+  if (op->type == PLANNER_OP_DROPOUT && p->dropout)
+    return (double)local_bytes (p, out, &d->out[(gsize)v * d->n_out]) / planner_dtype_size (out->dtype);
+  if (op->type != PLANNER_OP_SDPA)
+    return 0;
+  const PlannerTensor *q = planner_graph_get_tensor (p->graph, op->inputs[0]);
+  const PlannerTensor *k = planner_graph_get_tensor (p->graph, op->inputs[1]);
+  gint64 ql[PLANNER_MAX_RANK], kl[PLANNER_MAX_RANK];
+  planner_layout_local_shape (&d->in[(gsize)v * d->n_in], p->mesh, q->shape, ql);
+  planner_layout_local_shape (&d->in[(gsize)v * d->n_in + 1], p->mesh, k->shape, kl);
+  if (c->attention != PLANNER_ATTENTION_UNFUSED)
+    return 4.0 * ql[0] * ql[1] * ql[2];
+  if (c->recompute == PLANNER_RECOMPUTE_SELECTIVE)
+    return 0;
+  double size = planner_dtype_size (out->dtype);
+  return (double)ql[0] * ql[1] * ql[2] * kl[2] * (size + (p->dropout ? 1 + size : 0));
+}
+
+/* Whether the producer of @t keeps its output (planner-plan-train.c): the activations whose
+ * gradient needs the output, and fused attention. */
+static gboolean
+producer_keeps_output (Problem *p, const PlannerTensor *t)
+{
+  if (t->producer < 0 || t->producer_slot != 0)
+    return FALSE;
+  const PlannerOpPlan *seed = planner_plan_get_op (p->seed, (guint)t->producer);
+  if (seed->decision == PLANNER_DECIDED_PINNED && seed->has_out_layouts)
+    return FALSE; /* kept as computed, before the conversion: not counted */
+  switch (planner_graph_get_op (p->graph, (guint)t->producer)->type)
+    {
+    case PLANNER_OP_TANH:
+    case PLANNER_OP_EXP:
+    case PLANNER_OP_SOFTMAX:
+      return TRUE;
+    case PLANNER_OP_SDPA:
+      return planner_plan_get_constants (p->seed)->attention != PLANNER_ATTENTION_UNFUSED;
+    default:
+      return FALSE;
+    }
+}
+
 /* Tensor @t's cost and memory bound with value @vals[j] for each var of factor @f. */
 static void
 tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, double *mem)
@@ -516,6 +567,9 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
 #undef VAL_OF
   if (t->kind == PLANNER_TENSOR_ACTIVATION)
     *time += all_reduce_time (p, pending, grad_bytes);
+  /* Kept by its producer, or as a graph output nobody keeps (the logits, for the loss). */
+  if (count_kept && (producer_keeps_output (p, t) || (t->is_output && kept == 0)))
+    kept = MAX (kept, local_bytes (p, t, &have));
   *mem += (double)kept;
   if (t->kind == PLANNER_TENSOR_PARAMETER)
     {
@@ -523,11 +577,16 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
       guint32 sync = users & ~planner_layout_split_mask (&have) & ~have.partial;
       *time += p->options->sync_weight * grad_sync_time (p->seed, sync, bytes);
       *time += optimizer_time (p->seed, t, &have, bytes, sync);
-      /* Weights and gradients, as every ZeRO stage below 3 keeps them whole per device:
-       * a lower bound of the training model's memory whatever else it counts. */
+      /* The model states as the training model counts them, ZeRO sharding them over every
+       * axis the parameter is not split on (the most it can: a lower bound). */
       const PlannerCostConstants *c = planner_plan_get_constants (p->seed);
-      if (c->zero == 0)
-        *mem = 2.0 * (double)bytes;
+      guint32 all = (1u << p->mesh->n_axes) - 1;
+      guint64 dp = planner_mesh_mask_size (p->mesh,
+                                           all & ~planner_layout_split_mask (&have) & ~have.partial);
+      PlannerMemory states = { 0 };
+      planner_cost_model_states (c, bytes / planner_dtype_size (t->dtype), t->dtype,
+                                 (guint)MIN (dp, G_MAXUINT), &states);
+      *mem = (double)(states.parameters + states.gradients + states.optimizer);
     }
   if (t->is_output && have.partial)
     {
@@ -622,7 +681,10 @@ leaf_build (Problem *p, Factor *f, GError **error)
   if (f->op >= 0)
     {
       for (guint v = 0; v < f->dims[0]; v++)
-        f->time[v] = op_cost (p, (guint)f->op, v);
+        {
+          f->time[v] = op_cost (p, (guint)f->op, v);
+          f->mem[v] = op_mem (p, (guint)f->op, v);
+        }
       return TRUE;
     }
   /* A representative value of each class. */
