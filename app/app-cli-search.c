@@ -220,7 +220,7 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
               c->pareto ? "pareto " : "", c->fits ? "" : "DOES NOT FIT ",
               g_ptr_array_index (saved_names, i) ? "saved" : "");
     }
-  printf ("\nExact solves (objective: planner/README.md \"Exact solve\"):\n");
+  printf ("\nExact solves (what the objective counts: docs/search.md):\n");
   for (guint i = 0; i < result->candidates->len; i++)
     {
       const PlannerSearchCandidate *c = g_ptr_array_index (result->candidates, i);
