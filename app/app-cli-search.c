@@ -103,8 +103,8 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
       "Show (and with --save, save) the K fastest candidates (default 10)", "K" },
     { "save", 0, 0, G_OPTION_ARG_STRING, &save_prefix,
       "Save the top candidates in the store (--db) as 'PREFIX MESH POLICY|optimal'", "PREFIX" },
-    { "no-solve", 0, 0, G_OPTION_ARG_NONE, &no_solve,
-      "Only the built-in policies, no exact solve", NULL },
+    { "no-solve", 0, 0, G_OPTION_ARG_NONE, &no_solve, "Only the built-in policies, no exact solve",
+      NULL },
     { NULL },
   };
   g_autoptr (GOptionContext) context
@@ -121,8 +121,7 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
   if ((status = app_cli_check_int (command, "--top", top, 1, 100000)) >= 0)
     return status;
   if (memory_limit != APP_CLI_UNSET
-      && (status = app_cli_check_int (command, "--memory-limit", memory_limit, 1, G_MAXINT64))
-             >= 0)
+      && (status = app_cli_check_int (command, "--memory-limit", memory_limit, 1, G_MAXINT64)) >= 0)
     return status;
 
   g_autoptr (GError) error = NULL;

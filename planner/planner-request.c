@@ -164,9 +164,9 @@ planner_request_expand (const PlannerRequest *self, PlannerGraph *graph, const P
 }
 
 PlannerPlan *
-planner_request_propagate (const PlannerRequest *self, PlannerGraph *graph,
-                           const PlannerMesh *mesh, const PlannerHardware *hw,
-                           GPtrArray *extra_pins, GPtrArray *notes, GError **error)
+planner_request_propagate (const PlannerRequest *self, PlannerGraph *graph, const PlannerMesh *mesh,
+                           const PlannerHardware *hw, GPtrArray *extra_pins, GPtrArray *notes,
+                           GError **error)
 {
   g_return_val_if_fail (self != NULL && PLANNER_IS_GRAPH (graph), NULL);
   g_return_val_if_fail (mesh != NULL && hw != NULL, NULL);

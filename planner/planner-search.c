@@ -68,8 +68,8 @@ progress (const PlannerSearchOptions *options, guint done, guint total, const ch
 }
 
 PlannerSearchResult *
-planner_search (PlannerGraph *graph, const PlannerHardware *hw,
-                const PlannerSearchOptions *options, GError **error)
+planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSearchOptions *options,
+                GError **error)
 {
   g_return_val_if_fail (PLANNER_IS_GRAPH (graph) && hw != NULL && options != NULL, NULL);
   g_return_val_if_fail (options->n_devices >= 1, NULL);
@@ -86,8 +86,8 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw,
 
   g_autoptr (GPtrArray) meshes = planner_search_meshes (options->n_devices);
   const char *const *policies = planner_policy_builtin_names ();
-  guint per_mesh = (options->policies ? g_strv_length ((char **)policies) : 0)
-                   + (options->solve ? 1 : 0);
+  guint per_mesh
+      = (options->policies ? g_strv_length ((char **)policies) : 0) + (options->solve ? 1 : 0);
   guint total = meshes->len * per_mesh, done = 0;
 
   for (guint m = 0; m < meshes->len; m++)
@@ -108,8 +108,8 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw,
           g_autoptr (PlannerRequest) request = planner_request_copy (base);
           planner_request_set_policy (request, policies[i]);
           g_autoptr (GError) local = NULL;
-          PlannerPlan *plan = planner_request_propagate (request, graph, mesh, hw, NULL, NULL,
-                                                         &local);
+          PlannerPlan *plan
+              = planner_request_propagate (request, graph, mesh, hw, NULL, NULL, &local);
           if (plan == NULL)
             c->error = g_strdup (local->message);
           else

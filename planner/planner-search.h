@@ -17,16 +17,16 @@ G_BEGIN_DECLS
 
 typedef struct
 {
-  char *mesh;           /* "dp=8,mp=8" */
-  char *policy;         /* the built-in policy, NULL for the exact solve */
+  char *mesh;   /* "dp=8,mp=8" */
+  char *policy; /* the built-in policy, NULL for the exact solve */
   gboolean solved;
-  double step_time_s;   /* training model */
+  double step_time_s; /* training model */
   guint64 memory_per_device_bytes;
   gboolean fits;
-  gboolean pareto;      /* on the front of step time against memory */
+  gboolean pareto;           /* on the front of step time against memory */
   PlannerSolveReport report; /* solved candidates */
-  char *error;          /* why there is no plan (a policy the mesh cannot take); else NULL */
-  PlannerPlan *plan;    /* NULL with an error */
+  char *error;               /* why there is no plan (a policy the mesh cannot take); else NULL */
+  PlannerPlan *plan;         /* NULL with an error */
 } PlannerSearchCandidate;
 
 typedef void (*PlannerSearchProgress) (guint done, guint total, const char *what,
@@ -35,10 +35,10 @@ typedef void (*PlannerSearchProgress) (guint done, guint total, const char *what
 typedef struct
 {
   guint n_devices;
-  guint64 memory_limit;         /* 0: the hardware's memory */
+  guint64 memory_limit;          /* 0: the hardware's memory */
   const PlannerRequest *request; /* pins and training options; its policy is ignored */
-  gboolean solve;               /* include the exact solve (default TRUE) */
-  gboolean policies;            /* include the built-in policies (default TRUE) */
+  gboolean solve;                /* include the exact solve (default TRUE) */
+  gboolean policies;             /* include the built-in policies (default TRUE) */
   GCancellable *cancellable;
   PlannerSearchProgress progress; /* called from the calling thread */
   gpointer progress_data;

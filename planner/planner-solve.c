@@ -52,13 +52,13 @@ typedef struct
   guint dims[MAX_SCOPE];
   guint *maps[MAX_SCOPE]; /* value -> class, NULL: the value itself */
   gboolean own_maps;
-  int tensor;             /* leaf tensor factor; -1 otherwise */
-  int op;                 /* leaf op factor; -1 otherwise */
-  int block;              /* block whose internal factor it is (or derives from); -1 */
-  double *time;           /* leaf: the objective's part */
-  double *mem;            /* leaf: the memory lower bound's part */
-  double *table;          /* what elimination reads: time + lambda mem */
-  gboolean shared;        /* table borrowed from another factor */
+  int tensor;      /* leaf tensor factor; -1 otherwise */
+  int op;          /* leaf op factor; -1 otherwise */
+  int block;       /* block whose internal factor it is (or derives from); -1 */
+  double *time;    /* leaf: the objective's part */
+  double *mem;     /* leaf: the memory lower bound's part */
+  double *table;   /* what elimination reads: time + lambda mem */
+  gboolean shared; /* table borrowed from another factor */
   gboolean alive;
 } Factor;
 
@@ -98,8 +98,8 @@ typedef struct
 
 typedef struct
 {
-  GArray *ops;       /* guint, in topological order */
-  gboolean *in_k;    /* per position: a boundary op (has a factor leaving the block) */
+  GArray *ops;    /* guint, in topological order */
+  gboolean *in_k; /* per position: a boundary op (has a factor leaving the block) */
   GByteArray *signature;
   int representative; /* first block of this kind, -1 for itself */
 } Block;
@@ -449,7 +449,8 @@ op_mem (Problem *p, guint o, guint v)
   if (c->recompute == PLANNER_RECOMPUTE_FULL || c->micro_batch != 0)
     return 0;
   if (op->type == PLANNER_OP_DROPOUT && p->dropout)
-    return (double)local_bytes (p, out, &d->out[(gsize)v * d->n_out]) / planner_dtype_size (out->dtype);
+    return (double)local_bytes (p, out, &d->out[(gsize)v * d->n_out])
+           / planner_dtype_size (out->dtype);
   if (op->type != PLANNER_OP_SDPA)
     return 0;
   const PlannerTensor *q = planner_graph_get_tensor (p->graph, op->inputs[0]);
@@ -497,13 +498,13 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
   *time = 0;
   *mem = 0;
 
-#define VAL_OF(op_index)                                                                      \
-  ({                                                                                          \
-    guint _v = 0;                                                                             \
-    for (guint _j = 0; _j < f->n; _j++)                                                       \
-      if (f->vars[_j] == (op_index))                                                          \
-        _v = vals[_j];                                                                        \
-    _v;                                                                                       \
+#define VAL_OF(op_index)                                                                           \
+  ({                                                                                               \
+    guint _v = 0;                                                                                  \
+    for (guint _j = 0; _j < f->n; _j++)                                                            \
+      if (f->vars[_j] == (op_index))                                                               \
+        _v = vals[_j];                                                                             \
+    _v;                                                                                            \
   })
 
   if (t->producer >= 0)
@@ -514,8 +515,8 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
   else
     {
       const PlannerUse *first = &g_array_index (t->consumers, PlannerUse, 0);
-      have = p->dom[first->op]->in[(gsize)VAL_OF (first->op) * p->dom[first->op]->n_in
-                                   + first->slot];
+      have = p->dom[first->op]
+                 ->in[(gsize)VAL_OF (first->op) * p->dom[first->op]->n_in + first->slot];
     }
 
   PlannerLayout seen[PLANNER_MAX_OPERANDS * 4];
@@ -581,8 +582,8 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
        * axis the parameter is not split on (the most it can: a lower bound). */
       const PlannerCostConstants *c = planner_plan_get_constants (p->seed);
       guint32 all = (1u << p->mesh->n_axes) - 1;
-      guint64 dp = planner_mesh_mask_size (p->mesh,
-                                           all & ~planner_layout_split_mask (&have) & ~have.partial);
+      guint64 dp = planner_mesh_mask_size (p->mesh, all & ~planner_layout_split_mask (&have)
+                                                        & ~have.partial);
       PlannerMemory states = { 0 };
       planner_cost_model_states (c, bytes / planner_dtype_size (t->dtype), t->dtype,
                                  (guint)MIN (dp, G_MAXUINT), &states);
@@ -947,12 +948,12 @@ find_blocks (Problem *p)
 typedef struct
 {
   Problem *p;
-  GPtrArray *factors;   /* Factor*: the leaves (borrowed, not freed here) then derived ones */
+  GPtrArray *factors; /* Factor*: the leaves (borrowed, not freed here) then derived ones */
   guint n_leaves;
   GArray **var_factors; /* per op: indices into factors */
   gboolean *eliminated;
-  GPtrArray *elims;     /* Elim* in elimination order */
-  guint *vals;          /* per op: the value being tried, then the solution */
+  GPtrArray *elims; /* Elim* in elimination order */
+  guint *vals;      /* per op: the value being tried, then the solution */
 } Round;
 
 static void
@@ -1135,8 +1136,7 @@ eliminate (Round *r, guint x, int block, GError **error)
                    "exact solve: eliminating %s would build a table of %" G_GUINT64_FORMAT
                    " cells over %u ops, beyond the limit of %" G_GUINT64_FORMAT
                    "; pin more ops or use fewer mesh axes",
-                   planner_graph_get_op (p->graph, x)->name, cells, n,
-                   p->options->max_table_cells);
+                   planner_graph_get_op (p->graph, x)->name, cells, n, p->options->max_table_cells);
       for (guint i = 0; i < n; i++)
         g_free (reps[i]);
       g_free (group_rep);
@@ -1331,8 +1331,8 @@ round_run (Problem *p, Round *r, double *minimum, GError **error)
           if (block->representative >= 0)
             {
               guint rb = (guint)block->representative;
-              reuse_block (r, g_ptr_array_index (p->blocks, rb), block, first_elim[rb],
-                           n_elims[rb], g_ptr_array_index (results, rb));
+              reuse_block (r, g_ptr_array_index (p->blocks, rb), block, first_elim[rb], n_elims[rb],
+                           g_ptr_array_index (results, rb));
               continue;
             }
           g_autoptr (GArray) interior = g_array_new (FALSE, FALSE, sizeof (guint));
@@ -1412,8 +1412,119 @@ round_clear (Round *r)
 
 /* ---- plans ---- */
 
+/* Why each chosen op has its strategy: the cost of the terms it takes part in (its own, and
+ * each tensor it produces or reads) with every other op as solved, for its value and for the
+ * best other one (the runner-up). */
+typedef struct
+{
+  double cost;
+  double runner_up_cost;
+  int runner_up; /* value, -1 when the op had no other */
+} Why;
+
+/* Leaf @f's objective part with the ops at @vals. */
+static double
+leaf_value (Problem *p, const Factor *f, const guint *vals)
+{
+  if (f->time)
+    {
+      guint64 idx = 0;
+      for (guint j = 0; j < f->n; j++)
+        {
+          guint v = vals[f->vars[j]];
+          idx = idx * f->dims[j] + (f->maps[j] ? f->maps[j][v] : v);
+        }
+      return f->time[idx];
+    }
+  if (f->op >= 0)
+    return op_cost (p, (guint)f->op, vals[f->op]);
+  guint local[MAX_SCOPE];
+  for (guint j = 0; j < f->n; j++)
+    local[j] = vals[f->vars[j]];
+  double time, mem;
+  tensor_cost (p, f, local, &time, &mem);
+  return time;
+}
+
+static double
+op_terms (Problem *p, guint o, guint *vals)
+{
+  double c = 0;
+  GArray *list = p->var_leaves[o];
+  for (guint l = 0; l < list->len; l++)
+    c += leaf_value (p, g_ptr_array_index (p->leaves, g_array_index (list, guint, l)), vals);
+  return c;
+}
+
+/* Whether op @o sees around it what op @r of the representative block saw: then its
+ * explanation is @r's. */
+static gboolean
+same_surroundings (Problem *p, guint o, guint r, const guint *vals)
+{
+  GArray *a = p->var_leaves[o], *b = p->var_leaves[r];
+  if (a->len != b->len)
+    return FALSE;
+  for (guint l = 0; l < a->len; l++)
+    {
+      const Factor *fa = g_ptr_array_index (p->leaves, g_array_index (a, guint, l));
+      const Factor *fb = g_ptr_array_index (p->leaves, g_array_index (b, guint, l));
+      if (fa->n != fb->n)
+        return FALSE;
+      for (guint j = 0; j < fa->n; j++)
+        if (vals[fa->vars[j]] != vals[fb->vars[j]] || p->dom[fa->vars[j]] != p->dom[fb->vars[j]])
+          return FALSE;
+    }
+  return TRUE;
+}
+
+static Why *
+explain (Problem *p, const guint *solution)
+{
+  Why *why = g_new0 (Why, p->n_ops);
+  g_autofree guint *vals = g_memdup2 (solution, sizeof (guint) * p->n_ops);
+  g_autofree int *twin = g_new (int, p->n_ops);
+  for (guint o = 0; o < p->n_ops; o++)
+    twin[o] = -1;
+  if (p->options->reuse_blocks)
+    for (guint b = 0; b < p->blocks->len; b++)
+      {
+        const Block *block = g_ptr_array_index (p->blocks, b);
+        if (block->representative < 0)
+          continue;
+        const Block *rep = g_ptr_array_index (p->blocks, block->representative);
+        for (guint i = 0; i < block->ops->len; i++)
+          twin[g_array_index (block->ops, guint, i)] = (int)g_array_index (rep->ops, guint, i);
+      }
+  for (guint o = 0; o < p->n_ops; o++)
+    {
+      why[o].runner_up = -1;
+      if (p->dom[o]->n < 2)
+        continue;
+      if (twin[o] >= 0 && same_surroundings (p, o, (guint)twin[o], vals))
+        {
+          why[o] = why[twin[o]];
+          continue;
+        }
+      why[o].cost = op_terms (p, o, vals);
+      for (guint v = 0; v < p->dom[o]->n; v++)
+        {
+          if (v == solution[o])
+            continue;
+          vals[o] = v;
+          double c = op_terms (p, o, vals);
+          if (why[o].runner_up < 0 || c < why[o].runner_up_cost)
+            {
+              why[o].runner_up = (int)v;
+              why[o].runner_up_cost = c;
+            }
+        }
+      vals[o] = solution[o];
+    }
+  return why;
+}
+
 static PlannerPlan *
-plan_from (Problem *p, const guint *vals, GError **error)
+plan_from (Problem *p, const guint *vals, const Why *why, GError **error)
 {
   g_autoptr (PlannerPlan) plan = planner_plan_new (p->graph, p->mesh, p->hw);
   planner_plan_set_constants (plan, planner_plan_get_constants (p->seed));
@@ -1442,6 +1553,16 @@ plan_from (Problem *p, const guint *vals, GError **error)
       step.strategy = op->strategy;
       step.from_op = -1;
       step.n_candidates = p->dom[o]->n;
+      if (why)
+        {
+          step.edge_cost_s = why[o].cost;
+          step.has_runner_up = why[o].runner_up >= 0;
+          if (step.has_runner_up)
+            {
+              step.runner_up = p->dom[o]->s[why[o].runner_up];
+              step.runner_up_cost_s = MIN (why[o].runner_up_cost, INFEASIBLE);
+            }
+        }
       op->trace_step = (int)step.index;
       planner_plan_append_trace_step (plan, &step);
     }
@@ -1520,6 +1641,7 @@ planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options, PlannerSol
 
   g_autoptr (PlannerPlan) best = NULL;
   double best_objective = INFINITY, bound = -INFINITY;
+  g_autofree guint *best_vals = NULL;
   gboolean ok = problem_init (&p, error);
   if (ok)
     find_blocks (&p);
@@ -1542,7 +1664,8 @@ planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options, PlannerSol
       double minimum;
       p.lambda = lambda;
       ok = round_run (&p, &r, &minimum, error);
-      g_autoptr (PlannerPlan) plan = ok ? plan_from (&p, r.vals, error) : NULL;
+      g_autoptr (PlannerPlan) plan = ok ? plan_from (&p, r.vals, NULL, error) : NULL;
+      g_autofree guint *vals = ok ? g_memdup2 (r.vals, sizeof (guint) * p.n_ops) : NULL;
       round_clear (&r);
       report->n_solves++;
       if (plan == NULL)
@@ -1565,6 +1688,8 @@ planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options, PlannerSol
           best_objective = objective;
           g_clear_object (&best);
           best = g_steal_pointer (&plan);
+          g_free (best_vals);
+          best_vals = g_steal_pointer (&vals);
         }
       if (fits && lambda == 0)
         {
@@ -1583,6 +1708,15 @@ planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options, PlannerSol
         lambda = 0.5 * (lambda_lo + lambda_hi);
       if (best && best_objective - bound <= 1e-9 * best_objective)
         break;
+    }
+  /* The plan once more, each chosen op with its runner-up. */
+  if (ok && best)
+    {
+      g_autofree Why *why = explain (&p, best_vals);
+      g_autoptr (PlannerPlan) explained = plan_from (&p, best_vals, why, error);
+      ok = explained != NULL;
+      g_clear_object (&best);
+      best = g_steal_pointer (&explained);
     }
   report->table_cells = p.cells;
   problem_clear (&p);

@@ -44,24 +44,27 @@ void planner_solve_options_init (PlannerSolveOptions *options);
 
 typedef struct
 {
-  double objective_s;    /* of the returned plan, planner_solve_objective() */
-  double bound_s;        /* proven lower bound of the objective over every legal plan */
-  gboolean optimal;      /* objective_s == bound_s (up to rounding) */
-  double gap;            /* (objective - bound) / objective, 0 when optimal */
+  double objective_s;      /* of the returned plan, planner_solve_objective() */
+  double bound_s;          /* proven lower bound of the objective over every legal plan */
+  gboolean optimal;        /* objective_s == bound_s (up to rounding) */
+  double gap;              /* (objective - bound) / objective, 0 when optimal */
   double seed_objective_s; /* of the plan the solve started from (greedy) */
   double solve_ms;
-  guint n_vars;          /* ops with a choice (not pinned) */
-  guint n_blocks;        /* repeated blocks found */
-  guint n_block_kinds;   /* distinct ones, each solved once */
-  guint n_solves;        /* Lagrangian rounds (1 without a memory limit) */
-  guint64 table_cells;   /* cells of every table built */
-  gboolean fits;         /* the plan's memory per device is within the limit (TRUE without one) */
+  guint n_vars;        /* ops with a choice (not pinned) */
+  guint n_blocks;      /* repeated blocks found */
+  guint n_block_kinds; /* distinct ones, each solved once */
+  guint n_solves;      /* Lagrangian rounds (1 without a memory limit) */
+  guint64 table_cells; /* cells of every table built */
+  gboolean fits;       /* the plan's memory per device is within the limit (TRUE without one) */
 } PlannerSolveReport;
 
 /* The optimal plan with the pins of @seed (a finished plan, e.g. greedy propagation: its
  * pinned ops stay, everything else is chosen), the same graph, mesh, hardware, training
  * options, pins and policy. Decisions of chosen ops are PLANNER_DECIDED_PROPAGATED, each with a
- * trace step in op order that names its candidates and no neighbour (from_op -1). */
+ * trace step in op order that names its candidates and no neighbour (from_op -1), with, as
+ * its edge cost, the cost of the terms the op takes part in (its own, and each tensor it
+ * produces or reads) with every other op as solved, and the best other strategy there as the
+ * runner-up with that cost: why the op has its strategy. */
 PlannerPlan *planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options,
                             PlannerSolveReport *report, GError **error);
 

@@ -26,8 +26,8 @@ test_search_json (void)
   if (test_util_skip_without_cli ())
     return;
   g_autofree char *db = g_build_filename (dir, "search.db", NULL);
-  const char *args[] = { "search", "llama-tiny", "--devices", "4", "--json", "--top", "2",
-                         "--save", "tiny", "--db", db, NULL };
+  const char *args[] = { "search", "llama-tiny", "--devices", "4",    "--json", "--top",
+                         "2",      "--save",     "tiny",      "--db", db,       NULL };
   g_autofree char *out = NULL, *err = NULL;
   g_assert_cmpint (test_util_run_cli (args, &out, &err), ==, 0);
   g_autoptr (JsonParser) parser = json_parser_new ();
@@ -43,8 +43,8 @@ test_search_json (void)
   for (guint i = 0; i < json_array_get_length (candidates); i++)
     {
       JsonObject *c = candidate_at (o, i);
-      const char *keys[] = { "mesh", "policy", "solved", "step_time_us",
-                             "memory_per_device_bytes", "fits" };
+      const char *keys[]
+          = { "mesh", "policy", "solved", "step_time_us", "memory_per_device_bytes", "fits" };
       for (guint k = 0; k < G_N_ELEMENTS (keys); k++)
         g_assert_true (json_object_has_member (c, keys[k]));
       gboolean solved = json_object_get_boolean_member (c, "solved");
@@ -65,7 +65,8 @@ test_search_json (void)
           g_assert_true (json_object_get_boolean_member (s, "optimal"));
           g_assert_cmpfloat (json_object_get_double_member (s, "gap"), ==, 0);
           g_assert_cmpfloat (json_object_get_double_member (s, "objective_us"), <=,
-                             json_object_get_double_member (s, "greedy_objective_us") * (1 + 1e-12));
+                             json_object_get_double_member (s, "greedy_objective_us")
+                                 * (1 + 1e-12));
           g_assert_cmpfloat (json_object_get_double_member (s, "bound_us"), <=,
                              json_object_get_double_member (s, "objective_us") * (1 + 1e-12));
           g_assert_cmpint (json_object_get_int_member (s, "blocks"), ==, 2);
@@ -98,9 +99,10 @@ test_propagate_optimal (void)
   g_autofree char *greedy_path = g_build_filename (dir, "greedy.json", NULL);
   g_autofree char *optimal_path = g_build_filename (dir, "optimal.json", NULL);
   const char *greedy[] = { "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--policy",
-                           "megatron", "--json", "-o", greedy_path, NULL };
-  const char *optimal[] = { "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--policy",
-                            "megatron", "--optimal", "--json", "-o", optimal_path, NULL };
+                           "megatron",  "--json",    "-o",     greedy_path, NULL };
+  const char *optimal[]
+      = { "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2",  "--policy", "megatron",
+          "--optimal", "--json",    "-o",     optimal_path, NULL };
   g_autofree char *a = NULL, *b = NULL;
   g_assert_cmpint (test_util_run_cli (greedy, &a, NULL), ==, 0);
   g_assert_cmpint (test_util_run_cli (optimal, &b, NULL), ==, 0);

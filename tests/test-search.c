@@ -26,8 +26,8 @@ reference_objective (PlannerPlan *plan)
   const PlannerHardware *hw = planner_plan_get_hardware (plan);
   const PlannerCostConstants *c = planner_plan_get_constants (plan);
   double bucket = c->dp_bucket_MiB * 1048576.0;
-  double total = t->breakdown.forward + t->breakdown.backward + t->comm_time_s
-                 + t->backward_comm_time_s;
+  double total
+      = t->breakdown.forward + t->breakdown.backward + t->comm_time_s + t->backward_comm_time_s;
   g_assert_cmpuint (c->zero, ==, 0);
   g_assert_cmpint (c->optimizer, ==, PLANNER_OPTIMIZER_ADAM);
   for (guint i = 0; i < planner_graph_get_n_tensors (g); i++)
@@ -49,7 +49,8 @@ reference_objective (PlannerPlan *plan)
       for (guint u = 0; u < x->consumers->len; u++)
         {
           const PlannerStrategy *s
-              = &planner_plan_get_op (plan, g_array_index (x->consumers, PlannerUse, u).op)->strategy;
+              = &planner_plan_get_op (plan, g_array_index (x->consumers, PlannerUse, u).op)
+                     ->strategy;
           for (guint f = 0; f < PLANNER_MAX_FACTORS; f++)
             for (guint k = 0; k < s->n_axes[f]; k++)
               users |= 1u << s->axes[f][k];
@@ -143,8 +144,7 @@ brute_force (PlannerPlan *seed, guint64 *n_plans)
   *n_plans = 0;
   for (;;)
     {
-      g_autoptr (PlannerPlan) plan
-          = planner_plan_new (g, mesh, planner_plan_get_hardware (seed));
+      g_autoptr (PlannerPlan) plan = planner_plan_new (g, mesh, planner_plan_get_hardware (seed));
       for (guint o = 0; o < n; o++)
         {
           PlannerOpPlan *p = planner_plan_get_op (plan, o);
@@ -152,8 +152,8 @@ brute_force (PlannerPlan *seed, guint64 *n_plans)
           if (s->decision == PLANNER_DECIDED_PINNED)
             *p = *s;
           else
-            p->strategy = g_array_index ((GArray *)g_ptr_array_index (values, o), PlannerStrategy,
-                                         at[o]);
+            p->strategy
+                = g_array_index ((GArray *)g_ptr_array_index (values, o), PlannerStrategy, at[o]);
         }
       if (planner_plan_finish (plan, FALSE, NULL))
         {
@@ -262,8 +262,8 @@ check_against_brute_force (PlannerGraph *g, const char *mesh, const char *const 
   double brute = brute_force (seed, &n_plans);
   g_test_message ("%s on %s: %" G_GUINT64_FORMAT " plans, brute force %.9g s, solver %.9g s, "
                   "greedy %.9g s",
-                  planner_graph_get_name (g) ? planner_graph_get_name (g) : "graph", mesh,
-                  n_plans, brute, report.objective_s, reference_objective (seed));
+                  planner_graph_get_name (g) ? planner_graph_get_name (g) : "graph", mesh, n_plans,
+                  brute, report.objective_s, reference_objective (seed));
   g_assert_cmpuint (n_plans, >=, min_plans);
   assert_close (report.objective_s, brute);
   assert_close (reference_objective (solved), brute);
@@ -318,6 +318,15 @@ check_not_worse (PlannerGraph *g, const char *mesh, const char *policy, const ch
   assert_close (before, report.seed_objective_s);
   g_assert_cmpfloat (after, <=, before * (1 + 1e-12));
   g_assert_true (report.optimal);
+  /* Each chosen op's trace step: changing it alone to its runner-up costs no less (the plan
+   * is optimal, so no single change improves it), and the step is the op's. */
+  for (guint i = 0; i < planner_plan_get_n_trace_steps (solved); i++)
+    {
+      const PlannerTraceStep *st = planner_plan_get_trace_step (solved, i);
+      g_assert_cmpint (planner_plan_get_op (solved, st->op)->trace_step, ==, (int)i);
+      if (st->has_runner_up)
+        g_assert_cmpfloat (st->runner_up_cost_s, >=, st->edge_cost_s * (1 - 1e-12) - 1e-15);
+    }
   /* Pins are hard: every pinned op keeps its strategy. */
   for (guint o = 0; o < planner_graph_get_n_ops (g); o++)
     if (planner_plan_get_op (seed, o)->decision == PLANNER_DECIDED_PINNED)
@@ -439,8 +448,9 @@ test_request_tiers (void)
   g_autoptr (PlannerPlan) reference = test_util_plan (
       g, "dp=2,mp=2", hw, "megatron",
       (const char *const[]){ "model.layers.0.self_attn.q_proj=[dp,_,_],[_,_]", NULL });
-  g_assert_true (planner_plan_equal (plan, reference) || planner_plan_get_n_redistributions (plan)
-                 == planner_plan_get_n_redistributions (reference));
+  g_assert_true (planner_plan_equal (plan, reference)
+                 || planner_plan_get_n_redistributions (plan)
+                        == planner_plan_get_n_redistributions (reference));
 }
 
 /* ---- the memory limit ---- */

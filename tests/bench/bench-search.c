@@ -88,12 +88,11 @@ main (int argc, char *argv[])
   printf ("solve, blocks once:   median %.1f ms (CPU %.1f ms) of %u, %" G_GUINT64_FORMAT
           " table cells, objective %.6g s (greedy %.6g s), %s\n",
           bench_median (once, repeats), bench_median (once_cpu, repeats), repeats,
-          report.table_cells, report.objective_s,
-          report.seed_objective_s, report.optimal ? "optimal" : "not proven");
+          report.table_cells, report.objective_s, report.seed_objective_s,
+          report.optimal ? "optimal" : "not proven");
   printf ("solve, whole graph:   %.1f ms (once), %" G_GUINT64_FORMAT " table cells, "
           "objective %.6g s\n",
-          whole[0], whole_report.table_cells,
-          whole_report.objective_s);
+          whole[0], whole_report.table_cells, whole_report.objective_s);
 
   guint n_candidates = 0;
   double best = 0;
@@ -121,7 +120,6 @@ main (int argc, char *argv[])
   printf ("search, %u devices:   median %.1f ms (CPU %.1f ms) of %u, %u candidates, best %s at "
           "%.6g s\n",
           devices, bench_median (sweep, repeats), bench_median (sweep_cpu, repeats), repeats,
-          n_candidates,
-          best_name ? best_name : "(none fits)", best);
+          n_candidates, best_name ? best_name : "(none fits)", best);
   return 0;
 }
