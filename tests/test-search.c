@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "planner-error.h"
+#include "planner-model.h"
 #include "planner-plan-private.h"
+#include "planner-policy.h"
 #include "planner-propagate.h"
 #include "planner-request.h"
 #include "planner-search.h"
@@ -350,6 +352,49 @@ test_not_worse_than_policies (void)
   check_not_worse (bert, "dp=2,mp=2", NULL, NULL);
 }
 
+/* Every model of the zoo, two layers and short sequences, under each built-in policy that
+ * applies and under no pins. */
+static void
+test_not_worse_zoo (void)
+{
+  const char *const *names = planner_zoo_names ();
+  const char *const policies[] = { NULL, "dp", "megatron" };
+  for (guint m = 0; names[m]; m++)
+    {
+      PlannerModelOptions options;
+      planner_model_options_init (&options);
+      options.layers = 2;
+      options.seq = 64;
+      g_autoptr (GError) error = NULL;
+      g_autoptr (PlannerGraph) g = planner_model_load (names[m], &options, &error);
+      if (g == NULL)
+        {
+          /* A graph JSON model (mlp) has no layers to set. */
+          g_clear_error (&error);
+          g = planner_model_load (names[m], NULL, &error);
+        }
+      g_assert_no_error (error);
+      for (guint p = 0; p < G_N_ELEMENTS (policies); p++)
+        {
+          g_autoptr (PlannerMesh) mesh = test_util_mesh ("dp=2,mp=2");
+          g_autoptr (GPtrArray) pins = NULL;
+          if (policies[p])
+            {
+              pins = planner_policy_expand (policies[p], g, mesh, NULL, &error);
+              if (pins == NULL)
+                {
+                  g_test_message ("%s: no %s: %s", names[m], policies[p], error->message);
+                  g_clear_error (&error);
+                  continue;
+                }
+              g_ptr_array_set_free_func (pins, (GDestroyNotify)planner_pin_free);
+            }
+          g_test_message ("%s under %s", names[m], policies[p] ? policies[p] : "no pins");
+          check_not_worse (g, "dp=2,mp=2", policies[p], NULL);
+        }
+    }
+}
+
 /* Random pins: a few ops pinned to random legal strategies, greedy from them, then the solve
  * under the same pins is never worse. */
 static void
@@ -534,6 +579,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/solve/brute-force/mlp", test_brute_mlp_zoo);
   g_test_add_func ("/planner/solve/not-worse-than-policies", test_not_worse_than_policies);
   g_test_add_func ("/planner/solve/not-worse-random-pins", test_not_worse_random_pins);
+  g_test_add_func ("/planner/solve/not-worse-zoo", test_not_worse_zoo);
   g_test_add_func ("/planner/solve/blocks-solved-once", test_blocks_solved_once);
   g_test_add_func ("/planner/solve/memory-limit", test_memory_limit);
   g_test_add_func ("/planner/search/small", test_search_small);
