@@ -98,8 +98,10 @@ typedef struct
 
 typedef struct
 {
-  GArray *ops;    /* guint, in topological order */
-  gboolean *in_k; /* per position: a boundary op (has a factor leaving the block) */
+  GArray *ops;       /* guint, in topological order */
+  gboolean *in_k;    /* per position: a boundary op (in a leaf homed elsewhere) */
+  GArray *homed;     /* guint: the leaves the block's solve takes (see find_blocks) */
+  GArray *externals; /* guint: ops outside the block those leaves involve, in order met */
   GByteArray *signature;
   int representative; /* first block of this kind, -1 for itself */
 } Block;
@@ -109,6 +111,8 @@ block_free (gpointer data)
 {
   Block *b = data;
   g_array_unref (b->ops);
+  g_array_unref (b->homed);
+  g_array_unref (b->externals);
   g_free (b->in_k);
   g_byte_array_unref (b->signature);
   g_free (b);
@@ -822,8 +826,33 @@ sig_add (GByteArray *sig, const void *data, gsize n)
   g_byte_array_append (sig, data, (guint)n);
 }
 
-/* Blocks by name (planner_op_block); the boundary ops of each; a signature that is equal
- * exactly when two blocks give the same tables up to renaming their ops. */
+/* The block a leaf belongs to: an op's own term to its op's block; a tensor's to the block of
+ * all its consumers (its producer may lie outside: the previous layer's output), -1 when they
+ * are in several blocks or outside all. */
+static int
+leaf_home (Problem *p, const Factor *f)
+{
+  if (f->op >= 0)
+    return p->block_of[f->op];
+  const PlannerTensor *t = planner_graph_get_tensor (p->graph, (guint)f->tensor);
+  int home = -2;
+  for (guint j = 0; j < f->n; j++)
+    {
+      if ((int)f->vars[j] == t->producer)
+        continue;
+      int b = p->block_of[f->vars[j]];
+      if (home == -2)
+        home = b;
+      else if (home != b)
+        return -1;
+    }
+  return home == -2 ? p->block_of[f->vars[0]] : home;
+}
+
+/* Blocks by name (planner_op_block). A block's solve takes its homed leaves and eliminates
+ * the ops of the block found in no other leaf; what remains is a table over its boundary ops
+ * (in_k) and the outside ops its leaves involve (externals: the previous layer's output).
+ * The signature is equal exactly when two blocks give the same tables up to renaming. */
 static void
 find_blocks (Problem *p)
 {
@@ -846,6 +875,8 @@ find_blocks (Problem *p)
         {
           Block *block = g_new0 (Block, 1);
           block->ops = g_array_new (FALSE, FALSE, sizeof (guint));
+          block->homed = g_array_new (FALSE, FALSE, sizeof (guint));
+          block->externals = g_array_new (FALSE, FALSE, sizeof (guint));
           block->representative = -1;
           b = (int)p->blocks->len;
           g_ptr_array_add (p->blocks, block);
@@ -855,15 +886,27 @@ find_blocks (Problem *p)
       g_array_append_val (((Block *)g_ptr_array_index (p->blocks, b))->ops, o);
     }
 
+  g_autofree int *homes = g_new (int, p->leaves->len);
+  for (guint l = 0; l < p->leaves->len; l++)
+    {
+      Factor *f = g_ptr_array_index (p->leaves, l);
+      homes[l] = leaf_home (p, f);
+      f->block = homes[l];
+      if (homes[l] >= 0)
+        g_array_append_val (((Block *)g_ptr_array_index (p->blocks, homes[l]))->homed, l);
+    }
+
   g_autofree int *position = g_new (int, p->n_ops);
+  for (guint o = 0; o < p->n_ops; o++)
+    position[o] = G_MININT;
   for (guint b = 0; b < p->blocks->len; b++)
     {
       Block *block = g_ptr_array_index (p->blocks, b);
-      for (guint i = 0; i < block->ops->len; i++)
-        position[g_array_index (block->ops, guint, i)] = (int)i;
-      block->in_k = g_new0 (gboolean, block->ops->len);
-      GByteArray *sig = block->signature = g_byte_array_new ();
       guint n = block->ops->len;
+      for (guint i = 0; i < n; i++)
+        position[g_array_index (block->ops, guint, i)] = (int)i;
+      block->in_k = g_new0 (gboolean, n);
+      GByteArray *sig = block->signature = g_byte_array_new ();
       sig_add (sig, &n, sizeof n);
       for (guint i = 0; i < n; i++)
         {
@@ -886,50 +929,53 @@ find_blocks (Problem *p)
               sig_add (sig, &t->dtype, sizeof t->dtype);
               sig_add (sig, &t->is_output, sizeof t->is_output);
             }
-        }
-      /* The leaves inside the block, by position. */
-      for (guint i = 0; i < n; i++)
-        {
-          guint o = g_array_index (block->ops, guint, i);
+          /* A boundary op: in some leaf the block does not take. */
           GArray *mine = p->var_leaves[o];
           for (guint l = 0; l < mine->len; l++)
+            if (homes[g_array_index (mine, guint, l)] != (int)b)
+              block->in_k[i] = TRUE;
+        }
+      sig_add (sig, block->in_k, sizeof (gboolean) * n);
+      for (guint h = 0; h < block->homed->len; h++)
+        {
+          const Factor *f = g_ptr_array_index (p->leaves, g_array_index (block->homed, guint, h));
+          sig_add (sig, &f->n, sizeof f->n);
+          int kind = f->op >= 0 ? -1 : 1;
+          sig_add (sig, &kind, sizeof kind);
+          for (guint j = 0; j < f->n; j++)
             {
-              Factor *f = g_ptr_array_index (p->leaves, g_array_index (mine, guint, l));
-              gboolean inside = TRUE;
-              for (guint j = 0; j < f->n && inside; j++)
-                inside = p->block_of[f->vars[j]] == (int)b;
-              if (!inside)
+              guint v = f->vars[j];
+              int ref = p->block_of[v] == (int)b ? position[v] : -1;
+              if (ref < 0)
                 {
-                  block->in_k[i] = TRUE;
-                  continue;
+                  guint e = 0;
+                  while (e < block->externals->len
+                         && g_array_index (block->externals, guint, e) != v)
+                    e++;
+                  if (e == block->externals->len)
+                    g_array_append_val (block->externals, v);
+                  ref = -1 - (int)e;
+                  sig_add (sig, &p->dom[v], sizeof p->dom[v]);
                 }
-              if (f->vars[0] != o)
-                continue; /* listed once, under its first var */
-              f->block = (int)b;
-              sig_add (sig, &f->n, sizeof f->n);
-              int kind = f->op >= 0 ? -1 : 1;
-              sig_add (sig, &kind, sizeof kind);
-              for (guint j = 0; j < f->n; j++)
-                sig_add (sig, &position[f->vars[j]], sizeof (int));
-              if (f->tensor >= 0)
+              sig_add (sig, &ref, sizeof ref);
+            }
+          if (f->tensor >= 0)
+            {
+              const PlannerTensor *t = planner_graph_get_tensor (p->graph, (guint)f->tensor);
+              sig_add (sig, &t->kind, sizeof t->kind);
+              sig_add (sig, &t->dtype, sizeof t->dtype);
+              sig_add (sig, &t->rank, sizeof t->rank);
+              sig_add (sig, t->shape, sizeof t->shape);
+              sig_add (sig, &t->is_output, sizeof t->is_output);
+              sig_add (sig, &t->producer_slot, sizeof t->producer_slot);
+              for (guint c = 0; c < t->consumers->len; c++)
                 {
-                  const PlannerTensor *t = planner_graph_get_tensor (p->graph, (guint)f->tensor);
-                  sig_add (sig, &t->kind, sizeof t->kind);
-                  sig_add (sig, &t->dtype, sizeof t->dtype);
-                  sig_add (sig, &t->rank, sizeof t->rank);
-                  sig_add (sig, t->shape, sizeof t->shape);
-                  sig_add (sig, &t->is_output, sizeof t->is_output);
-                  sig_add (sig, &t->producer_slot, sizeof t->producer_slot);
-                  for (guint c = 0; c < t->consumers->len; c++)
-                    {
-                      const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, c);
-                      sig_add (sig, &position[use->op], sizeof (int));
-                      sig_add (sig, &use->slot, sizeof use->slot);
-                    }
+                  const PlannerUse *use = &g_array_index (t->consumers, PlannerUse, c);
+                  sig_add (sig, &position[use->op], sizeof (int));
+                  sig_add (sig, &use->slot, sizeof use->slot);
                 }
             }
         }
-      sig_add (sig, block->in_k, sizeof (gboolean) * n);
       for (guint r = 0; r < b; r++)
         {
           Block *other = g_ptr_array_index (p->blocks, r);
@@ -1239,28 +1285,20 @@ static void
 reuse_block (Round *r, const Block *rep, const Block *block, guint first_elim, guint n_elims,
              GPtrArray *rep_results)
 {
-  Problem *p = r->p;
   g_autoptr (GHashTable) rename = g_hash_table_new (NULL, NULL);
   for (guint i = 0; i < rep->ops->len; i++)
     g_hash_table_insert (rename, GUINT_TO_POINTER (g_array_index (rep->ops, guint, i) + 1),
                          GUINT_TO_POINTER (g_array_index (block->ops, guint, i) + 1));
+  for (guint e = 0; e < rep->externals->len; e++)
+    g_hash_table_insert (rename, GUINT_TO_POINTER (g_array_index (rep->externals, guint, e) + 1),
+                         GUINT_TO_POINTER (g_array_index (block->externals, guint, e) + 1));
 #define RENAME(v) (GPOINTER_TO_UINT (g_hash_table_lookup (rename, GUINT_TO_POINTER ((v) + 1))) - 1)
+  for (guint h = 0; h < block->homed->len; h++)
+    ((Factor *)g_ptr_array_index (r->factors, g_array_index (block->homed, guint, h)))->alive
+        = FALSE;
   for (guint i = 0; i < block->ops->len; i++)
-    {
-      guint o = g_array_index (block->ops, guint, i);
-      GArray *list = r->var_factors[o];
-      for (guint l = 0; l < list->len; l++)
-        {
-          Factor *f = g_ptr_array_index (r->factors, g_array_index (list, guint, l));
-          gboolean inside = TRUE;
-          for (guint j = 0; j < f->n && inside; j++)
-            inside = p->block_of[f->vars[j]] == p->block_of[o];
-          if (inside)
-            f->alive = FALSE;
-        }
-      if (!block->in_k[i])
-        r->eliminated[o] = TRUE;
-    }
+    if (!block->in_k[i])
+      r->eliminated[g_array_index (block->ops, guint, i)] = TRUE;
   for (guint k = 0; k < rep_results->len; k++)
     {
       const Factor *src = g_ptr_array_index (rep_results, k);
@@ -1657,6 +1695,9 @@ planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options, PlannerSol
 
   /* Lambda 0, then (when that plan does not fit) multipliers up and bisection. */
   double lambda_lo = 0, lambda_hi = -1, lambda = 0;
+  guint64 last_memory = G_MAXUINT64;
+  guint stalled = 0;
+  double scale = 1e-12;
   gboolean proven = FALSE;
   for (guint round = 0; ok && round < 40; round++)
     {
@@ -1700,8 +1741,18 @@ planner_solve (PlannerPlan *seed, const PlannerSolveOptions *options, PlannerSol
         lambda_hi = lambda;
       else
         lambda_lo = lambda;
+      /* The first multiplier where memory weighs a thousandth of time in the objective;
+       * once it weighs as much and raising it no longer lowers the memory, nothing
+       * smaller is there to find. */
+      if (round == 0)
+        scale = memory ? objective / (double)memory : 1e-12;
+      if (!fits && lambda_hi < 0 && lambda >= scale && memory >= last_memory && ++stalled >= 3)
+        break;
+      if (memory < last_memory)
+        stalled = 0;
+      last_memory = memory;
       if (lambda_hi < 0)
-        lambda = lambda == 0 ? 1e-13 : lambda * 8;
+        lambda = lambda == 0 ? 1e-3 * scale : lambda * 4;
       else if (round > 2 && lambda_hi - lambda_lo < 1e-3 * lambda_hi)
         break;
       else
