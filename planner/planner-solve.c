@@ -493,9 +493,61 @@ producer_keeps_output (Problem *p, const PlannerTensor *t)
     }
 }
 
+/* Paths a tensor's table needs again and again: by the class of the op that fixes the
+ * tensor's layout and, for each use, the class of its op (planner_redistributor_find hashes
+ * both layouts and the shape each time). */
+typedef struct
+{
+  guint have_j;   /* scope index of the op that fixes the layout */
+  guint stride;   /* entries per class of that op */
+  guint *use_j;   /* per use: scope index of its op */
+  guint *use_off; /* per use: offset of its entries */
+  double *cost;   /* NAN: not computed yet */
+  guint32 *gathered;
+} PathMemo;
+
+static void
+path_memo_init (PathMemo *m, Problem *p, const Factor *f)
+{
+  const PlannerTensor *t = planner_graph_get_tensor (p->graph, (guint)f->tensor);
+  guint fixer
+      = t->producer >= 0 ? (guint)t->producer : g_array_index (t->consumers, PlannerUse, 0).op;
+  m->have_j = 0;
+  m->use_j = g_new (guint, t->consumers->len);
+  m->use_off = g_new (guint, t->consumers->len);
+  m->stride = 0;
+  for (guint j = 0; j < f->n; j++)
+    if (f->vars[j] == fixer)
+      m->have_j = j;
+  for (guint c = 0; c < t->consumers->len; c++)
+    {
+      guint o = g_array_index (t->consumers, PlannerUse, c).op;
+      for (guint j = 0; j < f->n; j++)
+        if (f->vars[j] == o)
+          m->use_j[c] = j;
+      m->use_off[c] = m->stride;
+      m->stride += f->dims[m->use_j[c]];
+    }
+  gsize n = (gsize)f->dims[m->have_j] * m->stride;
+  m->cost = g_new (double, n);
+  m->gathered = g_new0 (guint32, n);
+  for (gsize i = 0; i < n; i++)
+    m->cost[i] = NAN;
+}
+
+static void
+path_memo_clear (PathMemo *m)
+{
+  g_free (m->use_j);
+  g_free (m->use_off);
+  g_free (m->cost);
+  g_free (m->gathered);
+}
+
 /* Tensor @t's cost and memory bound with value @vals[j] for each var of factor @f. */
 static void
-tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, double *mem)
+tensor_cost (Problem *p, const Factor *f, const guint *vals, PathMemo *memo, double *time,
+             double *mem)
 {
   const PlannerTensor *t = planner_graph_get_tensor (p->graph, (guint)f->tensor);
   PlannerLayout have;
@@ -548,7 +600,18 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, double *time, doubl
           gboolean dup = FALSE;
           for (guint i = 0; i < n_seen && !dup; i++)
             dup = planner_layout_equal (&seen[i], need);
-          double c_path = path_cost (p, t, &have, need, &gathered);
+          double c_path;
+          if (memo)
+            {
+              gsize at = (gsize)f->maps[memo->have_j][vals[memo->have_j]] * memo->stride
+                         + memo->use_off[c] + f->maps[memo->use_j[c]][vals[memo->use_j[c]]];
+              if (isnan (memo->cost[at]))
+                memo->cost[at] = path_cost (p, t, &have, need, &memo->gathered[at]);
+              c_path = memo->cost[at];
+              gathered = memo->gathered[at];
+            }
+          else
+            c_path = path_cost (p, t, &have, need, &gathered);
           if (c_path >= INFEASIBLE)
             {
               *time = INFEASIBLE;
@@ -702,11 +765,13 @@ leaf_build (Problem *p, Factor *f, GError **error)
         rep[j][f->maps[j][v]] = v;
     }
   guint idx[MAX_SCOPE] = { 0 }, vals[MAX_SCOPE];
+  PathMemo memo;
+  path_memo_init (&memo, p, f);
   for (guint64 c = 0; c < cells; c++)
     {
       for (guint j = 0; j < f->n; j++)
         vals[j] = rep[j][idx[j]];
-      tensor_cost (p, f, vals, &f->time[c], &f->mem[c]);
+      tensor_cost (p, f, vals, &memo, &f->time[c], &f->mem[c]);
       for (guint j = f->n; j-- > 0;)
         {
           if (++idx[j] < f->dims[j])
@@ -714,6 +779,7 @@ leaf_build (Problem *p, Factor *f, GError **error)
           idx[j] = 0;
         }
     }
+  path_memo_clear (&memo);
   for (guint j = 0; j < f->n; j++)
     g_free (rep[j]);
   return TRUE;
@@ -1480,7 +1546,7 @@ leaf_value (Problem *p, const Factor *f, const guint *vals)
   for (guint j = 0; j < f->n; j++)
     local[j] = vals[f->vars[j]];
   double time, mem;
-  tensor_cost (p, f, local, &time, &mem);
+  tensor_cost (p, f, local, NULL, &time, &mem);
   return time;
 }
 
