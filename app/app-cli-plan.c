@@ -15,6 +15,8 @@
 #include "planner-plan-json.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
+#include "planner-request.h"
+#include "planner-solve.h"
 
 /* shardscope-cli propagate | compare | export: making plans, and what comes out of them. */
 
@@ -33,35 +35,22 @@ app_cli_load_plan (const char *spec, GError **error)
 
 /* ---- propagate ---- */
 
-/* The policy's pins (priority 0), then the user's (priority 1, so they win on an op both
- * match). The policy's notes (optional rules it left out) go to stderr. */
+/* The policy's pins (tier 0), then the user's (tier 1, so they win on an op both match), as
+ * the planner's request object expands them. The policy's notes (optional rules it left out)
+ * go to stderr. */
 static GPtrArray *
 collect_pins (const char *policy, char **user_pins, PlannerGraph *graph, const PlannerMesh *mesh,
               GError **error)
 {
-  g_autoptr (GPtrArray) pins = NULL;
-
-  if (policy)
-    {
-      g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
-      pins = planner_policy_expand (policy, graph, mesh, notes, error);
-      if (pins == NULL)
-        return NULL;
-      for (guint i = 0; i < notes->len; i++)
-        fprintf (stderr, "shardscope-cli: %s\n", (const char *)g_ptr_array_index (notes, i));
-    }
-  else
-    pins = g_ptr_array_new_with_free_func ((GDestroyNotify)planner_pin_free);
-
+  g_autoptr (PlannerRequest) request = planner_request_new ();
+  planner_request_set_policy (request, policy);
   for (guint i = 0; user_pins && user_pins[i]; i++)
-    {
-      PlannerPin *pin = planner_pin_parse (user_pins[i], mesh, error);
-      if (pin == NULL)
-        return NULL;
-      pin->priority = 1;
-      g_ptr_array_add (pins, pin);
-    }
-  return g_steal_pointer (&pins);
+    planner_request_add_pin (request, user_pins[i], PLANNER_PIN_TIER_USER);
+  g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  GPtrArray *pins = planner_request_expand (request, graph, mesh, notes, error);
+  for (guint i = 0; i < notes->len; i++)
+    fprintf (stderr, "shardscope-cli: %s\n", (const char *)g_ptr_array_index (notes, i));
+  return pins;
 }
 
 static char *
@@ -110,7 +99,8 @@ print_pipeline (PlannerPlan *plan)
 }
 
 static void
-print_text (PlannerPlan *plan, gboolean trace, const char *output)
+print_text (PlannerPlan *plan, gboolean trace, const char *output,
+            const PlannerSolveReport *solve)
 {
   PlannerGraph *graph = planner_plan_get_graph (plan);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
@@ -202,6 +192,18 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output)
       printf ("  %-32s %s\n", mem[i].name, v);
     }
   printf ("Propagation:     %.3f ms\n", planner_plan_get_propagate_ms (plan));
+  if (solve)
+    {
+      g_autofree char *obj = app_cli_format_seconds (solve->objective_s);
+      g_autofree char *greedy = app_cli_format_seconds (solve->seed_objective_s);
+      printf ("Exact solve:     objective %s against greedy %s under the same pins; %s; %u ops "
+              "chosen, %u blocks in %u kind%s\n",
+              obj, greedy, solve->optimal ? "optimal (proven)" : "not proven", solve->n_vars,
+              solve->n_blocks, solve->n_block_kinds, solve->n_block_kinds == 1 ? "" : "s");
+      if (!solve->optimal)
+        printf ("                 gap %.3g%% to the lower bound %g s\n", 100 * solve->gap,
+                solve->bound_s);
+    }
 
   guint n_conflicts = planner_plan_get_n_conflicts (plan);
   printf ("Conflicts:       %u\n", n_conflicts);
@@ -250,7 +252,8 @@ add_string_or_null (JsonObject *object, const char *member, const char *value)
 }
 
 static void
-print_json (PlannerPlan *plan, gboolean trace, const char *output)
+print_json (PlannerPlan *plan, gboolean trace, const char *output,
+            const PlannerSolveReport *solve)
 {
   PlannerGraph *graph = planner_plan_get_graph (plan);
   g_autofree char *mesh = planner_mesh_to_string (planner_plan_get_mesh (plan));
@@ -279,6 +282,14 @@ print_json (PlannerPlan *plan, gboolean trace, const char *output)
   JsonNode *moe = planner_moe_to_json (plan); /* mixture of experts */
   if (moe)
     json_object_set_member (o, "moe", moe);
+  if (solve)
+    {
+      g_autoptr (JsonBuilder) b = json_builder_new ();
+      json_builder_begin_object (b);
+      app_cli_json_add_solve_report (b, solve);
+      json_builder_end_object (b);
+      json_object_set_member (o, "solve", json_builder_get_root (b));
+    }
 
   if (trace)
     {
@@ -370,7 +381,7 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   int micro_batches = -1, virtual_stages = -1;
   g_autofree char *schedule = NULL, *stages = NULL;
   double bucket_MiB = -1;
-  gboolean no_overlap = FALSE, no_dropout = FALSE;
+  gboolean no_overlap = FALSE, no_dropout = FALSE, optimal = FALSE;
   g_auto (GStrv) user_pins = NULL;
   g_auto (AppCliModelArgs) model_args = { 0 };
   const GOptionEntry entries[] = {
@@ -443,6 +454,11 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "Do not overlap the gradient sync with the backward pass", NULL },
     { "no-dropout", 0, 0, G_OPTION_ARG_NONE, &no_dropout,
       "The model's dropout probabilities are 0: its dropout ops keep no mask and cost nothing",
+      NULL },
+    { "optimal", 0, 0, G_OPTION_ARG_NONE, &optimal,
+      "The exact solve instead of greedy propagation: the plan of least training step under the "
+      "same pins (pinned ops keep their pins); prints the optimum, its proof and the greedy "
+      "plan's figure",
       NULL },
     { NULL },
   };
@@ -579,6 +595,15 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   if (!planner_plan_finish (plan, allow_tied, &error))
     return app_cli_refuse (error);
   planner_plan_set_policy (plan, policy);
+  PlannerSolveReport solve_report;
+  if (optimal)
+    {
+      PlannerPlan *solved = planner_solve (plan, NULL, &solve_report, &error);
+      if (solved == NULL)
+        return app_cli_refuse (error);
+      g_object_unref (plan);
+      plan = solved;
+    }
   if (save_name)
     planner_plan_set_name (plan, save_name);
 
@@ -600,9 +625,9 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
                  == 0))
     return app_cli_refuse (error);
   if (json)
-    print_json (plan, trace, output);
+    print_json (plan, trace, output, optimal ? &solve_report : NULL);
   else
-    print_text (plan, trace, output);
+    print_text (plan, trace, output, optimal ? &solve_report : NULL);
   if (saved && !json)
     printf ("saved as db:%" G_GINT64_FORMAT " in %s\n", saved, planner_store_get_path (store));
   return APP_CLI_EXIT_OK;

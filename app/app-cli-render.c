@@ -13,6 +13,7 @@
 #include "planner-hardware.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
+#include "planner-request.h"
 
 /* shardscope-cli render MODEL|PLAN --png|--svg|--pdf FILE [--expand all|none|GLOB]
  *                [--step K] [--compare PLAN]
@@ -46,16 +47,9 @@ propagate (PlannerGraph *graph, const char *mesh_text, const char *policy, const
       = planner_hardware_lookup (hardware ? hardware : APP_CLI_DEFAULT_HARDWARE, error);
   if (hw == NULL)
     return NULL;
-  g_autoptr (GPtrArray) pins = NULL;
-  if (policy != NULL)
-    {
-      pins = planner_policy_expand (policy, graph, mesh, NULL, error);
-      if (pins == NULL)
-        return NULL;
-    }
-  else
-    pins = g_ptr_array_new ();
-  return planner_propagate (graph, mesh, hw, pins, NULL, error);
+  g_autoptr (PlannerRequest) request = planner_request_new ();
+  planner_request_set_policy (request, policy);
+  return planner_request_propagate (request, graph, mesh, hw, NULL, NULL, error);
 }
 
 typedef struct

@@ -12,6 +12,7 @@
 #include "planner-graph.h"
 #include "planner-model.h"
 #include "planner-plan.h"
+#include "planner-solve.h"
 #include "planner-store.h"
 
 G_BEGIN_DECLS
@@ -165,6 +166,12 @@ PlannerTrialRun *app_cli_db_latest_trial_run (PlannerPlan *plan);
  * --pin ones, which this raises to 2 so they override the parent's own pins, added at 1. */
 gboolean app_cli_derive_pins (PlannerPlan *parent, GPtrArray *pins, const PlannerMesh *mesh,
                               GError **error);
+
+/* ---- commands (app-cli-search.c) ---- */
+
+int app_cli_search (const AppCliCommand *command, int argc, char **argv);
+/* An exact solve's report as JSON members (optimum, bound, proof, gap, times). */
+void app_cli_json_add_solve_report (JsonBuilder *builder, const PlannerSolveReport *report);
 
 /* ---- commands (app-cli-render.c) ---- */
 

@@ -3,6 +3,10 @@
 
 #include "app-cost-chart.h"
 
+#include <string.h>
+
+#include "planner-request.h"
+
 #include <glib/gi18n.h>
 
 typedef struct
@@ -32,27 +36,16 @@ layer_clear (gpointer data)
   g_free (((Layer *) data)->name);
 }
 
-/* "transformer.h.3.mlp.c_fc" -> "transformer.h.3"; "lm_head" -> "lm_head". */
+/* "transformer.h.3.mlp.c_fc" -> "transformer.h.3"; "lm_head" -> "lm_head": the block an op
+ * belongs to (planner_op_block), else its first path component. */
 static char *
 layer_key (const char *name)
 {
-  g_auto (GStrv) parts = g_strsplit (name, ".", -1);
-  for (guint i = 0; parts[i]; i++)
-    {
-      const char *p = parts[i];
-      gboolean digits = *p != '\0';
-      for (; *p && digits; p++)
-        digits = g_ascii_isdigit (*p);
-      if (digits)
-        {
-          char *saved = parts[i + 1];
-          parts[i + 1] = NULL;
-          char *key = g_strjoinv (".", parts);
-          parts[i + 1] = saved;
-          return key;
-        }
-    }
-  return g_strdup (parts[0] ? parts[0] : name);
+  gsize len;
+  if (planner_op_block (name, &len) >= 0)
+    return g_strndup (name, len);
+  const char *dot = strchr (name, '.');
+  return dot ? g_strndup (name, (gsize)(dot - name)) : g_strdup (name);
 }
 
 static void

@@ -9,6 +9,7 @@
 #include "planner-pin.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
+#include "planner-request.h"
 
 struct _AppDocument
 {
@@ -507,32 +508,14 @@ replan_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
 {
   ReplanData *data = task_data;
   GError *error = NULL;
-  g_autoptr (GPtrArray) pins = NULL;
-  if (data->policy != NULL)
-    {
-      pins = planner_policy_expand (data->policy, data->graph, data->mesh, NULL, &error);
-      if (pins == NULL)
-        {
-          g_task_return_error (task, error);
-          return;
-        }
-    }
-  else
-    pins = g_ptr_array_new ();
-  g_ptr_array_set_free_func (pins, (GDestroyNotify) planner_pin_free);
+  /* The plan request (planner-request.h): the policy's pins, then the user's over them. */
+  g_autoptr (PlannerRequest) request = planner_request_new ();
+  planner_request_set_policy (request, data->policy);
   for (guint i = 0; i < data->pins->len; i++)
-    {
-      PlannerPin *pin = planner_pin_parse (g_ptr_array_index (data->pins, i), data->mesh, &error);
-      if (pin == NULL)
-        {
-          g_task_return_error (task, error);
-          return;
-        }
-      pin->priority = 1;
-      g_ptr_array_add (pins, pin);
-    }
+    planner_request_add_pin (request, g_ptr_array_index (data->pins, i), PLANNER_PIN_TIER_USER);
   gint64 start = g_get_monotonic_time ();
-  PlannerPlan *plan = planner_propagate (data->graph, data->mesh, data->hw, pins, NULL, &error);
+  PlannerPlan *plan
+      = planner_request_propagate (request, data->graph, data->mesh, data->hw, NULL, NULL, &error);
   if (plan == NULL)
     {
       g_task_return_error (task, error);

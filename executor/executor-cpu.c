@@ -107,10 +107,10 @@ cpu_sync (ExecutorDevice *device, ExecutorSpmdGroup *group, ExecutorSpmdStage st
   ExecutorSpmd *spmd = &((CpuBackend *)device->backend)->spmd;
   if (stage == EXECUTOR_SPMD_DONE)
     {
-      executor_spmd_barrier_wait_all (spmd, group->barrier);
+      executor_spmd_barrier_wait_all (spmd, group->barrier[stage]);
       return TRUE;
     }
-  return executor_spmd_barrier_wait (spmd, group->barrier, error);
+  return executor_spmd_barrier_wait (spmd, group->barrier[stage], error);
 }
 
 static gboolean

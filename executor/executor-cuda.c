@@ -254,10 +254,10 @@ cuda_sync (ExecutorDevice *device, ExecutorSpmdGroup *g, ExecutorSpmdStage stage
                                         "recording an event", error);
   /* DONE is met whatever happened (executor_spmd_collective): peers may still read. */
   if (stage == EXECUTOR_SPMD_DONE)
-    executor_spmd_barrier_wait_all (&self->spmd, g->barrier);
+    executor_spmd_barrier_wait_all (&self->spmd, g->barrier[stage]);
   if (!recorded
       || (stage != EXECUTOR_SPMD_DONE
-          && !executor_spmd_barrier_wait (&self->spmd, g->barrier, error)))
+          && !executor_spmd_barrier_wait (&self->spmd, g->barrier[stage], error)))
     return FALSE;
   for (guint q = 0; q < g->p; q++)
     {

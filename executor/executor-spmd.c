@@ -81,8 +81,8 @@ executor_spmd_aborted_error (GError **error)
 }
 
 /* An abort opens an abortable wait; a member that leaves without the meeting taking place
- * takes its arrival back, so the barrier's next meeting (the same barrier serves READY, MID
- * and DONE) counts only who is there. */
+ * takes its arrival back, so the barrier's next meeting (a group's barrier serves one stage
+ * of every collective of the group) counts only who is there. */
 static gboolean
 barrier_meet (ExecutorSpmd *self, ExecutorBarrier *b, gboolean abortable)
 {
@@ -154,7 +154,8 @@ executor_spmd_groups_init (ExecutorSpmd *self, ExecutorBackend *backend)
           {
             g = g_new0 (ExecutorSpmdGroup, 1);
             g->p = mesh->sizes[a];
-            g->barrier = executor_spmd_barrier_new (self, g->p);
+            for (guint k = 0; k < EXECUTOR_SPMD_N_STAGES; k++)
+              g->barrier[k] = executor_spmd_barrier_new (self, g->p);
             g->members = g_new0 (ExecutorDevice *, g->p);
             g->send = g_new0 (guint8 *, g->p);
             g->recv = g_new0 (guint8 *, g->p);
@@ -209,7 +210,11 @@ executor_spmd_collective (ExecutorSpmd *self, const ExecutorSpmdMemory *mem, Exe
              && mem->copy (device, (float *)recv->data + lo, tmp, (hi - lo) * sizeof (float),
                            error);
         mem->scratch_free (device, tmp);
-        ok = ok && mem->sync (device, g, EXECUTOR_SPMD_MID, error);
+        /* Every member that met at READY goes through MID too, failed or not: the barrier
+         * counts arrivals, so one that went on to DONE would complete its peers' MID meeting
+         * and leave them waiting at DONE for it. */
+        gboolean mid = mem->sync (device, g, EXECUTOR_SPMD_MID, ok ? error : NULL);
+        ok = ok && mid;
         for (guint q = 0; ok && q < p; q++)
           if (q != rank)
             {

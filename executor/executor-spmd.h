@@ -15,9 +15,20 @@ typedef struct _ExecutorBarrier ExecutorBarrier;
 /* The devices of one group of a mesh axis (executor_group_leader), which meet in its
  * collectives. By rank, the coordinate on the axis: the members, and the buffers each
  * publishes for the current collective of a shared-memory backend. */
+typedef enum
+{
+  EXECUTOR_SPMD_READY,
+  EXECUTOR_SPMD_MID,
+  EXECUTOR_SPMD_DONE,
+  EXECUTOR_SPMD_N_STAGES,
+} ExecutorSpmdStage;
+
 typedef struct
 {
-  ExecutorBarrier *barrier;
+  /* One barrier a stage: an arrival counted at one stage never completes another's meeting
+   * (a member that left MID on an abort and went on to DONE made a peer still waiting at
+   * MID see its meeting done, and that peer then waited at DONE for good). */
+  ExecutorBarrier *barrier[EXECUTOR_SPMD_N_STAGES];
   guint p;
   ExecutorDevice **members;
   guint8 **send;
@@ -61,13 +72,7 @@ ExecutorSpmdGroup *executor_spmd_group (ExecutorSpmd *self, ExecutorDevice *devi
  * AllReduce sums one range per rank, in rank order so replicas are bit-identical, meets
  * again (MID) and copies the others' ranges; a last meeting (DONE) keeps a buffer from
  * being reused while a peer still reads it. */
-typedef enum
-{
-  EXECUTOR_SPMD_READY,
-  EXECUTOR_SPMD_MID,
-  EXECUTOR_SPMD_DONE,
-  EXECUTOR_SPMD_N_STAGES,
-} ExecutorSpmdStage;
+/* (ExecutorSpmdStage: above ExecutorSpmdGroup, whose barriers it indexes.) */
 
 /* How a backend moves memory for executor_spmd_collective. */
 typedef struct

@@ -9,6 +9,7 @@
 #include "planner-error.h"
 #include "planner-json.h"
 #include "planner-pipeline.h"
+#include "planner-request.h"
 #include "planner-plan-private.h"
 
 /* Pipeline parallelism: the stage split, what crosses each boundary, and the schedule's cost
@@ -291,7 +292,7 @@ assign_chunks (PlannerPlan *plan, PlannerPipeline *pl, GError **error)
 
   for (guint i = 0; i < n_ops; i++)
     {
-      layer[i] = planner_plan_op_layer (planner_graph_get_op (graph, i)->name);
+      layer[i] = planner_op_block (planner_graph_get_op (graph, i)->name, NULL);
       n_layers = MAX (n_layers, layer[i] + 1);
       if (layer[i] >= 0 && first_layered < 0)
         first_layered = (int)i;
@@ -582,7 +583,7 @@ planner_pipeline_split_modules (const PlannerPipeline *pl, PlannerGraph *graph)
     for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
       {
         const char *name = planner_graph_get_op (graph, i)->name;
-        if (planner_plan_op_layer (name) == pl->chunk_first[k])
+        if (planner_op_block (name, NULL) == pl->chunk_first[k])
           {
             g_ptr_array_add (out, layer_module (name, pl->chunk_first[k]));
             break;

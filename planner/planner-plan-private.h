@@ -45,9 +45,6 @@ gboolean planner_plan_compute_training_scope (PlannerPlan *self, PlannerTraining
 /* The gradient AllReduces of activations replicated while their users split the work (part of
  * backward_comm_time_s), counting only the users with @ops[i] TRUE (NULL: all). */
 double planner_plan_activation_gradient_sync (PlannerPlan *self, const gboolean *ops);
-/* The transformer layer of an op from its name: "model.layers.12.mlp" -> 12 (a component
- * "layers", "h", "layer" or "blocks" followed by a number); -1 outside layers. */
-int planner_plan_op_layer (const char *name);
 /* planner-pipeline.c: the training model of a plan whose mesh has a pipeline axis of size > 1. */
 gboolean planner_pipeline_compute_training (PlannerPlan *self, PlannerPlanTotals *totals,
                                             gboolean set_totals, GError **error);
@@ -55,6 +52,14 @@ gboolean planner_pipeline_compute_training (PlannerPlan *self, PlannerPlanTotals
 /* A plan read back without the training figures (an old plan file, a store row): recompute
  * them, leaving the saved totals as they are. */
 void planner_plan_refresh_training (PlannerPlan *self);
+/* One op's forward and backward compute in the training model, under the strategy the plan
+ * holds for it now, for the whole local batch (no micro-batches); @dropout: the graph's
+ * dropout ops have p > 0. For the exact solver, which costs each candidate strategy. */
+void planner_plan_op_train_time (PlannerPlan *self, guint op, gboolean dropout, double *forward,
+                                 double *backward);
+/* The optimizer step's time for @numel parameters a device updates (the training model's
+ * overhead beyond kernel launches). */
+double planner_plan_optimizer_step_time (PlannerPlan *self, double numel);
 
 /* The one-number figures of PlannerPlanTotals, in the order plan files and the store keep them:
  * the counts (guint) first, then bytes (guint64) and seconds (double). Plan files name them as

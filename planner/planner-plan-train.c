@@ -8,6 +8,7 @@
 
 #include "planner-error.h"
 #include "planner-plan-private.h"
+#include "planner-request.h"
 
 /* The training-step and memory model of a finished plan (planner/README.md, "Training step
  * and memory").
@@ -94,31 +95,6 @@ static guint64
 local_numel (const Model *m, const PlannerTensor *t, const PlannerLayout *layout)
 {
   return local_bytes (m, t, layout) / planner_dtype_size (t->dtype);
-}
-
-/* "model.layers.12.mlp" -> 12: a path component "layers", "h", "layer" or "blocks" followed
- * by a number is a transformer layer (Hugging Face module paths, planner-hf-import.c). */
-int
-planner_plan_op_layer (const char *name)
-{
-  static const char *const containers[] = { "layers.", "h.", "layer.", "blocks." };
-  for (const char *p = name; *p; p++)
-    {
-      if (p != name && p[-1] != '.')
-        continue;
-      for (guint i = 0; i < G_N_ELEMENTS (containers); i++)
-        {
-          gsize n = strlen (containers[i]);
-          if (strncmp (p, containers[i], n) == 0 && g_ascii_isdigit (p[n]))
-            {
-              char *end;
-              long v = strtol (p + n, &end, 10);
-              if (*end == '.' || *end == '\0')
-                return (int)MIN (v, G_MAXINT);
-            }
-        }
-    }
-  return -1;
 }
 
 /* Ops that are views in eager PyTorch and in the fused kernels that read strided inputs: they
@@ -565,7 +541,7 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   for (guint i = 0; i < n_ops; i++)
     {
       const PlannerOp *op = planner_graph_get_op (m.graph, i);
-      layer[i] = planner_plan_op_layer (op->name);
+      layer[i] = planner_op_block (op->name, NULL);
       if (op->type == PLANNER_OP_DROPOUT && !m.c->no_dropout)
         m.dropout = TRUE;
     }
@@ -821,4 +797,37 @@ planner_plan_refresh_training (PlannerPlan *self)
    * that breaks this keeps zero figures rather than failing the read. */
   if (planner_plan_compute_training (self, &totals, FALSE, NULL))
     planner_plan_set_totals (self, &totals);
+}
+
+/* ---- for the exact solver (planner-solve.c) ---- */
+
+void
+planner_plan_op_train_time (PlannerPlan *self, guint op, gboolean dropout, double *forward,
+                            double *backward)
+{
+  g_return_if_fail (PLANNER_IS_PLAN (self));
+
+  Model m = { 0 };
+  m.plan = self;
+  m.graph = planner_plan_get_graph (self);
+  m.mesh = planner_plan_get_mesh (self);
+  m.hw = planner_plan_get_hardware (self);
+  m.c = planner_plan_get_constants (self);
+  m.dropout = dropout;
+  m.accum = 1;
+  OpTime t = op_time (&m, op);
+  *forward = t.forward;
+  *backward = t.backward;
+}
+
+double
+planner_plan_optimizer_step_time (PlannerPlan *self, double numel)
+{
+  g_return_val_if_fail (PLANNER_IS_PLAN (self), 0);
+
+  const PlannerCostConstants *c = planner_plan_get_constants (self);
+  const PlannerHardware *hw = planner_plan_get_hardware (self);
+  double step_bytes = c->optimizer == PLANNER_OPTIMIZER_SGD ? SGD_STEP_BYTES : ADAM_STEP_BYTES;
+  return numel * step_bytes
+         / (planner_hardware_memory_bandwidth (hw) * planner_hardware_get_efficiency (hw)->memory_bound);
 }

@@ -1,0 +1,214 @@
+#define G_LOG_DOMAIN "planner-search"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "planner-error.h"
+#include "planner-policy.h"
+#include "planner-search.h"
+
+void
+planner_search_options_init (PlannerSearchOptions *options)
+{
+  memset (options, 0, sizeof *options);
+  options->solve = TRUE;
+  options->policies = TRUE;
+}
+
+static void
+candidate_free (gpointer data)
+{
+  PlannerSearchCandidate *c = data;
+  g_free (c->mesh);
+  g_free (c->policy);
+  g_free (c->error);
+  g_clear_object (&c->plan);
+  g_free (c);
+}
+
+void
+planner_search_result_free (PlannerSearchResult *result)
+{
+  if (result == NULL)
+    return;
+  g_ptr_array_unref (result->candidates);
+  g_free (result);
+}
+
+GPtrArray *
+planner_search_meshes (guint n_devices)
+{
+  GPtrArray *meshes = g_ptr_array_new_with_free_func (g_free);
+  for (guint mp = 1; mp <= n_devices; mp++)
+    if (n_devices % mp == 0)
+      g_ptr_array_add (meshes, g_strdup_printf ("dp=%u,mp=%u", n_devices / mp, mp));
+  return meshes;
+}
+
+static void
+candidate_set_plan (PlannerSearchCandidate *c, PlannerPlan *plan, guint64 limit)
+{
+  const PlannerPlanTotals *t = planner_plan_get_totals (plan);
+  c->plan = plan;
+  c->step_time_s = t->step_time_s;
+  c->memory_per_device_bytes = t->memory_per_device_bytes;
+  c->fits = t->memory_per_device_bytes <= limit;
+}
+
+static void
+progress (const PlannerSearchOptions *options, guint done, guint total, const char *mesh,
+          const char *what)
+{
+  if (options->progress == NULL)
+    return;
+  g_autofree char *text = g_strdup_printf ("%s: %s", mesh, what);
+  options->progress (done, total, text, options->progress_data);
+}
+
+PlannerSearchResult *
+planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSearchOptions *options,
+                GError **error)
+{
+  g_return_val_if_fail (PLANNER_IS_GRAPH (graph) && hw != NULL && options != NULL, NULL);
+  g_return_val_if_fail (options->n_devices >= 1, NULL);
+
+  gint64 start = g_get_monotonic_time ();
+  g_autoptr (PlannerRequest) base
+      = options->request ? planner_request_copy (options->request) : planner_request_new ();
+  planner_request_set_policy (base, NULL);
+  PlannerSearchResult *result = g_new0 (PlannerSearchResult, 1);
+  result->candidates = g_ptr_array_new_with_free_func (candidate_free);
+  result->memory_limit
+      = options->memory_limit ? options->memory_limit : planner_hardware_memory_bytes (hw);
+  g_autoptr (PlannerSearchResult) owned = result;
+
+  g_autoptr (GPtrArray) meshes = planner_search_meshes (options->n_devices);
+  /* The sweep's meshes have dp and mp only: a policy built for another axis (megatron-ep
+   * places experts on ep) has nothing to place there and is left out, not listed as
+   * refused on every mesh. */
+  g_autoptr (GPtrArray) policies = g_ptr_array_new ();
+  for (const char *const *p = planner_policy_builtin_names (); options->policies && *p; p++)
+    if (!g_str_equal (*p, "megatron-ep"))
+      g_ptr_array_add (policies, (gpointer)*p);
+  guint per_mesh = policies->len + (options->solve ? 1 : 0);
+  guint total = meshes->len * per_mesh, done = 0;
+
+  for (guint m = 0; m < meshes->len; m++)
+    {
+      const char *mesh_text = g_ptr_array_index (meshes, m);
+      g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, error);
+      if (mesh == NULL)
+        return NULL;
+      for (guint i = 0; i < policies->len; i++)
+        {
+          if (g_cancellable_set_error_if_cancelled (options->cancellable, error))
+            return NULL;
+          progress (options, done, total, mesh_text, g_ptr_array_index (policies, i));
+          PlannerSearchCandidate *c = g_new0 (PlannerSearchCandidate, 1);
+          c->mesh = g_strdup (mesh_text);
+          c->policy = g_strdup (g_ptr_array_index (policies, i));
+          g_ptr_array_add (result->candidates, c);
+          g_autoptr (PlannerRequest) request = planner_request_copy (base);
+          planner_request_set_policy (request, g_ptr_array_index (policies, i));
+          g_autoptr (GError) local = NULL;
+          PlannerPlan *plan
+              = planner_request_propagate (request, graph, mesh, hw, NULL, NULL, &local);
+          if (plan == NULL)
+            c->error = g_strdup (local->message);
+          else
+            candidate_set_plan (c, plan, result->memory_limit);
+          done++;
+        }
+      if (!options->solve)
+        continue;
+      if (g_cancellable_set_error_if_cancelled (options->cancellable, error))
+        return NULL;
+      progress (options, done, total, mesh_text, "exact solve");
+      PlannerSearchCandidate *c = g_new0 (PlannerSearchCandidate, 1);
+      c->mesh = g_strdup (mesh_text);
+      c->solved = TRUE;
+      g_ptr_array_add (result->candidates, c);
+      g_autoptr (GError) local = NULL;
+      g_autoptr (PlannerPlan) seed
+          = planner_request_propagate (base, graph, mesh, hw, NULL, NULL, &local);
+      PlannerSolveOptions solve;
+      planner_solve_options_init (&solve);
+      solve.memory_limit = result->memory_limit;
+      solve.cancellable = options->cancellable;
+      PlannerPlan *plan = seed ? planner_solve (seed, &solve, &c->report, &local) : NULL;
+      if (plan == NULL)
+        {
+          if (g_error_matches (local, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+            {
+              g_propagate_error (error, g_steal_pointer (&local));
+              return NULL;
+            }
+          c->error = g_strdup (local->message);
+        }
+      else
+        candidate_set_plan (c, plan, result->memory_limit);
+      done++;
+    }
+  progress (options, done, total, "", "done");
+
+  /* The best, and the front: no other plan is at least as fast and as small, and better in
+   * one of them. */
+  result->best = -1;
+  for (guint i = 0; i < result->candidates->len; i++)
+    {
+      PlannerSearchCandidate *c = g_ptr_array_index (result->candidates, i);
+      if (c->plan == NULL)
+        continue;
+      if (c->fits)
+        {
+          PlannerSearchCandidate *b
+              = result->best >= 0 ? g_ptr_array_index (result->candidates, result->best) : NULL;
+          if (b == NULL || c->step_time_s < b->step_time_s)
+            result->best = (int)i;
+        }
+      c->pareto = TRUE;
+      for (guint j = 0; j < result->candidates->len && c->pareto; j++)
+        {
+          PlannerSearchCandidate *o = g_ptr_array_index (result->candidates, j);
+          if (o->plan == NULL || j == i)
+            continue;
+          gboolean no_worse = o->step_time_s <= c->step_time_s
+                              && o->memory_per_device_bytes <= c->memory_per_device_bytes;
+          gboolean better = o->step_time_s < c->step_time_s
+                            || o->memory_per_device_bytes < c->memory_per_device_bytes;
+          /* Of equal plans the first one stays on the front. */
+          if (no_worse && (better || j < i))
+            c->pareto = FALSE;
+        }
+    }
+  result->search_ms = (double)(g_get_monotonic_time () - start) / 1000.0;
+  return g_steal_pointer (&owned);
+}
+
+static int
+rank_compare (gconstpointer a, gconstpointer b, gpointer data)
+{
+  const PlannerSearchResult *result = data;
+  const PlannerSearchCandidate *x = g_ptr_array_index (result->candidates, *(const guint *)a);
+  const PlannerSearchCandidate *y = g_ptr_array_index (result->candidates, *(const guint *)b);
+  if (x->fits != y->fits)
+    return x->fits ? -1 : 1;
+  if (x->step_time_s != y->step_time_s)
+    return x->step_time_s < y->step_time_s ? -1 : 1;
+  return *(const guint *)a < *(const guint *)b ? -1 : 1;
+}
+
+GArray *
+planner_search_ranking (const PlannerSearchResult *result)
+{
+  g_return_val_if_fail (result != NULL, NULL);
+  GArray *order = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; i < result->candidates->len; i++)
+    if (((PlannerSearchCandidate *)g_ptr_array_index (result->candidates, i))->plan)
+      g_array_append_val (order, i);
+  /* Ties keep candidate order: the comparison falls back on the index. */
+  g_array_sort_with_data (order, rank_compare, (gpointer)result);
+  return order;
+}
