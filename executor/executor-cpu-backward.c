@@ -636,6 +636,47 @@ b_cross_entropy (ExecutorDevice *dev, BCall *b, GError **error)
   return TRUE;
 }
 
+/* ---- model zoo (issue 16) ---- */
+
+/* The transpose of the forward's copy: each input slice sums the gradients of its copies
+ * that this shard holds. */
+static gboolean
+b_repeat_interleave (ExecutorDevice *dev, BCall *b, GError **error)
+{
+  Call *c = b->fwd;
+  const ExecutorTensorArg *in = &c->inputs[0], *o = &c->outputs[0];
+  int axis = executor_norm_axis (c->op->attrs.axis, in->rank);
+  gint64 r = c->op->attrs.ints[0], first = executor_factor_offset (c, "rep");
+  gint64 outer, inner, n_in = in->shape[axis], n_out = o->shape[axis];
+  float *dx = gin (b, 0);
+  const float *dy = gout (b, 0);
+  if (dx == NULL)
+    return TRUE;
+  zero_grads (b);
+  executor_axis_blocks (in, axis, &outer, &inner);
+  for (gint64 k = 0; k < outer; k++)
+    for (gint64 j = 0; j < n_out; j++)
+      {
+        gint64 src = (first + j) / r;
+        if (src >= n_in)
+          return executor_kernel_error (error, c, "output slice beyond the repeated input");
+        for (gint64 i = 0; i < inner; i++)
+          dx[(k * n_in + src) * inner + i] += dy[(k * n_out + j) * inner + i];
+      }
+  return TRUE;
+}
+
+static gboolean
+b_scale (ExecutorDevice *dev, BCall *b, GError **error)
+{
+  float *dx = gin (b, 0);
+  const float *dy = gout (b, 0);
+  if (dx != NULL)
+    for (gint64 i = 0; i < executor_numel (&b->fwd->inputs[0]); i++)
+      dx[i] = (float)(dy[i] * b->fwd->op->attrs.scale);
+  return TRUE;
+}
+
 /* Every op type's backward. */
 #define BACKWARD_TABLE                                                                             \
   {                                                                                                \
@@ -652,6 +693,7 @@ b_cross_entropy (ExecutorDevice *dev, BCall *b, GError **error)
     [PLANNER_OP_SPLIT] = b_concat_split, [PLANNER_OP_SLICE] = b_concat_split,                      \
     [PLANNER_OP_ROTARY_EMBEDDING] = b_rotary, [PLANNER_OP_SDPA] = b_sdpa,                          \
     [PLANNER_OP_CROSS_ENTROPY] = b_cross_entropy, [PLANNER_OP_CONV2D] = b_conv2d,                  \
+    [PLANNER_OP_REPEAT_INTERLEAVE] = b_repeat_interleave, [PLANNER_OP_SCALE] = b_scale,            \
   }
 
 #ifdef SHARDSCOPE_KERNEL_MUTATIONS

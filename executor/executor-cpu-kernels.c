@@ -557,4 +557,45 @@ k_move_mutant (ExecutorDevice *dev, Call *c, GError **error)
 #define executor_kernel_concat_split k_move_mutant
 #endif
 
-const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = EXECUTOR_KERNEL_TABLE;
+/* ---- model zoo (issue 16) ---- */
+
+/* Output slice j of the repeated dim is input slice j / r; the input is whole along it, the
+ * output may be a shard starting at the "rep" factor's offset. */
+static gboolean
+k_repeat_interleave (ExecutorDevice *dev, Call *c, GError **error)
+{
+  const ExecutorTensorArg *in = &c->inputs[0], *o = &c->outputs[0];
+  int axis = executor_norm_axis (c->op->attrs.axis, in->rank);
+  gint64 r = c->op->attrs.ints[0], first = executor_factor_offset (c, "rep");
+  gint64 outer, inner, n_in = in->shape[axis], n_out = o->shape[axis];
+  executor_axis_blocks (in, axis, &outer, &inner);
+  const float *x = executor_in_f32 (c, 0);
+  float *y = executor_out_f32 (c, 0);
+  for (gint64 b = 0; b < outer; b++)
+    for (gint64 j = 0; j < n_out; j++)
+      {
+        gint64 src = (first + j) / r;
+        if (src >= n_in)
+          return executor_kernel_error (error, c, "output slice beyond the repeated input");
+        memcpy (y + (b * n_out + j) * inner, x + (b * n_in + src) * inner,
+                (gsize)inner * sizeof (float));
+      }
+  return TRUE;
+}
+
+static gboolean
+k_scale (ExecutorDevice *dev, Call *c, GError **error)
+{
+  gint64 n = executor_numel (&c->outputs[0]);
+  const float *x = executor_in_f32 (c, 0);
+  float *y = executor_out_f32 (c, 0);
+  for (gint64 i = 0; i < n; i++)
+    y[i] = (float)(x[i] * c->op->attrs.scale);
+  return TRUE;
+}
+
+const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = {
+  EXECUTOR_KERNEL_ENTRIES
+  [PLANNER_OP_REPEAT_INTERLEAVE] = k_repeat_interleave,
+  [PLANNER_OP_SCALE] = k_scale,
+};

@@ -73,7 +73,8 @@ typedef struct
 {
   const ModelType *type;
   const char *architecture; /* from model_types, not from the config */
-  gint64 vocab;
+  gint64 vocab;            /* padded when --pad-vocab asks */
+  gint64 checkpoint_vocab; /* the config's vocab_size */
   gint64 hidden;
   gint64 layers;
   gint64 heads;
@@ -120,6 +121,8 @@ planner_model_options_check (const PlannerModelOptions *options, GError **error)
     { "batch", options->batch },
     { "seq", options->seq },
     { "layers", options->layers },
+    { "pad_vocab", options->pad_vocab },
+    { "kv_replicas", options->kv_replicas },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
@@ -143,7 +146,8 @@ planner_model_options_check (const PlannerModelOptions *options, GError **error)
 gboolean
 planner_model_options_is_default (const PlannerModelOptions *options)
 {
-  return options->batch == 0 && options->seq == 0 && options->layers == 0 && !options->dtype_set;
+  return options->batch == 0 && options->seq == 0 && options->layers == 0 && !options->dtype_set
+         && options->pad_vocab == 0 && options->kv_replicas == 0;
 }
 
 const char *const *
@@ -611,6 +615,37 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
   return TRUE;
 }
 
+/* --pad-vocab and --kv-replicas (issue 16), checked against the config. */
+static gboolean
+hf_apply_zoo_options (HfConfig *c, const PlannerModelOptions *options, const char *what,
+                      GError **error)
+{
+  c->checkpoint_vocab = c->vocab;
+  if (options->pad_vocab > 0)
+    c->vocab = (c->vocab + options->pad_vocab - 1) / options->pad_vocab * options->pad_vocab;
+  if (options->kv_replicas <= 1)
+    return TRUE;
+  if (c->type->family != FAMILY_LLAMA)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "%s: kv_replicas %" G_GINT64_FORMAT " needs grouped key/value heads; "
+                   "%s (%s) has none to repeat",
+                   what, options->kv_replicas, c->type->model_type, c->architecture);
+      return FALSE;
+    }
+  if (c->heads % (c->kv_heads * options->kv_replicas) != 0)
+    {
+      g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "%s: kv_replicas %" G_GINT64_FORMAT ": %" G_GINT64_FORMAT
+                   " kv heads x %" G_GINT64_FORMAT " copies do not divide the %" G_GINT64_FORMAT
+                   " query heads; use a kv_replicas that divides %" G_GINT64_FORMAT,
+                   what, options->kv_replicas, c->kv_heads, options->kv_replicas, c->heads,
+                   c->heads / c->kv_heads);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 planner_hf_summary (JsonObject *config, const char *what, const char **model_type,
                     const char **architecture, gint64 *layers, gint64 *hidden, GError **error)
@@ -634,6 +669,7 @@ typedef struct
   PlannerDType dtype;
   gint64 batch;
   gint64 seq;
+  gint64 kv_replicas; /* >= 1 */
   char prefix[128];
   PlannerOpAttrs attrs;
   GError *error;
@@ -873,6 +909,45 @@ b_rotary (Builder *b, const char *rest, int x, double theta)
   return b_op (b, rest, PLANNER_OP_ROTARY_EMBEDDING, attrs, IDS (x), NULL);
 }
 
+/* A key or value projection "<rest>" of the kv heads, [B, S, kv_heads * head_dim]; with
+ * kv_replicas R > 1, [B, S, kv_heads * R * head_dim]: the checkpoint's weight (viewed as
+ * [kv heads, head_dim, hidden]) goes through "<rest>.repeat_kv", which repeats each head R
+ * times, so the projection's heads split over R times more ranks, each computing only its
+ * copy (Megatron-LM's replication of kv heads). The weight's gradient sums its copies'. */
+static int
+b_kv_linear (Builder *b, const char *rest, int x, const HfConfig *c)
+{
+  const gint64 H = c->hidden, kv = c->kv_heads, hd = c->head_dim, r = b->kv_replicas;
+  char name[128];
+  int w, bias = -1;
+
+  if (r <= 1)
+    return b_linear (b, rest, x, H, kv * hd, TRUE, c->qkv_bias, kv);
+  for (guint i = 0; i < (c->qkv_bias ? 2u : 1u); i++)
+    {
+      PlannerOpAttrs *attrs;
+      int t = i == 0 ? b_param (b, rest, ".weight", DIMS (kv, hd, H))
+                     : b_param (b, rest, ".bias", DIMS (kv, hd));
+
+      if (b->error != NULL)
+        return -1;
+      attrs = b_attrs (b);
+      attrs->axis = 0;
+      attrs->n_ints = 1;
+      attrs->ints[0] = r;
+      g_snprintf (name, sizeof name, "%s.repeat_kv%s", rest, i == 0 ? "" : "_bias");
+      t = b_op (b, name, PLANNER_OP_REPEAT_INTERLEAVE, attrs, IDS (t), NULL);
+      g_snprintf (name, sizeof name, "%s.repeat_view%s", rest, i == 0 ? "" : "_bias");
+      if (i == 0)
+        w = b_reshape (b, name, t, DIMS (kv * r * hd, H));
+      else
+        bias = b_reshape (b, name, t, DIMS (kv * r * hd));
+    }
+  if (b->error != NULL)
+    return -1;
+  return b_matmul (b, rest, x, w, bias, TRUE, kv * r, NULL);
+}
+
 /* ---- The families. */
 
 static void
@@ -950,7 +1025,7 @@ build_gpt2 (Builder *b, const HfConfig *c, gint64 layers)
 static void
 build_llama (Builder *b, const HfConfig *c, gint64 layers)
 {
-  const gint64 H = c->hidden, n = c->heads, kv = c->kv_heads, hd = c->head_dim;
+  const gint64 H = c->hidden, n = c->heads, kvr = c->kv_heads * b->kv_replicas, hd = c->head_dim;
   int ids, embed, x;
 
   b_prefix (b, "%s", "");
@@ -967,13 +1042,13 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
       b_prefix (b, "model.layers.%" G_GINT64_FORMAT ".", i);
       h = b_rms_norm (b, "input_layernorm", x, H, c->eps);
       q = b_linear (b, "self_attn.q_proj", h, H, n * hd, TRUE, c->qkv_bias, n);
-      k = b_linear (b, "self_attn.k_proj", h, H, kv * hd, TRUE, c->qkv_bias, kv);
-      v = b_linear (b, "self_attn.v_proj", h, H, kv * hd, TRUE, c->qkv_bias, kv);
+      k = b_kv_linear (b, "self_attn.k_proj", h, c);
+      v = b_kv_linear (b, "self_attn.v_proj", h, c);
       q = b_rotary (b, "self_attn.rotary_q", b_split_heads (b, "self_attn", "q", q, n, hd),
                     c->rope_theta);
-      k = b_rotary (b, "self_attn.rotary_k", b_split_heads (b, "self_attn", "k", k, kv, hd),
+      k = b_rotary (b, "self_attn.rotary_k", b_split_heads (b, "self_attn", "k", k, kvr, hd),
                     c->rope_theta);
-      v = b_split_heads (b, "self_attn", "v", v, kv, hd);
+      v = b_split_heads (b, "self_attn", "v", v, kvr, hd);
       /* k and v keep their kv heads: the SDPA rule maps each group of query heads onto
        * one of them (GQA). */
       a = b_sdpa (b, "self_attn.sdpa", q, k, v, TRUE);
@@ -1119,6 +1194,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
   if (!planner_model_options_check (options, error) || !hf_config_parse (config, what, &c, error))
     return NULL;
 
+  if (!hf_apply_zoo_options (&c, options, what, error))
+    return NULL;
+  b.kv_replicas = MAX (options->kv_replicas, 1);
   b.batch = options->batch > 0 ? options->batch : DEFAULT_BATCH;
   b.seq = options->seq > 0 ? options->seq : MIN (DEFAULT_SEQ, c.max_positions);
   b.dtype = options->dtype_set ? options->dtype : c.has_dtype ? c.dtype : PLANNER_DTYPE_F32;
@@ -1191,8 +1269,29 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
   source = g_strdup_printf ("%s?batch=%" G_GINT64_FORMAT "&seq=%" G_GINT64_FORMAT
                             "&layers=%" G_GINT64_FORMAT "&dtype=%s",
                             source_base, b.batch, b.seq, layers, planner_dtype_to_string (b.dtype));
-  planner_graph_set_source (graph, source);
-  planner_graph_set_name (graph, name != NULL ? name : c.architecture);
+  {
+    /* Only options that were given, so the sources of earlier plans stay as they were. */
+    g_autoptr (GString) full = g_string_new (source);
+
+    if (options->pad_vocab > 0)
+      g_string_append_printf (full, "&pad_vocab=%" G_GINT64_FORMAT, options->pad_vocab);
+    if (options->kv_replicas > 0)
+      g_string_append_printf (full, "&kv_replicas=%" G_GINT64_FORMAT, options->kv_replicas);
+    planner_graph_set_source (graph, full->str);
+  }
+  if (c.vocab != c.checkpoint_vocab)
+    {
+      /* The padding rows are parameters the checkpoint does not have: say how many. */
+      guint64 added = (guint64)(c.vocab - c.checkpoint_vocab) * (guint64)c.hidden
+                      * (c.tie ? 1u : 2u);
+      g_autofree char *padded = g_strdup_printf (
+          "%s (vocabulary %" G_GINT64_FORMAT " padded to %" G_GINT64_FORMAT ": +%" G_GUINT64_FORMAT
+          " parameters)",
+          name != NULL ? name : c.architecture, c.checkpoint_vocab, c.vocab, added);
+      planner_graph_set_name (graph, padded);
+    }
+  else
+    planner_graph_set_name (graph, name != NULL ? name : c.architecture);
   return g_steal_pointer (&graph);
 }
 

@@ -87,6 +87,8 @@ static const OpTypeInfo op_types[PLANNER_N_OP_TYPES] = {
   [PLANNER_OP_SDPA] = { "ScaledDotProductAttention", 3, 3 },
   [PLANNER_OP_CROSS_ENTROPY] = { "CrossEntropyLoss", 2, 2 },
   [PLANNER_OP_CONV2D] = { "Conv2D", 2, 3 },
+  [PLANNER_OP_REPEAT_INTERLEAVE] = { "RepeatInterleave", 1, 1 },
+  [PLANNER_OP_SCALE] = { "Scale", 1, 1 },
 };
 
 const char *
@@ -1035,6 +1037,42 @@ build_conv2d (Builder *b, const PlannerOpAttrs *attrs)
   return TRUE;
 }
 
+/* ---- model zoo (issue 16) ---- */
+
+/* torch.repeat_interleave (x, r, dim): output slice j of dim attrs.axis is input slice j / r.
+ * The repeated dim is one factor of the output only, so the output splits over more ranks
+ * than the input has slices (8 kv heads over mp=16: each rank its copy of one head, as
+ * Megatron-LM replicates kv heads), while the input stays whole along it. */
+static gboolean
+build_repeat_interleave (Builder *b, const PlannerOpAttrs *attrs)
+{
+  guint rank = b->ranks[0];
+  int axis = 0;
+  if (!need_rank (b, 0, 1, PLANNER_MAX_RANK) || !valid_axis (b, attrs->axis, rank, &axis))
+    return FALSE;
+  if (attrs->n_ints != 1 || attrs->ints[0] < 1 || attrs->ints[0] > G_MAXINT32)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "needs the repeat count as its one integer attribute (>= 1)");
+  PlannerOperandMap *im = input_map (b, 0, rank), *om = output_map (b, 0, rank);
+  for (guint d = 0; d < rank; d++)
+    {
+      gint64 size = b->shapes[0][d];
+      if ((int) d == axis)
+        {
+          map_dim (im, d, add_factor (b, "src", size, PLANNER_FACTOR_NEED_REPLICATION));
+          map_dim (om, d, add_factor (b, "rep", size * attrs->ints[0], PLANNER_FACTOR_PASS));
+          continue;
+        }
+      if (size == 1)
+        continue;
+      int f = add_factor (b, batch_names[d], size, PLANNER_FACTOR_PASS);
+      map_dim (im, d, f);
+      map_dim (om, d, f);
+    }
+  b->rule->linear_inputs = 0x1;
+  return TRUE;
+}
+
 /* Elementwise FLOPs per output element, roughly what the kernels execute. */
 static double
 elementwise_cost (PlannerOpType type)
@@ -1048,6 +1086,7 @@ elementwise_cost (PlannerOpType type)
     case PLANNER_OP_LAYER_NORM: return 8;
     case PLANNER_OP_RMS_NORM: return 5;
     case PLANNER_OP_CAST: case PLANNER_OP_DROPOUT: return 0;
+    case PLANNER_OP_REPEAT_INTERLEAVE: return 0;
     default: return 1;
     }
 }
@@ -1160,6 +1199,11 @@ planner_op_rule_build (PlannerOpRule *rule, PlannerOpType type, const PlannerOpA
     case PLANNER_OP_SDPA: ok = build_sdpa (&b); break;
     case PLANNER_OP_CROSS_ENTROPY: ok = build_cross_entropy (&b); break;
     case PLANNER_OP_CONV2D: ok = build_conv2d (&b, attrs); break;
+    case PLANNER_OP_REPEAT_INTERLEAVE: ok = build_repeat_interleave (&b, attrs); break;
+    case PLANNER_OP_SCALE:
+      ok = build_per_dim (&b, -1, PLANNER_FACTOR_PASS);
+      rule->linear_inputs = 0x1;
+      break;
     default: g_assert_not_reached ();
     }
   if (!ok)

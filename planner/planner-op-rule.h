@@ -58,6 +58,9 @@ typedef enum
   PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal */
   PLANNER_OP_CROSS_ENTROPY, /* logits[..., V], labels[...] i64 -> mean loss [] */
   PLANNER_OP_CONV2D,        /* x[N, C, H, W], w[O, C, kh, kw] (+ bias[O]); attrs.ints: stride, pad */
+  /* Model zoo (issue 16). */
+  PLANNER_OP_REPEAT_INTERLEAVE, /* each slice of dim attrs.axis attrs.ints[0] times (repeat_kv) */
+  PLANNER_OP_SCALE,             /* x * attrs.scale (Gemma's embedding times sqrt (hidden)) */
   PLANNER_N_OP_TYPES
 } PlannerOpType;
 
@@ -75,7 +78,7 @@ typedef struct
   PlannerDType dtype;
   double eps;
   double theta;
-  double scale;        /* SDPA: 0 means 1/sqrt(D) */
+  double scale;        /* SDPA: 0 means 1/sqrt(D); Scale: the factor */
   char equation[64];
 } PlannerOpAttrs;
 

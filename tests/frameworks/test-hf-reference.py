@@ -72,6 +72,17 @@ MODELS = {
                                         "num_attention_heads": 4, "max_position_embeddings": 32},
              BERT_PINS),
 }
+# The model zoo of issue 16: hub configs in tests/data/zoo/, shrunk the same way. A fourth
+# member gives propagate more options: llama-3 keeps one kv head for 4 query heads, so on
+# tp=2 each kv head is repeated (--kv-replicas 2) and each rank computes its copy.
+ZOO = {
+    "llama-3": ("llama-3-8b.json", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 48,
+                                    "num_hidden_layers": 2, "num_attention_heads": 4,
+                                    "num_key_value_heads": 1, "max_position_embeddings": 64},
+                LLAMA_PINS, ["--kv-replicas", "2"]),
+}
+for _name, _entry in ZOO.items():
+    MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
 POLICIES = ["megatron", "megatron-sp", "dp"]
 
 
@@ -101,8 +112,9 @@ def hf_config(model):
     """The real config, shrunk, as a transformers config object (f32, 2 layers)."""
     from transformers import AutoConfig
 
-    fname, sizes, _ = MODELS[model]
-    with open(os.path.join(ROOT, "data", "models", fname)) as f:
+    fname, sizes = MODELS[model][:2]
+    path = fname if os.sep in fname else os.path.join("data", "models", fname)
+    with open(os.path.join(ROOT, path)) as f:
         real = json.load(f)
     fields = {k: v for k, v in real.items()
               if k not in ("model_type", "architectures", "torch_dtype", "dtype")}
@@ -209,6 +221,7 @@ def main():
             if only and model not in only:
                 continue
             pins = MODELS[model][2]
+            extra = list(MODELS[model][3]) if len(MODELS[model]) > 3 else []
             folder = os.path.join(tmp, model)
             config = hf_config(model)
             m = hf_model(model, config, 13 + k)
@@ -227,7 +240,8 @@ def main():
                 what = "%s under %s on %s" % (model, policy, MESH)
                 p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"),
                                     "--mesh", MESH, *how, "--batch", str(B), "--seq", str(S),
-                                    "--hardware", "cpu-local", "--allow-tied", "-o", plan],
+                                    "--hardware", "cpu-local", "--allow-tied", *extra,
+                                    "-o", plan],
                                    capture_output=True, text=True)
                 if p.returncode != 0:
                     results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
