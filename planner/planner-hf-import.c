@@ -34,6 +34,9 @@ static const ModelType model_types[] = {
   { "llama", FAMILY_LLAMA, { "LlamaForCausalLM" } },
   { "mistral", FAMILY_LLAMA, { "MistralForCausalLM" } },
   { "qwen2", FAMILY_LLAMA, { "Qwen2ForCausalLM" } },
+  /* The model zoo (issue 16): families read by parse_FAMILY and built by build_FAMILY in
+   * their own functions below. */
+  { "gemma", FAMILY_LLAMA, { "GemmaForCausalLM" } },
   { "bert", FAMILY_BERT, { "BertForMaskedLM", "BertModel" } },
 };
 
@@ -97,6 +100,8 @@ typedef struct
   gint64 sliding_from;
   PlannerOpType act;
   int act_variant;
+  /* Gemma: the embedding times sqrt (hidden), norms scale by (1 + weight). */
+  gboolean gemma;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -494,6 +499,28 @@ read_rope_theta (Reader *r)
   return theta;
 }
 
+/* ---- The model zoo's families (issue 16): what each reads beyond its base family. */
+
+/* Gemma is LLaMA's graph with three changes: the embedding is multiplied by sqrt (hidden),
+ * each RMSNorm scales by (1 + weight), and the MLP's gate is GeLU's tanh form. transformers
+ * 4 read the activation from "hidden_activation" (tanh when absent) and ignored
+ * "hidden_act"; transformers 5 reads "hidden_act" and takes its legacy "gelu" for the tanh
+ * form. The embedding is tied to lm_head unless the config says otherwise. */
+static void
+parse_gemma (Reader *r, HfConfig *c)
+{
+  c->gemma = TRUE;
+  c->tie = reader_bool (r, "tie_word_embeddings", TRUE);
+  if (reader_lookup (r, "hidden_activation", NULL) != NULL)
+    read_activation (r, c, "hidden_activation", NULL);
+  else if (g_str_equal (reader_string (r, "hidden_act", NULL, "gelu_pytorch_tanh"), "gelu"))
+    read_activation (r, c, "hidden_activation", "gelu_pytorch_tanh");
+  else
+    read_activation (r, c, "hidden_act", "gelu_pytorch_tanh");
+  reader_require_bool (r, "use_bidirectional_attention", FALSE,
+                       "Gemma's bidirectional variant does not attend causally");
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -558,7 +585,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
         c->qkv_bias = attention_bias || g_str_equal (c->type->model_type, "qwen2");
         c->o_bias = attention_bias;
         c->mlp_bias = reader_bool (&r, "mlp_bias", FALSE);
-        read_activation (&r, c, "hidden_act", "silu");
+        if (g_str_equal (c->type->model_type, "gemma"))
+          parse_gemma (&r, c);
+        else
+          read_activation (&r, c, "hidden_act", "silu");
         read_sliding_window (&r, c);
       }
       break;
@@ -1022,6 +1052,35 @@ build_gpt2 (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* Gemma's RMSNorm "<rest>": x / rms (x) * (1 + weight), as n + n * weight with n the
+ * weightless norm, so the checkpoint's weight is used as stored. */
+static int
+b_gemma_norm (Builder *b, const char *rest, int x, gint64 hidden, double eps)
+{
+  PlannerOpAttrs *attrs;
+  char name[128];
+  int w = b_param (b, rest, ".weight", DIMS (hidden)), n, scaled;
+
+  if (b->error != NULL)
+    return -1;
+  attrs = b_attrs (b);
+  attrs->eps = eps;
+  n = b_op (b, rest, PLANNER_OP_RMS_NORM, attrs, IDS (x), NULL);
+  g_snprintf (name, sizeof name, "%s.mul_weight", rest);
+  scaled = b_binary (b, name, PLANNER_OP_MUL, n, w);
+  g_snprintf (name, sizeof name, "%s.add_normed", rest);
+  return b_binary (b, name, PLANNER_OP_ADD, n, scaled);
+}
+
+/* The norms of the LLaMA family: Gemma's, else RMSNorm. */
+static int
+b_llama_norm (Builder *b, const char *rest, int x, const HfConfig *c)
+{
+  if (c->gemma)
+    return b_gemma_norm (b, rest, x, c->hidden, c->eps);
+  return b_rms_norm (b, rest, x, c->hidden, c->eps);
+}
+
 static void
 build_llama (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -1034,13 +1093,20 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
   b_prefix (b, "model.");
   embed = b_param (b, "embed_tokens", ".weight", DIMS (c->vocab, H));
   x = b_embedding (b, "embed_tokens", ids, embed);
+  if (c->gemma)
+    {
+      PlannerOpAttrs *attrs = b_attrs (b);
+
+      attrs->scale = sqrt ((double)H);
+      x = b_op (b, "embed_scale", PLANNER_OP_SCALE, attrs, IDS (x), NULL);
+    }
 
   for (gint64 i = 0; i < layers && b->error == NULL; i++)
     {
       int h, q, k, v, a, gate, up;
 
       b_prefix (b, "model.layers.%" G_GINT64_FORMAT ".", i);
-      h = b_rms_norm (b, "input_layernorm", x, H, c->eps);
+      h = b_llama_norm (b, "input_layernorm", x, c);
       q = b_linear (b, "self_attn.q_proj", h, H, n * hd, TRUE, c->qkv_bias, n);
       k = b_kv_linear (b, "self_attn.k_proj", h, c);
       v = b_kv_linear (b, "self_attn.v_proj", h, c);
@@ -1056,7 +1122,7 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
       a = b_linear (b, "self_attn.o_proj", a, n * hd, H, TRUE, c->o_bias, 0);
       x = b_binary (b, "add_attn", PLANNER_OP_ADD, x, a);
 
-      h = b_rms_norm (b, "post_attention_layernorm", x, H, c->eps);
+      h = b_llama_norm (b, "post_attention_layernorm", x, c);
       gate = b_linear (b, "mlp.gate_proj", h, H, c->intermediate, TRUE, c->mlp_bias, 0);
       up = b_linear (b, "mlp.up_proj", h, H, c->intermediate, TRUE, c->mlp_bias, 0);
       gate = b_activation (b, "mlp.act_fn", c, gate);
@@ -1066,7 +1132,7 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
     }
 
   b_prefix (b, "model.");
-  x = b_rms_norm (b, "norm", x, H, c->eps);
+  x = b_llama_norm (b, "norm", x, c);
   b_prefix (b, "%s", "");
   if (!c->tie)
     embed = b_param (b, "lm_head", ".weight", DIMS (c->vocab, H));

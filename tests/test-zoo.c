@@ -31,7 +31,8 @@ typedef struct
   /* Members that shrink it to a model two cores run in a test (2 layers): JSON. */
   const char *shrink;
   const char *run_mesh;
-  gint64 kv_replicas; /* for the run: 0 none */
+  gint64 kv_replicas;     /* for the run: 0 none */
+  gint64 kv_replicas_mp4; /* for megatron on mp=4: 0 none */
 } ZooCase;
 
 static const ZooCase cases[] = {
@@ -39,6 +40,18 @@ static const ZooCase cases[] = {
     "{\"vocab_size\": 96, \"hidden_size\": 32, \"intermediate_size\": 48, "
     "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"num_key_value_heads\": 2, "
     "\"max_position_embeddings\": 64}",
+    "dp=2,mp=2", 0 },
+  /* Multi-query (one kv head) with head_dim 16 set apart from hidden / heads = 8: on mp=2
+   * the kv head is repeated twice. */
+  { "gemma-2b", "gemma-2b.json", 2506172416u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"intermediate_size\": 48, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 1, "
+    "\"head_dim\": 16, \"max_position_embeddings\": 64}",
+    "dp=2,mp=2", 2, 4 },
+  { "gemma-7b", "gemma-7b.json", 8537680896u,
+    "{\"vocab_size\": 96, \"hidden_size\": 24, \"intermediate_size\": 40, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 4, "
+    "\"head_dim\": 8, \"max_position_embeddings\": 64}",
     "dp=2,mp=2", 0 },
 };
 
@@ -175,7 +188,7 @@ test_megatron (gconstpointer data)
   const ZooCase *c = data;
   g_autoptr (GError) error = NULL;
   g_autofree char *text = config_text (c->file, NULL, NULL);
-  g_autoptr (PlannerGraph) g = import (text, 2, 2, 64, 0, 0);
+  g_autoptr (PlannerGraph) g = import (text, 2, 2, 64, c->kv_replicas_mp4, 0);
   g_autoptr (PlannerPlan) plan = plan_megatron (g, "dp=2,mp=4", &error);
   g_assert_no_error (error);
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);

@@ -80,6 +80,13 @@ ZOO = {
                                     "num_hidden_layers": 2, "num_attention_heads": 4,
                                     "num_key_value_heads": 1, "max_position_embeddings": 64},
                 LLAMA_PINS, ["--kv-replicas", "2"]),
+    # Gemma: the scaled embedding, (1 + weight) norms, GeGLU; head_dim set apart (16, not
+    # hidden / heads = 8); multi-query like gemma-2b, so repeated on tp=2.
+    "gemma": ("gemma-2b.json", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 48,
+                                "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "num_key_value_heads": 1, "head_dim": 16,
+                                "max_position_embeddings": 64},
+              LLAMA_PINS, ["--kv-replicas", "2"]),
 }
 for _name, _entry in ZOO.items():
     MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
