@@ -19,6 +19,8 @@ typedef enum
   FAMILY_GPT2,
   FAMILY_LLAMA,
   FAMILY_BERT,
+  /* The model zoo (issue 16). */
+  FAMILY_PHI3,
 } Family;
 
 typedef struct
@@ -37,6 +39,7 @@ static const ModelType model_types[] = {
   /* The model zoo (issue 16): families read by parse_FAMILY and built by build_FAMILY in
    * their own functions below. */
   { "gemma", FAMILY_LLAMA, { "GemmaForCausalLM" } },
+  { "phi3", FAMILY_PHI3, { "Phi3ForCausalLM" } },
   { "bert", FAMILY_BERT, { "BertForMaskedLM", "BertModel" } },
 };
 
@@ -102,6 +105,8 @@ typedef struct
   int act_variant;
   /* Gemma: the embedding times sqrt (hidden), norms scale by (1 + weight). */
   gboolean gemma;
+  /* Position embeddings that limit the sequence (GPT-2, BERT, OPT), not rotary ones. */
+  gboolean learned_positions;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -521,6 +526,33 @@ parse_gemma (Reader *r, HfConfig *c)
                        "Gemma's bidirectional variant does not attend causally");
 }
 
+/* Phi-3: LLaMA's sizes and names, with q, k and v in one qkv_proj and gate and up in one
+ * gate_up_proj; a sliding window in every layer when "sliding_window" is set. */
+static void
+parse_phi3 (Reader *r, HfConfig *c)
+{
+  c->vocab = reader_size (r, "vocab_size", NULL, REQUIRED);
+  c->hidden = reader_size (r, "hidden_size", NULL, REQUIRED);
+  c->intermediate = reader_size (r, "intermediate_size", NULL, REQUIRED);
+  c->layers = reader_size (r, "num_hidden_layers", NULL, REQUIRED);
+  c->heads = reader_size (r, "num_attention_heads", NULL, REQUIRED);
+  c->kv_heads = reader_size (r, "num_key_value_heads", NULL, c->heads);
+  c->head_dim = reader_size (r, "head_dim", NULL, 0);
+  c->max_positions = reader_size (r, "max_position_embeddings", NULL, 4096);
+  c->max_positions_field = "max_position_embeddings";
+  c->eps = reader_positive (r, "rms_norm_eps", 1e-5);
+  c->rope_theta = read_rope_theta (r);
+  c->tie = reader_bool (r, "tie_word_embeddings", FALSE);
+  reader_require_bool (r, "attention_bias", FALSE, "qkv_proj and o_proj would have biases");
+  if (r->error == NULL && reader_lookup (r, "partial_rotary_factor", NULL) != NULL
+      && reader_positive (r, "partial_rotary_factor", 1.0) != 1.0)
+    g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                 "%s: partial_rotary_factor other than 1 is not supported for phi3", r->what);
+  read_activation (r, c, "hidden_act", "silu");
+  c->sliding_window = reader_size (r, "sliding_window", NULL, 0);
+  c->sliding_from = c->sliding_window > 0 ? 0 : G_MAXINT64;
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -547,6 +579,7 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
       c->vocab = reader_size (&r, "vocab_size", NULL, REQUIRED);
       c->max_positions = reader_size (&r, "n_positions", "max_position_embeddings", REQUIRED);
       c->max_positions_field = "n_positions";
+      c->learned_positions = TRUE;
       c->hidden = reader_size (&r, "n_embd", "hidden_size", REQUIRED);
       c->layers = reader_size (&r, "n_layer", "num_hidden_layers", REQUIRED);
       c->heads = reader_size (&r, "n_head", "num_attention_heads", REQUIRED);
@@ -602,6 +635,7 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
       c->intermediate = reader_size (&r, "intermediate_size", NULL, REQUIRED);
       c->max_positions = reader_size (&r, "max_position_embeddings", NULL, 512);
       c->max_positions_field = "max_position_embeddings";
+      c->learned_positions = TRUE;
       c->type_vocab = reader_size (&r, "type_vocab_size", NULL, 2);
       c->eps = reader_positive (&r, "layer_norm_eps", 1e-12);
       c->tie = reader_bool (&r, "tie_word_embeddings", TRUE);
@@ -609,6 +643,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
       read_activation (&r, c, "hidden_act", "gelu");
       reader_require_bool (&r, "is_decoder", FALSE,
                            "a decoder BERT attends causally, this graph bidirectionally");
+      break;
+
+    case FAMILY_PHI3:
+      parse_phi3 (&r, c);
       break;
 
     default:
@@ -1142,6 +1180,118 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* An Einsum projection "<rest>" whose weight "<rest>.weight" is stored [rows, in] and viewed
+ * as @w_dims (the same elements); @equation contracts x's last dim with the weight's. */
+static int
+b_fused_linear (Builder *b, const char *rest, int x, const char *equation, guint rank,
+                const gint64 *w_dims)
+{
+  PlannerOpAttrs *attrs;
+  int w = b_param (b, rest, ".weight", rank, w_dims);
+
+  if (b->error != NULL)
+    return -1;
+  attrs = b_attrs (b);
+  g_strlcpy (attrs->equation, equation, sizeof attrs->equation);
+  return b_op (b, rest, PLANNER_OP_EINSUM, attrs, IDS (x, w), NULL);
+}
+
+/* Splits @x's dim @axis into @n parts of @size; returns the op, whose output i is part i. */
+static int
+b_chunks (Builder *b, const char *rest, int x, int axis, guint n, const gint64 *sizes)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+
+  attrs->axis = axis;
+  attrs->n_ints = n;
+  memcpy (attrs->ints, sizes, n * sizeof *sizes);
+  return b_op_n (b, rest, PLANNER_OP_SPLIT, attrs, &x, 1, n, NULL);
+}
+
+/* Phi-3. qkv_proj is stored [(heads + 2 kv heads) x head_dim, hidden] as q | k | v; with as
+ * many kv heads as query heads it is viewed as [3, heads, head_dim, hidden] so that column
+ * parallelism splits each of q, k and v by heads (semantics.md 4, "Fused projections"); with
+ * grouped kv heads the three parts have different sizes and it is viewed as
+ * [heads + 2 kv heads, head_dim, hidden] and split by heads into q, k, v, which keeps it whole
+ * on every rank. gate_up_proj [2 x intermediate, hidden] is viewed as [2, intermediate,
+ * hidden]: gate, then up. */
+static void
+build_phi3 (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, kv = c->kv_heads, hd = c->head_dim,
+               I = c->intermediate;
+  const gboolean fused_heads = kv == n;
+  int ids, embed, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  b_prefix (b, "model.");
+  embed = b_param (b, "embed_tokens", ".weight", DIMS (c->vocab, H));
+  x = b_embedding (b, "embed_tokens", ids, embed);
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      int h, qkv, split, q, k, v, a, gu;
+
+      b_prefix (b, "model.layers.%" G_GINT64_FORMAT ".", i);
+      h = b_rms_norm (b, "input_layernorm", x, H, c->eps);
+      if (fused_heads)
+        {
+          const gint64 ones[] = { 1, 1, 1 };
+
+          qkv = b_fused_linear (b, "self_attn.qkv_proj", h, "bsh,qndh->bsqnd", DIMS (3, n, hd, H));
+          split = b_chunks (b, "self_attn.split_qkv", qkv, 2, 3, ones);
+        }
+      else
+        {
+          const gint64 parts[] = { n, kv, kv };
+
+          qkv = b_fused_linear (b, "self_attn.qkv_proj", h, "bsh,ndh->bsnd",
+                                DIMS (n + 2 * kv, hd, H));
+          split = b_chunks (b, "self_attn.split_qkv", qkv, 2, 3, parts);
+        }
+      if (split < 0)
+        break;
+      q = b_split_heads (b, "self_attn", "q", planner_graph_op_output (b->graph, split, 0), n, hd);
+      k = b_split_heads (b, "self_attn", "k", planner_graph_op_output (b->graph, split, 1), kv, hd);
+      v = b_split_heads (b, "self_attn", "v", planner_graph_op_output (b->graph, split, 2), kv, hd);
+      q = b_rotary (b, "self_attn.rotary_q", q, c->rope_theta);
+      k = b_rotary (b, "self_attn.rotary_k", k, c->rope_theta);
+      a = b_sdpa (b, "self_attn.sdpa", q, k, v, TRUE);
+      a = b_merge_heads (b, "self_attn", a, n, hd);
+      a = b_linear (b, "self_attn.o_proj", a, n * hd, H, TRUE, FALSE, 0);
+      x = b_binary (b, "add_attn", PLANNER_OP_ADD, x, a);
+
+      h = b_rms_norm (b, "post_attention_layernorm", x, H, c->eps);
+      gu = b_fused_linear (b, "mlp.gate_up_proj", h, "bsh,gih->bsgi", DIMS (2, I, H));
+      {
+        const gint64 ones[] = { 1, 1 };
+        int chunks = b_chunks (b, "mlp.chunk", gu, 2, 2, ones), gate, up;
+
+        if (chunks < 0)
+          break;
+        gate = b_reshape (b, "mlp.gate_view", planner_graph_op_output (b->graph, chunks, 0),
+                          DIMS (b->batch, b->seq, I));
+        up = b_reshape (b, "mlp.up_view", planner_graph_op_output (b->graph, chunks, 1),
+                        DIMS (b->batch, b->seq, I));
+        gate = b_activation (b, "mlp.activation_fn", c, gate);
+        h = b_binary (b, "mlp.mul", PLANNER_OP_MUL, up, gate);
+      }
+      h = b_linear (b, "mlp.down_proj", h, I, H, TRUE, FALSE, 0);
+      x = b_binary (b, "add_mlp", PLANNER_OP_ADD, x, h);
+    }
+
+  b_prefix (b, "model.");
+  x = b_rms_norm (b, "norm", x, H, c->eps);
+  b_prefix (b, "%s", "");
+  if (!c->tie)
+    embed = b_param (b, "lm_head", ".weight", DIMS (c->vocab, H));
+  if (b->error == NULL)
+    x = b_matmul (b, "lm_head", x, embed, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
 static void
 build_bert (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -1290,7 +1440,7 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
         return NULL;
       }
   }
-  if (c.type->family != FAMILY_LLAMA && b.seq > c.max_positions)
+  if (c.learned_positions && b.seq > c.max_positions)
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
                    "%s: sequence length %" G_GINT64_FORMAT " exceeds %s %" G_GINT64_FORMAT
@@ -1322,6 +1472,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
       break;
     case FAMILY_BERT:
       build_bert (&b, &c, layers);
+      break;
+    case FAMILY_PHI3:
+      build_phi3 (&b, &c, layers);
       break;
     default:
       g_assert_not_reached ();

@@ -53,6 +53,12 @@ static const ZooCase cases[] = {
     "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 4, "
     "\"head_dim\": 8, \"max_position_embeddings\": 64}",
     "dp=2,mp=2", 0 },
+  /* Fused qkv_proj and gate_up_proj, split by heads and by intermediate features. */
+  { "phi-3", "phi-3-mini-4k.json", 3821079552u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"intermediate_size\": 48, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 4, "
+    "\"max_position_embeddings\": 64, \"sliding_window\": 63}",
+    "dp=2,mp=2", 0, 0 },
 };
 
 static char *

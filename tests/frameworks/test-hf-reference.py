@@ -49,6 +49,7 @@ GRAD_FLOOR = 1e-3
 GPT2_PINS = ["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"]
 LLAMA_PINS = ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 BERT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]"]
+PHI3_PINS = ["*.gate_up_proj=[dp,_,_],[_,tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 
 # model -> (real config in data/models/, the sizes that shrink it, pins). Head counts keep
 # the real key/value ratio where it is grouped (mistral 4:1, qwen2 7:1).
@@ -87,6 +88,19 @@ ZOO = {
                                 "num_key_value_heads": 1, "head_dim": 16,
                                 "max_position_embeddings": 64},
               LLAMA_PINS, ["--kv-replicas", "2"]),
+    # Phi-3: fused qkv_proj and gate_up_proj; then with grouped kv heads (qkv_proj whole).
+    "phi3": ("phi-3-mini-4k.json", {"vocab_size": 80, "hidden_size": 32,
+                                    "intermediate_size": 48, "num_hidden_layers": 2,
+                                    "num_attention_heads": 4, "num_key_value_heads": 4,
+                                    "max_position_embeddings": 64, "sliding_window": 63,
+                                    "pad_token_id": 0},
+             PHI3_PINS),
+    "phi3-gqa": ("phi-3-mini-4k.json", {"vocab_size": 80, "hidden_size": 32,
+                                        "intermediate_size": 48, "num_hidden_layers": 2,
+                                        "num_attention_heads": 4, "num_key_value_heads": 2,
+                                        "max_position_embeddings": 64, "sliding_window": 63,
+                                    "pad_token_id": 0},
+                 PHI3_PINS),
 }
 for _name, _entry in ZOO.items():
     MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
