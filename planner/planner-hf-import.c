@@ -36,11 +36,11 @@ static const ModelType model_types[] = {
   { "llama", FAMILY_LLAMA, { "LlamaForCausalLM" } },
   { "mistral", FAMILY_LLAMA, { "MistralForCausalLM" } },
   { "qwen2", FAMILY_LLAMA, { "Qwen2ForCausalLM" } },
+  { "bert", FAMILY_BERT, { "BertForMaskedLM", "BertModel" } },
   /* The model zoo (issue 16): families read by parse_FAMILY and built by build_FAMILY in
    * their own functions below. */
   { "gemma", FAMILY_LLAMA, { "GemmaForCausalLM" } },
   { "phi3", FAMILY_PHI3, { "Phi3ForCausalLM" } },
-  { "bert", FAMILY_BERT, { "BertForMaskedLM", "BertModel" } },
 };
 
 static const struct
