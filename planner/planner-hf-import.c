@@ -21,6 +21,7 @@ typedef enum
   FAMILY_BERT,
   /* The model zoo (issue 16). */
   FAMILY_PHI3,
+  FAMILY_NEOX,
 } Family;
 
 typedef struct
@@ -41,6 +42,7 @@ static const ModelType model_types[] = {
    * their own functions below. */
   { "gemma", FAMILY_LLAMA, { "GemmaForCausalLM" } },
   { "phi3", FAMILY_PHI3, { "Phi3ForCausalLM" } },
+  { "gpt_neox", FAMILY_NEOX, { "GPTNeoXForCausalLM" } },
 };
 
 static const struct
@@ -107,6 +109,10 @@ typedef struct
   gboolean gemma;
   /* Position embeddings that limit the sequence (GPT-2, BERT, OPT), not rotary ones. */
   gboolean learned_positions;
+  /* The leading head dims that rotate (GPT-NeoX's partial rotary); 0: all of them. */
+  gint64 rotary_dim;
+  /* Attention and MLP read the same input and add to it together (GPT-NeoX, Falcon). */
+  gboolean parallel_residual;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -467,11 +473,19 @@ read_sliding_window (Reader *r, HfConfig *c)
  * top would silently give 10000 to a Qwen2 checkpoint trained with 1e6. Only the plain
  * rotary embedding is modelled: a scaled one (linear, dynamic, yarn, llama3, ...) changes
  * every position's angles and is refused rather than approximated. */
+static double read_rope_theta_from (Reader *r, double theta);
+
 static double
 read_rope_theta (Reader *r)
 {
+  return read_rope_theta_from (r, reader_positive (r, "rope_theta", 10000.0));
+}
+
+/* As read_rope_theta, from @theta when neither object gives one. */
+static double
+read_rope_theta_from (Reader *r, double theta)
+{
   const char *const fields[] = { "rope_parameters", "rope_scaling" };
-  double theta = reader_positive (r, "rope_theta", 10000.0);
 
   for (guint i = 0; i < G_N_ELEMENTS (fields) && r->error == NULL; i++)
     {
@@ -551,6 +565,54 @@ parse_phi3 (Reader *r, HfConfig *c)
   read_activation (r, c, "hidden_act", "silu");
   c->sliding_window = reader_size (r, "sliding_window", NULL, 0);
   c->sliding_from = c->sliding_window > 0 ? 0 : G_MAXINT64;
+}
+
+/* GPT-NeoX (Pythia): q, k and v fused per head in query_key_value, a rotary embedding on the
+ * first rotary_pct of each head (transformers 4: "rotary_pct", "rotary_emb_base";
+ * transformers 5: "partial_rotary_factor" and "rope_theta" in "rope_parameters"), LayerNorms
+ * and biases, and attention and MLP in parallel when "use_parallel_residual". */
+static void
+parse_neox (Reader *r, HfConfig *c)
+{
+  double factor = reader_positive (r, "rotary_pct", 0.25);
+  JsonNode *rope = reader_lookup (r, "rope_parameters", NULL);
+
+  c->vocab = reader_size (r, "vocab_size", NULL, REQUIRED);
+  c->hidden = reader_size (r, "hidden_size", NULL, REQUIRED);
+  c->intermediate = reader_size (r, "intermediate_size", NULL, REQUIRED);
+  c->layers = reader_size (r, "num_hidden_layers", NULL, REQUIRED);
+  c->heads = reader_size (r, "num_attention_heads", NULL, REQUIRED);
+  c->kv_heads = c->heads;
+  c->max_positions = reader_size (r, "max_position_embeddings", NULL, 2048);
+  c->max_positions_field = "max_position_embeddings";
+  c->eps = reader_positive (r, "layer_norm_eps", 1e-5);
+  c->rope_theta = read_rope_theta_from (r, reader_positive (r, "rotary_emb_base",
+                                                           reader_positive (r, "rope_theta",
+                                                                            10000.0)));
+  if (r->error == NULL && rope != NULL && JSON_NODE_HOLDS_OBJECT (rope))
+    {
+      g_autofree char *what = g_strdup_printf ("%s: rope_parameters", r->what);
+      Reader sub = { json_node_get_object (rope), what, NULL };
+      factor = reader_positive (&sub, "partial_rotary_factor", factor);
+      if (sub.error != NULL)
+        r->error = sub.error;
+    }
+  c->tie = reader_bool (r, "tie_word_embeddings", FALSE);
+  c->qkv_bias = c->o_bias = reader_bool (r, "attention_bias", TRUE);
+  c->mlp_bias = TRUE;
+  c->parallel_residual = reader_bool (r, "use_parallel_residual", TRUE);
+  read_activation (r, c, "hidden_act", "gelu");
+  if (r->error == NULL && c->hidden % c->heads == 0)
+    {
+      /* transformers: int (head_size * factor) */
+      c->rotary_dim = (gint64)((double)(c->hidden / c->heads) * factor);
+      if (factor > 1 || c->rotary_dim % 2 != 0)
+        g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                     "%s: rotary_pct %g makes %" G_GINT64_FORMAT
+                     " rotary dims of a head of %" G_GINT64_FORMAT
+                     "; they must be even and at most the head",
+                     r->what, factor, c->rotary_dim, c->hidden / c->heads);
+    }
 }
 
 static gboolean
@@ -647,6 +709,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
 
     case FAMILY_PHI3:
       parse_phi3 (&r, c);
+      break;
+
+    case FAMILY_NEOX:
+      parse_neox (&r, c);
       break;
 
     default:
@@ -1292,6 +1358,105 @@ build_phi3 (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* The rotary embedding "<rest>" on the first @rotary_dim of x's head dim [B, H, S, D] (all
+ * of it when 0 or D), the rest passed through (GPT-NeoX). */
+static int
+b_partial_rotary (Builder *b, const char *rest, int x, gint64 head_dim, gint64 rotary_dim,
+                  double theta)
+{
+  char name[128];
+  const gint64 parts[] = { rotary_dim, head_dim - rotary_dim };
+  PlannerOpAttrs *attrs;
+  int split, rot;
+
+  if (rotary_dim == 0 || rotary_dim == head_dim)
+    return b_rotary (b, rest, x, theta);
+  g_snprintf (name, sizeof name, "%s.split", rest);
+  split = b_chunks (b, name, x, 3, 2, parts);
+  if (split < 0)
+    return -1;
+  rot = b_rotary (b, rest, planner_graph_op_output (b->graph, split, 0), theta);
+  if (b->error != NULL)
+    return -1;
+  attrs = b_attrs (b);
+  attrs->axis = 3;
+  g_snprintf (name, sizeof name, "%s.concat", rest);
+  return b_op (b, name, PLANNER_OP_CONCAT, attrs,
+               IDS (rot, (int)planner_graph_op_output (b->graph, split, 1)), NULL);
+}
+
+/* GPT-NeoX. query_key_value is stored [heads x 3 x head_dim, hidden], q, k and v per head,
+ * and viewed as [heads, 3, head_dim, hidden]: column parallelism splits the heads. */
+static void
+build_neox (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim, I = c->intermediate;
+  int ids, embed, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  b_prefix (b, "gpt_neox.");
+  embed = b_param (b, "embed_in", ".weight", DIMS (c->vocab, H));
+  x = b_embedding (b, "embed_in", ids, embed);
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      PlannerOpAttrs *attrs;
+      const gint64 ones[] = { 1, 1, 1 };
+      int h, w, bias = -1, qkv, split, q, k, v, a;
+
+      b_prefix (b, "gpt_neox.layers.%" G_GINT64_FORMAT ".", i);
+      h = b_layer_norm (b, "input_layernorm", x, H, c->eps, NULL);
+      w = b_param (b, "attention.query_key_value", ".weight", DIMS (n, 3, hd, H));
+      if (c->qkv_bias)
+        bias = b_param (b, "attention.query_key_value", ".bias", DIMS (n, 3, hd));
+      if (b->error != NULL)
+        break;
+      attrs = b_attrs (b);
+      g_strlcpy (attrs->equation, "bsh,nqdh->bsnqd", sizeof attrs->equation);
+      qkv = bias < 0 ? b_op (b, "attention.query_key_value", PLANNER_OP_EINSUM, attrs, IDS (h, w),
+                             NULL)
+                     : b_op (b, "attention.query_key_value", PLANNER_OP_EINSUM, attrs,
+                             IDS (h, w, bias), NULL);
+      split = b_chunks (b, "attention.split_qkv", qkv, 3, 3, ones);
+      if (split < 0)
+        break;
+      q = b_split_heads (b, "attention", "q", planner_graph_op_output (b->graph, split, 0), n, hd);
+      k = b_split_heads (b, "attention", "k", planner_graph_op_output (b->graph, split, 1), n, hd);
+      v = b_split_heads (b, "attention", "v", planner_graph_op_output (b->graph, split, 2), n, hd);
+      q = b_partial_rotary (b, "attention.rotary_q", q, hd, c->rotary_dim, c->rope_theta);
+      k = b_partial_rotary (b, "attention.rotary_k", k, hd, c->rotary_dim, c->rope_theta);
+      a = b_sdpa (b, "attention.sdpa", q, k, v, TRUE);
+      a = b_merge_heads (b, "attention", a, n, hd);
+      a = b_linear (b, "attention.dense", a, H, H, TRUE, c->o_bias, 0);
+      if (!c->parallel_residual)
+        x = b_binary (b, "add_attn", PLANNER_OP_ADD, a, x);
+      h = b_layer_norm (b, "post_attention_layernorm", x, H, c->eps, NULL);
+      h = b_linear (b, "mlp.dense_h_to_4h", h, H, I, TRUE, TRUE, 0);
+      h = b_activation (b, "mlp.act", c, h);
+      h = b_linear (b, "mlp.dense_4h_to_h", h, I, H, TRUE, TRUE, 0);
+      if (c->parallel_residual)
+        {
+          /* mlp + attn + x, in transformers' order: the two partial sums of tensor
+           * parallelism add before one reduction. */
+          h = b_binary (b, "add_attn_mlp", PLANNER_OP_ADD, h, a);
+          x = b_binary (b, "add_residual", PLANNER_OP_ADD, h, x);
+        }
+      else
+        x = b_binary (b, "add_mlp", PLANNER_OP_ADD, h, x);
+    }
+
+  b_prefix (b, "gpt_neox.");
+  x = b_layer_norm (b, "final_layer_norm", x, H, c->eps, NULL);
+  b_prefix (b, "%s", "");
+  if (!c->tie)
+    embed = b_param (b, "embed_out", ".weight", DIMS (c->vocab, H));
+  if (b->error == NULL)
+    x = b_matmul (b, "embed_out", x, embed, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
 static void
 build_bert (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -1475,6 +1640,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
       break;
     case FAMILY_PHI3:
       build_phi3 (&b, &c, layers);
+      break;
+    case FAMILY_NEOX:
+      build_neox (&b, &c, layers);
       break;
     default:
       g_assert_not_reached ();

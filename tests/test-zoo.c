@@ -33,6 +33,11 @@ typedef struct
   const char *run_mesh;
   gint64 kv_replicas;     /* for the run: 0 none */
   gint64 kv_replicas_mp4; /* for megatron on mp=4: 0 none */
+  /* The other spelling, where it is not LLaMA's (rope_theta -> rope_parameters): members
+   * set (JSON) and members removed (comma-separated). */
+  const char *respell;
+  const char *unset;
+  const char *respell_wrong; /* a respelling with another value: another graph */
 } ZooCase;
 
 static const ZooCase cases[] = {
@@ -59,6 +64,16 @@ static const ZooCase cases[] = {
     "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 4, "
     "\"max_position_embeddings\": 64, \"sliding_window\": 63}",
     "dp=2,mp=2", 0, 0 },
+  /* Partial rotary (a quarter of each head), fused per-head qkv, parallel residual. */
+  { "pythia", "pythia-160m.json", 162322944u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"intermediate_size\": 48, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"max_position_embeddings\": 64}",
+    "dp=2,mp=2", 0, 0,
+    "{\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000, "
+    "\"partial_rotary_factor\": 0.25}}",
+    "rotary_pct,rotary_emb_base",
+    "{\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000, "
+    "\"partial_rotary_factor\": 0.5}}" },
 };
 
 static char *
@@ -157,8 +172,8 @@ test_spellings (gconstpointer data)
   g_assert_true (g_file_get_contents (path, &raw, NULL, NULL));
   const char *dtype_rename
       = strstr (raw, "\"torch_dtype\"") ? "torch_dtype=dtype" : "dtype=torch_dtype";
-  g_autofree char *members = NULL;
-  if (strstr (raw, "\"rope_theta\""))
+  g_autofree char *members = g_strdup (c->respell);
+  if (c->respell == NULL && strstr (raw, "\"rope_theta\""))
     {
       g_autoptr (JsonParser) p = json_parser_new ();
       g_assert_true (json_parser_load_from_data (p, raw, -1, NULL));
@@ -171,9 +186,28 @@ test_spellings (gconstpointer data)
                                  theta);
     }
   g_autofree char *new_text = config_text (c->file, members, dtype_rename);
+  if (c->unset != NULL)
+    {
+      /* Drop the old members from the respelled text. */
+      g_autoptr (JsonParser) p = json_parser_new ();
+      g_assert_true (json_parser_load_from_data (p, new_text, -1, NULL));
+      g_auto (GStrv) keys = g_strsplit (c->unset, ",", -1);
+      for (guint i = 0; keys[i]; i++)
+        json_object_remove_member (json_node_get_object (json_parser_get_root (p)), keys[i]);
+      g_autoptr (JsonGenerator) gen = json_generator_new ();
+      json_generator_set_root (gen, json_parser_get_root (p));
+      g_free (new_text);
+      new_text = json_generator_to_data (gen, NULL);
+    }
   g_autoptr (PlannerGraph) new_graph = import (new_text, 2, 1, 16, 0, 0);
   g_assert_true (planner_graph_equal (old_graph, new_graph));
-  if (members != NULL)
+  if (c->respell_wrong != NULL)
+    {
+      g_autofree char *wrong = config_text (c->file, c->respell_wrong, dtype_rename);
+      g_autoptr (PlannerGraph) wrong_graph = import (wrong, 2, 1, 16, 0, 0);
+      g_assert_false (planner_graph_equal (old_graph, wrong_graph));
+    }
+  if (members != NULL && c->respell == NULL)
     {
       /* The check above sees the theta: a wrong one is another graph. */
       g_autofree char *wrong = config_text (
