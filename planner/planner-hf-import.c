@@ -22,6 +22,7 @@ typedef enum
   /* The model zoo (issue 16). */
   FAMILY_PHI3,
   FAMILY_NEOX,
+  FAMILY_OPT,
 } Family;
 
 typedef struct
@@ -43,6 +44,7 @@ static const ModelType model_types[] = {
   { "gemma", FAMILY_LLAMA, { "GemmaForCausalLM" } },
   { "phi3", FAMILY_PHI3, { "Phi3ForCausalLM" } },
   { "gpt_neox", FAMILY_NEOX, { "GPTNeoXForCausalLM" } },
+  { "opt", FAMILY_OPT, { "OPTForCausalLM" } },
 };
 
 static const struct
@@ -113,6 +115,10 @@ typedef struct
   gint64 rotary_dim;
   /* Attention and MLP read the same input and add to it together (GPT-NeoX, Falcon). */
   gboolean parallel_residual;
+  /* OPT: the embedding's width (project_in/out when it is not hidden_size) and whether
+   * the norms come before attention and MLP (else after the residual add). */
+  gint64 embed_dim;
+  gboolean norm_before;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -615,6 +621,34 @@ parse_neox (Reader *r, HfConfig *c)
     }
 }
 
+/* OPT: learned positions offset by 2 rows, biases everywhere, ReLU; an embedding narrower
+ * than the model (word_embed_proj_dim, opt-350m) goes through project_in and project_out;
+ * do_layer_norm_before false puts the norms after the residual adds (and drops the final
+ * one). */
+static void
+parse_opt (Reader *r, HfConfig *c)
+{
+  c->vocab = reader_size (r, "vocab_size", NULL, REQUIRED);
+  c->hidden = reader_size (r, "hidden_size", NULL, REQUIRED);
+  c->intermediate = reader_size (r, "ffn_dim", NULL, REQUIRED);
+  c->layers = reader_size (r, "num_hidden_layers", NULL, REQUIRED);
+  c->heads = reader_size (r, "num_attention_heads", NULL, REQUIRED);
+  c->kv_heads = c->heads;
+  c->max_positions = reader_size (r, "max_position_embeddings", NULL, 2048);
+  c->max_positions_field = "max_position_embeddings";
+  c->learned_positions = TRUE;
+  c->embed_dim = reader_size (r, "word_embed_proj_dim", NULL, c->hidden);
+  c->eps = 1e-5; /* nn.LayerNorm's default: OPT has no field for it */
+  c->tie = reader_bool (r, "tie_word_embeddings", TRUE);
+  c->qkv_bias = c->o_bias = c->mlp_bias = reader_bool (r, "enable_bias", TRUE);
+  c->norm_before = reader_bool (r, "do_layer_norm_before", TRUE);
+  read_activation (r, c, "activation_function", "relu");
+  reader_require_bool (r, "layer_norm_elementwise_affine", TRUE,
+                       "the norms would have no weight and bias");
+  reader_require_bool (r, "_remove_final_layer_norm", FALSE,
+                       "checkpoints from before transformers 4.20.1 drop the final norm");
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -713,6 +747,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
 
     case FAMILY_NEOX:
       parse_neox (&r, c);
+      break;
+
+    case FAMILY_OPT:
+      parse_opt (&r, c);
       break;
 
     default:
@@ -1457,6 +1495,76 @@ build_neox (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* OPT. The position table has max_position_embeddings + 2 rows and position p reads row
+ * p + 2 (transformers' offset): "embed_positions.offset" slices the first two off. */
+static void
+build_opt (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim, E = c->embed_dim;
+  PlannerOpAttrs *attrs;
+  int ids, positions, embed, table, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  positions = b_input (b, "position_ids", DIMS (1, b->seq));
+  b_prefix (b, "model.decoder.");
+  embed = b_param (b, "embed_tokens", ".weight", DIMS (c->vocab, E));
+  x = b_embedding (b, "embed_tokens", ids, embed);
+  if (E != H)
+    x = b_linear (b, "project_in", x, E, H, TRUE, FALSE, 0);
+  table = b_param (b, "embed_positions", ".weight", DIMS (c->max_positions + 2, H));
+  if (b->error != NULL)
+    return;
+  attrs = b_attrs (b);
+  attrs->axis = 0;
+  attrs->start = 2;
+  attrs->end = c->max_positions + 2;
+  table = b_op (b, "embed_positions.offset", PLANNER_OP_SLICE, attrs, IDS (table), NULL);
+  x = b_binary (b, "embed_add", PLANNER_OP_ADD, x,
+                b_embedding (b, "embed_positions", positions, table));
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      int h, q, k, v, a;
+
+      b_prefix (b, "model.decoder.layers.%" G_GINT64_FORMAT ".", i);
+      h = c->norm_before ? b_layer_norm (b, "self_attn_layer_norm", x, H, c->eps, NULL) : x;
+      q = b_linear (b, "self_attn.q_proj", h, H, H, TRUE, c->qkv_bias, n);
+      k = b_linear (b, "self_attn.k_proj", h, H, H, TRUE, c->qkv_bias, n);
+      v = b_linear (b, "self_attn.v_proj", h, H, H, TRUE, c->qkv_bias, n);
+      q = b_split_heads (b, "self_attn", "q", q, n, hd);
+      k = b_split_heads (b, "self_attn", "k", k, n, hd);
+      v = b_split_heads (b, "self_attn", "v", v, n, hd);
+      a = b_sdpa (b, "self_attn.sdpa", q, k, v, TRUE);
+      a = b_merge_heads (b, "self_attn", a, n, hd);
+      a = b_linear (b, "self_attn.out_proj", a, H, H, TRUE, c->o_bias, 0);
+      x = b_binary (b, "add_attn", PLANNER_OP_ADD, x, a);
+      if (!c->norm_before)
+        x = b_layer_norm (b, "self_attn_layer_norm", x, H, c->eps, NULL);
+
+      h = c->norm_before ? b_layer_norm (b, "final_layer_norm", x, H, c->eps, NULL) : x;
+      h = b_linear (b, "fc1", h, H, c->intermediate, TRUE, c->mlp_bias, 0);
+      h = b_activation (b, "activation_fn", c, h);
+      h = b_linear (b, "fc2", h, c->intermediate, H, TRUE, c->mlp_bias, 0);
+      x = b_binary (b, "add_mlp", PLANNER_OP_ADD, x, h);
+      if (!c->norm_before)
+        x = b_layer_norm (b, "final_layer_norm", x, H, c->eps, NULL);
+    }
+
+  b_prefix (b, "model.decoder.");
+  if (c->norm_before)
+    x = b_layer_norm (b, "final_layer_norm", x, H, c->eps, NULL);
+  if (E != H)
+    x = b_linear (b, "project_out", x, H, E, TRUE, FALSE, 0);
+  b_prefix (b, "%s", "");
+  if (!c->tie)
+    embed = b_param (b, "lm_head", ".weight", DIMS (c->vocab, E));
+  if (b->error == NULL)
+    x = b_matmul (b, "lm_head", x, embed, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
 static void
 build_bert (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -1643,6 +1751,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
       break;
     case FAMILY_NEOX:
       build_neox (&b, &c, layers);
+      break;
+    case FAMILY_OPT:
+      build_opt (&b, &c, layers);
       break;
     default:
       g_assert_not_reached ();

@@ -354,21 +354,26 @@ spell_canonical (PlannerPin *pin, const PlannerMesh *mesh)
   pin->text = g_string_free (s, FALSE);
 }
 
-/* Why some op the pin matches cannot take it, or NULL when all can. */
+/* Why some op the pin matches cannot take it, or NULL when all can. An optional rule that
+ * matches no op is left out too (a variant of a family without that module: OPT's final
+ * norm when its norms follow the residual adds). */
 static char *
 refusal (const PlannerPin *pin, PlannerGraph *graph, const PlannerMesh *mesh)
 {
+  gboolean matched = FALSE;
   for (guint o = 0; o < planner_graph_get_n_ops (graph); o++)
     {
       const PlannerOp *op = planner_graph_get_op (graph, o);
       PlannerStrategy s;
       g_autoptr (GError) local = NULL;
-      if (planner_pin_matches (pin, op->name)
-          && !planner_strategy_from_layouts (&op->rule, mesh, pin->inputs, pin->n_inputs,
-                                             op->name, NULL, &s, &local))
+      if (!planner_pin_matches (pin, op->name))
+        continue;
+      matched = TRUE;
+      if (!planner_strategy_from_layouts (&op->rule, mesh, pin->inputs, pin->n_inputs, op->name,
+                                          NULL, &s, &local))
         return g_strdup (local->message);
     }
-  return NULL;
+  return matched ? NULL : g_strdup_printf ("no op of this model matches '%s'", pin->glob);
 }
 
 GPtrArray *

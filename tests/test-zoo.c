@@ -74,6 +74,16 @@ static const ZooCase cases[] = {
     "rotary_pct,rotary_emb_base",
     "{\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000, "
     "\"partial_rotary_factor\": 0.5}}" },
+  /* Learned positions offset by two rows, tied embedding, ReLU, biases. */
+  { "opt-125m", "opt-125m.json", 125239296u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"ffn_dim\": 48, \"word_embed_proj_dim\": 32, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"max_position_embeddings\": 64}",
+    "dp=2,mp=2" },
+  /* Norms after the residual adds, a 512-wide embedding projected in and out. */
+  { "opt-350m", "opt-350m.json", 331196416u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"ffn_dim\": 48, \"word_embed_proj_dim\": 16, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"max_position_embeddings\": 64}",
+    "dp=2,mp=2" },
 };
 
 static char *

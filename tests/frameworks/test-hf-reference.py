@@ -50,6 +50,7 @@ GPT2_PINS = ["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"]
 LLAMA_PINS = ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 BERT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]"]
 NEOX_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.attention.dense=[_,_,tp],[_,tp]"]
+OPT_PINS = ["*.fc1=[dp,_,_],[tp,_]", "*.self_attn.out_proj=[_,_,tp],[_,tp]"]
 PHI3_PINS = ["*.gate_up_proj=[dp,_,_],[_,tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 
 # model -> (real config in data/models/, the sizes that shrink it, pins). Head counts keep
@@ -111,6 +112,15 @@ ZOO = {
                                         "intermediate_size": 48, "num_hidden_layers": 2,
                                         "num_attention_heads": 2, "max_position_embeddings": 64,
                                         "use_parallel_residual": False}, NEOX_PINS),
+    # OPT: learned positions offset by two, tied, ReLU; opt-350m's norms after the adds and
+    # its narrower embedding with project_in/out.
+    "opt": ("opt-125m.json", {"vocab_size": 80, "hidden_size": 32, "ffn_dim": 48,
+                              "word_embed_proj_dim": 32, "num_hidden_layers": 2,
+                              "num_attention_heads": 4, "max_position_embeddings": 64}, OPT_PINS),
+    "opt-350m": ("opt-350m.json", {"vocab_size": 80, "hidden_size": 32, "ffn_dim": 48,
+                                   "word_embed_proj_dim": 16, "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "max_position_embeddings": 64},
+                 OPT_PINS),
 }
 for _name, _entry in ZOO.items():
     MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
