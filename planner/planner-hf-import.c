@@ -23,6 +23,7 @@ typedef enum
   FAMILY_PHI3,
   FAMILY_NEOX,
   FAMILY_OPT,
+  FAMILY_FALCON,
 } Family;
 
 typedef struct
@@ -45,6 +46,7 @@ static const ModelType model_types[] = {
   { "phi3", FAMILY_PHI3, { "Phi3ForCausalLM" } },
   { "gpt_neox", FAMILY_NEOX, { "GPTNeoXForCausalLM" } },
   { "opt", FAMILY_OPT, { "OPTForCausalLM" } },
+  { "falcon", FAMILY_FALCON, { "FalconForCausalLM" } },
 };
 
 static const struct
@@ -119,6 +121,15 @@ typedef struct
    * the norms come before attention and MLP (else after the residual add). */
   gint64 embed_dim;
   gboolean norm_before;
+  /* Falcon: how query_key_value packs q, k and v (FalconAttention._split_heads), and two
+   * norms (ln_attn, ln_mlp) instead of one. */
+  enum
+  {
+    QKV_PER_HEAD, /* [heads, 3, head_dim] */
+    QKV_MULTI_QUERY, /* [heads + 2, head_dim]: every query head, then one k and one v */
+    QKV_GROUPED,  /* [kv heads, group + 2, head_dim] */
+  } qkv_layout;
+  gboolean two_norms;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -649,6 +660,48 @@ parse_opt (Reader *r, HfConfig *c)
                        "checkpoints from before transformers 4.20.1 drop the final norm");
 }
 
+/* Falcon: query_key_value packed one of three ways (new_decoder_architecture: grouped by
+ * kv head; multi_query: every query head then one k and one v; else per head), rotary
+ * positions, attention and MLP in parallel (parallel_attn), tied embedding. */
+static void
+parse_falcon (Reader *r, HfConfig *c)
+{
+  gboolean new_arch, multi_query;
+
+  c->vocab = reader_size (r, "vocab_size", NULL, REQUIRED);
+  c->hidden = reader_size (r, "hidden_size", NULL, REQUIRED);
+  c->layers = reader_size (r, "num_hidden_layers", NULL, REQUIRED);
+  c->heads = reader_size (r, "num_attention_heads", NULL, REQUIRED);
+  c->intermediate = reader_size (r, "ffn_hidden_size", NULL, 4 * c->hidden);
+  c->max_positions = reader_size (r, "max_position_embeddings", NULL, 2048);
+  c->max_positions_field = "max_position_embeddings";
+  c->eps = reader_positive (r, "layer_norm_epsilon", 1e-5);
+  c->rope_theta = read_rope_theta (r);
+  c->tie = reader_bool (r, "tie_word_embeddings", TRUE);
+  c->qkv_bias = c->o_bias = c->mlp_bias = reader_bool (r, "bias", FALSE);
+  c->parallel_residual = reader_bool (r, "parallel_attn", TRUE);
+  new_arch = reader_bool (r, "new_decoder_architecture", FALSE);
+  multi_query = reader_bool (r, "multi_query", TRUE);
+  if (new_arch)
+    {
+      c->qkv_layout = QKV_GROUPED;
+      c->kv_heads = reader_size (r, "num_kv_heads", NULL, c->heads);
+      c->two_norms = reader_size (r, "num_ln_in_parallel_attn", NULL, 2) == 2;
+    }
+  else
+    {
+      c->qkv_layout = multi_query ? QKV_MULTI_QUERY : QKV_PER_HEAD;
+      c->kv_heads = multi_query ? 1 : c->heads;
+    }
+  read_activation (r, c, "activation", "gelu");
+  reader_require_bool (r, "alibi", FALSE, "Falcon's ALiBi variant (falcon-rw) is not modelled");
+  reader_require_bool (r, "apply_residual_connection_post_layernorm", FALSE,
+                       "the residual would start from the norm's output");
+  if (r->error == NULL && new_arch && !c->parallel_residual)
+    g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                 "%s: new_decoder_architecture without parallel_attn is not supported", r->what);
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -753,6 +806,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
       parse_opt (&r, c);
       break;
 
+    case FAMILY_FALCON:
+      parse_falcon (&r, c);
+      break;
+
     default:
       g_assert_not_reached ();
     }
@@ -797,7 +854,8 @@ hf_apply_zoo_options (HfConfig *c, const PlannerModelOptions *options, const cha
     c->vocab = (c->vocab + options->pad_vocab - 1) / options->pad_vocab * options->pad_vocab;
   if (options->kv_replicas <= 1)
     return TRUE;
-  if (c->type->family != FAMILY_LLAMA)
+  if (c->type->family != FAMILY_LLAMA
+      && !(c->type->family == FAMILY_FALCON && c->qkv_layout == QKV_MULTI_QUERY))
     {
       g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
                    "%s: kv_replicas %" G_GINT64_FORMAT " needs grouped key/value heads; "
@@ -1565,6 +1623,155 @@ build_opt (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* Falcon's query_key_value "<attn>.query_key_value" on @h: q [B, heads, S, hd] and k, v
+ * [B, kv heads x replicas, S, hd] in *q, *k, *v.
+ * - per head: viewed [heads, 3, hd, hidden], split by heads like GPT-NeoX's;
+ * - grouped: viewed [kv, group + 2, hd, hidden]: column parallelism splits the kv groups, each
+ *   rank keeping its groups' query heads and their k and v;
+ * - multi-query: viewed [heads + 2, hd, hidden] and cut into its query, key and value rows
+ *   ("query_key_value.split", kept whole on every rank), then three projections: the query's
+ *   splits by heads (from the whole weight, so without communication), the single key and
+ *   value heads are repeated for --kv-replicas. */
+static gboolean
+b_falcon_qkv (Builder *b, const HfConfig *c, int h, int *q, int *k, int *v)
+{
+  const gint64 H = c->hidden, n = c->heads, kv = c->kv_heads, hd = c->head_dim;
+  const gint64 r = MAX (b->kv_replicas, 1);
+  int out[3];
+
+  if (c->qkv_layout == QKV_PER_HEAD || c->qkv_layout == QKV_GROUPED)
+    {
+      const gboolean grouped = c->qkv_layout == QKV_GROUPED;
+      const gint64 g = n / kv;
+      const gint64 per_head[] = { 1, 1, 1 }, per_group[] = { g, 1, 1 };
+      int w = grouped ? b_param (b, "self_attention.query_key_value", ".weight",
+                                 DIMS (kv, g + 2, hd, H))
+                      : b_param (b, "self_attention.query_key_value", ".weight",
+                                 DIMS (n, 3, hd, H));
+      int bias = -1, qkv, split;
+      PlannerOpAttrs *attrs;
+
+      if (c->qkv_bias)
+        bias = grouped ? b_param (b, "self_attention.query_key_value", ".bias", DIMS (kv, g + 2, hd))
+                       : b_param (b, "self_attention.query_key_value", ".bias", DIMS (n, 3, hd));
+      if (b->error != NULL)
+        return FALSE;
+      attrs = b_attrs (b);
+      g_strlcpy (attrs->equation, "bsh,nqdh->bsnqd", sizeof attrs->equation);
+      qkv = bias < 0 ? b_op (b, "self_attention.query_key_value", PLANNER_OP_EINSUM, attrs,
+                             IDS (h, w), NULL)
+                     : b_op (b, "self_attention.query_key_value", PLANNER_OP_EINSUM, attrs,
+                             IDS (h, w, bias), NULL);
+      split = b_chunks (b, "self_attention.split_qkv", qkv, 3, 3, grouped ? per_group : per_head);
+      if (split < 0)
+        return FALSE;
+      for (guint i = 0; i < 3; i++)
+        out[i] = planner_graph_op_output (b->graph, split, i);
+      *q = b_split_heads (b, "self_attention", "q", out[0], n, hd);
+      *k = b_split_heads (b, "self_attention", "k", out[1], kv, hd);
+      *v = b_split_heads (b, "self_attention", "v", out[2], kv, hd);
+      return b->error == NULL;
+    }
+
+  {
+    const gint64 parts[] = { n, 1, 1 };
+    const char *const names[] = { "self_attention.query_key_value",
+                                  "self_attention.query_key_value.k",
+                                  "self_attention.query_key_value.v" };
+    int w = b_param (b, "self_attention.query_key_value", ".weight", DIMS (n + 2, hd, H)), split;
+
+    if (c->qkv_bias)
+      {
+        g_set_error (&b->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                     "multi-query Falcon with bias true is not supported");
+        return FALSE;
+      }
+    split = b_chunks (b, "self_attention.query_key_value.split", w, 0, 3, parts);
+    if (split < 0)
+      return FALSE;
+    for (guint i = 0; i < 3; i++)
+      {
+        PlannerOpAttrs *attrs;
+        int wi = planner_graph_op_output (b->graph, split, i);
+        char name[128];
+
+        if (i > 0 && r > 1)
+          {
+            attrs = b_attrs (b);
+            attrs->axis = 0;
+            attrs->n_ints = 1;
+            attrs->ints[0] = r;
+            g_snprintf (name, sizeof name, "%s.repeat_kv", names[i]);
+            wi = b_op (b, name, PLANNER_OP_REPEAT_INTERLEAVE, attrs, IDS (wi), NULL);
+            if (wi < 0)
+              return FALSE;
+          }
+        attrs = b_attrs (b);
+        g_strlcpy (attrs->equation, "bsh,ndh->bsnd", sizeof attrs->equation);
+        out[i] = b_op (b, names[i], PLANNER_OP_EINSUM, attrs, IDS (h, wi), NULL);
+      }
+    *q = b_swap_seq_heads (b, "self_attention.q_heads", out[0]);
+    *k = b_swap_seq_heads (b, "self_attention.k_heads", out[1]);
+    *v = b_swap_seq_heads (b, "self_attention.v_heads", out[2]);
+    return b->error == NULL;
+  }
+}
+
+static void
+build_falcon (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim, I = c->intermediate;
+  int ids, embed, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  b_prefix (b, "transformer.");
+  embed = b_param (b, "word_embeddings", ".weight", DIMS (c->vocab, H));
+  x = b_embedding (b, "word_embeddings", ids, embed);
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      int ln_attn, ln_mlp, q, k, v, a, h;
+
+      b_prefix (b, "transformer.h.%" G_GINT64_FORMAT ".", i);
+      if (c->two_norms)
+        {
+          ln_attn = b_layer_norm (b, "ln_attn", x, H, c->eps, NULL);
+          ln_mlp = b_layer_norm (b, "ln_mlp", x, H, c->eps, NULL);
+        }
+      else
+        ln_attn = ln_mlp = b_layer_norm (b, "input_layernorm", x, H, c->eps, NULL);
+      if (b->error != NULL || !b_falcon_qkv (b, c, ln_attn, &q, &k, &v))
+        break;
+      q = b_rotary (b, "self_attention.rotary_q", q, c->rope_theta);
+      k = b_rotary (b, "self_attention.rotary_k", k, c->rope_theta);
+      a = b_sdpa (b, "self_attention.sdpa", q, k, v, TRUE);
+      a = b_merge_heads (b, "self_attention", a, n, hd);
+      a = b_linear (b, "self_attention.dense", a, H, H, TRUE, c->o_bias, 0);
+      if (!c->parallel_residual)
+        {
+          x = b_binary (b, "add_attn", PLANNER_OP_ADD, a, x);
+          ln_mlp = b_layer_norm (b, "post_attention_layernorm", x, H, c->eps, NULL);
+        }
+      h = b_linear (b, "mlp.dense_h_to_4h", ln_mlp, H, I, TRUE, c->mlp_bias, 0);
+      h = b_activation (b, "mlp.act", c, h);
+      h = b_linear (b, "mlp.dense_4h_to_h", h, I, H, TRUE, c->mlp_bias, 0);
+      if (c->parallel_residual)
+        h = b_binary (b, "add_attn_mlp", PLANNER_OP_ADD, h, a);
+      x = b_binary (b, "add_residual", PLANNER_OP_ADD, h, x);
+    }
+
+  b_prefix (b, "transformer.");
+  x = b_layer_norm (b, "ln_f", x, H, c->eps, NULL);
+  b_prefix (b, "%s", "");
+  if (!c->tie)
+    embed = b_param (b, "lm_head", ".weight", DIMS (c->vocab, H));
+  if (b->error == NULL)
+    x = b_matmul (b, "lm_head", x, embed, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
 static void
 build_bert (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -1754,6 +1961,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
       break;
     case FAMILY_OPT:
       build_opt (&b, &c, layers);
+      break;
+    case FAMILY_FALCON:
+      build_falcon (&b, &c, layers);
       break;
     default:
       g_assert_not_reached ();

@@ -84,6 +84,16 @@ static const ZooCase cases[] = {
     "{\"vocab_size\": 96, \"hidden_size\": 32, \"ffn_dim\": 48, \"word_embed_proj_dim\": 16, "
     "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"max_position_embeddings\": 64}",
     "dp=2,mp=2" },
+  /* Multi-query (one kv head, repeated twice on mp=2), attention and MLP in parallel. */
+  { "falcon-7b", "falcon-7b.json", 6921720704u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"num_hidden_layers\": 2, "
+    "\"num_attention_heads\": 4}",
+    "dp=2,mp=2", 2 },
+  /* Grouped query_key_value [kv, group + 2, hd, hidden], ln_attn and ln_mlp. */
+  { "falcon-40b", "falcon-40b.json", 41303293952u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"num_hidden_layers\": 2, "
+    "\"num_attention_heads\": 8, \"num_kv_heads\": 2}",
+    "dp=2,mp=2" },
 };
 
 static char *

@@ -51,6 +51,7 @@ LLAMA_PINS = ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 BERT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]"]
 NEOX_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.attention.dense=[_,_,tp],[_,tp]"]
 OPT_PINS = ["*.fc1=[dp,_,_],[tp,_]", "*.self_attn.out_proj=[_,_,tp],[_,tp]"]
+FALCON_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.self_attention.dense=[_,_,tp],[_,tp]"]
 PHI3_PINS = ["*.gate_up_proj=[dp,_,_],[_,tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 
 # model -> (real config in data/models/, the sizes that shrink it, pins). Head counts keep
@@ -121,6 +122,13 @@ ZOO = {
                                    "word_embed_proj_dim": 16, "num_hidden_layers": 2,
                                    "num_attention_heads": 4, "max_position_embeddings": 64},
                  OPT_PINS),
+    # Falcon: multi-query (the one kv head repeated on tp=2), parallel attention and MLP;
+    # then falcon-40b's grouped query_key_value with ln_attn and ln_mlp.
+    "falcon": ("falcon-7b.json", {"vocab_size": 80, "hidden_size": 32, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4}, FALCON_PINS, ["--kv-replicas", "2"]),
+    "falcon-40b": ("falcon-40b.json", {"vocab_size": 80, "hidden_size": 32,
+                                       "num_hidden_layers": 2, "num_attention_heads": 8,
+                                       "num_kv_heads": 2}, FALCON_PINS),
 }
 for _name, _entry in ZOO.items():
     MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
