@@ -582,6 +582,8 @@ b_sdpa (ExecutorDevice *dev, BCall *b, GError **error)
         /* P again, as the forward computed it. */
         memset (p, 0, (gsize)(s.sq * s.sk) * sizeof (float));
         gemm_acc (FALSE, TRUE, s.sq, s.sk, s.d, qh, kh, p);
+        for (gint64 i = 0; s.alibi && i < s.sq; i++)
+          executor_sdpa_alibi_row (&s, h, p + i * s.sk);
         for (gint64 i = 0; i < s.sq; i++)
           executor_math_attention_row (p + i * s.sk, s.sk, (float)s.scale, c->op->attrs.causal,
                                        s.q_first + i);

@@ -497,6 +497,8 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
         const float *kh = pk + (b * k[1] + kvh) * s.sk * s.d;
         const float *vh = pv + (b * k[1] + kvh) * s.sk * s.dv;
         executor_cpu_gemm (TRUE, s.sq, s.sk, s.d, qh, kh, scores);
+        for (gint64 i = 0; s.alibi && i < s.sq; i++)
+          executor_sdpa_alibi_row (&s, h, scores + i * s.sk);
         for (gint64 i = 0; i < s.sq; i++)
           executor_math_attention_row (scores + i * s.sk, s.sk, (float)s.scale, c->op->attrs.causal,
                                        s.q_first + i + (MUTATED (c) ? 1 : 0));

@@ -313,6 +313,10 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorSdpa s;
   if (!executor_sdpa_dims (c, &s, error))
     return FALSE;
+  if (s.alibi)
+    return executor_kernel_error (error, c,
+                                  "ALiBi attention (BLOOM) has a CPU kernel only; use the cpu "
+                                  "backend");
   gint64 sq = s.sq, sk = s.sk, d = s.d, dv = s.dv, group = s.group, heads = q[0] * q[1];
   float *scores = executor_cuda_scratch (dev, (gsize)MAX (heads * sq * sk, 1) * 4, error);
   if (scores == NULL)

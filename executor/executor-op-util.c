@@ -312,7 +312,42 @@ executor_sdpa_dims (const ExecutorOpCall *c, ExecutorSdpa *s, GError **error)
   s->group = q[1] / k[1];
   s->scale = c->op->attrs.scale > 0 ? c->op->attrs.scale : 1.0 / sqrt ((double)s->d);
   s->q_first = executor_factor_offset (c, "sq");
+  s->alibi = c->op->attrs.variant == 1;
+  if (s->alibi)
+    {
+      int fkv = planner_op_rule_factor_index (&c->op->rule, "kv_heads");
+      int fg = planner_op_rule_factor_index (&c->op->rule, "group");
+      s->group_total = fg >= 0 ? c->op->rule.factors[fg].size : 1;
+      s->n_heads = (fkv >= 0 ? c->op->rule.factors[fkv].size : 1) * s->group_total;
+      s->kv_first = executor_factor_offset (c, "kv_heads");
+      s->group_first = executor_factor_offset (c, "group");
+    }
   return TRUE;
+}
+
+/* ---- ALiBi (issue 16) ---- */
+
+double
+executor_alibi_slope (gint64 n, gint64 h)
+{
+  /* The slopes of the largest power of two p <= n, 2^(-8 (i + 1) / p); the rest of the
+   * heads take every other slope of 2p's. */
+  gint64 p = 1;
+  while (p * 2 <= n)
+    p *= 2;
+  if (h < p)
+    return pow (2.0, -8.0 * (double)(h + 1) / (double)p);
+  return pow (2.0, -8.0 * (double)(2 * (h - p) + 1) / (double)(2 * p));
+}
+
+void
+executor_sdpa_alibi_row (const ExecutorSdpa *s, gint64 h_local, float *row)
+{
+  gint64 head = (s->kv_first + h_local / s->group) * s->group_total + s->group_first
+                + h_local % s->group;
+  double slope = executor_alibi_slope (s->n_heads, head) / s->scale;
+  for (gint64 j = 0; j < s->sk; j++)
+    row[j] += (float)(slope * (double)j);
 }
 
 gboolean

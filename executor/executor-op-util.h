@@ -114,7 +114,17 @@ typedef struct
   gint64 sq, sk, d, dv, group;
   double scale;
   gint64 q_first; /* global position of the first local query (causal masks) */
+  /* ALiBi (attrs.variant 1, BLOOM; issue 16): the global query heads, and where this
+   * shard's kv heads and groups start in them. */
+  gboolean alibi;
+  gint64 n_heads, group_total, kv_first, group_first;
 } ExecutorSdpa;
+
+/* ALiBi's slope of global query head @h of @n (Press et al., as BLOOM builds them). */
+double executor_alibi_slope (gint64 n, gint64 h);
+/* Adds local query head @h_local's ALiBi bias, slope x key position, to one row of raw
+ * scores (before the scale that executor_math_attention_row applies). */
+void executor_sdpa_alibi_row (const ExecutorSdpa *s, gint64 h_local, float *row);
 
 gboolean executor_sdpa_dims (const ExecutorOpCall *c, ExecutorSdpa *s, GError **error);
 gboolean executor_conv2d_dims (const ExecutorOpCall *c, ExecutorConv2d *conv, GError **error);

@@ -24,6 +24,7 @@ typedef enum
   FAMILY_NEOX,
   FAMILY_OPT,
   FAMILY_FALCON,
+  FAMILY_BLOOM,
 } Family;
 
 typedef struct
@@ -47,6 +48,7 @@ static const ModelType model_types[] = {
   { "gpt_neox", FAMILY_NEOX, { "GPTNeoXForCausalLM" } },
   { "opt", FAMILY_OPT, { "OPTForCausalLM" } },
   { "falcon", FAMILY_FALCON, { "FalconForCausalLM" } },
+  { "bloom", FAMILY_BLOOM, { "BloomForCausalLM" } },
 };
 
 static const struct
@@ -702,6 +704,30 @@ parse_falcon (Reader *r, HfConfig *c)
                  "%s: new_decoder_architecture without parallel_attn is not supported", r->what);
 }
 
+/* BLOOM: ALiBi instead of position embeddings, a LayerNorm right after the embedding,
+ * query_key_value per head as GPT-NeoX's, GeLU's tanh form, biases, tied embedding. */
+static void
+parse_bloom (Reader *r, HfConfig *c)
+{
+  c->vocab = reader_size (r, "vocab_size", NULL, REQUIRED);
+  c->hidden = reader_size (r, "hidden_size", "n_embed", REQUIRED);
+  c->layers = reader_size (r, "n_layer", "num_hidden_layers", REQUIRED);
+  c->heads = reader_size (r, "n_head", "num_attention_heads", REQUIRED);
+  c->kv_heads = c->heads;
+  c->intermediate = 4 * c->hidden;
+  c->max_positions = G_MAXINT32; /* ALiBi has no table */
+  c->max_positions_field = "n_positions";
+  c->eps = reader_positive (r, "layer_norm_epsilon", 1e-5);
+  c->tie = reader_bool (r, "tie_word_embeddings", TRUE);
+  c->qkv_bias = c->o_bias = c->mlp_bias = TRUE;
+  c->act = PLANNER_OP_GELU;
+  c->act_variant = 1;
+  reader_require_bool (r, "apply_residual_connection_post_layernorm", FALSE,
+                       "the residual would start from the norm's output");
+  reader_require_bool (r, "slow_but_exact", FALSE,
+                       "it emulates a pretraining_tp split of the dense layers' sums");
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -808,6 +834,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
 
     case FAMILY_FALCON:
       parse_falcon (&r, c);
+      break;
+
+    case FAMILY_BLOOM:
+      parse_bloom (&r, c);
       break;
 
     default:
@@ -1772,6 +1802,72 @@ build_falcon (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* BLOOM: scores get ALiBi's slope x key position per head (SDPA variant 1). */
+static void
+build_bloom (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim, I = c->intermediate;
+  int ids, embed, x;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  b_prefix (b, "transformer.");
+  embed = b_param (b, "word_embeddings", ".weight", DIMS (c->vocab, H));
+  x = b_embedding (b, "word_embeddings", ids, embed);
+  x = b_layer_norm (b, "word_embeddings_layernorm", x, H, c->eps, NULL);
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      PlannerOpAttrs *attrs;
+      const gint64 ones[] = { 1, 1, 1 };
+      int h, w, bias, qkv, split, q, k, v, a;
+
+      b_prefix (b, "transformer.h.%" G_GINT64_FORMAT ".", i);
+      h = b_layer_norm (b, "input_layernorm", x, H, c->eps, NULL);
+      w = b_param (b, "self_attention.query_key_value", ".weight", DIMS (n, 3, hd, H));
+      bias = b_param (b, "self_attention.query_key_value", ".bias", DIMS (n, 3, hd));
+      if (b->error != NULL)
+        break;
+      attrs = b_attrs (b);
+      g_strlcpy (attrs->equation, "bsh,nqdh->bsnqd", sizeof attrs->equation);
+      qkv = b_op (b, "self_attention.query_key_value", PLANNER_OP_EINSUM, attrs, IDS (h, w, bias),
+                  NULL);
+      split = b_chunks (b, "self_attention.split_qkv", qkv, 3, 3, ones);
+      if (split < 0)
+        break;
+      q = b_split_heads (b, "self_attention", "q", planner_graph_op_output (b->graph, split, 0), n,
+                         hd);
+      k = b_split_heads (b, "self_attention", "k", planner_graph_op_output (b->graph, split, 1), n,
+                         hd);
+      v = b_split_heads (b, "self_attention", "v", planner_graph_op_output (b->graph, split, 2), n,
+                         hd);
+      if (b->error != NULL)
+        break;
+      attrs = b_attrs (b);
+      attrs->causal = TRUE;
+      attrs->variant = 1;
+      a = b_op (b, "self_attention.sdpa", PLANNER_OP_SDPA, attrs, IDS (q, k, v), NULL);
+      a = b_merge_heads (b, "self_attention", a, n, hd);
+      a = b_linear (b, "self_attention.dense", a, H, H, TRUE, TRUE, 0);
+      x = b_binary (b, "add_attn", PLANNER_OP_ADD, x, a);
+      h = b_layer_norm (b, "post_attention_layernorm", x, H, c->eps, NULL);
+      h = b_linear (b, "mlp.dense_h_to_4h", h, H, I, TRUE, TRUE, 0);
+      h = b_activation (b, "mlp.gelu_impl", c, h);
+      h = b_linear (b, "mlp.dense_4h_to_h", h, I, H, TRUE, TRUE, 0);
+      x = b_binary (b, "add_mlp", PLANNER_OP_ADD, x, h);
+    }
+
+  b_prefix (b, "transformer.");
+  x = b_layer_norm (b, "ln_f", x, H, c->eps, NULL);
+  b_prefix (b, "%s", "");
+  if (!c->tie)
+    embed = b_param (b, "lm_head", ".weight", DIMS (c->vocab, H));
+  if (b->error == NULL)
+    x = b_matmul (b, "lm_head", x, embed, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
 static void
 build_bert (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -1964,6 +2060,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
       break;
     case FAMILY_FALCON:
       build_falcon (&b, &c, layers);
+      break;
+    case FAMILY_BLOOM:
+      build_bloom (&b, &c, layers);
       break;
     default:
       g_assert_not_reached ();

@@ -55,7 +55,8 @@ typedef enum
   PLANNER_OP_SPLIT,         /* attrs.axis, attrs.ints: sizes of the outputs */
   PLANNER_OP_SLICE,         /* attrs.axis, attrs.start, attrs.end */
   PLANNER_OP_ROTARY_EMBEDDING, /* x[B, H, S, D]; attrs.theta; positions are the global S index */
-  PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal */
+  PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal;
+                             * attrs.variant 1: ALiBi (BLOOM) */
   PLANNER_OP_CROSS_ENTROPY, /* logits[..., V], labels[...] i64 -> mean loss [] */
   PLANNER_OP_CONV2D,        /* x[N, C, H, W], w[O, C, kh, kw] (+ bias[O]); attrs.ints: stride, pad */
   /* Model zoo (issue 16). */

@@ -94,6 +94,11 @@ static const ZooCase cases[] = {
     "{\"vocab_size\": 96, \"hidden_size\": 32, \"num_hidden_layers\": 2, "
     "\"num_attention_heads\": 8, \"num_kv_heads\": 2}",
     "dp=2,mp=2" },
+  /* ALiBi (6 heads: 4 of the power of two and 2 more, each needing its global index on a
+   * shard), the embedding's own LayerNorm. */
+  { "bloom-560m", "bloom-560m.json", 559214592u,
+    "{\"vocab_size\": 96, \"hidden_size\": 48, \"n_layer\": 2, \"n_head\": 6}", "dp=2,mp=2", 0, 0,
+    "{\"n_embed\": 1024, \"num_attention_heads\": 16}", "hidden_size,n_head" },
 };
 
 static char *
@@ -190,8 +195,9 @@ test_spellings (gconstpointer data)
   g_autofree char *path = zoo_path (c->file);
   g_autofree char *raw = NULL;
   g_assert_true (g_file_get_contents (path, &raw, NULL, NULL));
-  const char *dtype_rename
-      = strstr (raw, "\"torch_dtype\"") ? "torch_dtype=dtype" : "dtype=torch_dtype";
+  const char *dtype_rename = strstr (raw, "\"torch_dtype\"") ? "torch_dtype=dtype"
+                             : strstr (raw, "\"dtype\"")     ? "dtype=torch_dtype"
+                                                             : NULL;
   g_autofree char *members = g_strdup (c->respell);
   if (c->respell == NULL && strstr (raw, "\"rope_theta\""))
     {

@@ -129,6 +129,10 @@ ZOO = {
     "falcon-40b": ("falcon-40b.json", {"vocab_size": 80, "hidden_size": 32,
                                        "num_hidden_layers": 2, "num_attention_heads": 8,
                                        "num_kv_heads": 2}, FALCON_PINS),
+    # BLOOM: ALiBi with 6 heads (4 of the power of two, 2 interleaved from the next),
+    # split 3 per rank; the embedding's LayerNorm.
+    "bloom": ("bloom-560m.json", {"vocab_size": 80, "hidden_size": 48, "n_layer": 2, "n_head": 6,
+                                  "pad_token_id": 0}, FALCON_PINS),
 }
 for _name, _entry in ZOO.items():
     MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
