@@ -25,6 +25,7 @@ typedef enum
   FAMILY_OPT,
   FAMILY_FALCON,
   FAMILY_BLOOM,
+  FAMILY_VIT,
 } Family;
 
 typedef struct
@@ -49,6 +50,7 @@ static const ModelType model_types[] = {
   { "opt", FAMILY_OPT, { "OPTForCausalLM" } },
   { "falcon", FAMILY_FALCON, { "FalconForCausalLM" } },
   { "bloom", FAMILY_BLOOM, { "BloomForCausalLM" } },
+  { "vit", FAMILY_VIT, { "ViTForImageClassification" } },
 };
 
 static const struct
@@ -132,6 +134,9 @@ typedef struct
     QKV_GROUPED,  /* [kv heads, group + 2, head_dim] */
   } qkv_layout;
   gboolean two_norms;
+  /* ViT: image side, patch side, channels; the classes (vocab holds them too, for the
+   * sizes checks). */
+  gint64 image_size, patch_size, channels, labels;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -728,6 +733,43 @@ parse_bloom (Reader *r, HfConfig *c)
                        "it emulates a pretraining_tp split of the dense layers' sums");
 }
 
+/* ViT for image classification: patches by a Conv2D (kernel = stride = patch_size), the
+ * class token before them, learned positions, BERT's encoder with the norms before attention
+ * and MLP, the class token's state through the classifier. The classes are id2label's
+ * entries (else "num_labels", else transformers' default of 2). */
+static void
+parse_vit (Reader *r, HfConfig *c)
+{
+  JsonNode *labels = reader_lookup (r, "id2label", NULL);
+
+  c->hidden = reader_size (r, "hidden_size", NULL, REQUIRED);
+  c->layers = reader_size (r, "num_hidden_layers", NULL, REQUIRED);
+  c->heads = reader_size (r, "num_attention_heads", NULL, REQUIRED);
+  c->kv_heads = c->heads;
+  c->intermediate = reader_size (r, "intermediate_size", NULL, REQUIRED);
+  c->image_size = reader_size (r, "image_size", NULL, 224);
+  c->patch_size = reader_size (r, "patch_size", NULL, 16);
+  c->channels = reader_size (r, "num_channels", NULL, 3);
+  c->eps = reader_positive (r, "layer_norm_eps", 1e-12);
+  c->qkv_bias = reader_bool (r, "qkv_bias", TRUE);
+  c->o_bias = c->mlp_bias = TRUE;
+  read_activation (r, c, "hidden_act", "gelu");
+  if (labels != NULL && JSON_NODE_HOLDS_OBJECT (labels))
+    c->labels = json_object_get_size (json_node_get_object (labels));
+  else
+    c->labels = reader_size (r, "num_labels", NULL, 2);
+  if (r->error == NULL && (c->labels < 1 || c->image_size % c->patch_size != 0))
+    g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                 "%s: image_size %" G_GINT64_FORMAT " is not a whole number of patches of %"
+                 G_GINT64_FORMAT " (or id2label is empty)",
+                 r->what, c->image_size, c->patch_size);
+  /* The sequence is the patches and the class token, fixed by the image. */
+  c->max_positions = (c->image_size / c->patch_size) * (c->image_size / c->patch_size) + 1;
+  c->max_positions_field = "(image_size / patch_size)^2 + 1";
+  c->learned_positions = TRUE;
+  c->vocab = c->labels;
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -838,6 +880,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
 
     case FAMILY_BLOOM:
       parse_bloom (&r, c);
+      break;
+
+    case FAMILY_VIT:
+      parse_vit (&r, c);
       break;
 
     default:
@@ -1868,6 +1914,111 @@ build_bloom (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* ViT. Names are the checkpoints' (vit.encoder.layer.N.attention.attention.query, ...), as
+ * the hub's files and transformers' save_pretrained write them. The class token [1, 1, H] is
+ * repeated over the batch (RepeatInterleave) and put before the patches. */
+static void
+build_vit (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim, side = c->image_size / c->patch_size,
+               N = side * side;
+  PlannerOpAttrs *attrs;
+  int pixels, w, bias, x, cls;
+
+  if (b->seq != N + 1)
+    {
+      g_set_error (&b->error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
+                   "ViT's sequence is its %" G_GINT64_FORMAT " patches and the class token, %"
+                   G_GINT64_FORMAT "; leave --seq out",
+                   N, N + 1);
+      return;
+    }
+  b_prefix (b, "%s", "");
+  pixels = planner_graph_add_input (b->graph, "pixel_values", b->dtype,
+                                    DIMS (b->batch, c->channels, c->image_size, c->image_size),
+                                    &b->error);
+  b_prefix (b, "vit.embeddings.");
+  w = b_param (b, "patch_embeddings.projection", ".weight",
+               DIMS (H, c->channels, c->patch_size, c->patch_size));
+  bias = b_param (b, "patch_embeddings.projection", ".bias", DIMS (H));
+  if (b->error != NULL)
+    return;
+  attrs = b_attrs (b);
+  attrs->n_ints = 4;
+  attrs->ints[0] = attrs->ints[1] = c->patch_size;
+  attrs->ints[2] = attrs->ints[3] = 0;
+  x = b_op (b, "patch_embeddings.projection", PLANNER_OP_CONV2D, attrs, IDS (pixels, w, bias),
+            NULL);
+  x = b_reshape (b, "patch_embeddings.flatten", x, DIMS (b->batch, H, N));
+  if (b->error != NULL)
+    return;
+  attrs = b_attrs (b);
+  attrs->n_ints = 3;
+  attrs->ints[0] = 0;
+  attrs->ints[1] = 2;
+  attrs->ints[2] = 1;
+  x = b_op (b, "patch_embeddings.transpose", PLANNER_OP_TRANSPOSE, attrs, IDS (x), NULL);
+  cls = b_param (b, "cls_token", "", DIMS (1, 1, H));
+  if (b->error != NULL)
+    return;
+  attrs = b_attrs (b);
+  attrs->axis = 0;
+  attrs->n_ints = 1;
+  attrs->ints[0] = b->batch;
+  cls = b_op (b, "cls_expand", PLANNER_OP_REPEAT_INTERLEAVE, attrs, IDS (cls), NULL);
+  if (b->error != NULL)
+    return;
+  attrs = b_attrs (b);
+  attrs->axis = 1;
+  x = b_op (b, "cat_cls", PLANNER_OP_CONCAT, attrs, IDS (cls, x), NULL);
+  x = b_binary (b, "add_positions", PLANNER_OP_ADD, x,
+                b_param (b, "position_embeddings", "", DIMS (1, N + 1, H)));
+
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      int h, q, k, v, a;
+
+      b_prefix (b, "vit.encoder.layer.%" G_GINT64_FORMAT ".", i);
+      h = b_layer_norm (b, "layernorm_before", x, H, c->eps, NULL);
+      q = b_linear (b, "attention.attention.query", h, H, H, TRUE, c->qkv_bias, n);
+      k = b_linear (b, "attention.attention.key", h, H, H, TRUE, c->qkv_bias, n);
+      v = b_linear (b, "attention.attention.value", h, H, H, TRUE, c->qkv_bias, n);
+      q = b_split_heads (b, "attention.attention", "q", q, n, hd);
+      k = b_split_heads (b, "attention.attention", "k", k, n, hd);
+      v = b_split_heads (b, "attention.attention", "v", v, n, hd);
+      a = b_sdpa (b, "attention.attention.sdpa", q, k, v, FALSE);
+      a = b_merge_heads (b, "attention.attention", a, n, hd);
+      a = b_linear (b, "attention.output.dense", a, H, H, TRUE, TRUE, 0);
+      x = b_binary (b, "add_attn", PLANNER_OP_ADD, a, x);
+      h = b_layer_norm (b, "layernorm_after", x, H, c->eps, NULL);
+      h = b_linear (b, "intermediate.dense", h, H, c->intermediate, TRUE, TRUE, 0);
+      h = b_activation (b, "intermediate.intermediate_act_fn", c, h);
+      h = b_linear (b, "output.dense", h, c->intermediate, H, TRUE, TRUE, 0);
+      x = b_binary (b, "add_mlp", PLANNER_OP_ADD, h, x);
+    }
+
+  b_prefix (b, "vit.");
+  x = b_layer_norm (b, "layernorm", x, H, c->eps, NULL);
+  if (b->error != NULL)
+    return;
+  attrs = b_attrs (b);
+  attrs->axis = 1;
+  attrs->start = 0;
+  attrs->end = 1;
+  x = b_op (b, "class_token", PLANNER_OP_SLICE, attrs, IDS (x), NULL);
+  x = b_reshape (b, "class_token_view", x, DIMS (b->batch, H));
+  b_prefix (b, "%s", "");
+  {
+    int cw = b_param (b, "classifier", ".weight", DIMS (c->labels, H));
+    int cb = b_param (b, "classifier", ".bias", DIMS (c->labels));
+
+    if (b->error == NULL)
+      x = b_matmul (b, "classifier", x, cw, cb, TRUE, 0, "logits");
+  }
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, x);
+}
+
 static void
 build_bert (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -2063,6 +2214,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
       break;
     case FAMILY_BLOOM:
       build_bloom (&b, &c, layers);
+      break;
+    case FAMILY_VIT:
+      build_vit (&b, &c, layers);
       break;
     default:
       g_assert_not_reached ();
