@@ -180,10 +180,15 @@ executor_tensors_check_parameters (ExecutorTensors *weights, PlannerGraph *graph
   for (guint i = 0; i < planner_graph_get_n_tensors (graph); i++)
     {
       const PlannerTensor *t = planner_graph_get_tensor (graph, i);
-      if (t->kind != PLANNER_TENSOR_PARAMETER)
+      /* A float graph input (ViT's pixel_values, issue 16) may come with the weights: the
+       * run reads it as given, as it reads --tokens for input_ids. */
+      gboolean float_input = t->kind == PLANNER_TENSOR_INPUT && t->dtype != PLANNER_DTYPE_I64;
+      if (t->kind != PLANNER_TENSOR_PARAMETER && !float_input)
         continue;
       g_hash_table_add (params, t->name);
       const ExecutorHostTensor *w = executor_tensors_lookup (weights, t->name);
+      if (w == NULL && float_input)
+        continue;
       if (w == NULL)
         append_limited (missing, &n_missing, t->name);
       else if (w->dtype != PLANNER_DTYPE_F32

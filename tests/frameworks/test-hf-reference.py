@@ -261,6 +261,80 @@ def compare(res, logits, loss, grads, names=None):
     return e_logits, e_loss, e_grad, worst, msgs
 
 
+# Vision (issue 16): ViT's forward against ViTForImageClassification's logits, the image
+# given with the weights (pixel_values beside the parameters in model.safetensors); the
+# executor's training step trains language models, so there is no gradient to compare.
+VISION = {
+    "vit": ("vit-base-patch16-224.json", {"hidden_size": 32, "intermediate_size": 48,
+                                          "num_hidden_layers": 2, "num_attention_heads": 4,
+                                          "image_size": 8, "patch_size": 2,
+                                          "id2label": {str(i): "l%d" % i for i in range(6)}}),
+}
+
+
+def vision_runs(tmp, only, results, table):
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file, save_file
+    from transformers import AutoConfig, AutoModelForImageClassification
+
+    for k, (model, (fname, sizes)) in enumerate(VISION.items()):
+        if only and model not in only:
+            continue
+        with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
+            real = json.load(f)
+        fields = {key: v for key, v in real.items()
+                  if key not in ("model_type", "torch_dtype", "dtype", "label2id")}
+        fields.update(sizes)
+        fields["dtype"] = "float32"
+        config = AutoConfig.for_model(real["model_type"], **fields)
+        torch.manual_seed(31 + k)
+        m = AutoModelForImageClassification.from_config(config, dtype=torch.float32)
+        g = torch.Generator().manual_seed(31 + k)
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                r = torch.randn(p.shape, generator=g, dtype=torch.float32)
+                p.copy_(0.3 * r if p.dim() >= 2 else (0.1 * r if name.endswith("bias")
+                                                      else 1.0 + 0.1 * r))
+        m.eval()
+        folder = os.path.join(tmp, model)
+        m.save_pretrained(folder)
+        pixels = torch.randn(B, config.num_channels, config.image_size, config.image_size,
+                             generator=g)
+        path = os.path.join(folder, "model.safetensors")
+        weights = load_file(path)
+        weights["pixel_values"] = pixels.numpy()
+        save_file(weights, path)
+        with torch.no_grad():
+            logits = m(pixel_values=pixels).logits.numpy()
+        for policy in POLICIES:
+            plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
+            out = os.path.join(tmp, "out.safetensors")
+            ref = os.path.join(tmp, "ref.safetensors")
+            what = "%s under %s on %s" % (model, policy, MESH)
+            p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"), "--mesh",
+                                MESH, "--policy", policy, "--batch", str(B), "--hardware",
+                                "cpu-local", "-o", plan], capture_output=True, text=True)
+            if p.returncode != 0:
+                results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
+                continue
+            p = subprocess.run([CLI, "run", plan, "--weights", folder, "--outputs", out,
+                                "--outputs-reference", ref, "--repeat", "1", "--warmup", "0"],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                results.append((False, "%s: run exit %d: %s" % (what, p.returncode,
+                                                                p.stderr.strip()[:600])))
+                continue
+            for side, f in (("sharded", out), ("unsharded", ref)):
+                got = load_file(f).get("logits")
+                e = rel(got, logits) if got is not None and got.shape == logits.shape \
+                    else float("inf")
+                if side == "sharded":
+                    table.append((model, policy, e, float("nan"), float("nan"), "(forward)"))
+                results.append((e <= TOL, "%s, %s: vs Hugging Face %s, logits rel %.2g (tol %g)"
+                                % (what, side, type(m).__name__, e, TOL)))
+
+
 def main():
     into_venv()
     if not CLI:
@@ -324,6 +398,7 @@ def main():
                                     "loss rel %.2g, %d gradients rel %.2g (tol %g)%s" % (
                                         what, side, type(m).__name__, el, ez, len(grads), eg,
                                         TOL, "" if not msgs else "; " + "; ".join(msgs[:4]))))
+        vision_runs(tmp, only, results, table)
     print("1..%d" % len(results))
     for i, (ok, what) in enumerate(results):
         print("%s %d - %s" % ("ok" if ok else "not ok", i + 1, what))
