@@ -424,6 +424,51 @@ def cases_conv2d():
         yield c
 
 
+# ---- the model zoo's op types (issue 16): CPU kernels only ----
+
+def alibi_slopes(n):  # Press et al.; BLOOM's build_alibi_tensor for n not a power of two
+    closest = 2 ** int(math.floor(math.log2(n)))
+    base = 2.0 ** (-(2.0 ** -(math.log2(closest) - 3)))
+    slopes = [base ** i for i in range(1, closest + 1)]
+    if closest != n:
+        extra = 2.0 ** (-(2.0 ** -(math.log2(2 * closest) - 3)))
+        slopes += [extra ** i for i in range(1, 1 + 2 * (n - closest), 2)]
+    return np.array(slopes, dtype=np.float64)
+
+
+def sdpa_alibi(q, k, v):  # BloomAttention: alibi + q k^T / sqrt(d), causal
+    n, sq, sk = q.shape[1], q.shape[2], k.shape[2]
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    s = s + alibi_slopes(n)[None, :, None, None] * np.arange(sk, dtype=np.float64)
+    s = np.where(np.tril(np.ones((sq, sk), dtype=bool)), s, -np.inf)
+    return softmax(s, -1) @ v
+
+
+def cases_zoo():
+    for axis, r in ((1, 2), (0, 3)):
+        x = normal(dims(3))
+        c = Case("RepeatInterleave", "RepeatInterleave axis %d x%d" % (axis, r))
+        c.op([c.src("x", x)], lambda s, axis=axis, r=r: {"y": np.repeat(s["x"], r, axis=axis)},
+             {"axis": axis, "ints": [r]})
+        c.cpu_only = True
+        yield c
+    c = Case("Scale", "Scale by sqrt(2048)")
+    c.op([c.src("x", normal(dims(3)))], lambda s: {"y": s["x"] * math.sqrt(2048.0)},
+         {"scale": math.sqrt(2048.0)})
+    c.cpu_only = True
+    yield c
+    for n in (4, 6):
+        B, S = int(rng.integers(1, 3)), int(rng.integers(3, 8))
+        D = int(rng.integers(2, 6))
+        q, k, v = normal([B, n, S, D]), normal([B, n, S, D]), normal([B, n, S, D])
+        c = Case("ScaledDotProductAttention", "SDPA ALiBi %d heads" % n)
+        c.op([c.src("q", q), c.src("k", k), c.src("v", v)],
+             lambda s: {"y": sdpa_alibi(s["q"], s["k"], s["v"])},
+             {"causal": True, "variant": 1})
+        c.cpu_only = True
+        yield c
+
+
 def all_cases():
     yield from cases_matmul()
     yield from cases_batch_matmul()
@@ -456,6 +501,7 @@ def all_cases():
     yield from cases_sdpa()
     yield from cases_cross_entropy()
     yield from cases_conv2d()
+    yield from cases_zoo()
 
 
 def rel_error(got, want):
@@ -526,6 +572,9 @@ def main():
     only = os.environ.get("GOLDEN_ONLY")
     if only:
         cases = [c for c in cases if c.op_type == only]
+    # The model zoo's kernels are CPU ones: other backends refuse them by name.
+    if "--backend" in extra and extra[extra.index("--backend") + 1] != "cpu":
+        cases = [c for c in cases if not getattr(c, "cpu_only", False)]
     with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
         prefixes = []
         for i, c in enumerate(cases):
