@@ -550,7 +550,8 @@ b_rotary (ExecutorDevice *dev, BCall *b, GError **error)
     for (gint64 i = 0; i < half; i++)
       {
         double angle = (double)(first + r % s[2])
-                       * pow (c->op->attrs.theta, -2.0 * (double)i / (double)s[3]);
+                       * pow (c->op->attrs.theta, -2.0 * (double)i / (double)s[3])
+                       * executor_rotary_position_scale (&c->op->attrs, i, s[3]);
         double cs = cos (angle), sn = sin (angle);
         const float *g = gout (b, 0) + r * s[3];
         float *dx = gin (b, 0) + r * s[3];

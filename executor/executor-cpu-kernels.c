@@ -473,7 +473,9 @@ k_rotary (ExecutorDevice *dev, Call *c, GError **error)
       for (gint64 i = 0; i < s[3] / 2; i++)
         executor_math_rotary_pair (executor_in_f32 (c, 0) + (b * s[2] + p) * s[3],
                                    executor_out_f32 (c, 0) + (b * s[2] + p) * s[3], i, s[3],
-                                   (double)(first + p), c->op->attrs.theta);
+                                   (double)(first + p)
+                                       * executor_rotary_position_scale (&c->op->attrs, i, s[3]),
+                                   c->op->attrs.theta);
   return TRUE;
 }
 

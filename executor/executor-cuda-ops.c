@@ -299,6 +299,10 @@ static gboolean
 k_rotary (ExecutorDevice *dev, Call *c, GError **error)
 {
   const gint64 *s = c->inputs[0].shape;
+  if (c->op->attrs.variant == 1)
+    return executor_kernel_error (error, c,
+                                  "Llama 3's scaled rotary frequencies (rope_type llama3) have a "
+                                  "CPU kernel only; use the cpu backend");
   /* The position is the global sequence index. */
   executor_cuda_launch_rotary (stream_of (dev), executor_in_f32 (c, 0), executor_out_f32 (c, 0),
                                s[0] * s[1], s[2], s[3], executor_dim_offset (c, 0, 2),

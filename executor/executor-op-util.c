@@ -325,6 +325,27 @@ executor_sdpa_dims (const ExecutorOpCall *c, ExecutorSdpa *s, GError **error)
   return TRUE;
 }
 
+/* ---- Llama 3.1's rotary frequencies (issue 16) ---- */
+
+double
+executor_rotary_position_scale (const PlannerOpAttrs *a, gint64 i, gint64 d)
+{
+  /* Wavelengths shorter than original / high_freq_factor keep their frequency, longer than
+   * original / low_freq_factor are slowed by factor, and those between blend the two
+   * linearly in original / wavelength. */
+  if (a->variant != 1 || a->rope_factor <= 0)
+    return 1.0;
+  double inv = pow (a->theta, -2.0 * (double)i / (double)d), wavelen = 2.0 * G_PI / inv;
+  double original = (double)a->rope_original_max;
+  double low_wavelen = original / a->rope_low_freq, high_wavelen = original / a->rope_high_freq;
+  if (wavelen < high_wavelen)
+    return 1.0;
+  if (wavelen > low_wavelen)
+    return 1.0 / a->rope_factor;
+  double smooth = (original / wavelen - a->rope_low_freq) / (a->rope_high_freq - a->rope_low_freq);
+  return (1.0 - smooth) / a->rope_factor + smooth;
+}
+
 /* ---- ALiBi (issue 16) ---- */
 
 double

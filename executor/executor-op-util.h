@@ -120,6 +120,10 @@ typedef struct
   gint64 n_heads, group_total, kv_first, group_first;
 } ExecutorSdpa;
 
+/* RotaryEmbedding's pair @i of @d rotates by position x this x theta^(-2i/d): 1, or Llama
+ * 3.1's frequency scaling (attrs.variant 1, issue 16). */
+double executor_rotary_position_scale (const PlannerOpAttrs *attrs, gint64 i, gint64 d);
+
 /* ALiBi's slope of global query head @h of @n (Press et al., as BLOOM builds them). */
 double executor_alibi_slope (gint64 n, gint64 h);
 /* Adds local query head @h_local's ALiBi bias, slope x key position, to one row of raw

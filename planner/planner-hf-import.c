@@ -137,6 +137,10 @@ typedef struct
   /* ViT: image side, patch side, channels; the classes (vocab holds them too, for the
    * sizes checks). */
   gint64 image_size, patch_size, channels, labels;
+  /* Llama 3.1's rope_type "llama3": factor, low and high frequency factors, original
+   * context (factor 0: plain rotary). */
+  double rope_factor, rope_low_freq, rope_high_freq;
+  gint64 rope_original_max;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -497,17 +501,32 @@ read_sliding_window (Reader *r, HfConfig *c)
  * top would silently give 10000 to a Qwen2 checkpoint trained with 1e6. Only the plain
  * rotary embedding is modelled: a scaled one (linear, dynamic, yarn, llama3, ...) changes
  * every position's angles and is refused rather than approximated. */
-static double read_rope_theta_from (Reader *r, double theta);
+static double read_rope_theta_from (Reader *r, double theta, HfConfig *llama3);
 
 static double
 read_rope_theta (Reader *r)
 {
-  return read_rope_theta_from (r, reader_positive (r, "rope_theta", 10000.0));
+  return read_rope_theta_from (r, reader_positive (r, "rope_theta", 10000.0), NULL);
 }
 
-/* As read_rope_theta, from @theta when neither object gives one. */
+/* Llama 3.1's rope_type "llama3" (issue 16): its four numbers into @c. */
+static void
+read_rope_llama3 (Reader *sub, HfConfig *c)
+{
+  c->rope_factor = reader_positive (sub, "factor", 8.0);
+  c->rope_low_freq = reader_positive (sub, "low_freq_factor", 1.0);
+  c->rope_high_freq = reader_positive (sub, "high_freq_factor", 4.0);
+  c->rope_original_max = reader_size (sub, "original_max_position_embeddings", NULL, 8192);
+  if (sub->error == NULL && !(c->rope_high_freq > c->rope_low_freq))
+    g_set_error (&sub->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                 "%s: high_freq_factor %g must be above low_freq_factor %g", sub->what,
+                 c->rope_high_freq, c->rope_low_freq);
+}
+
+/* As read_rope_theta, from @theta when neither object gives one; with @llama3, rope_type
+ * "llama3" is read into it rather than refused. */
 static double
-read_rope_theta_from (Reader *r, double theta)
+read_rope_theta_from (Reader *r, double theta, HfConfig *llama3)
 {
   const char *const fields[] = { "rope_parameters", "rope_scaling" };
 
@@ -527,7 +546,9 @@ read_rope_theta_from (Reader *r, double theta)
       what = g_strdup_printf ("%s: %s", r->what, fields[i]);
       Reader sub = { json_node_get_object (node), what, NULL };
       type = reader_string (&sub, "rope_type", "type", "default");
-      if (sub.error == NULL && !g_str_equal (type, "default"))
+      if (sub.error == NULL && llama3 != NULL && g_str_equal (type, "llama3"))
+        read_rope_llama3 (&sub, llama3);
+      else if (sub.error == NULL && !g_str_equal (type, "default"))
         g_set_error (&sub.error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
                      "%s: rope_type \"%s\" is not supported: only the default rotary "
                      "embedding is modelled (rope_type \"default\", or no %s)",
@@ -612,7 +633,8 @@ parse_neox (Reader *r, HfConfig *c)
   c->eps = reader_positive (r, "layer_norm_eps", 1e-5);
   c->rope_theta = read_rope_theta_from (r, reader_positive (r, "rotary_emb_base",
                                                            reader_positive (r, "rope_theta",
-                                                                            10000.0)));
+                                                                            10000.0)),
+                                        NULL);
   if (r->error == NULL && rope != NULL && JSON_NODE_HOLDS_OBJECT (rope))
     {
       g_autofree char *what = g_strdup_printf ("%s: rope_parameters", r->what);
@@ -827,7 +849,7 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
         c->max_positions = reader_size (&r, "max_position_embeddings", NULL, REQUIRED);
         c->max_positions_field = "max_position_embeddings";
         c->eps = reader_positive (&r, "rms_norm_eps", 1e-6);
-        c->rope_theta = read_rope_theta (&r);
+        c->rope_theta = read_rope_theta_from (&r, reader_positive (&r, "rope_theta", 10000.0), c);
         c->tie = reader_bool (&r, "tie_word_embeddings", FALSE);
         attention_bias = reader_bool (&r, "attention_bias", FALSE);
         /* Qwen2 always has q/k/v biases and never an o_proj bias; LLaMA's attention_bias
@@ -1348,6 +1370,25 @@ b_gemma_norm (Builder *b, const char *rest, int x, gint64 hidden, double eps)
   return b_binary (b, name, PLANNER_OP_ADD, n, scaled);
 }
 
+/* The LLaMA family's rotary embedding: Llama 3.1's scaled frequencies where the config
+ * asks for them (RotaryEmbedding variant 1). */
+static int
+b_llama_rotary (Builder *b, const char *rest, int x, const HfConfig *c)
+{
+  PlannerOpAttrs *attrs = b_attrs (b);
+
+  attrs->theta = c->rope_theta;
+  if (c->rope_factor > 0)
+    {
+      attrs->variant = 1;
+      attrs->rope_factor = c->rope_factor;
+      attrs->rope_low_freq = c->rope_low_freq;
+      attrs->rope_high_freq = c->rope_high_freq;
+      attrs->rope_original_max = c->rope_original_max;
+    }
+  return b_op (b, rest, PLANNER_OP_ROTARY_EMBEDDING, attrs, IDS (x), NULL);
+}
+
 /* The norms of the LLaMA family: Gemma's, else RMSNorm. */
 static int
 b_llama_norm (Builder *b, const char *rest, int x, const HfConfig *c)
@@ -1386,10 +1427,10 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
       q = b_linear (b, "self_attn.q_proj", h, H, n * hd, TRUE, c->qkv_bias, n);
       k = b_kv_linear (b, "self_attn.k_proj", h, c);
       v = b_kv_linear (b, "self_attn.v_proj", h, c);
-      q = b_rotary (b, "self_attn.rotary_q", b_split_heads (b, "self_attn", "q", q, n, hd),
-                    c->rope_theta);
-      k = b_rotary (b, "self_attn.rotary_k", b_split_heads (b, "self_attn", "k", k, kvr, hd),
-                    c->rope_theta);
+      q = b_llama_rotary (b, "self_attn.rotary_q", b_split_heads (b, "self_attn", "q", q, n, hd),
+                          c);
+      k = b_llama_rotary (b, "self_attn.rotary_k",
+                          b_split_heads (b, "self_attn", "k", k, kvr, hd), c);
       v = b_split_heads (b, "self_attn", "v", v, kvr, hd);
       /* k and v keep their kv heads: the SDPA rule maps each group of query heads onto
        * one of them (GQA). */

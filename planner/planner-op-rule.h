@@ -54,7 +54,8 @@ typedef enum
   PLANNER_OP_CONCAT,        /* attrs.axis */
   PLANNER_OP_SPLIT,         /* attrs.axis, attrs.ints: sizes of the outputs */
   PLANNER_OP_SLICE,         /* attrs.axis, attrs.start, attrs.end */
-  PLANNER_OP_ROTARY_EMBEDDING, /* x[B, H, S, D]; attrs.theta; positions are the global S index */
+  PLANNER_OP_ROTARY_EMBEDDING, /* x[B, H, S, D]; attrs.theta; positions are the global S index;
+                                * attrs.variant 1: llama3 frequency scaling (attrs.rope_*) */
   PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal;
                              * attrs.variant 1: ALiBi (BLOOM) */
   PLANNER_OP_CROSS_ENTROPY, /* logits[..., V], labels[...] i64 -> mean loss [] */
@@ -81,6 +82,11 @@ typedef struct
   double theta;
   double scale;        /* SDPA: 0 means 1/sqrt(D); Scale: the factor */
   char equation[64];
+  /* RotaryEmbedding variant 1 (issue 16): Llama 3.1's frequency scaling ("rope_type":
+   * "llama3"): factor, low_freq_factor, high_freq_factor, original_max_position_embeddings.
+   * 0 when unused (and then left out of the graph JSON and the hash). */
+  double rope_factor, rope_low_freq, rope_high_freq;
+  gint64 rope_original_max;
 } PlannerOpAttrs;
 
 typedef enum

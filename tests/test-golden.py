@@ -444,7 +444,33 @@ def sdpa_alibi(q, k, v):  # BloomAttention: alibi + q k^T / sqrt(d), causal
     return softmax(s, -1) @ v
 
 
+def rotary_llama3(x, theta, factor, low, high, original):
+    """transformers' _compute_llama3_parameters, then apply_rotary_pos_emb."""
+    d = x.shape[-1]
+    inv = 1.0 / theta ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    wavelen = 2 * math.pi / inv
+    scaled = np.where(wavelen > original / low, inv / factor, inv)
+    smooth = (original / wavelen - low) / (high - low)
+    blended = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < original / high) & ~(wavelen > original / low)
+    inv = np.where(medium, blended, scaled)
+    freqs = np.outer(np.arange(x.shape[-2], dtype=np.float64), inv)
+    emb = np.concatenate([freqs, freqs], -1)
+    half = d // 2
+    rot = np.concatenate([-x[..., half:], x[..., :half]], -1)
+    return x * np.cos(emb) + rot * np.sin(emb)
+
+
 def cases_zoo():
+    # d = 8 and theta 10000 with an original context of 64: pair 0 keeps its frequency, pair 1
+    # blends, pairs 2 and 3 slow down by the factor.
+    x = normal([2, 3, 7, 8])
+    c = Case("RotaryEmbedding", "RotaryEmbedding llama3 (keep, blend, slow)")
+    c.op([c.src("x", x)], lambda s: {"y": rotary_llama3(s["x"], 10000.0, 8.0, 1.0, 4.0, 64)},
+         {"theta": 10000.0, "variant": 1, "rope_factor": 8.0, "rope_low_freq": 1.0,
+          "rope_high_freq": 4.0, "rope_original_max": 64})
+    c.cpu_only = True
+    yield c
     for axis, r in ((1, 2), (0, 3)):
         x = normal(dims(3))
         c = Case("RepeatInterleave", "RepeatInterleave axis %d x%d" % (axis, r))

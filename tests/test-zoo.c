@@ -55,6 +55,23 @@ static const ZooCase cases[] = {
     "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"num_key_value_heads\": 2, "
     "\"max_position_embeddings\": 64}",
     "dp=2,mp=2", 0 },
+  /* Llama 3.1: rope_type llama3 (frequencies slowed past the original context, blended in
+   * between: original context 64 makes pair 1 of 4 blend and pairs 2 and 3 slow). The
+   * respelling moves rope_scaling into rope_parameters, transformers 5's spelling. */
+  { "llama-3.1", "llama-3.1-8b.json", 8030261248u,
+    "{\"vocab_size\": 96, \"hidden_size\": 32, \"intermediate_size\": 48, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+    "\"max_position_embeddings\": 64, \"rope_theta\": 10000.0, \"rope_scaling\": "
+    "{\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+    "\"original_max_position_embeddings\": 64, \"rope_type\": \"llama3\"}}",
+    "dp=2,mp=2", 0, 0,
+    "{\"rope_parameters\": {\"factor\": 8.0, \"low_freq_factor\": 1.0, "
+    "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192, "
+    "\"rope_type\": \"llama3\", \"rope_theta\": 500000.0}}",
+    "rope_scaling,rope_theta",
+    "{\"rope_parameters\": {\"factor\": 4.0, \"low_freq_factor\": 1.0, "
+    "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192, "
+    "\"rope_type\": \"llama3\", \"rope_theta\": 500000.0}}" },
   /* Multi-query (one kv head) with head_dim 16 set apart from hidden / heads = 8: on mp=2
    * the kv head is repeated twice. */
   { "gemma-2b", "gemma-2b.json", 2506172416u,
@@ -201,6 +218,23 @@ test_params (gconstpointer data)
   g_assert_cmpuint (planner_graph_get_parameter_count (g), ==, c->hf_params);
 }
 
+/* Removes the comma-separated @keys (may be NULL) from the config text in *@text. */
+static void
+unset_members (char **text, const char *keys)
+{
+  if (keys == NULL)
+    return;
+  g_autoptr (JsonParser) p = json_parser_new ();
+  g_assert_true (json_parser_load_from_data (p, *text, -1, NULL));
+  g_auto (GStrv) names = g_strsplit (keys, ",", -1);
+  for (guint i = 0; names[i]; i++)
+    json_object_remove_member (json_node_get_object (json_parser_get_root (p)), names[i]);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  json_generator_set_root (gen, json_parser_get_root (p));
+  g_free (*text);
+  *text = json_generator_to_data (gen, NULL);
+}
+
 /* transformers 4 wrote torch_dtype and rope_theta beside rope_scaling; transformers 5
  * writes dtype and rope_parameters {rope_theta, rope_type}: both build one graph. */
 static void
@@ -229,24 +263,13 @@ test_spellings (gconstpointer data)
                                  theta);
     }
   g_autofree char *new_text = config_text (c->file, members, dtype_rename);
-  if (c->unset != NULL)
-    {
-      /* Drop the old members from the respelled text. */
-      g_autoptr (JsonParser) p = json_parser_new ();
-      g_assert_true (json_parser_load_from_data (p, new_text, -1, NULL));
-      g_auto (GStrv) keys = g_strsplit (c->unset, ",", -1);
-      for (guint i = 0; keys[i]; i++)
-        json_object_remove_member (json_node_get_object (json_parser_get_root (p)), keys[i]);
-      g_autoptr (JsonGenerator) gen = json_generator_new ();
-      json_generator_set_root (gen, json_parser_get_root (p));
-      g_free (new_text);
-      new_text = json_generator_to_data (gen, NULL);
-    }
+  unset_members (&new_text, c->unset);
   g_autoptr (PlannerGraph) new_graph = import (new_text, 2, 1, seq_of (c, 16), 0, 0);
   g_assert_true (planner_graph_equal (old_graph, new_graph));
   if (c->respell_wrong != NULL)
     {
       g_autofree char *wrong = config_text (c->file, c->respell_wrong, dtype_rename);
+      unset_members (&wrong, c->unset);
       g_autoptr (PlannerGraph) wrong_graph = import (wrong, 2, 1, seq_of (c, 16), 0, 0);
       g_assert_false (planner_graph_equal (old_graph, wrong_graph));
     }

@@ -84,6 +84,17 @@ ZOO = {
                                     "num_hidden_layers": 2, "num_attention_heads": 4,
                                     "num_key_value_heads": 1, "max_position_embeddings": 64},
                 LLAMA_PINS, ["--kv-replicas", "2"]),
+    # Llama 3.1's rope_type llama3, with an original context of 64 so that one of the four
+    # frequency pairs blends and two slow down.
+    "llama-3.1": ("llama-3.1-8b.json", {"vocab_size": 80, "hidden_size": 32,
+                                        "intermediate_size": 48, "num_hidden_layers": 2,
+                                        "num_attention_heads": 4, "num_key_value_heads": 2,
+                                        "max_position_embeddings": 64, "rope_theta": 10000.0,
+                                        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+                                                         "high_freq_factor": 4.0,
+                                                         "original_max_position_embeddings": 64,
+                                                         "rope_type": "llama3"}},
+                  LLAMA_PINS),
     # Gemma: the scaled embedding, (1 + weight) norms, GeGLU; head_dim set apart (16, not
     # hidden / heads = 8); multi-query like gemma-2b, so repeated on tp=2.
     "gemma": ("gemma-2b.json", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 48,
