@@ -583,6 +583,9 @@ b_sdpa (ExecutorDevice *dev, BCall *b, GError **error)
         /* P again, as the forward computed it. */
         memset (p, 0, (gsize)(s.sq * s.sk) * sizeof (float));
         gemm_acc (FALSE, TRUE, s.sq, s.sk, s.d, qh, kh, p);
+        const float *bias = executor_sdpa_bias (c, bb, h);
+        for (gint64 e = 0; bias && e < s.sq * s.sk; e++)
+          p[e] += (float)(bias[e] / s.scale);
         for (gint64 i = 0; s.alibi && i < s.sq; i++)
           executor_sdpa_alibi_row (&s, h, p + i * s.sk);
         for (gint64 i = 0; i < s.sq; i++)
@@ -602,6 +605,14 @@ b_sdpa (ExecutorDevice *dev, BCall *b, GError **error)
               dot += (double)dp[i * s.sk + j] * p[i * s.sk + j];
             for (gint64 j = 0; j < s.sk; j++)
               dp[i * s.sk + j] = (float)(p[i * s.sk + j] * (dp[i * s.sk + j] - dot) * s.scale);
+          }
+        /* The bias adds to the scaled scores: its gradient is dS before the scale, summed
+         * over what it broadcasts. */
+        if (c->n_inputs == 4 && gin (b, 3))
+          {
+            float *db = gin (b, 3) + executor_sdpa_bias_offset (c, bb, h);
+            for (gint64 e = 0; e < s.sq * s.sk; e++)
+              db[e] += (float)(dp[e] / s.scale);
           }
         if (gin (b, 0))
           gemm_acc (FALSE, FALSE, s.sq, s.d, s.sk, dp, kh, gin (b, 0) + qo * s.d);
@@ -680,6 +691,13 @@ b_scale (ExecutorDevice *dev, BCall *b, GError **error)
   return TRUE;
 }
 
+/* Positions only: nothing flows back to the ids. */
+static gboolean
+b_no_gradient (ExecutorDevice *dev, BCall *b, GError **error)
+{
+  return TRUE;
+}
+
 /* Every op type's backward. */
 #define BACKWARD_TABLE                                                                             \
   {                                                                                                \
@@ -697,6 +715,7 @@ b_scale (ExecutorDevice *dev, BCall *b, GError **error)
     [PLANNER_OP_ROTARY_EMBEDDING] = b_rotary, [PLANNER_OP_SDPA] = b_sdpa,                          \
     [PLANNER_OP_CROSS_ENTROPY] = b_cross_entropy, [PLANNER_OP_CONV2D] = b_conv2d,                  \
     [PLANNER_OP_REPEAT_INTERLEAVE] = b_repeat_interleave, [PLANNER_OP_SCALE] = b_scale,            \
+    [PLANNER_OP_RELATIVE_POSITION_BUCKET] = b_no_gradient,                                         \
   }
 
 #ifdef SHARDSCOPE_KERNEL_MUTATIONS

@@ -499,6 +499,10 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
         const float *kh = pk + (b * k[1] + kvh) * s.sk * s.d;
         const float *vh = pv + (b * k[1] + kvh) * s.sk * s.dv;
         executor_cpu_gemm (TRUE, s.sq, s.sk, s.d, qh, kh, scores);
+        const float *bias = executor_sdpa_bias (c, b, h);
+        /* The bias adds to the scaled scores; attention_row scales what it is given. */
+        for (gint64 e = 0; bias && e < s.sq * s.sk; e++)
+          scores[e] += (float)(bias[e] / s.scale);
         for (gint64 i = 0; s.alibi && i < s.sq; i++)
           executor_sdpa_alibi_row (&s, h, scores + i * s.sk);
         for (gint64 i = 0; i < s.sq; i++)
@@ -598,8 +602,47 @@ k_scale (ExecutorDevice *dev, Call *c, GError **error)
   return TRUE;
 }
 
+/* transformers' T5Attention._relative_position_bucket, with its float32 logarithms. */
+static gboolean
+k_relative_position_bucket (ExecutorDevice *dev, Call *c, GError **error)
+{
+  const gint64 *a = c->op->attrs.ints;
+  gint64 s = c->outputs[0].shape[0], sk = c->outputs[0].shape[1];
+  gint64 buckets = a[0], max_distance = a[1];
+  gboolean bidirectional = a[2] != 0;
+  gint64 *out = executor_cpu_i64 (c->outputs[0].buffer);
+  if (bidirectional)
+    buckets /= 2;
+  gint64 exact = buckets / 2;
+  float denominator = (float)log ((double)max_distance / (double)exact);
+  for (gint64 i = 0; i < s; i++)
+    for (gint64 j = 0; j < sk; j++)
+      {
+        gint64 rel = j - i, bucket = 0;
+        if (bidirectional)
+          {
+            bucket = rel > 0 ? buckets : 0;
+            rel = rel < 0 ? -rel : rel;
+          }
+        else
+          rel = rel < 0 ? -rel : 0;
+        if (rel < exact)
+          bucket += rel;
+        else
+          {
+            gint64 large = exact
+                           + (gint64)(logf ((float)rel / (float)exact) / denominator
+                                      * (float)(buckets - exact));
+            bucket += MIN (large, buckets - 1);
+          }
+        out[i * sk + j] = bucket;
+      }
+  return TRUE;
+}
+
 const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = {
   EXECUTOR_KERNEL_ENTRIES
   [PLANNER_OP_REPEAT_INTERLEAVE] = k_repeat_interleave,
   [PLANNER_OP_SCALE] = k_scale,
+  [PLANNER_OP_RELATIVE_POSITION_BUCKET] = k_relative_position_bucket,
 };

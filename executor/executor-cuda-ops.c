@@ -317,6 +317,10 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorSdpa s;
   if (!executor_sdpa_dims (c, &s, error))
     return FALSE;
+  if (c->n_inputs == 4)
+    return executor_kernel_error (error, c,
+                                  "a score bias (T5's relative positions) has a CPU kernel only; "
+                                  "use the cpu backend");
   if (s.alibi)
     return executor_kernel_error (error, c,
                                   "ALiBi attention (BLOOM) has a CPU kernel only; use the cpu "

@@ -346,6 +346,23 @@ executor_rotary_position_scale (const PlannerOpAttrs *a, gint64 i, gint64 d)
   return (1.0 - smooth) / a->rope_factor + smooth;
 }
 
+/* ---- SDPA's score bias (issue 16) ---- */
+
+gint64
+executor_sdpa_bias_offset (const ExecutorOpCall *c, gint64 b, gint64 h)
+{
+  const gint64 *m = c->inputs[3].shape;
+  return ((m[0] == 1 ? 0 : b) * m[1] + (m[1] == 1 ? 0 : h)) * m[2] * m[3];
+}
+
+const float *
+executor_sdpa_bias (const ExecutorOpCall *c, gint64 b, gint64 h)
+{
+  if (c->n_inputs < 4)
+    return NULL;
+  return executor_in_f32 (c, 3) + executor_sdpa_bias_offset (c, b, h);
+}
+
 /* ---- ALiBi (issue 16) ---- */
 
 double

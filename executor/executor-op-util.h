@@ -124,6 +124,12 @@ typedef struct
  * 3.1's frequency scaling (attrs.variant 1, issue 16). */
 double executor_rotary_position_scale (const PlannerOpAttrs *attrs, gint64 i, gint64 d);
 
+/* The score bias (SDPA's input 3, T5; issue 16) of local batch @b and query head @h, scores
+ * [Sq, Sk]: its rows, or NULL without one. */
+const float *executor_sdpa_bias (const ExecutorOpCall *c, gint64 b, gint64 h);
+/* Offset of those rows in the bias, for its gradient. */
+gint64 executor_sdpa_bias_offset (const ExecutorOpCall *c, gint64 b, gint64 h);
+
 /* ALiBi's slope of global query head @h of @n (Press et al., as BLOOM builds them). */
 double executor_alibi_slope (gint64 n, gint64 h);
 /* Adds local query head @h_local's ALiBi bias, slope x key position, to one row of raw

@@ -261,6 +261,8 @@ result_dtype (PlannerGraph *self, PlannerOpType type, const PlannerOpAttrs *attr
     return attrs->dtype;
   if (type == PLANNER_OP_EMBEDDING)
     return g_array_index (self->tensors, PlannerTensor, inputs[1]).dtype;
+  if (type == PLANNER_OP_RELATIVE_POSITION_BUCKET)
+    return PLANNER_DTYPE_I64;
   for (guint i = 0; i < n_inputs; i++)
     {
       PlannerDType d = g_array_index (self->tensors, PlannerTensor, inputs[i]).dtype;

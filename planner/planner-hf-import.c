@@ -26,6 +26,7 @@ typedef enum
   FAMILY_FALCON,
   FAMILY_BLOOM,
   FAMILY_VIT,
+  FAMILY_T5,
 } Family;
 
 typedef struct
@@ -51,6 +52,7 @@ static const ModelType model_types[] = {
   { "falcon", FAMILY_FALCON, { "FalconForCausalLM" } },
   { "bloom", FAMILY_BLOOM, { "BloomForCausalLM" } },
   { "vit", FAMILY_VIT, { "ViTForImageClassification" } },
+  { "t5", FAMILY_T5, { "T5ForConditionalGeneration" } },
 };
 
 static const struct
@@ -141,6 +143,10 @@ typedef struct
    * context (factor 0: plain rotary). */
   double rope_factor, rope_low_freq, rope_high_freq;
   gint64 rope_original_max;
+  /* T5: decoder layers, relative position buckets and their reach, a gated feed-forward
+   * (wi_0, wi_1), the decoder's output times d_model^-0.5 before the tied lm_head. */
+  gint64 decoder_layers, buckets, max_distance;
+  gboolean gated, scale_decoder;
   /* Field names as this family spells them, for messages. */
   const char *max_positions_field;
 } HfConfig;
@@ -792,6 +798,49 @@ parse_vit (Reader *r, HfConfig *c)
   c->vocab = c->labels;
 }
 
+/* T5: an encoder and a decoder of RMSNorms (T5LayerNorm), attention without the 1/sqrt(d)
+ * scale whose scores take a learned bias by relative position bucket (one table each, in
+ * block 0, shared by the blocks), cross-attention, ReLU or gated feed-forwards, one shared
+ * embedding that lm_head reuses (transformers 5 always ties it; the decoder's output is
+ * scaled by d_model^-0.5 unless scale_decoder_outputs, or before transformers 5
+ * tie_word_embeddings, is false, as in T5 v1.1). */
+static void
+parse_t5 (Reader *r, HfConfig *c)
+{
+  const char *ff;
+
+  c->vocab = reader_size (r, "vocab_size", NULL, REQUIRED);
+  c->hidden = reader_size (r, "d_model", NULL, REQUIRED);
+  c->head_dim = reader_size (r, "d_kv", NULL, REQUIRED);
+  c->intermediate = reader_size (r, "d_ff", NULL, REQUIRED);
+  c->layers = reader_size (r, "num_layers", NULL, REQUIRED);
+  c->decoder_layers = reader_size (r, "num_decoder_layers", NULL, c->layers);
+  c->heads = reader_size (r, "num_heads", NULL, REQUIRED);
+  c->kv_heads = c->heads;
+  c->buckets = reader_size (r, "relative_attention_num_buckets", NULL, 32);
+  c->max_distance = reader_size (r, "relative_attention_max_distance", NULL, 128);
+  c->eps = reader_positive (r, "layer_norm_epsilon", 1e-6);
+  c->tie = TRUE;
+  /* transformers 5 writes scale_decoder_outputs (and tie_word_embeddings true); before it,
+   * tie_word_embeddings false meant no scaling. */
+  c->scale_decoder = reader_bool (r, "scale_decoder_outputs",
+                                  reader_bool (r, "tie_word_embeddings", TRUE));
+  c->max_positions = G_MAXINT32; /* relative positions have no table */
+  c->max_positions_field = "n_positions";
+  ff = reader_string (r, "feed_forward_proj", NULL, "relu");
+  if (r->error == NULL)
+    {
+      c->gated = g_str_has_prefix (ff, "gated-");
+      if (g_str_equal (ff, "gated-gelu"))
+        read_activation (r, c, "feed_forward_proj.gelu", "gelu_new");
+      else
+        read_activation (r, c, "feed_forward_proj.act", c->gated ? ff + 6 : ff);
+    }
+  if (r->error == NULL && c->buckets < 4)
+    g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
+                 "%s: relative_attention_num_buckets must be at least 4", r->what);
+}
+
 static gboolean
 hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **error)
 {
@@ -906,6 +955,10 @@ hf_config_parse (JsonObject *object, const char *what, HfConfig *c, GError **err
 
     case FAMILY_VIT:
       parse_vit (&r, c);
+      break;
+
+    case FAMILY_T5:
+      parse_t5 (&r, c);
       break;
 
     default:
@@ -2060,6 +2113,165 @@ build_vit (Builder *b, const HfConfig *c, gint64 layers)
     planner_graph_mark_output (b->graph, x);
 }
 
+/* T5's position bias of one stack "<stack>." [1, heads, S, S]: buckets from @ids' length, the
+ * block-0 table looked up, heads first. */
+static int
+b_t5_position_bias (Builder *b, const HfConfig *c, const char *stack, int ids, gboolean bidirectional)
+{
+  PlannerOpAttrs *attrs;
+  int buckets, table, bias;
+
+  b_prefix (b, "%s.", stack);
+  attrs = b_attrs (b);
+  attrs->n_ints = 3;
+  attrs->ints[0] = c->buckets;
+  attrs->ints[1] = c->max_distance;
+  attrs->ints[2] = bidirectional;
+  buckets = b_op (b, "relative_position_bucket", PLANNER_OP_RELATIVE_POSITION_BUCKET, attrs,
+                  IDS (ids), NULL);
+  table = b_param (b, "block.0.layer.0.SelfAttention.relative_attention_bias", ".weight",
+                   DIMS (c->buckets, c->heads));
+  if (b->error != NULL)
+    return -1;
+  bias = b_embedding (b, "block.0.layer.0.SelfAttention.relative_attention_bias", buckets, table);
+  if (b->error != NULL)
+    return -1;
+  attrs = b_attrs (b);
+  attrs->n_ints = 3;
+  attrs->ints[0] = 2;
+  attrs->ints[1] = 0;
+  attrs->ints[2] = 1;
+  bias = b_op (b, "position_bias_heads", PLANNER_OP_TRANSPOSE, attrs, IDS (bias), NULL);
+  return b_reshape (b, "position_bias", bias, DIMS (1, c->heads, b->seq, b->seq));
+}
+
+/* One T5 attention "<rest>" (SelfAttention or EncDecAttention): q from @x, k and v from
+ * @kv_in, unscaled scores plus @bias (or none), then o. */
+static int
+b_t5_attention (Builder *b, const HfConfig *c, const char *rest, int x, int kv_in, int bias,
+                gboolean causal)
+{
+  const gint64 H = c->hidden, n = c->heads, hd = c->head_dim;
+  char name[128];
+  PlannerOpAttrs *attrs;
+  int q, k, v, a;
+
+#define T5_NAME(what) (g_snprintf (name, sizeof name, "%s.%s", rest, what), name)
+  q = b_linear (b, T5_NAME ("q"), x, H, n * hd, TRUE, FALSE, n);
+  k = b_linear (b, T5_NAME ("k"), kv_in, H, n * hd, TRUE, FALSE, n);
+  v = b_linear (b, T5_NAME ("v"), kv_in, H, n * hd, TRUE, FALSE, n);
+  q = b_split_heads (b, rest, "q", q, n, hd);
+  k = b_split_heads (b, rest, "k", k, n, hd);
+  v = b_split_heads (b, rest, "v", v, n, hd);
+  if (b->error != NULL)
+    return -1;
+  attrs = b_attrs (b);
+  attrs->causal = causal;
+  attrs->scale = 1.0;
+  a = bias < 0 ? b_op (b, T5_NAME ("sdpa"), PLANNER_OP_SDPA, attrs, IDS (q, k, v), NULL)
+               : b_op (b, T5_NAME ("sdpa"), PLANNER_OP_SDPA, attrs, IDS (q, k, v, bias), NULL);
+  a = b_merge_heads (b, rest, a, n, hd);
+  return b_linear (b, T5_NAME ("o"), a, n * hd, H, TRUE, FALSE, 0);
+#undef T5_NAME
+}
+
+/* T5's feed-forward "<rest>.DenseReluDense" on @x. */
+static int
+b_t5_feed_forward (Builder *b, const HfConfig *c, const char *rest, int x)
+{
+  char name[128];
+  int h;
+
+  if (c->gated)
+    {
+      int gate, lin;
+
+      g_snprintf (name, sizeof name, "%s.DenseReluDense.wi_0", rest);
+      gate = b_linear (b, name, x, c->hidden, c->intermediate, TRUE, FALSE, 0);
+      g_snprintf (name, sizeof name, "%s.DenseReluDense.act", rest);
+      gate = b_activation (b, name, c, gate);
+      g_snprintf (name, sizeof name, "%s.DenseReluDense.wi_1", rest);
+      lin = b_linear (b, name, x, c->hidden, c->intermediate, TRUE, FALSE, 0);
+      g_snprintf (name, sizeof name, "%s.DenseReluDense.mul", rest);
+      h = b_binary (b, name, PLANNER_OP_MUL, gate, lin);
+    }
+  else
+    {
+      g_snprintf (name, sizeof name, "%s.DenseReluDense.wi", rest);
+      h = b_linear (b, name, x, c->hidden, c->intermediate, TRUE, FALSE, 0);
+      g_snprintf (name, sizeof name, "%s.DenseReluDense.act", rest);
+      h = b_activation (b, name, c, h);
+    }
+  g_snprintf (name, sizeof name, "%s.DenseReluDense.wo", rest);
+  return b_linear (b, name, h, c->intermediate, c->hidden, TRUE, FALSE, 0);
+}
+
+/* T5. Encoder and decoder read sequences of the same length (--seq): input_ids and
+ * decoder_input_ids. --layers sets both stacks' depth. */
+static void
+build_t5 (Builder *b, const HfConfig *c, gint64 layers)
+{
+  const gint64 H = c->hidden;
+  const gint64 dec_layers = layers == c->layers ? c->decoder_layers : layers;
+  int ids, dec_ids, shared, x, y, bias;
+
+  b_prefix (b, "%s", "");
+  ids = b_input (b, "input_ids", DIMS (b->batch, b->seq));
+  dec_ids = b_input (b, "decoder_input_ids", DIMS (b->batch, b->seq));
+  shared = b_param (b, "shared", ".weight", DIMS (c->vocab, H));
+
+  b_prefix (b, "encoder.");
+  x = b_embedding (b, "embed_tokens", ids, shared);
+  bias = b_t5_position_bias (b, c, "encoder", ids, TRUE);
+  for (gint64 i = 0; i < layers && b->error == NULL; i++)
+    {
+      int h;
+
+      b_prefix (b, "encoder.block.%" G_GINT64_FORMAT ".", i);
+      h = b_rms_norm (b, "layer.0.layer_norm", x, H, c->eps);
+      h = b_t5_attention (b, c, "layer.0.SelfAttention", h, h, bias, FALSE);
+      x = b_binary (b, "layer.0.add", PLANNER_OP_ADD, x, h);
+      h = b_rms_norm (b, "layer.1.layer_norm", x, H, c->eps);
+      h = b_t5_feed_forward (b, c, "layer.1", h);
+      x = b_binary (b, "layer.1.add", PLANNER_OP_ADD, x, h);
+    }
+  b_prefix (b, "encoder.");
+  x = b_rms_norm (b, "final_layer_norm", x, H, c->eps);
+
+  b_prefix (b, "decoder.");
+  y = b_embedding (b, "embed_tokens", dec_ids, shared);
+  bias = b_t5_position_bias (b, c, "decoder", dec_ids, FALSE);
+  for (gint64 i = 0; i < dec_layers && b->error == NULL; i++)
+    {
+      int h;
+
+      b_prefix (b, "decoder.block.%" G_GINT64_FORMAT ".", i);
+      h = b_rms_norm (b, "layer.0.layer_norm", y, H, c->eps);
+      h = b_t5_attention (b, c, "layer.0.SelfAttention", h, h, bias, TRUE);
+      y = b_binary (b, "layer.0.add", PLANNER_OP_ADD, y, h);
+      h = b_rms_norm (b, "layer.1.layer_norm", y, H, c->eps);
+      h = b_t5_attention (b, c, "layer.1.EncDecAttention", h, x, -1, FALSE);
+      y = b_binary (b, "layer.1.add", PLANNER_OP_ADD, y, h);
+      h = b_rms_norm (b, "layer.2.layer_norm", y, H, c->eps);
+      h = b_t5_feed_forward (b, c, "layer.2", h);
+      y = b_binary (b, "layer.2.add", PLANNER_OP_ADD, y, h);
+    }
+  b_prefix (b, "decoder.");
+  y = b_rms_norm (b, "final_layer_norm", y, H, c->eps);
+  if (c->scale_decoder && b->error == NULL)
+    {
+      PlannerOpAttrs *attrs = b_attrs (b);
+
+      attrs->scale = 1.0 / sqrt ((double)H);
+      y = b_op (b, "scale_outputs", PLANNER_OP_SCALE, attrs, IDS (y), NULL);
+    }
+  b_prefix (b, "%s", "");
+  if (b->error == NULL)
+    y = b_matmul (b, "lm_head", y, shared, -1, TRUE, 0, "logits");
+  if (b->error == NULL)
+    planner_graph_mark_output (b->graph, y);
+}
+
 static void
 build_bert (Builder *b, const HfConfig *c, gint64 layers)
 {
@@ -2258,6 +2470,9 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
       break;
     case FAMILY_VIT:
       build_vit (&b, &c, layers);
+      break;
+    case FAMILY_T5:
+      build_t5 (&b, &c, layers);
       break;
     default:
       g_assert_not_reached ();

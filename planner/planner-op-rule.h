@@ -57,12 +57,16 @@ typedef enum
   PLANNER_OP_ROTARY_EMBEDDING, /* x[B, H, S, D]; attrs.theta; positions are the global S index;
                                 * attrs.variant 1: llama3 frequency scaling (attrs.rope_*) */
   PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal;
-                             * attrs.variant 1: ALiBi (BLOOM) */
+                             * attrs.variant 1: ALiBi (BLOOM); optional input 3: a bias on the
+                             * scaled scores [B or 1, H or 1, Sq, Sk] (T5) */
   PLANNER_OP_CROSS_ENTROPY, /* logits[..., V], labels[...] i64 -> mean loss [] */
   PLANNER_OP_CONV2D,        /* x[N, C, H, W], w[O, C, kh, kw] (+ bias[O]); attrs.ints: stride, pad */
   /* Model zoo (issue 16). */
   PLANNER_OP_REPEAT_INTERLEAVE, /* each slice of dim attrs.axis attrs.ints[0] times (repeat_kv) */
   PLANNER_OP_SCALE,             /* x * attrs.scale (Gemma's embedding times sqrt (hidden)) */
+  /* ids[B, S] -> i64 [S, S]: T5's bucket of key j - query i; attrs.ints: buckets,
+   * max distance, bidirectional (1) or causal (0). Reads only the shape of its input. */
+  PLANNER_OP_RELATIVE_POSITION_BUCKET,
   PLANNER_N_OP_TYPES
 } PlannerOpType;
 

@@ -461,7 +461,30 @@ def rotary_llama3(x, theta, factor, low, high, original):
     return x * np.cos(emb) + rot * np.sin(emb)
 
 
+def sdpa_bias(q, k, v, bias, causal):  # T5Attention: q k^T (unscaled) + position bias
+    s = q @ np.swapaxes(k, -1, -2) + bias
+    if causal:
+        sq, sk = s.shape[-2:]
+        s = np.where(np.tril(np.ones((sq, sk), dtype=bool)), s, -np.inf)
+    return softmax(s, -1) @ v
+
+
 def cases_zoo():
+    for causal, per_batch in ((False, False), (True, True)):
+        B, H = int(rng.integers(1, 3)), int(rng.integers(2, 4))
+        S, D = int(rng.integers(3, 7)), int(rng.integers(2, 5))
+        q, k, v = normal([B, H, S, D]), normal([B, H, S, D]), normal([B, H, S, D])
+        bias = normal([B if per_batch else 1, H, S, S])
+        c = Case("ScaledDotProductAttention", "SDPA score bias %s%s" % (
+            "causal" if causal else "full", " per batch" if per_batch else ""))
+        attrs = {"scale": 1.0}
+        if causal:
+            attrs["causal"] = True
+        c.op([c.src("q", q), c.src("k", k), c.src("v", v), c.src("bias", bias)],
+             lambda s, causal=causal: {"y": sdpa_bias(s["q"], s["k"], s["v"], s["bias"], causal)},
+             attrs)
+        c.cpu_only = True
+        yield c
     # d = 8 and theta 10000 with an original context of 64: pair 0 keeps its frequency, pair 1
     # blends, pairs 2 and 3 slow down by the factor.
     x = normal([2, 3, 7, 8])

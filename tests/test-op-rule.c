@@ -262,6 +262,13 @@ static const OpCase cases[] = {
     .n_outputs = 1, .output_shapes = "[4,6]", .count_2x2 = 8, .count_2x2x2 = 19,
     .pick_mesh = "a=2,b=2", .pick = "d0=a d1=b", .in_layouts = "[a,b]", .out_layouts = "[a,b]",
     .in_local = "[2,3]", .out_local = "[2,3]" },
+  /* RelativePositionBucket ids[2,4] -> [4,4] i64: every factor need-replication, so only
+   * the replicated strategy: 1 and 1. */
+  { "RelativePositionBucket", PLANNER_OP_RELATIVE_POSITION_BUCKET, .n_ints = 3,
+    .ints = { 32, 128, 1 }, .n_inputs = 1, .ranks = { 2 }, .shapes = { { 2, 4 } },
+    .n_outputs = 1, .output_shapes = "[4,4]", .count_2x2 = 1, .count_2x2x2 = 1,
+    .pick_mesh = "a=2,b=2", .pick = "replicated", .in_layouts = "[_,_]", .out_layouts = "[_,_]",
+    .in_local = "[2,4]", .out_local = "[4,4]" },
   /* Conv2D x[4,6,8,8], w[10,6,3,3], bias[10]: n=4 (c 2), o=10 (c 1), c=6 (c 1, reduction),
    * spatial dims need-replication. m1 = 3, m2 = 1, m3 = 0.
    * 2 axes: 9 + 3 + 1 + 1 = 14. 3 axes: 1 + 9 + 3(6+1) + 6 + 3*1*2 + 0 = 43. */

@@ -133,6 +133,13 @@ static const ZooCase cases[] = {
     "\"id2label\": {\"0\": \"a\", \"1\": \"b\", \"2\": \"c\", \"3\": \"d\", "
     "\"4\": \"e\", \"5\": \"f\"}}",
     "dp=2,mp=2", .fixed_seq = TRUE, .no_training = TRUE },
+  /* Encoder-decoder: relative position buckets (bidirectional, causal), unscaled attention
+   * with a score bias, cross-attention, the shared embedding read three times. */
+  { "t5-small", "t5-small.json", 60506624u,
+    "{\"vocab_size\": 96, \"d_model\": 32, \"d_kv\": 8, \"d_ff\": 48, \"num_layers\": 2, "
+    "\"num_heads\": 4, \"relative_attention_num_buckets\": 8, "
+    "\"relative_attention_max_distance\": 6}",
+    "dp=2,mp=2", .no_training = TRUE },
 };
 
 static char *

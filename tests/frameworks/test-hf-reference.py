@@ -275,12 +275,101 @@ def compare(res, logits, loss, grads, names=None):
 # Vision (issue 16): ViT's forward against ViTForImageClassification's logits, the image
 # given with the weights (pixel_values beside the parameters in model.safetensors); the
 # executor's training step trains language models, so there is no gradient to compare.
+# Encoder-decoder (issue 16): T5's forward against T5ForConditionalGeneration's logits, the
+# decoder's tokens given with the weights (decoder_input_ids beside the parameters); the
+# executor's training step trains decoder-only language models.
+SEQ2SEQ = {
+    "t5": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
+                             "num_layers": 2, "num_heads": 4,
+                             "relative_attention_num_buckets": 8,
+                             "relative_attention_max_distance": 6}),
+    "t5-gated": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
+                                   "num_layers": 2, "num_heads": 4,
+                                   "feed_forward_proj": "gated-gelu",
+                                   "tie_word_embeddings": False}),
+}
+
 VISION = {
     "vit": ("vit-base-patch16-224.json", {"hidden_size": 32, "intermediate_size": 48,
                                           "num_hidden_layers": 2, "num_attention_heads": 4,
                                           "image_size": 8, "patch_size": 2,
                                           "id2label": {str(i): "l%d" % i for i in range(6)}}),
 }
+
+
+def forward_runs(tmp, model, folder, m, logits, results, table, tokens=None):
+    """propagate under each policy, run forward, logits (sharded and unsharded) against m's."""
+    from safetensors.numpy import load_file
+
+    for policy in POLICIES:
+        plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
+        out = os.path.join(tmp, "out.safetensors")
+        ref = os.path.join(tmp, "ref.safetensors")
+        what = "%s under %s on %s" % (model, policy, MESH)
+        seq = ["--seq", str(S)] if tokens else []
+        p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"), "--mesh", MESH,
+                            "--policy", policy, "--batch", str(B), *seq, "--hardware",
+                            "cpu-local", "--allow-tied", "-o", plan],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
+            continue
+        more = ["--tokens", tokens] if tokens else []
+        p = subprocess.run([CLI, "run", plan, "--weights", folder, *more, "--outputs", out,
+                            "--outputs-reference", ref, "--repeat", "1", "--warmup", "0"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            results.append((False, "%s: run exit %d: %s" % (what, p.returncode,
+                                                            p.stderr.strip()[:600])))
+            continue
+        for side, f in (("sharded", out), ("unsharded", ref)):
+            got = load_file(f).get("logits")
+            e = rel(got, logits) if got is not None and got.shape == logits.shape \
+                else float("inf")
+            if side == "sharded":
+                table.append((model, policy, e, float("nan"), float("nan"), "(forward)"))
+            results.append((e <= TOL, "%s, %s: vs Hugging Face %s, logits rel %.2g (tol %g)"
+                            % (what, side, type(m).__name__, e, TOL)))
+
+
+def seq2seq_runs(tmp, only, results, table):
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file, save_file
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+
+    for k, (model, (fname, sizes)) in enumerate(SEQ2SEQ.items()):
+        if only and model not in only:
+            continue
+        with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
+            real = json.load(f)
+        fields = {key: v for key, v in real.items()
+                  if key not in ("model_type", "torch_dtype", "dtype")}
+        fields.update(sizes)
+        fields["dtype"] = "float32"
+        config = AutoConfig.for_model(real["model_type"], **fields)
+        torch.manual_seed(41 + k)
+        m = AutoModelForSeq2SeqLM.from_config(config, dtype=torch.float32)
+        g = torch.Generator().manual_seed(41 + k)
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                r = torch.randn(p.shape, generator=g, dtype=torch.float32)
+                p.copy_(0.3 * r if p.dim() >= 2 else 1.0 + 0.1 * r)
+        m.eval()
+        folder = os.path.join(tmp, model)
+        m.save_pretrained(folder)
+        rng = np.random.default_rng(41 + k)
+        ids = rng.integers(0, config.vocab_size, size=(B, S)).astype(np.int64)
+        dec = rng.integers(0, config.vocab_size, size=(B, S)).astype(np.int64)
+        tokens = os.path.join(tmp, model + "-tokens.npy")
+        np.save(tokens, ids)
+        path = os.path.join(folder, "model.safetensors")
+        weights = load_file(path)
+        weights["decoder_input_ids"] = dec
+        save_file(weights, path)
+        with torch.no_grad():
+            logits = m(input_ids=torch.tensor(ids), decoder_input_ids=torch.tensor(dec)).logits
+        forward_runs(tmp, model, folder, m, logits.numpy(), results, table, tokens)
 
 
 def vision_runs(tmp, only, results, table):
@@ -409,6 +498,7 @@ def main():
                                     "loss rel %.2g, %d gradients rel %.2g (tol %g)%s" % (
                                         what, side, type(m).__name__, el, ez, len(grads), eg,
                                         TOL, "" if not msgs else "; " + "; ".join(msgs[:4]))))
+        seq2seq_runs(tmp, only, results, table)
         vision_runs(tmp, only, results, table)
     print("1..%d" % len(results))
     for i, (ok, what) in enumerate(results):
