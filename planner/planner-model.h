@@ -35,7 +35,7 @@ typedef struct
 void planner_model_options_init (PlannerModelOptions *options);
 
 /* Hugging Face config.json importer: gpt2, llama, mistral, qwen2, bert, gemma, phi3, gpt_neox,
- * opt, falcon, bloom, vit (docs/models.md). */
+ * opt, falcon, bloom, vit, t5 (docs/models.md). */
 const char *const *planner_hf_model_types (void);
 PlannerGraph *planner_hf_import_json (const char *config_json_text,
                                       const PlannerModelOptions *options, GError **error);
