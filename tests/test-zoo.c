@@ -408,6 +408,7 @@ test_kv_replicas_llama3 (void)
   g_assert_null (refused);
   g_assert_nonnull (error);
   g_assert_nonnull (strstr (error->message, "8 heads % 16 != 0"));
+  g_assert_nonnull (strstr (error->message, "or repeat each kv head with --kv-replicas 2"));
   g_clear_error (&error);
 
   g_autoptr (PlannerGraph) g = import (text, 2, 2, 64, 2, 0);
