@@ -19,6 +19,7 @@
 #include "executor-train.h"
 #include "executor-trial.h"
 #include "planner-error.h"
+#include "planner-export.h"
 #include "planner-model.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
@@ -310,6 +311,21 @@ test_megatron (gconstpointer data)
                   c->name, bytes, t->param_bytes_per_device);
   g_assert_cmpuint (t->param_bytes_per_device, <, bytes / 3);
   g_assert_cmpuint (t->param_bytes_per_device, >=, bytes / 4);
+
+  /* It exports: every family has a row-parallel nn.Linear for DTensor (attention's output
+   * projection), MindSpore gets a strategy per op, the CSV a row per op. */
+  g_autofree char *dtensor = planner_export_to_string (plan, "dtensor", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (dtensor, ": RowwiseParallel("));
+  g_autofree char *ms = planner_export_to_string (plan, "mindspore", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (ms, "parallel_strategy_item"));
+  g_autofree char *csv = planner_export_to_string (plan, "csv", &error);
+  g_assert_no_error (error);
+  guint rows = 0;
+  for (const char *p = csv; (p = strstr (p, "\r\nop,")) != NULL; p++)
+    rows++;
+  g_assert_cmpuint (rows, ==, planner_graph_get_n_ops (g));
 }
 
 static void
