@@ -1540,12 +1540,61 @@ b_chunks (Builder *b, const char *rest, int x, int axis, guint n, const gint64 *
   return b_op_n (b, rest, PLANNER_OP_SPLIT, attrs, &x, 1, n, NULL);
 }
 
+/* A fused q | k | v weight @w [heads + 2 kv, hd, hidden] cut into its query, key and value
+ * rows ("<module>.split", kept whole on every rank), then three projections of @h named
+ * "<module>" (the query's, split by heads from the whole weight, so without communication),
+ * "<module>.k" and "<module>.v"; k and v heads repeated @replicas times (--kv-replicas).
+ * Returns q [B, heads, S, hd] and k, v [B, kv x replicas, S, hd] ("<attn>.{q,k,v}_heads"). */
+static gboolean
+b_cut_qkv (Builder *b, const char *module, const char *attn, int h, int w, gint64 n, gint64 kv,
+           gint64 replicas, int *q, int *k, int *v)
+{
+  const gint64 parts[] = { n, kv, kv };
+  char names[3][128], name[160];
+  int split, out[3];
+
+  g_snprintf (names[0], sizeof names[0], "%s", module);
+  g_snprintf (names[1], sizeof names[1], "%s.k", module);
+  g_snprintf (names[2], sizeof names[2], "%s.v", module);
+  g_snprintf (name, sizeof name, "%s.split", module);
+  split = b_chunks (b, name, w, 0, 3, parts);
+  if (split < 0)
+    return FALSE;
+  for (guint i = 0; i < 3; i++)
+    {
+      PlannerOpAttrs *attrs;
+      int wi = planner_graph_op_output (b->graph, split, i);
+
+      if (i > 0 && replicas > 1)
+        {
+          attrs = b_attrs (b);
+          attrs->axis = 0;
+          attrs->n_ints = 1;
+          attrs->ints[0] = replicas;
+          g_snprintf (name, sizeof name, "%s.repeat_kv", names[i]);
+          wi = b_op (b, name, PLANNER_OP_REPEAT_INTERLEAVE, attrs, IDS (wi), NULL);
+          if (wi < 0)
+            return FALSE;
+        }
+      attrs = b_attrs (b);
+      g_strlcpy (attrs->equation, "bsh,ndh->bsnd", sizeof attrs->equation);
+      out[i] = b_op (b, names[i], PLANNER_OP_EINSUM, attrs, IDS (h, wi), NULL);
+    }
+  for (guint i = 0; i < 3; i++)
+    {
+      g_snprintf (name, sizeof name, "%s.%c_heads", attn, "qkv"[i]);
+      int t = b_swap_seq_heads (b, name, out[i]);
+      *(i == 0 ? q : i == 1 ? k : v) = t;
+    }
+  return b->error == NULL;
+}
+
 /* Phi-3. qkv_proj is stored [(heads + 2 kv heads) x head_dim, hidden] as q | k | v; with as
  * many kv heads as query heads it is viewed as [3, heads, head_dim, hidden] so that column
  * parallelism splits each of q, k and v by heads (semantics.md 4, "Fused projections"); with
- * grouped kv heads the three parts have different sizes and it is viewed as
- * [heads + 2 kv heads, head_dim, hidden] and split by heads into q, k, v, which keeps it whole
- * on every rank. gate_up_proj [2 x intermediate, hidden] is viewed as [2, intermediate,
+ * grouped kv heads the three parts have different sizes: it is viewed as
+ * [heads + 2 kv heads, head_dim, hidden] and cut into q, k and v rows (b_cut_qkv), whole on
+ * every rank, whose projections split by heads. gate_up_proj [2 x intermediate, hidden] is viewed as [2, intermediate,
  * hidden]: gate, then up. */
 static void
 build_phi3 (Builder *b, const HfConfig *c, gint64 layers)
@@ -1576,17 +1625,24 @@ build_phi3 (Builder *b, const HfConfig *c, gint64 layers)
         }
       else
         {
-          const gint64 parts[] = { n, kv, kv };
+          int w = b_param (b, "self_attn.qkv_proj", ".weight", DIMS (n + 2 * kv, hd, H));
 
-          qkv = b_fused_linear (b, "self_attn.qkv_proj", h, "bsh,ndh->bsnd",
-                                DIMS (n + 2 * kv, hd, H));
-          split = b_chunks (b, "self_attn.split_qkv", qkv, 2, 3, parts);
+          if (b->error != NULL
+              || !b_cut_qkv (b, "self_attn.qkv_proj", "self_attn", h, w, n, kv, 1, &q, &k, &v))
+            break;
+          split = -1;
         }
-      if (split < 0)
-        break;
-      q = b_split_heads (b, "self_attn", "q", planner_graph_op_output (b->graph, split, 0), n, hd);
-      k = b_split_heads (b, "self_attn", "k", planner_graph_op_output (b->graph, split, 1), kv, hd);
-      v = b_split_heads (b, "self_attn", "v", planner_graph_op_output (b->graph, split, 2), kv, hd);
+      if (fused_heads)
+        {
+          if (split < 0)
+            break;
+          q = b_split_heads (b, "self_attn", "q", planner_graph_op_output (b->graph, split, 0), n,
+                             hd);
+          k = b_split_heads (b, "self_attn", "k", planner_graph_op_output (b->graph, split, 1), kv,
+                             hd);
+          v = b_split_heads (b, "self_attn", "v", planner_graph_op_output (b->graph, split, 2), kv,
+                             hd);
+        }
       q = b_rotary (b, "self_attn.rotary_q", q, c->rope_theta);
       k = b_rotary (b, "self_attn.rotary_k", k, c->rope_theta);
       a = b_sdpa (b, "self_attn.sdpa", q, k, v, TRUE);
@@ -1844,11 +1900,7 @@ b_falcon_qkv (Builder *b, const HfConfig *c, int h, int *q, int *k, int *v)
     }
 
   {
-    const gint64 parts[] = { n, 1, 1 };
-    const char *const names[] = { "self_attention.query_key_value",
-                                  "self_attention.query_key_value.k",
-                                  "self_attention.query_key_value.v" };
-    int w = b_param (b, "self_attention.query_key_value", ".weight", DIMS (n + 2, hd, H)), split;
+    int w = b_param (b, "self_attention.query_key_value", ".weight", DIMS (n + 2, hd, H));
 
     if (c->qkv_bias)
       {
@@ -1856,34 +1908,9 @@ b_falcon_qkv (Builder *b, const HfConfig *c, int h, int *q, int *k, int *v)
                      "multi-query Falcon with bias true is not supported");
         return FALSE;
       }
-    split = b_chunks (b, "self_attention.query_key_value.split", w, 0, 3, parts);
-    if (split < 0)
-      return FALSE;
-    for (guint i = 0; i < 3; i++)
-      {
-        PlannerOpAttrs *attrs;
-        int wi = planner_graph_op_output (b->graph, split, i);
-        char name[128];
-
-        if (i > 0 && r > 1)
-          {
-            attrs = b_attrs (b);
-            attrs->axis = 0;
-            attrs->n_ints = 1;
-            attrs->ints[0] = r;
-            g_snprintf (name, sizeof name, "%s.repeat_kv", names[i]);
-            wi = b_op (b, name, PLANNER_OP_REPEAT_INTERLEAVE, attrs, IDS (wi), NULL);
-            if (wi < 0)
-              return FALSE;
-          }
-        attrs = b_attrs (b);
-        g_strlcpy (attrs->equation, "bsh,ndh->bsnd", sizeof attrs->equation);
-        out[i] = b_op (b, names[i], PLANNER_OP_EINSUM, attrs, IDS (h, wi), NULL);
-      }
-    *q = b_swap_seq_heads (b, "self_attention.q_heads", out[0]);
-    *k = b_swap_seq_heads (b, "self_attention.k_heads", out[1]);
-    *v = b_swap_seq_heads (b, "self_attention.v_heads", out[2]);
-    return b->error == NULL;
+    return b->error == NULL
+           && b_cut_qkv (b, "self_attention.query_key_value", "self_attention", h, w, n, 1, r, q,
+                         k, v);
   }
 }
 

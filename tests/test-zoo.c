@@ -91,6 +91,13 @@ static const ZooCase cases[] = {
     "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 4, "
     "\"max_position_embeddings\": 64, \"sliding_window\": 63}",
     "dp=2,mp=2", 0, 0 },
+  /* Grouped kv heads (40 and 10): the fused weight cut into q, k and v rows, the query's
+   * projection split by heads. */
+  { "phi-3-medium", "phi-3-medium-4k.json", 13960238080u,
+    "{\"vocab_size\": 96, \"hidden_size\": 64, \"intermediate_size\": 48, "
+    "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"num_key_value_heads\": 2, "
+    "\"max_position_embeddings\": 64, \"sliding_window\": 63}",
+    "dp=2,mp=2" },
   /* Partial rotary (a quarter of each head), fused per-head qkv, parallel residual. */
   { "pythia", "pythia-160m.json", 162322944u,
     "{\"vocab_size\": 96, \"hidden_size\": 32, \"intermediate_size\": 48, "
