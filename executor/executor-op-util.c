@@ -381,8 +381,8 @@ executor_alibi_slope (gint64 n, gint64 h)
 void
 executor_sdpa_alibi_row (const ExecutorSdpa *s, gint64 h_local, float *row)
 {
-  gint64 head = (s->kv_first + h_local / s->group) * s->group_total + s->group_first
-                + h_local % s->group;
+  gint64 head
+      = (s->kv_first + h_local / s->group) * s->group_total + s->group_first + h_local % s->group;
   double slope = executor_alibi_slope (s->n_heads, head) / s->scale;
   for (gint64 j = 0; j < s->sk; j++)
     row[j] += (float)(slope * (double)j);

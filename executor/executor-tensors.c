@@ -183,8 +183,8 @@ executor_tensors_check_parameters (ExecutorTensors *weights, PlannerGraph *graph
       /* A graph input (ViT's pixel_values, T5's decoder_input_ids; issue 16) may come with
        * the weights: the run reads it as given, as it reads --tokens for input_ids. */
       gboolean input = t->kind == PLANNER_TENSOR_INPUT;
-      PlannerDType want_dtype = input && t->dtype == PLANNER_DTYPE_I64 ? PLANNER_DTYPE_I64
-                                                                       : PLANNER_DTYPE_F32;
+      PlannerDType want_dtype
+          = input && t->dtype == PLANNER_DTYPE_I64 ? PLANNER_DTYPE_I64 : PLANNER_DTYPE_F32;
       if (t->kind != PLANNER_TENSOR_PARAMETER && !input)
         continue;
       g_hash_table_add (params, t->name);

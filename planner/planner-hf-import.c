@@ -91,8 +91,8 @@ typedef struct
 {
   const ModelType *type;
   const char *architecture; /* from model_types, not from the config */
-  gint64 vocab;            /* padded when --pad-vocab asks */
-  gint64 checkpoint_vocab; /* the config's vocab_size */
+  gint64 vocab;             /* padded when --pad-vocab asks */
+  gint64 checkpoint_vocab;  /* the config's vocab_size */
   gint64 hidden;
   gint64 layers;
   gint64 heads;
@@ -131,9 +131,9 @@ typedef struct
    * norms (ln_attn, ln_mlp) instead of one. */
   enum
   {
-    QKV_PER_HEAD, /* [heads, 3, head_dim] */
+    QKV_PER_HEAD,    /* [heads, 3, head_dim] */
     QKV_MULTI_QUERY, /* [heads + 2, head_dim]: every query head, then one k and one v */
-    QKV_GROUPED,  /* [kv heads, group + 2, head_dim] */
+    QKV_GROUPED,     /* [kv heads, group + 2, head_dim] */
   } qkv_layout;
   gboolean two_norms;
   /* ViT: image side, patch side, channels; the classes (vocab holds them too, for the
@@ -637,10 +637,8 @@ parse_neox (Reader *r, HfConfig *c)
   c->max_positions = reader_size (r, "max_position_embeddings", NULL, 2048);
   c->max_positions_field = "max_position_embeddings";
   c->eps = reader_positive (r, "layer_norm_eps", 1e-5);
-  c->rope_theta = read_rope_theta_from (r, reader_positive (r, "rotary_emb_base",
-                                                           reader_positive (r, "rope_theta",
-                                                                            10000.0)),
-                                        NULL);
+  c->rope_theta = read_rope_theta_from (
+      r, reader_positive (r, "rotary_emb_base", reader_positive (r, "rope_theta", 10000.0)), NULL);
   if (r->error == NULL && rope != NULL && JSON_NODE_HOLDS_OBJECT (rope))
     {
       g_autofree char *what = g_strdup_printf ("%s: rope_parameters", r->what);
@@ -788,8 +786,8 @@ parse_vit (Reader *r, HfConfig *c)
     c->labels = reader_size (r, "num_labels", NULL, 2);
   if (r->error == NULL && (c->labels < 1 || c->image_size % c->patch_size != 0))
     g_set_error (&r->error, PLANNER_ERROR, PLANNER_ERROR_MALFORMED_FILE,
-                 "%s: image_size %" G_GINT64_FORMAT " is not a whole number of patches of %"
-                 G_GINT64_FORMAT " (or id2label is empty)",
+                 "%s: image_size %" G_GINT64_FORMAT
+                 " is not a whole number of patches of %" G_GINT64_FORMAT " (or id2label is empty)",
                  r->what, c->image_size, c->patch_size);
   /* The sequence is the patches and the class token, fixed by the image. */
   c->max_positions = (c->image_size / c->patch_size) * (c->image_size / c->patch_size) + 1;
@@ -823,8 +821,8 @@ parse_t5 (Reader *r, HfConfig *c)
   c->tie = TRUE;
   /* transformers 5 writes scale_decoder_outputs (and tie_word_embeddings true); before it,
    * tie_word_embeddings false meant no scaling. */
-  c->scale_decoder = reader_bool (r, "scale_decoder_outputs",
-                                  reader_bool (r, "tie_word_embeddings", TRUE));
+  c->scale_decoder
+      = reader_bool (r, "scale_decoder_outputs", reader_bool (r, "tie_word_embeddings", TRUE));
   c->max_positions = G_MAXINT32; /* relative positions have no table */
   c->max_positions_field = "n_positions";
   ff = reader_string (r, "feed_forward_proj", NULL, "relu");
@@ -1482,8 +1480,8 @@ build_llama (Builder *b, const HfConfig *c, gint64 layers)
       v = b_kv_linear (b, "self_attn.v_proj", h, c);
       q = b_llama_rotary (b, "self_attn.rotary_q", b_split_heads (b, "self_attn", "q", q, n, hd),
                           c);
-      k = b_llama_rotary (b, "self_attn.rotary_k",
-                          b_split_heads (b, "self_attn", "k", k, kvr, hd), c);
+      k = b_llama_rotary (b, "self_attn.rotary_k", b_split_heads (b, "self_attn", "k", k, kvr, hd),
+                          c);
       v = b_split_heads (b, "self_attn", "v", v, kvr, hd);
       /* k and v keep their kv heads: the SDPA rule maps each group of query heads onto
        * one of them (GQA). */
@@ -1594,13 +1592,12 @@ b_cut_qkv (Builder *b, const char *module, const char *attn, int h, int w, gint6
  * parallelism splits each of q, k and v by heads (semantics.md 4, "Fused projections"); with
  * grouped kv heads the three parts have different sizes: it is viewed as
  * [heads + 2 kv heads, head_dim, hidden] and cut into q, k and v rows (b_cut_qkv), whole on
- * every rank, whose projections split by heads. gate_up_proj [2 x intermediate, hidden] is viewed as [2, intermediate,
- * hidden]: gate, then up. */
+ * every rank, whose projections split by heads. gate_up_proj [2 x intermediate, hidden] is viewed
+ * as [2, intermediate, hidden]: gate, then up. */
 static void
 build_phi3 (Builder *b, const HfConfig *c, gint64 layers)
 {
-  const gint64 H = c->hidden, n = c->heads, kv = c->kv_heads, hd = c->head_dim,
-               I = c->intermediate;
+  const gint64 H = c->hidden, n = c->heads, kv = c->kv_heads, hd = c->head_dim, I = c->intermediate;
   const gboolean fused_heads = kv == n;
   int ids, embed, x;
 
@@ -1736,10 +1733,10 @@ build_neox (Builder *b, const HfConfig *c, gint64 layers)
         break;
       attrs = b_attrs (b);
       g_strlcpy (attrs->equation, "bsh,nqdh->bsnqd", sizeof attrs->equation);
-      qkv = bias < 0 ? b_op (b, "attention.query_key_value", PLANNER_OP_EINSUM, attrs, IDS (h, w),
-                             NULL)
-                     : b_op (b, "attention.query_key_value", PLANNER_OP_EINSUM, attrs,
-                             IDS (h, w, bias), NULL);
+      qkv = bias < 0
+                ? b_op (b, "attention.query_key_value", PLANNER_OP_EINSUM, attrs, IDS (h, w), NULL)
+                : b_op (b, "attention.query_key_value", PLANNER_OP_EINSUM, attrs, IDS (h, w, bias),
+                        NULL);
       split = b_chunks (b, "attention.split_qkv", qkv, 3, 3, ones);
       if (split < 0)
         break;
@@ -1870,16 +1867,17 @@ b_falcon_qkv (Builder *b, const HfConfig *c, int h, int *q, int *k, int *v)
       const gboolean grouped = c->qkv_layout == QKV_GROUPED;
       const gint64 g = n / kv;
       const gint64 per_head[] = { 1, 1, 1 }, per_group[] = { g, 1, 1 };
-      int w = grouped ? b_param (b, "self_attention.query_key_value", ".weight",
-                                 DIMS (kv, g + 2, hd, H))
-                      : b_param (b, "self_attention.query_key_value", ".weight",
-                                 DIMS (n, 3, hd, H));
+      int w
+          = grouped
+                ? b_param (b, "self_attention.query_key_value", ".weight", DIMS (kv, g + 2, hd, H))
+                : b_param (b, "self_attention.query_key_value", ".weight", DIMS (n, 3, hd, H));
       int bias = -1, qkv, split;
       PlannerOpAttrs *attrs;
 
       if (c->qkv_bias)
-        bias = grouped ? b_param (b, "self_attention.query_key_value", ".bias", DIMS (kv, g + 2, hd))
-                       : b_param (b, "self_attention.query_key_value", ".bias", DIMS (n, 3, hd));
+        bias = grouped
+                   ? b_param (b, "self_attention.query_key_value", ".bias", DIMS (kv, g + 2, hd))
+                   : b_param (b, "self_attention.query_key_value", ".bias", DIMS (n, 3, hd));
       if (b->error != NULL)
         return FALSE;
       attrs = b_attrs (b);
@@ -1909,8 +1907,8 @@ b_falcon_qkv (Builder *b, const HfConfig *c, int h, int *q, int *k, int *v)
         return FALSE;
       }
     return b->error == NULL
-           && b_cut_qkv (b, "self_attention.query_key_value", "self_attention", h, w, n, 1, r, q,
-                         k, v);
+           && b_cut_qkv (b, "self_attention.query_key_value", "self_attention", h, w, n, 1, r, q, k,
+                         v);
   }
 }
 
@@ -2049,8 +2047,8 @@ build_vit (Builder *b, const HfConfig *c, gint64 layers)
   if (b->seq != N + 1)
     {
       g_set_error (&b->error, PLANNER_ERROR, PLANNER_ERROR_SHAPE_MISMATCH,
-                   "ViT's sequence is its %" G_GINT64_FORMAT " patches and the class token, %"
-                   G_GINT64_FORMAT "; leave --seq out",
+                   "ViT's sequence is its %" G_GINT64_FORMAT
+                   " patches and the class token, %" G_GINT64_FORMAT "; leave --seq out",
                    N, N + 1);
       return;
     }
@@ -2143,7 +2141,8 @@ build_vit (Builder *b, const HfConfig *c, gint64 layers)
 /* T5's position bias of one stack "<stack>." [1, heads, S, S]: buckets from @ids' length, the
  * block-0 table looked up, heads first. */
 static int
-b_t5_position_bias (Builder *b, const HfConfig *c, const char *stack, int ids, gboolean bidirectional)
+b_t5_position_bias (Builder *b, const HfConfig *c, const char *stack, int ids,
+                    gboolean bidirectional)
 {
   PlannerOpAttrs *attrs;
   int buckets, table, bias;
@@ -2526,8 +2525,8 @@ planner_hf_build (JsonObject *config, const PlannerModelOptions *options, const 
   if (c.vocab != c.checkpoint_vocab)
     {
       /* The padding rows are parameters the checkpoint does not have: say how many. */
-      guint64 added = (guint64)(c.vocab - c.checkpoint_vocab) * (guint64)c.hidden
-                      * (c.tie ? 1u : 2u);
+      guint64 added
+          = (guint64)(c.vocab - c.checkpoint_vocab) * (guint64)c.hidden * (c.tie ? 1u : 2u);
       g_autofree char *padded = g_strdup_printf (
           "%s (vocabulary %" G_GINT64_FORMAT " padded to %" G_GINT64_FORMAT ": +%" G_GUINT64_FORMAT
           " parameters)",
