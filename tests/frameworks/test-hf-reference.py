@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Issue 13's "done when": Shardscope's training step against the Hugging Face model itself.
+Issue 16 adds the model zoo's families (ZOO, from tests/data/zoo/), and T5 and ViT, whose
+forward only is compared (SEQ2SEQ, VISION; their other inputs go in the checkpoint).
 
 For gpt2, llama, mistral, qwen2 and bert (the real configs in data/models/, shrunk to 2
 layers and small sizes, every other field kept: activation, epsilons, rope theta, key/value
