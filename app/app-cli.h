@@ -48,6 +48,9 @@ typedef struct
   gint64 seq;
   gint64 layers;
   char *dtype;
+  /* --pad-vocab, --kv-replicas (issue 16) */
+  gint64 pad_vocab;
+  gint64 kv_replicas;
 } AppCliModelArgs;
 
 void app_cli_model_args_clear (AppCliModelArgs *args);

@@ -167,7 +167,8 @@ gboolean
 app_cli_model_args_given (const AppCliModelArgs *args)
 {
   return args->batch != APP_CLI_UNSET || args->seq != APP_CLI_UNSET || args->layers != APP_CLI_UNSET
-         || args->dtype != NULL;
+         || args->dtype != NULL || args->pad_vocab != APP_CLI_UNSET
+         || args->kv_replicas != APP_CLI_UNSET;
 }
 
 /* The largest shapes the model options take: far beyond any model, and small enough that
@@ -188,6 +189,7 @@ void
 app_cli_add_model_options (GOptionContext *context, AppCliModelArgs *args)
 {
   args->batch = args->seq = args->layers = APP_CLI_UNSET;
+  args->pad_vocab = args->kv_replicas = APP_CLI_UNSET;
   const GOptionEntry entries[] = {
     { "batch", 0, 0, G_OPTION_ARG_INT64, &args->batch, "Batch size (default 8)", "N" },
     { "seq", 0, 0, G_OPTION_ARG_INT64, &args->seq,
@@ -198,6 +200,15 @@ app_cli_add_model_options (GOptionContext *context, AppCliModelArgs *args)
       "Parameter and activation dtype: f32, bf16, f16 (default: the config's torch_dtype, else "
       "f32)",
       "DTYPE" },
+    { "pad-vocab", 0, 0, G_OPTION_ARG_INT64, &args->pad_vocab,
+      "Pad the vocabulary to a multiple of N, as Megatron-LM does, so that tensor parallelism "
+      "splits the embedding and lm_head (adds the padding rows to the parameters)",
+      "N" },
+    { "kv-replicas", 0, 0, G_OPTION_ARG_INT64, &args->kv_replicas,
+      "Repeat each key/value head R times (grouped-query attention on more tensor-parallel "
+      "ranks than kv heads: each rank computes its copy of its group's head, as Megatron-LM "
+      "replicates them)",
+      "R" },
     { NULL },
   };
   /* In the main group, so that plain --help shows them. */
@@ -296,6 +307,8 @@ app_cli_load_model (const AppCliCommand *command, const char *model, const AppCl
     { "--batch", args->batch, MAX_BATCH },
     { "--seq", args->seq, MAX_SEQ },
     { "--layers", args->layers, MAX_LAYERS },
+    { "--pad-vocab", args->pad_vocab, MAX_BATCH },
+    { "--kv-replicas", args->kv_replicas, MAX_LAYERS },
   };
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     if (sizes[i].value != APP_CLI_UNSET
@@ -308,6 +321,8 @@ app_cli_load_model (const AppCliCommand *command, const char *model, const AppCl
   options.batch = args->batch == APP_CLI_UNSET ? 0 : args->batch;
   options.seq = args->seq == APP_CLI_UNSET ? 0 : args->seq;
   options.layers = args->layers == APP_CLI_UNSET ? 0 : args->layers;
+  options.pad_vocab = args->pad_vocab == APP_CLI_UNSET ? 0 : args->pad_vocab;
+  options.kv_replicas = args->kv_replicas == APP_CLI_UNSET ? 0 : args->kv_replicas;
   if (args->dtype)
     {
       if (!planner_dtype_from_string (args->dtype, &options.dtype)

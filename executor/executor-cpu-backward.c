@@ -550,7 +550,8 @@ b_rotary (ExecutorDevice *dev, BCall *b, GError **error)
     for (gint64 i = 0; i < half; i++)
       {
         double angle = (double)(first + r % s[2])
-                       * pow (c->op->attrs.theta, -2.0 * (double)i / (double)s[3]);
+                       * pow (c->op->attrs.theta, -2.0 * (double)i / (double)s[3])
+                       * executor_rotary_position_scale (&c->op->attrs, i, s[3]);
         double cs = cos (angle), sn = sin (angle);
         const float *g = gout (b, 0) + r * s[3];
         float *dx = gin (b, 0) + r * s[3];
@@ -582,6 +583,11 @@ b_sdpa (ExecutorDevice *dev, BCall *b, GError **error)
         /* P again, as the forward computed it. */
         memset (p, 0, (gsize)(s.sq * s.sk) * sizeof (float));
         gemm_acc (FALSE, TRUE, s.sq, s.sk, s.d, qh, kh, p);
+        const float *bias = executor_sdpa_bias (c, bb, h);
+        for (gint64 e = 0; bias && e < s.sq * s.sk; e++)
+          p[e] += (float)(bias[e] / s.scale);
+        for (gint64 i = 0; s.alibi && i < s.sq; i++)
+          executor_sdpa_alibi_row (&s, h, p + i * s.sk);
         for (gint64 i = 0; i < s.sq; i++)
           executor_math_attention_row (p + i * s.sk, s.sk, (float)s.scale, c->op->attrs.causal,
                                        s.q_first + i);
@@ -599,6 +605,14 @@ b_sdpa (ExecutorDevice *dev, BCall *b, GError **error)
               dot += (double)dp[i * s.sk + j] * p[i * s.sk + j];
             for (gint64 j = 0; j < s.sk; j++)
               dp[i * s.sk + j] = (float)(p[i * s.sk + j] * (dp[i * s.sk + j] - dot) * s.scale);
+          }
+        /* The bias adds to the scaled scores: its gradient is dS before the scale, summed
+         * over what it broadcasts. */
+        if (c->n_inputs == 4 && gin (b, 3))
+          {
+            float *db = gin (b, 3) + executor_sdpa_bias_offset (c, bb, h);
+            for (gint64 e = 0; e < s.sq * s.sk; e++)
+              db[e] += (float)(dp[e] / s.scale);
           }
         if (gin (b, 0))
           gemm_acc (FALSE, FALSE, s.sq, s.d, s.sk, dp, kh, gin (b, 0) + qo * s.d);
@@ -636,6 +650,54 @@ b_cross_entropy (ExecutorDevice *dev, BCall *b, GError **error)
   return TRUE;
 }
 
+/* ---- model zoo (issue 16) ---- */
+
+/* The transpose of the forward's copy: each input slice sums the gradients of its copies
+ * that this shard holds. */
+static gboolean
+b_repeat_interleave (ExecutorDevice *dev, BCall *b, GError **error)
+{
+  Call *c = b->fwd;
+  const ExecutorTensorArg *in = &c->inputs[0], *o = &c->outputs[0];
+  int axis = executor_norm_axis (c->op->attrs.axis, in->rank);
+  gint64 r = c->op->attrs.ints[0], first = executor_factor_offset (c, "rep");
+  gint64 outer, inner, n_in = in->shape[axis], n_out = o->shape[axis];
+  float *dx = gin (b, 0);
+  const float *dy = gout (b, 0);
+  if (dx == NULL)
+    return TRUE;
+  zero_grads (b);
+  executor_axis_blocks (in, axis, &outer, &inner);
+  for (gint64 k = 0; k < outer; k++)
+    for (gint64 j = 0; j < n_out; j++)
+      {
+        gint64 src = (first + j) / r;
+        if (src >= n_in)
+          return executor_kernel_error (error, c, "output slice beyond the repeated input");
+        for (gint64 i = 0; i < inner; i++)
+          dx[(k * n_in + src) * inner + i] += dy[(k * n_out + j) * inner + i];
+      }
+  return TRUE;
+}
+
+static gboolean
+b_scale (ExecutorDevice *dev, BCall *b, GError **error)
+{
+  float *dx = gin (b, 0);
+  const float *dy = gout (b, 0);
+  if (dx != NULL)
+    for (gint64 i = 0; i < executor_numel (&b->fwd->inputs[0]); i++)
+      dx[i] = (float)(dy[i] * b->fwd->op->attrs.scale);
+  return TRUE;
+}
+
+/* Positions only: nothing flows back to the ids. */
+static gboolean
+b_no_gradient (ExecutorDevice *dev, BCall *b, GError **error)
+{
+  return TRUE;
+}
+
 /* Every op type's backward. */
 #define BACKWARD_TABLE                                                                             \
   {                                                                                                \
@@ -653,6 +715,8 @@ b_cross_entropy (ExecutorDevice *dev, BCall *b, GError **error)
     [PLANNER_OP_ROTARY_EMBEDDING] = b_rotary, [PLANNER_OP_SDPA] = b_sdpa,                          \
     [PLANNER_OP_CROSS_ENTROPY] = b_cross_entropy, [PLANNER_OP_CONV2D] = b_conv2d,                  \
     EXECUTOR_MOE_BACKWARD_ENTRIES                                                                  \
+    [PLANNER_OP_REPEAT_INTERLEAVE] = b_repeat_interleave, [PLANNER_OP_SCALE] = b_scale,            \
+    [PLANNER_OP_RELATIVE_POSITION_BUCKET] = b_no_gradient,                                         \
   }
 
 #ifdef SHARDSCOPE_KERNEL_MUTATIONS

@@ -473,7 +473,9 @@ k_rotary (ExecutorDevice *dev, Call *c, GError **error)
       for (gint64 i = 0; i < s[3] / 2; i++)
         executor_math_rotary_pair (executor_in_f32 (c, 0) + (b * s[2] + p) * s[3],
                                    executor_out_f32 (c, 0) + (b * s[2] + p) * s[3], i, s[3],
-                                   (double)(first + p), c->op->attrs.theta);
+                                   (double)(first + p)
+                                       * executor_rotary_position_scale (&c->op->attrs, i, s[3]),
+                                   c->op->attrs.theta);
   return TRUE;
 }
 
@@ -497,6 +499,12 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
         const float *kh = pk + (b * k[1] + kvh) * s.sk * s.d;
         const float *vh = pv + (b * k[1] + kvh) * s.sk * s.dv;
         executor_cpu_gemm (TRUE, s.sq, s.sk, s.d, qh, kh, scores);
+        const float *bias = executor_sdpa_bias (c, b, h);
+        /* The bias adds to the scaled scores; attention_row scales what it is given. */
+        for (gint64 e = 0; bias && e < s.sq * s.sk; e++)
+          scores[e] += (float)(bias[e] / s.scale);
+        for (gint64 i = 0; s.alibi && i < s.sq; i++)
+          executor_sdpa_alibi_row (&s, h, scores + i * s.sk);
         for (gint64 i = 0; i < s.sq; i++)
           executor_math_attention_row (scores + i * s.sk, s.sk, (float)s.scale, c->op->attrs.causal,
                                        s.q_first + i + (MUTATED (c) ? 1 : 0));
@@ -563,4 +571,84 @@ k_move_mutant (ExecutorDevice *dev, Call *c, GError **error)
 #define k_moe_dispatch executor_cpu_moe_dispatch
 #define k_moe_combine executor_cpu_moe_combine
 
-const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = EXECUTOR_KERNEL_TABLE;
+/* ---- model zoo (issue 16) ---- */
+
+/* Output slice j of the repeated dim is input slice j / r; the input is whole along it, the
+ * output may be a shard starting at the "rep" factor's offset. */
+static gboolean
+k_repeat_interleave (ExecutorDevice *dev, Call *c, GError **error)
+{
+  const ExecutorTensorArg *in = &c->inputs[0], *o = &c->outputs[0];
+  int axis = executor_norm_axis (c->op->attrs.axis, in->rank);
+  gint64 r = c->op->attrs.ints[0], first = executor_factor_offset (c, "rep");
+  gint64 outer, inner, n_in = in->shape[axis], n_out = o->shape[axis];
+  executor_axis_blocks (in, axis, &outer, &inner);
+  const float *x = executor_in_f32 (c, 0);
+  float *y = executor_out_f32 (c, 0);
+  for (gint64 b = 0; b < outer; b++)
+    for (gint64 j = 0; j < n_out; j++)
+      {
+        gint64 src = (first + j) / r;
+        if (src >= n_in)
+          return executor_kernel_error (error, c, "output slice beyond the repeated input");
+        memcpy (y + (b * n_out + j) * inner, x + (b * n_in + src) * inner,
+                (gsize)inner * sizeof (float));
+      }
+  return TRUE;
+}
+
+static gboolean
+k_scale (ExecutorDevice *dev, Call *c, GError **error)
+{
+  gint64 n = executor_numel (&c->outputs[0]);
+  const float *x = executor_in_f32 (c, 0);
+  float *y = executor_out_f32 (c, 0);
+  for (gint64 i = 0; i < n; i++)
+    y[i] = (float)(x[i] * c->op->attrs.scale);
+  return TRUE;
+}
+
+/* transformers' T5Attention._relative_position_bucket, with its float32 logarithms. */
+static gboolean
+k_relative_position_bucket (ExecutorDevice *dev, Call *c, GError **error)
+{
+  const gint64 *a = c->op->attrs.ints;
+  gint64 s = c->outputs[0].shape[0], sk = c->outputs[0].shape[1];
+  gint64 buckets = a[0], max_distance = a[1];
+  gboolean bidirectional = a[2] != 0;
+  gint64 *out = executor_cpu_i64 (c->outputs[0].buffer);
+  if (bidirectional)
+    buckets /= 2;
+  gint64 exact = buckets / 2;
+  float denominator = (float)log ((double)max_distance / (double)exact);
+  for (gint64 i = 0; i < s; i++)
+    for (gint64 j = 0; j < sk; j++)
+      {
+        gint64 rel = j - i, bucket = 0;
+        if (bidirectional)
+          {
+            bucket = rel > 0 ? buckets : 0;
+            rel = rel < 0 ? -rel : rel;
+          }
+        else
+          rel = rel < 0 ? -rel : 0;
+        if (rel < exact)
+          bucket += rel;
+        else
+          {
+            gint64 large = exact
+                           + (gint64)(logf ((float)rel / (float)exact) / denominator
+                                      * (float)(buckets - exact));
+            bucket += MIN (large, buckets - 1);
+          }
+        out[i * sk + j] = bucket;
+      }
+  return TRUE;
+}
+
+const ExecutorKernelFunc executor_cpu_kernels[PLANNER_N_OP_TYPES] = {
+  EXECUTOR_KERNEL_ENTRIES
+  [PLANNER_OP_REPEAT_INTERLEAVE] = k_repeat_interleave,
+  [PLANNER_OP_SCALE] = k_scale,
+  [PLANNER_OP_RELATIVE_POSITION_BUCKET] = k_relative_position_bucket,
+};

@@ -299,6 +299,10 @@ static gboolean
 k_rotary (ExecutorDevice *dev, Call *c, GError **error)
 {
   const gint64 *s = c->inputs[0].shape;
+  if (c->op->attrs.variant == 1)
+    return executor_kernel_error (error, c,
+                                  "Llama 3's scaled rotary frequencies (rope_type llama3) have a "
+                                  "CPU kernel only; use the cpu backend");
   /* The position is the global sequence index. */
   executor_cuda_launch_rotary (stream_of (dev), executor_in_f32 (c, 0), executor_out_f32 (c, 0),
                                s[0] * s[1], s[2], s[3], executor_dim_offset (c, 0, 2),
@@ -313,6 +317,14 @@ k_sdpa (ExecutorDevice *dev, Call *c, GError **error)
   ExecutorSdpa s;
   if (!executor_sdpa_dims (c, &s, error))
     return FALSE;
+  if (c->n_inputs == 4)
+    return executor_kernel_error (error, c,
+                                  "a score bias (T5's relative positions) has a CPU kernel only; "
+                                  "use the cpu backend");
+  if (s.alibi)
+    return executor_kernel_error (error, c,
+                                  "ALiBi attention (BLOOM) has a CPU kernel only; use the cpu "
+                                  "backend");
   gint64 sq = s.sq, sk = s.sk, d = s.d, dv = s.dv, group = s.group, heads = q[0] * q[1];
   float *scores = executor_cuda_scratch (dev, (gsize)MAX (heads * sq * sk, 1) * 4, error);
   if (scores == NULL)

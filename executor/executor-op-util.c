@@ -312,7 +312,80 @@ executor_sdpa_dims (const ExecutorOpCall *c, ExecutorSdpa *s, GError **error)
   s->group = q[1] / k[1];
   s->scale = c->op->attrs.scale > 0 ? c->op->attrs.scale : 1.0 / sqrt ((double)s->d);
   s->q_first = executor_factor_offset (c, "sq");
+  s->alibi = c->op->attrs.variant == 1;
+  if (s->alibi)
+    {
+      int fkv = planner_op_rule_factor_index (&c->op->rule, "kv_heads");
+      int fg = planner_op_rule_factor_index (&c->op->rule, "group");
+      s->group_total = fg >= 0 ? c->op->rule.factors[fg].size : 1;
+      s->n_heads = (fkv >= 0 ? c->op->rule.factors[fkv].size : 1) * s->group_total;
+      s->kv_first = executor_factor_offset (c, "kv_heads");
+      s->group_first = executor_factor_offset (c, "group");
+    }
   return TRUE;
+}
+
+/* ---- Llama 3.1's rotary frequencies (issue 16) ---- */
+
+double
+executor_rotary_position_scale (const PlannerOpAttrs *a, gint64 i, gint64 d)
+{
+  /* Wavelengths shorter than original / high_freq_factor keep their frequency, longer than
+   * original / low_freq_factor are slowed by factor, and those between blend the two
+   * linearly in original / wavelength. */
+  if (a->variant != 1 || a->rope_factor <= 0)
+    return 1.0;
+  double inv = pow (a->theta, -2.0 * (double)i / (double)d), wavelen = 2.0 * G_PI / inv;
+  double original = (double)a->rope_original_max;
+  double low_wavelen = original / a->rope_low_freq, high_wavelen = original / a->rope_high_freq;
+  if (wavelen < high_wavelen)
+    return 1.0;
+  if (wavelen > low_wavelen)
+    return 1.0 / a->rope_factor;
+  double smooth = (original / wavelen - a->rope_low_freq) / (a->rope_high_freq - a->rope_low_freq);
+  return (1.0 - smooth) / a->rope_factor + smooth;
+}
+
+/* ---- SDPA's score bias (issue 16) ---- */
+
+gint64
+executor_sdpa_bias_offset (const ExecutorOpCall *c, gint64 b, gint64 h)
+{
+  const gint64 *m = c->inputs[3].shape;
+  return ((m[0] == 1 ? 0 : b) * m[1] + (m[1] == 1 ? 0 : h)) * m[2] * m[3];
+}
+
+const float *
+executor_sdpa_bias (const ExecutorOpCall *c, gint64 b, gint64 h)
+{
+  if (c->n_inputs < 4)
+    return NULL;
+  return executor_in_f32 (c, 3) + executor_sdpa_bias_offset (c, b, h);
+}
+
+/* ---- ALiBi (issue 16) ---- */
+
+double
+executor_alibi_slope (gint64 n, gint64 h)
+{
+  /* The slopes of the largest power of two p <= n, 2^(-8 (i + 1) / p); the rest of the
+   * heads take every other slope of 2p's. */
+  gint64 p = 1;
+  while (p * 2 <= n)
+    p *= 2;
+  if (h < p)
+    return pow (2.0, -8.0 * (double)(h + 1) / (double)p);
+  return pow (2.0, -8.0 * (double)(2 * (h - p) + 1) / (double)(2 * p));
+}
+
+void
+executor_sdpa_alibi_row (const ExecutorSdpa *s, gint64 h_local, float *row)
+{
+  gint64 head
+      = (s->kv_first + h_local / s->group) * s->group_total + s->group_first + h_local % s->group;
+  double slope = executor_alibi_slope (s->n_heads, head) / s->scale;
+  for (gint64 j = 0; j < s->sk; j++)
+    row[j] += (float)(slope * (double)j);
 }
 
 gboolean

@@ -115,7 +115,27 @@ typedef struct
   gint64 sq, sk, d, dv, group;
   double scale;
   gint64 q_first; /* global position of the first local query (causal masks) */
+  /* ALiBi (attrs.variant 1, BLOOM; issue 16): the global query heads, and where this
+   * shard's kv heads and groups start in them. */
+  gboolean alibi;
+  gint64 n_heads, group_total, kv_first, group_first;
 } ExecutorSdpa;
+
+/* RotaryEmbedding's pair @i of @d rotates by position x this x theta^(-2i/d): 1, or Llama
+ * 3.1's frequency scaling (attrs.variant 1, issue 16). */
+double executor_rotary_position_scale (const PlannerOpAttrs *attrs, gint64 i, gint64 d);
+
+/* The score bias (SDPA's input 3, T5; issue 16) of local batch @b and query head @h, scores
+ * [Sq, Sk]: its rows, or NULL without one. */
+const float *executor_sdpa_bias (const ExecutorOpCall *c, gint64 b, gint64 h);
+/* Offset of those rows in the bias, for its gradient. */
+gint64 executor_sdpa_bias_offset (const ExecutorOpCall *c, gint64 b, gint64 h);
+
+/* ALiBi's slope of global query head @h of @n (Press et al., as BLOOM builds them). */
+double executor_alibi_slope (gint64 n, gint64 h);
+/* Adds local query head @h_local's ALiBi bias, slope x key position, to one row of raw
+ * scores (before the scale that executor_math_attention_row applies). */
+void executor_sdpa_alibi_row (const ExecutorSdpa *s, gint64 h_local, float *row);
 
 gboolean executor_sdpa_dims (const ExecutorOpCall *c, ExecutorSdpa *s, GError **error);
 gboolean executor_conv2d_dims (const ExecutorOpCall *c, ExecutorConv2d *conv, GError **error);
@@ -143,8 +163,10 @@ gboolean executor_kernel_concat_split (ExecutorDevice *dev, const ExecutorOpCall
  * backend defines static k_matmul, k_batch_matmul, k_einsum, k_binary, k_unary, k_softmax,
  * k_norm, k_embedding, k_transpose, k_reduce, k_rotary, k_sdpa, k_cross_entropy and
  * k_conv2d, and sets its table to this. */
-#define EXECUTOR_KERNEL_TABLE                                                                      \
-  {                                                                                                \
+#define EXECUTOR_KERNEL_TABLE { EXECUTOR_KERNEL_ENTRIES }
+/* The model zoo's op types (issue 16) have CPU kernels only; the CPU table adds them to
+ * these, and other backends refuse them by name (executor_device_run_op). */
+#define EXECUTOR_KERNEL_ENTRIES                                                                    \
     [PLANNER_OP_MATMUL] = k_matmul, [PLANNER_OP_BATCH_MATMUL] = k_batch_matmul,                    \
     [PLANNER_OP_EINSUM] = k_einsum, [PLANNER_OP_ADD] = k_binary, [PLANNER_OP_SUB] = k_binary,      \
     [PLANNER_OP_MUL] = k_binary, [PLANNER_OP_DIV] = k_binary, [PLANNER_OP_RELU] = k_unary,         \
@@ -159,7 +181,6 @@ gboolean executor_kernel_concat_split (ExecutorDevice *dev, const ExecutorOpCall
     [PLANNER_OP_SLICE] = executor_kernel_concat_split, [PLANNER_OP_ROTARY_EMBEDDING] = k_rotary,   \
     [PLANNER_OP_SDPA] = k_sdpa, [PLANNER_OP_CROSS_ENTROPY] = k_cross_entropy,                      \
     [PLANNER_OP_CONV2D] = k_conv2d,                                                                \
-    EXECUTOR_MOE_KERNEL_ENTRIES                                                                    \
-  }
+    EXECUTOR_MOE_KERNEL_ENTRIES
 
 G_END_DECLS

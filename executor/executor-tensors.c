@@ -195,20 +195,29 @@ executor_tensors_check_parameters (ExecutorTensors *weights, PlannerGraph *graph
   for (guint i = 0; i < planner_graph_get_n_tensors (graph); i++)
     {
       const PlannerTensor *t = planner_graph_get_tensor (graph, i);
-      if (t->kind != PLANNER_TENSOR_PARAMETER)
+      /* A graph input (ViT's pixel_values, T5's decoder_input_ids; issue 16) may come with
+       * the weights: the run reads it as given, as it reads --tokens for input_ids. */
+      gboolean input = t->kind == PLANNER_TENSOR_INPUT;
+      PlannerDType want_dtype
+          = input && t->dtype == PLANNER_DTYPE_I64 ? PLANNER_DTYPE_I64 : PLANNER_DTYPE_F32;
+      if (t->kind != PLANNER_TENSOR_PARAMETER && !input)
         continue;
       g_hash_table_add (params, t->name);
       const ExecutorHostTensor *w = executor_tensors_lookup (weights, t->name);
+      if (w == NULL && input)
+        continue;
       if (w == NULL)
         append_limited (missing, &n_missing, t->name);
-      else if (w->dtype != PLANNER_DTYPE_F32
+      else if (w->dtype != want_dtype
                || !executor_shape_is_view_of (w->shape, w->rank, t->shape, t->rank))
         {
           g_autofree char *have = shape_string (w->shape, w->rank);
           g_autofree char *want = shape_string (t->shape, t->rank);
           g_autofree char *item
-              = w->dtype != PLANNER_DTYPE_F32
-                    ? g_strdup_printf ("%s is an integer tensor, the graph's is %s", t->name,
+              = w->dtype != want_dtype
+                    ? g_strdup_printf ("%s is %s, the graph's is %s", t->name,
+                                       w->dtype == PLANNER_DTYPE_I64 ? "an integer tensor"
+                                                                     : "a float tensor",
                                        planner_dtype_to_string (t->dtype))
                     : g_strdup_printf ("%s is %s, the graph needs %s", t->name, have, want);
           append_limited (bad, &n_bad, item);

@@ -44,6 +44,10 @@ static const struct
   { "theta", ATTR_DOUBLE, G_STRUCT_OFFSET (PlannerOpAttrs, theta) },
   { "scale", ATTR_DOUBLE, G_STRUCT_OFFSET (PlannerOpAttrs, scale) },
   { "equation", ATTR_STRING, G_STRUCT_OFFSET (PlannerOpAttrs, equation) },
+  { "rope_factor", ATTR_DOUBLE, G_STRUCT_OFFSET (PlannerOpAttrs, rope_factor) },
+  { "rope_low_freq", ATTR_DOUBLE, G_STRUCT_OFFSET (PlannerOpAttrs, rope_low_freq) },
+  { "rope_high_freq", ATTR_DOUBLE, G_STRUCT_OFFSET (PlannerOpAttrs, rope_high_freq) },
+  { "rope_original_max", ATTR_INT64, G_STRUCT_OFFSET (PlannerOpAttrs, rope_original_max) },
 };
 
 #define FIELD(attrs, i, type) ((type *)((guint8 *)(attrs) + attr_fields[i].offset))

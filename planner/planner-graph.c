@@ -261,6 +261,8 @@ result_dtype (PlannerGraph *self, PlannerOpType type, const PlannerOpAttrs *attr
     return attrs->dtype;
   if (type == PLANNER_OP_EMBEDDING)
     return g_array_index (self->tensors, PlannerTensor, inputs[1]).dtype;
+  if (type == PLANNER_OP_RELATIVE_POSITION_BUCKET)
+    return PLANNER_DTYPE_I64;
   for (guint i = 0; i < n_inputs; i++)
     {
       PlannerDType d = g_array_index (self->tensors, PlannerTensor, inputs[i]).dtype;
@@ -560,6 +562,14 @@ hash_op_attrs (GChecksum *sum, const PlannerOpAttrs *a)
     a->axis, a->n_ints, a->start, a->end, a->heads, a->transpose_b, a->causal, a->keepdims,
     a->variant, a->dtype, a->eps, a->theta, a->scale, a->equation);
   g_checksum_update (sum, (const guchar *) text, -1);
+  if (a->rope_factor != 0)
+    {
+      /* Only where set, so that every graph from before keeps its hash. */
+      g_autofree char *rope = g_strdup_printf (
+        " rope=%.17g,%.17g,%.17g,%" G_GINT64_FORMAT, a->rope_factor, a->rope_low_freq,
+        a->rope_high_freq, a->rope_original_max);
+      g_checksum_update (sum, (const guchar *) rope, -1);
+    }
   for (guint i = 0; i < a->n_ints; i++)
     {
       g_autofree char *n = g_strdup_printf (",%" G_GINT64_FORMAT, a->ints[i]);

@@ -23,11 +23,19 @@ typedef struct
   gint64 layers;
   gboolean dtype_set;
   PlannerDType dtype;
+  /* Model zoo (issue 16); 0 keeps the checkpoint's shapes. pad_vocab: the vocabulary rounded
+   * up to a multiple of it, as Megatron-LM pads (the embedding and lm_head grow by the
+   * padding rows). kv_replicas: each key/value head repeated that many times, so tensor
+   * parallelism over more ranks than kv heads gives each rank a copy of its group's head
+   * (Megatron-LM); the checkpoint's parameters are unchanged. */
+  gint64 pad_vocab;
+  gint64 kv_replicas;
 } PlannerModelOptions;
 
 void planner_model_options_init (PlannerModelOptions *options);
 
-/* Hugging Face config.json importer: gpt2, llama, mistral, qwen2, bert. */
+/* Hugging Face config.json importer: gpt2, llama, mistral, qwen2, bert, gemma, phi3, gpt_neox,
+ * opt, falcon, bloom, vit, t5 (docs/models.md). */
 const char *const *planner_hf_model_types (void);
 PlannerGraph *planner_hf_import_json (const char *config_json_text,
                                       const PlannerModelOptions *options, GError **error);

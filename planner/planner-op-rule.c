@@ -84,13 +84,16 @@ static const OpTypeInfo op_types[PLANNER_N_OP_TYPES] = {
   [PLANNER_OP_SPLIT] = { "Split", 1, 1 },
   [PLANNER_OP_SLICE] = { "Slice", 1, 1 },
   [PLANNER_OP_ROTARY_EMBEDDING] = { "RotaryEmbedding", 1, 1 },
-  [PLANNER_OP_SDPA] = { "ScaledDotProductAttention", 3, 3 },
+  [PLANNER_OP_SDPA] = { "ScaledDotProductAttention", 3, 4 },
   [PLANNER_OP_CROSS_ENTROPY] = { "CrossEntropyLoss", 2, 2 },
   [PLANNER_OP_CONV2D] = { "Conv2D", 2, 3 },
   [PLANNER_OP_SIGMOID] = { "Sigmoid", 1, 1 },
   [PLANNER_OP_MOE_ROUTER] = { "MoERouter", 1, 1 },
   [PLANNER_OP_MOE_DISPATCH] = { "MoEDispatch", 2, 2 },
   [PLANNER_OP_MOE_COMBINE] = { "MoECombine", 2, 2 },
+  [PLANNER_OP_REPEAT_INTERLEAVE] = { "RepeatInterleave", 1, 1 },
+  [PLANNER_OP_SCALE] = { "Scale", 1, 1 },
+  [PLANNER_OP_RELATIVE_POSITION_BUCKET] = { "RelativePositionBucket", 1, 1 },
 };
 
 const char *
@@ -952,6 +955,28 @@ build_sdpa (Builder *b)
   map_dim (vm, 3, fdv);
   map_dim (om, 2, fsq);
   map_dim (om, 3, fdv);
+  if (b->n_inputs == 4)
+    {
+      /* An additive bias on the scaled scores [B or 1, heads or 1, Sq, Sk] (T5's relative
+       * positions, issue 16): dims of 1 broadcast. */
+      const gint64 *m = b->shapes[3];
+      if (b->ranks[3] != 4 || (m[0] != 1 && m[0] != q[0]) || (m[1] != 1 && m[1] != q[1])
+          || m[2] != q[2] || m[3] != k[2])
+        return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                     "the score bias (input 3) must be [1 or %" G_GINT64_FORMAT ", 1 or %"
+                     G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]",
+                     q[0], q[1], q[2], k[2]);
+      PlannerOperandMap *bm = input_map (b, 3, 4);
+      if (m[0] != 1)
+        map_dim (bm, 0, fb);
+      if (m[1] != 1)
+        {
+          map_dim (bm, 1, fkv);
+          map_dim (bm, 1, fg);
+        }
+      map_dim (bm, 2, fsq);
+      map_dim (bm, 3, fsk);
+    }
   b->rule->flops = 2.0 * (double) (q[0] * q[1] * q[2] * k[2]) * (double) (q[3] + v[3]);
   return TRUE;
 }
@@ -1145,6 +1170,64 @@ build_moe (Builder *b, const PlannerOpAttrs *attrs)
   return TRUE;
 }
 
+/* ---- model zoo (issue 16) ---- */
+
+/* torch.repeat_interleave (x, r, dim): output slice j of dim attrs.axis is input slice j / r.
+ * The repeated dim is one factor of the output only, so the output splits over more ranks
+ * than the input has slices (8 kv heads over mp=16: each rank its copy of one head, as
+ * Megatron-LM replicates kv heads), while the input stays whole along it. */
+static gboolean
+build_repeat_interleave (Builder *b, const PlannerOpAttrs *attrs)
+{
+  guint rank = b->ranks[0];
+  int axis = 0;
+  if (!need_rank (b, 0, 1, PLANNER_MAX_RANK) || !valid_axis (b, attrs->axis, rank, &axis))
+    return FALSE;
+  if (attrs->n_ints != 1 || attrs->ints[0] < 1 || attrs->ints[0] > G_MAXINT32)
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "needs the repeat count as its one integer attribute (>= 1)");
+  PlannerOperandMap *im = input_map (b, 0, rank), *om = output_map (b, 0, rank);
+  for (guint d = 0; d < rank; d++)
+    {
+      gint64 size = b->shapes[0][d];
+      if ((int) d == axis)
+        {
+          map_dim (im, d, add_factor (b, "src", size, PLANNER_FACTOR_NEED_REPLICATION));
+          map_dim (om, d, add_factor (b, "rep", size * attrs->ints[0], PLANNER_FACTOR_PASS));
+          continue;
+        }
+      if (size == 1)
+        continue;
+      int f = add_factor (b, batch_names[d], size, PLANNER_FACTOR_PASS);
+      map_dim (im, d, f);
+      map_dim (om, d, f);
+    }
+  b->rule->linear_inputs = 0x1;
+  return TRUE;
+}
+
+/* T5's relative position buckets: a function of positions only, computed whole on every
+ * device (its input is read for its sequence length). */
+static gboolean
+build_relative_position_bucket (Builder *b, const PlannerOpAttrs *attrs)
+{
+  if (!need_rank (b, 0, 2, 2))
+    return FALSE;
+  if (attrs->n_ints != 3 || attrs->ints[0] < 2 || attrs->ints[1] < 1
+      || (attrs->ints[2] != 0 && attrs->ints[2] != 1))
+    return fail (b, PLANNER_ERROR_SHAPE_MISMATCH,
+                 "needs its buckets (>= 2), max distance (>= 1) and bidirectional (0 or 1) as "
+                 "its three integer attributes");
+  gint64 s = b->shapes[0][1];
+  PlannerOperandMap *im = input_map (b, 0, 2), *om = output_map (b, 0, 2);
+  map_dim (im, 0, add_factor (b, "b", b->shapes[0][0], PLANNER_FACTOR_NEED_REPLICATION));
+  int fs = add_factor (b, "s", s, PLANNER_FACTOR_NEED_REPLICATION);
+  map_dim (im, 1, fs);
+  map_dim (om, 0, fs);
+  map_dim (om, 1, add_factor (b, "sk", s, PLANNER_FACTOR_NEED_REPLICATION));
+  return TRUE;
+}
+
 /* Elementwise FLOPs per output element, roughly what the kernels execute. */
 static double
 elementwise_cost (PlannerOpType type)
@@ -1158,6 +1241,7 @@ elementwise_cost (PlannerOpType type)
     case PLANNER_OP_LAYER_NORM: return 8;
     case PLANNER_OP_RMS_NORM: return 5;
     case PLANNER_OP_CAST: case PLANNER_OP_DROPOUT: return 0;
+    case PLANNER_OP_REPEAT_INTERLEAVE: return 0;
     default: return 1;
     }
 }
@@ -1274,6 +1358,12 @@ planner_op_rule_build (PlannerOpRule *rule, PlannerOpType type, const PlannerOpA
     case PLANNER_OP_MOE_ROUTER:
     case PLANNER_OP_MOE_DISPATCH:
     case PLANNER_OP_MOE_COMBINE: ok = build_moe (&b, attrs); break;
+    case PLANNER_OP_REPEAT_INTERLEAVE: ok = build_repeat_interleave (&b, attrs); break;
+    case PLANNER_OP_SCALE:
+      ok = build_per_dim (&b, -1, PLANNER_FACTOR_PASS);
+      rule->linear_inputs = 0x1;
+      break;
+    case PLANNER_OP_RELATIVE_POSITION_BUCKET: ok = build_relative_position_bucket (&b, attrs); break;
     default: g_assert_not_reached ();
     }
   if (!ok)

@@ -54,8 +54,11 @@ typedef enum
   PLANNER_OP_CONCAT,        /* attrs.axis */
   PLANNER_OP_SPLIT,         /* attrs.axis, attrs.ints: sizes of the outputs */
   PLANNER_OP_SLICE,         /* attrs.axis, attrs.start, attrs.end */
-  PLANNER_OP_ROTARY_EMBEDDING, /* x[B, H, S, D]; attrs.theta; positions are the global S index */
-  PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal */
+  PLANNER_OP_ROTARY_EMBEDDING, /* x[B, H, S, D]; attrs.theta; positions are the global S index;
+                                * attrs.variant 1: llama3 frequency scaling (attrs.rope_*) */
+  PLANNER_OP_SDPA,          /* q[B, H, Sq, D], k[B, Hkv, Sk, D], v[B, Hkv, Sk, Dv]; attrs.causal;
+                             * attrs.variant 1: ALiBi (BLOOM); optional input 3: a bias on the
+                             * scaled scores [B or 1, H or 1, Sq, Sk] (T5) */
   PLANNER_OP_CROSS_ENTROPY, /* logits[..., V], labels[...] i64 -> mean loss [] */
   PLANNER_OP_CONV2D,        /* x[N, C, H, W], w[O, C, kh, kw] (+ bias[O]); attrs.ints: stride, pad */
   /* Mixture of experts (planner/README.md, "Mixture of experts"). */
@@ -64,6 +67,12 @@ typedef enum
                             * kept, renormalized when attrs.variant is 1, the rest 0 */
   PLANNER_OP_MOE_DISPATCH, /* x[B, S, H], gates[B, S, E] -> [B, E, C, H], C = attrs.ints[0] */
   PLANNER_OP_MOE_COMBINE,  /* y[B, E, C, H], gates[B, S, E] -> [B, S, H] */
+  /* Model zoo (issue 16). */
+  PLANNER_OP_REPEAT_INTERLEAVE, /* each slice of dim attrs.axis attrs.ints[0] times (repeat_kv) */
+  PLANNER_OP_SCALE,             /* x * attrs.scale (Gemma's embedding times sqrt (hidden)) */
+  /* ids[B, S] -> i64 [S, S]: T5's bucket of key j - query i; attrs.ints: buckets,
+   * max distance, bidirectional (1) or causal (0). Reads only the shape of its input. */
+  PLANNER_OP_RELATIVE_POSITION_BUCKET,
   PLANNER_N_OP_TYPES
 } PlannerOpType;
 
@@ -81,8 +90,13 @@ typedef struct
   PlannerDType dtype;
   double eps;
   double theta;
-  double scale;        /* SDPA: 0 means 1/sqrt(D) */
+  double scale;        /* SDPA: 0 means 1/sqrt(D); Scale: the factor */
   char equation[64];
+  /* RotaryEmbedding variant 1 (issue 16): Llama 3.1's frequency scaling ("rope_type":
+   * "llama3"): factor, low_freq_factor, high_freq_factor, original_max_position_embeddings.
+   * 0 when unused (and then left out of the graph JSON and the hash). */
+  double rope_factor, rope_low_freq, rope_high_freq;
+  gint64 rope_original_max;
 } PlannerOpAttrs;
 
 typedef enum

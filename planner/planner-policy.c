@@ -123,6 +123,33 @@ check_policy (JsonNode *root, const char *what, GError **error)
   return planner_json_read_elements (&r, families, "families", check_family, NULL);
 }
 
+/* The model zoo's families (issue 16) live in policies/zoo/NAME.json, a policy of their own
+ * whose families follow the built-in's (so a family there never shadows one here). */
+static gboolean
+append_zoo_families (JsonNode *root, const char *name, const char *what, GError **error)
+{
+  g_autofree char *path = g_strdup_printf ("policies/zoo/%s.json", name);
+  g_autoptr (GBytes) bytes = planner_resources_lookup (path, NULL);
+  if (bytes == NULL)
+    return TRUE;
+  gsize size;
+  const char *data = g_bytes_get_data (bytes, &size);
+  g_autoptr (JsonNode) zoo = planner_json_parse (data, (gssize)size, what, error);
+  if (zoo == NULL || !check_policy (zoo, what, error))
+    return FALSE;
+  /* The built-in is checked after this; one of the wrong shape is refused there. */
+  JsonNode *into_node = JSON_NODE_HOLDS_OBJECT (root)
+                            ? json_object_get_member (json_node_get_object (root), "families")
+                            : NULL;
+  if (into_node == NULL || !JSON_NODE_HOLDS_ARRAY (into_node))
+    return TRUE;
+  JsonArray *into = json_node_get_array (into_node);
+  JsonArray *from = json_object_get_array_member (json_node_get_object (zoo), "families");
+  for (guint i = 0; i < json_array_get_length (from); i++)
+    json_array_add_element (into, json_node_copy (json_array_get_element (from, i)));
+  return TRUE;
+}
+
 static JsonNode *
 load_policy (const char *name_or_path, GError **error)
 {
@@ -138,6 +165,8 @@ load_policy (const char *name_or_path, GError **error)
       gsize size;
       const char *data = g_bytes_get_data (bytes, &size);
       root = planner_json_parse (data, (gssize)size, what, error);
+      if (root != NULL && !append_zoo_families (root, name_or_path, what, error))
+        return NULL;
     }
   else if (g_file_test (name_or_path, G_FILE_TEST_IS_REGULAR))
     {
@@ -355,21 +384,26 @@ spell_canonical (PlannerPin *pin, const PlannerMesh *mesh)
   pin->text = g_string_free (s, FALSE);
 }
 
-/* Why some op the pin matches cannot take it, or NULL when all can. */
+/* Why some op the pin matches cannot take it, or NULL when all can. An optional rule that
+ * matches no op is left out too (a variant of a family without that module: OPT's final
+ * norm when its norms follow the residual adds). */
 static char *
 refusal (const PlannerPin *pin, PlannerGraph *graph, const PlannerMesh *mesh)
 {
+  gboolean matched = FALSE;
   for (guint o = 0; o < planner_graph_get_n_ops (graph); o++)
     {
       const PlannerOp *op = planner_graph_get_op (graph, o);
       PlannerStrategy s;
       g_autoptr (GError) local = NULL;
-      if (planner_pin_matches (pin, op->name)
-          && !planner_strategy_from_layouts (&op->rule, mesh, pin->inputs, pin->n_inputs,
-                                             op->name, NULL, &s, &local))
+      if (!planner_pin_matches (pin, op->name))
+        continue;
+      matched = TRUE;
+      if (!planner_strategy_from_layouts (&op->rule, mesh, pin->inputs, pin->n_inputs, op->name,
+                                          NULL, &s, &local))
         return g_strdup (local->message);
     }
-  return NULL;
+  return matched ? NULL : g_strdup_printf ("no op of this model matches '%s'", pin->glob);
 }
 
 /* Expert parallelism needs the axis named ep: a rule naming {ep} on a mesh without one is

@@ -266,12 +266,19 @@ planner_strategy_validate (const PlannerStrategy *strategy, const PlannerOpRule 
                        : g_strdup_printf ("no split of these axes divides %" G_GINT64_FORMAT
                                           "; replicate %s along them",
                                           factor->size, op_name);
+          /* More ranks than key/value heads (issue 16): the model option that repeats them. */
+          g_autofree char *kv = NULL;
+          if (g_str_equal (factor->name, "heads") && (gint64) parts > factor->size
+              && (gint64) parts % factor->size == 0
+              && (g_str_has_suffix (op_name, "k_proj") || g_str_has_suffix (op_name, "v_proj")))
+            kv = g_strdup_printf ("; or repeat each kv head with --kv-replicas %" G_GINT64_FORMAT,
+                                  (gint64) parts / factor->size);
           g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_NOT_DIVISIBLE,
                        "%s: dim %u of %s (%s) cannot be split over %s: %s%" G_GINT64_FORMAT
-                       " %s %% %" G_GUINT64_FORMAT " != 0; %s",
+                       " %s %% %" G_GUINT64_FORMAT " != 0; %s%s",
                        op_name, dim, input_name (input_names, input),
                        dim_desc ? dim_desc : "?", axes->str, also ? also : "", factor->size,
-                       factor->name, parts, advice);
+                       factor->name, parts, advice, kv ? kv : "");
           return FALSE;
         }
     }

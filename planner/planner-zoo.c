@@ -276,10 +276,15 @@ parse_query (const char *query, PlannerModelOptions *options, GError **error)
         target = &options->seq;
       else if (g_str_equal (key, "layers"))
         target = &options->layers;
+      else if (g_str_equal (key, "pad_vocab"))
+        target = &options->pad_vocab;
+      else if (g_str_equal (key, "kv_replicas"))
+        target = &options->kv_replicas;
       else
         {
           g_set_error (error, PLANNER_ERROR, PLANNER_ERROR_PARSE,
-                       "unknown key \"%s\" (batch, seq, layers, dtype)", key);
+                       "unknown key \"%s\" (batch, seq, layers, dtype, pad_vocab, kv_replicas)",
+                       key);
           return FALSE;
         }
       if (!g_ascii_string_to_unsigned (value, 10, 1, G_MAXINT64, &number, NULL))

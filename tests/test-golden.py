@@ -495,6 +495,100 @@ def cases_moe():
         yield c
 
 
+# ---- the model zoo's op types (issue 16): CPU kernels only ----
+
+def alibi_slopes(n):  # Press et al.; BLOOM's build_alibi_tensor for n not a power of two
+    closest = 2 ** int(math.floor(math.log2(n)))
+    base = 2.0 ** (-(2.0 ** -(math.log2(closest) - 3)))
+    slopes = [base ** i for i in range(1, closest + 1)]
+    if closest != n:
+        extra = 2.0 ** (-(2.0 ** -(math.log2(2 * closest) - 3)))
+        slopes += [extra ** i for i in range(1, 1 + 2 * (n - closest), 2)]
+    return np.array(slopes, dtype=np.float64)
+
+
+def sdpa_alibi(q, k, v):  # BloomAttention: alibi + q k^T / sqrt(d), causal
+    n, sq, sk = q.shape[1], q.shape[2], k.shape[2]
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    s = s + alibi_slopes(n)[None, :, None, None] * np.arange(sk, dtype=np.float64)
+    s = np.where(np.tril(np.ones((sq, sk), dtype=bool)), s, -np.inf)
+    return softmax(s, -1) @ v
+
+
+def rotary_llama3(x, theta, factor, low, high, original):
+    """transformers' _compute_llama3_parameters, then apply_rotary_pos_emb."""
+    d = x.shape[-1]
+    inv = 1.0 / theta ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    wavelen = 2 * math.pi / inv
+    scaled = np.where(wavelen > original / low, inv / factor, inv)
+    smooth = (original / wavelen - low) / (high - low)
+    blended = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < original / high) & ~(wavelen > original / low)
+    inv = np.where(medium, blended, scaled)
+    freqs = np.outer(np.arange(x.shape[-2], dtype=np.float64), inv)
+    emb = np.concatenate([freqs, freqs], -1)
+    half = d // 2
+    rot = np.concatenate([-x[..., half:], x[..., :half]], -1)
+    return x * np.cos(emb) + rot * np.sin(emb)
+
+
+def sdpa_bias(q, k, v, bias, causal):  # T5Attention: q k^T (unscaled) + position bias
+    s = q @ np.swapaxes(k, -1, -2) + bias
+    if causal:
+        sq, sk = s.shape[-2:]
+        s = np.where(np.tril(np.ones((sq, sk), dtype=bool)), s, -np.inf)
+    return softmax(s, -1) @ v
+
+
+def cases_zoo():
+    for causal, per_batch in ((False, False), (True, True)):
+        B, H = int(rng.integers(1, 3)), int(rng.integers(2, 4))
+        S, D = int(rng.integers(3, 7)), int(rng.integers(2, 5))
+        q, k, v = normal([B, H, S, D]), normal([B, H, S, D]), normal([B, H, S, D])
+        bias = normal([B if per_batch else 1, H, S, S])
+        c = Case("ScaledDotProductAttention", "SDPA score bias %s%s" % (
+            "causal" if causal else "full", " per batch" if per_batch else ""))
+        attrs = {"scale": 1.0}
+        if causal:
+            attrs["causal"] = True
+        c.op([c.src("q", q), c.src("k", k), c.src("v", v), c.src("bias", bias)],
+             lambda s, causal=causal: {"y": sdpa_bias(s["q"], s["k"], s["v"], s["bias"], causal)},
+             attrs)
+        c.cpu_only = True
+        yield c
+    # d = 8 and theta 10000 with an original context of 64: pair 0 keeps its frequency, pair 1
+    # blends, pairs 2 and 3 slow down by the factor.
+    x = normal([2, 3, 7, 8])
+    c = Case("RotaryEmbedding", "RotaryEmbedding llama3 (keep, blend, slow)")
+    c.op([c.src("x", x)], lambda s: {"y": rotary_llama3(s["x"], 10000.0, 8.0, 1.0, 4.0, 64)},
+         {"theta": 10000.0, "variant": 1, "rope_factor": 8.0, "rope_low_freq": 1.0,
+          "rope_high_freq": 4.0, "rope_original_max": 64})
+    c.cpu_only = True
+    yield c
+    for axis, r in ((1, 2), (0, 3)):
+        x = normal(dims(3))
+        c = Case("RepeatInterleave", "RepeatInterleave axis %d x%d" % (axis, r))
+        c.op([c.src("x", x)], lambda s, axis=axis, r=r: {"y": np.repeat(s["x"], r, axis=axis)},
+             {"axis": axis, "ints": [r]})
+        c.cpu_only = True
+        yield c
+    c = Case("Scale", "Scale by sqrt(2048)")
+    c.op([c.src("x", normal(dims(3)))], lambda s: {"y": s["x"] * math.sqrt(2048.0)},
+         {"scale": math.sqrt(2048.0)})
+    c.cpu_only = True
+    yield c
+    for n in (4, 6):
+        B, S = int(rng.integers(1, 3)), int(rng.integers(3, 8))
+        D = int(rng.integers(2, 6))
+        q, k, v = normal([B, n, S, D]), normal([B, n, S, D]), normal([B, n, S, D])
+        c = Case("ScaledDotProductAttention", "SDPA ALiBi %d heads" % n)
+        c.op([c.src("q", q), c.src("k", k), c.src("v", v)],
+             lambda s: {"y": sdpa_alibi(s["q"], s["k"], s["v"])},
+             {"causal": True, "variant": 1})
+        c.cpu_only = True
+        yield c
+
+
 def all_cases():
     yield from cases_matmul()
     yield from cases_batch_matmul()
@@ -529,6 +623,7 @@ def all_cases():
     yield from cases_conv2d()
     yield from cases_unary("Sigmoid", lambda x: 1 / (1 + np.exp(-x)))
     yield from cases_moe()
+    yield from cases_zoo()
 
 
 def rel_error(got, want):
@@ -602,6 +697,9 @@ def main():
     if "cuda" in extra or "nccl" in extra:  # no GPU kernels for these yet (executor/README.md)
         cases = [c for c in cases
                  if c.op_type not in ("Sigmoid", "MoERouter", "MoEDispatch", "MoECombine")]
+    # The model zoo's kernels are CPU ones: other backends refuse them by name.
+    if "--backend" in extra and extra[extra.index("--backend") + 1] != "cpu":
+        cases = [c for c in cases if not getattr(c, "cpu_only", False)]
     with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
         prefixes = []
         for i, c in enumerate(cases):

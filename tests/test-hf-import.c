@@ -645,7 +645,9 @@ test_zoo_listing (void)
   g_autofree char *mlp = planner_zoo_describe ("mlp");
   g_autoptr (GBytes) bytes = NULL;
 
-  g_assert_true (g_strv_equal (types, expected_types));
+  /* The model zoo's families (issue 16, tests/test-zoo.c) follow these. */
+  for (guint i = 0; expected_types[i] != NULL; i++)
+    g_assert_cmpstr (types[i], ==, expected_types[i]);
   g_assert_cmpstr (gpt2, ==,
                    "gpt2: gpt2 (GPT2LMHeadModel), 12 layers, hidden 768, 124.4M "
                    "parameters");
@@ -678,8 +680,8 @@ static const BadConfig bad_configs[] = {
     "config:2:" },
   { "not-object", "[1, 2]", PLANNER_ERROR_MALFORMED_FILE, "object" },
   { "no-model-type", "{\"hidden_size\": 64}", PLANNER_ERROR_MALFORMED_FILE, "\"model_type\"" },
-  { "unknown-model-type", "{\"model_type\": \"t5\"}", PLANNER_ERROR_UNKNOWN_MODEL,
-    "\"t5\"; supported model types: gpt2, llama, mistral, qwen2, mixtral, qwen2_moe, bert" },
+  { "unknown-model-type", "{\"model_type\": \"xlnet\"}", PLANNER_ERROR_UNKNOWN_MODEL,
+    "\"xlnet\"; supported model types: gpt2, llama, mistral, qwen2, mixtral, qwen2_moe, bert" },
   { "unknown-architecture",
     "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForSequenceClassification\"]}",
     PLANNER_ERROR_UNKNOWN_MODEL, "LlamaForSequenceClassification" },
@@ -733,12 +735,13 @@ static const BadConfig bad_configs[] = {
     "tensor transformer.wte.weight [2147483647,2147483520] takes the graph's tensors past 2^60 "
     "bytes" },
   /* A scaled rotary embedding changes every angle: refused, not run as the plain one. */
-  { "rope-scaling-llama3",
+  /* (Llama 3.1's "llama3" is modelled since issue 16: tests/test-zoo.c.) */
+  { "rope-scaling-dynamic",
     "{\"model_type\": \"llama\", \"vocab_size\": 512, \"hidden_size\": 64, "
     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
     "\"max_position_embeddings\": 64, \"rope_theta\": 500000.0, "
-    "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
-    PLANNER_ERROR_MALFORMED_FILE, "rope_scaling: rope_type \"llama3\" is not supported" },
+    "\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 8.0}}",
+    PLANNER_ERROR_MALFORMED_FILE, "rope_scaling: rope_type \"dynamic\" is not supported" },
   { "rope-parameters-yarn",
     "{\"model_type\": \"qwen2\", \"vocab_size\": 512, \"hidden_size\": 64, "
     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Issue 13's "done when": Shardscope's training step against the Hugging Face model itself.
+Issue 16 adds the model zoo's families (ZOO, from tests/data/zoo/), and T5 and ViT, whose
+forward only is compared (SEQ2SEQ, VISION; their other inputs go in the checkpoint).
 
 For gpt2, llama, mistral, qwen2 and bert (the real configs in data/models/, shrunk to 2
 layers and small sizes, every other field kept: activation, epsilons, rope theta, key/value
@@ -49,6 +51,10 @@ GRAD_FLOOR = 1e-3
 GPT2_PINS = ["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"]
 LLAMA_PINS = ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 BERT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]"]
+NEOX_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.attention.dense=[_,_,tp],[_,tp]"]
+OPT_PINS = ["*.fc1=[dp,_,_],[tp,_]", "*.self_attn.out_proj=[_,_,tp],[_,tp]"]
+FALCON_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.self_attention.dense=[_,_,tp],[_,tp]"]
+PHI3_PINS = ["*.gate_up_proj=[dp,_,_],[_,tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
 
 # model -> (real config in data/models/, the sizes that shrink it, pins). Head counts keep
 # the real key/value ratio where it is grouped (mistral 4:1, qwen2 7:1).
@@ -72,6 +78,77 @@ MODELS = {
                                         "num_attention_heads": 4, "max_position_embeddings": 32},
              BERT_PINS),
 }
+# The model zoo of issue 16: hub configs in tests/data/zoo/, shrunk the same way. A fourth
+# member gives propagate more options: llama-3 keeps one kv head for 4 query heads, so on
+# tp=2 each kv head is repeated (--kv-replicas 2) and each rank computes its copy.
+ZOO = {
+    "llama-3": ("llama-3-8b.json", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 48,
+                                    "num_hidden_layers": 2, "num_attention_heads": 4,
+                                    "num_key_value_heads": 1, "max_position_embeddings": 64},
+                LLAMA_PINS, ["--kv-replicas", "2"]),
+    # Llama 3.1's rope_type llama3, with an original context of 64 so that one of the four
+    # frequency pairs blends and two slow down.
+    "llama-3.1": ("llama-3.1-8b.json", {"vocab_size": 80, "hidden_size": 32,
+                                        "intermediate_size": 48, "num_hidden_layers": 2,
+                                        "num_attention_heads": 4, "num_key_value_heads": 2,
+                                        "max_position_embeddings": 64, "rope_theta": 10000.0,
+                                        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+                                                         "high_freq_factor": 4.0,
+                                                         "original_max_position_embeddings": 64,
+                                                         "rope_type": "llama3"}},
+                  LLAMA_PINS),
+    # Gemma: the scaled embedding, (1 + weight) norms, GeGLU; head_dim set apart (16, not
+    # hidden / heads = 8); multi-query like gemma-2b, so repeated on tp=2.
+    "gemma": ("gemma-2b.json", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 48,
+                                "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "num_key_value_heads": 1, "head_dim": 16,
+                                "max_position_embeddings": 64},
+              LLAMA_PINS, ["--kv-replicas", "2"]),
+    # Phi-3: fused qkv_proj and gate_up_proj; then with grouped kv heads (qkv_proj whole).
+    "phi3": ("phi-3-mini-4k.json", {"vocab_size": 80, "hidden_size": 32,
+                                    "intermediate_size": 48, "num_hidden_layers": 2,
+                                    "num_attention_heads": 4, "num_key_value_heads": 4,
+                                    "max_position_embeddings": 64, "sliding_window": 63,
+                                    "pad_token_id": 0},
+             PHI3_PINS),
+    "phi3-gqa": ("phi-3-mini-4k.json", {"vocab_size": 80, "hidden_size": 32,
+                                        "intermediate_size": 48, "num_hidden_layers": 2,
+                                        "num_attention_heads": 4, "num_key_value_heads": 2,
+                                        "max_position_embeddings": 64, "sliding_window": 63,
+                                    "pad_token_id": 0},
+                 PHI3_PINS),
+    # GPT-NeoX: partial rotary (a quarter of each head), per-head fused qkv, parallel
+    # residual; then the sequential residual.
+    "pythia": ("pythia-160m.json", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 48,
+                                    "num_hidden_layers": 2, "num_attention_heads": 4,
+                                    "max_position_embeddings": 64}, NEOX_PINS),
+    "pythia-seq": ("pythia-160m.json", {"vocab_size": 80, "hidden_size": 32,
+                                        "intermediate_size": 48, "num_hidden_layers": 2,
+                                        "num_attention_heads": 2, "max_position_embeddings": 64,
+                                        "use_parallel_residual": False}, NEOX_PINS),
+    # OPT: learned positions offset by two, tied, ReLU; opt-350m's norms after the adds and
+    # its narrower embedding with project_in/out.
+    "opt": ("opt-125m.json", {"vocab_size": 80, "hidden_size": 32, "ffn_dim": 48,
+                              "word_embed_proj_dim": 32, "num_hidden_layers": 2,
+                              "num_attention_heads": 4, "max_position_embeddings": 64}, OPT_PINS),
+    "opt-350m": ("opt-350m.json", {"vocab_size": 80, "hidden_size": 32, "ffn_dim": 48,
+                                   "word_embed_proj_dim": 16, "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "max_position_embeddings": 64},
+                 OPT_PINS),
+    # Falcon: multi-query (the one kv head repeated on tp=2), parallel attention and MLP;
+    # then falcon-40b's grouped query_key_value with ln_attn and ln_mlp.
+    "falcon": ("falcon-7b.json", {"vocab_size": 80, "hidden_size": 32, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4}, FALCON_PINS, ["--kv-replicas", "2"]),
+    "falcon-40b": ("falcon-40b.json", {"vocab_size": 80, "hidden_size": 32,
+                                       "num_hidden_layers": 2, "num_attention_heads": 8,
+                                       "num_kv_heads": 2}, FALCON_PINS),
+    # BLOOM: ALiBi with 6 heads (4 of the power of two, 2 interleaved from the next),
+    # split 3 per rank; the embedding's LayerNorm.
+    "bloom": ("bloom-560m.json", {"vocab_size": 80, "hidden_size": 48, "n_layer": 2, "n_head": 6,
+                                  "pad_token_id": 0}, FALCON_PINS),
+}
+for _name, _entry in ZOO.items():
+    MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
 POLICIES = ["megatron", "megatron-sp", "dp"]
 
 # ---- Mixture of experts (issue 16): the hub configs in tests/data/models/, shrunk the same
@@ -111,10 +188,13 @@ def model_setup(model):
         fname, sizes = MOE_MODELS[model]
         runs = [(p, mesh, ["--policy", p]) for p, mesh in MOE_RUNS]
         return os.path.join(MOE_DATA, fname), sizes, MOE_B, runs
-    fname, sizes, pins = MODELS[model]
-    runs = [(p, MESH, ["--policy", p]) for p in POLICIES]
-    runs.append(("pinned", MESH, sum((["--pin", p] for p in pins), [])))
-    return os.path.join(ROOT, "data", "models", fname), sizes, B, runs
+    fname, sizes, pins = MODELS[model][:3]
+    # The zoo's entries may add propagate options (--kv-replicas, ...) to every run.
+    extra = list(MODELS[model][3]) if len(MODELS[model]) > 3 else []
+    runs = [(p, MESH, ["--policy", p] + extra) for p in POLICIES]
+    runs.append(("pinned", MESH, sum((["--pin", p] for p in pins), []) + extra))
+    path = fname if os.sep in fname else os.path.join("data", "models", fname)
+    return os.path.join(ROOT, path), sizes, B, runs
 
 
 def skip(reason):
@@ -197,9 +277,16 @@ def rel(got, want, floor=0.0):
     return float(np.abs(got - want).max() / max(float(np.abs(want).max()), floor, 1e-30))
 
 
-def compare(res, logits, loss, grads):
+# transformers 5 names some modules otherwise than the checkpoints on the hub (which its
+# save_pretrained still writes, and Shardscope reads): named_parameters -> checkpoint name.
+CHECKPOINT_NAMES = {"pythia": {"lm_head.weight": "embed_out.weight"}}
+
+
+def compare(res, logits, loss, grads, names=None):
     """Max relative errors (logits, loss, grads) and what is wrong, if anything."""
     msgs = []
+    if names:
+        grads = {names.get(k, k): v for k, v in grads.items()}
     got = res.get("logits")
     if got is None or got.shape != logits.shape:
         msgs.append("logits missing or %s, want %s" % (None if got is None else list(got.shape),
@@ -229,6 +316,169 @@ def compare(res, logits, loss, grads):
     if e_grad > TOL:
         msgs.append("worst gradient grad.%s rel %.3g" % (worst, e_grad))
     return e_logits, e_loss, e_grad, worst, msgs
+
+
+# Vision (issue 16): ViT's forward against ViTForImageClassification's logits, the image
+# given with the weights (pixel_values beside the parameters in model.safetensors); the
+# executor's training step trains language models, so there is no gradient to compare.
+# Encoder-decoder (issue 16): T5's forward against T5ForConditionalGeneration's logits, the
+# decoder's tokens given with the weights (decoder_input_ids beside the parameters); the
+# executor's training step trains decoder-only language models.
+SEQ2SEQ = {
+    "t5": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
+                             "num_layers": 2, "num_heads": 4,
+                             "relative_attention_num_buckets": 8,
+                             "relative_attention_max_distance": 6}),
+    "t5-gated": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
+                                   "num_layers": 2, "num_heads": 4,
+                                   "feed_forward_proj": "gated-gelu",
+                                   "tie_word_embeddings": False}),
+}
+
+VISION = {
+    "vit": ("vit-base-patch16-224.json", {"hidden_size": 32, "intermediate_size": 48,
+                                          "num_hidden_layers": 2, "num_attention_heads": 4,
+                                          "image_size": 8, "patch_size": 2,
+                                          "id2label": {str(i): "l%d" % i for i in range(6)}}),
+}
+
+
+def forward_runs(tmp, model, folder, m, logits, results, table, tokens=None):
+    """propagate under each policy, run forward, logits (sharded and unsharded) against m's."""
+    from safetensors.numpy import load_file
+
+    for policy in POLICIES:
+        plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
+        out = os.path.join(tmp, "out.safetensors")
+        ref = os.path.join(tmp, "ref.safetensors")
+        what = "%s under %s on %s" % (model, policy, MESH)
+        seq = ["--seq", str(S)] if tokens else []
+        p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"), "--mesh", MESH,
+                            "--policy", policy, "--batch", str(B), *seq, "--hardware",
+                            "cpu-local", "--allow-tied", "-o", plan],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
+            continue
+        more = ["--tokens", tokens] if tokens else []
+        p = subprocess.run([CLI, "run", plan, "--weights", folder, *more, "--outputs", out,
+                            "--outputs-reference", ref, "--repeat", "1", "--warmup", "0"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            results.append((False, "%s: run exit %d: %s" % (what, p.returncode,
+                                                            p.stderr.strip()[:600])))
+            continue
+        for side, f in (("sharded", out), ("unsharded", ref)):
+            got = load_file(f).get("logits")
+            e = rel(got, logits) if got is not None and got.shape == logits.shape \
+                else float("inf")
+            if side == "sharded":
+                table.append((model, policy, e, float("nan"), float("nan"), "(forward)"))
+            results.append((e <= TOL, "%s, %s: vs Hugging Face %s, logits rel %.2g (tol %g)"
+                            % (what, side, type(m).__name__, e, TOL)))
+
+
+def seq2seq_runs(tmp, only, results, table):
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file, save_file
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+
+    for k, (model, (fname, sizes)) in enumerate(SEQ2SEQ.items()):
+        if only and model not in only:
+            continue
+        with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
+            real = json.load(f)
+        fields = {key: v for key, v in real.items()
+                  if key not in ("model_type", "torch_dtype", "dtype")}
+        fields.update(sizes)
+        fields["dtype"] = "float32"
+        config = AutoConfig.for_model(real["model_type"], **fields)
+        torch.manual_seed(41 + k)
+        m = AutoModelForSeq2SeqLM.from_config(config, dtype=torch.float32)
+        g = torch.Generator().manual_seed(41 + k)
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                r = torch.randn(p.shape, generator=g, dtype=torch.float32)
+                p.copy_(0.3 * r if p.dim() >= 2 else 1.0 + 0.1 * r)
+        m.eval()
+        folder = os.path.join(tmp, model)
+        m.save_pretrained(folder)
+        rng = np.random.default_rng(41 + k)
+        ids = rng.integers(0, config.vocab_size, size=(B, S)).astype(np.int64)
+        dec = rng.integers(0, config.vocab_size, size=(B, S)).astype(np.int64)
+        tokens = os.path.join(tmp, model + "-tokens.npy")
+        np.save(tokens, ids)
+        path = os.path.join(folder, "model.safetensors")
+        weights = load_file(path)
+        weights["decoder_input_ids"] = dec
+        save_file(weights, path)
+        with torch.no_grad():
+            logits = m(input_ids=torch.tensor(ids), decoder_input_ids=torch.tensor(dec)).logits
+        forward_runs(tmp, model, folder, m, logits.numpy(), results, table, tokens)
+
+
+def vision_runs(tmp, only, results, table):
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file, save_file
+    from transformers import AutoConfig, AutoModelForImageClassification
+
+    for k, (model, (fname, sizes)) in enumerate(VISION.items()):
+        if only and model not in only:
+            continue
+        with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
+            real = json.load(f)
+        fields = {key: v for key, v in real.items()
+                  if key not in ("model_type", "torch_dtype", "dtype", "label2id")}
+        fields.update(sizes)
+        fields["dtype"] = "float32"
+        config = AutoConfig.for_model(real["model_type"], **fields)
+        torch.manual_seed(31 + k)
+        m = AutoModelForImageClassification.from_config(config, dtype=torch.float32)
+        g = torch.Generator().manual_seed(31 + k)
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                r = torch.randn(p.shape, generator=g, dtype=torch.float32)
+                p.copy_(0.3 * r if p.dim() >= 2 else (0.1 * r if name.endswith("bias")
+                                                      else 1.0 + 0.1 * r))
+        m.eval()
+        folder = os.path.join(tmp, model)
+        m.save_pretrained(folder)
+        pixels = torch.randn(B, config.num_channels, config.image_size, config.image_size,
+                             generator=g)
+        path = os.path.join(folder, "model.safetensors")
+        weights = load_file(path)
+        weights["pixel_values"] = pixels.numpy()
+        save_file(weights, path)
+        with torch.no_grad():
+            logits = m(pixel_values=pixels).logits.numpy()
+        for policy in POLICIES:
+            plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
+            out = os.path.join(tmp, "out.safetensors")
+            ref = os.path.join(tmp, "ref.safetensors")
+            what = "%s under %s on %s" % (model, policy, MESH)
+            p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"), "--mesh",
+                                MESH, "--policy", policy, "--batch", str(B), "--hardware",
+                                "cpu-local", "-o", plan], capture_output=True, text=True)
+            if p.returncode != 0:
+                results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
+                continue
+            p = subprocess.run([CLI, "run", plan, "--weights", folder, "--outputs", out,
+                                "--outputs-reference", ref, "--repeat", "1", "--warmup", "0"],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                results.append((False, "%s: run exit %d: %s" % (what, p.returncode,
+                                                                p.stderr.strip()[:600])))
+                continue
+            for side, f in (("sharded", out), ("unsharded", ref)):
+                got = load_file(f).get("logits")
+                e = rel(got, logits) if got is not None and got.shape == logits.shape \
+                    else float("inf")
+                if side == "sharded":
+                    table.append((model, policy, e, float("nan"), float("nan"), "(forward)"))
+                results.append((e <= TOL, "%s, %s: vs Hugging Face %s, logits rel %.2g (tol %g)"
+                                % (what, side, type(m).__name__, e, TOL)))
 
 
 def main():
@@ -281,13 +531,17 @@ def main():
                         what, p.returncode, p.stderr.strip()[:600])))
                     continue
                 for side, path in (("sharded", out), ("unsharded", ref)):
-                    el, ez, eg, worst, msgs = compare(load_file(path), logits, loss, grads)
+                    el, ez, eg, worst, msgs = compare(
+                        load_file(path), logits, loss, grads,
+                        CHECKPOINT_NAMES.get(model.split("-")[0]))
                     if side == "sharded":
                         table.append((model, policy, el, ez, eg, worst))
                     results.append((not msgs, "%s, %s: vs Hugging Face %s, logits rel %.2g, "
                                     "loss rel %.2g, %d gradients rel %.2g (tol %g)%s" % (
                                         what, side, type(m).__name__, el, ez, len(grads), eg,
                                         TOL, "" if not msgs else "; " + "; ".join(msgs[:4]))))
+        seq2seq_runs(tmp, only, results, table)
+        vision_runs(tmp, only, results, table)
     print("1..%d" % len(results))
     for i, (ok, what) in enumerate(results):
         print("%s %d - %s" % ("ok" if ok else "not ok", i + 1, what))
