@@ -5,6 +5,7 @@
 
 #include "app-export.h"
 #include "app-new-plan-dialog.h"
+#include "app-suggest-dialog.h"
 #include "app-trial-dialog.h"
 #include "app-trial-store.h"
 #include "app-window-private.h"
@@ -539,6 +540,41 @@ action_trial_run (GtkWidget *widget, const char *name, GVariant *param)
   gtk_window_present (GTK_WINDOW (dialog));
 }
 
+/* ---- suggest plans (issue 17) ------------------------------------------------------ */
+
+static void
+suggest_open_proceed (AppWindow *self, gpointer data)
+{
+  g_autoptr (AppDocument) doc = app_document_new_for_plan (PLANNER_PLAN (data), 0);
+  app_window_set_document (self, doc);
+}
+
+static void
+suggest_open_plan (AppWindow *self, PlannerPlan *plan)
+{
+  app_window_ask_before_discarding (
+      self, app_window_proceed_new (suggest_open_proceed, g_object_ref (plan), g_object_unref));
+}
+
+void
+app_window_connect_suggest_dialog (AppWindow *self, GtkWidget *dialog)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  g_signal_connect_object (dialog, "open-plan", G_CALLBACK (suggest_open_plan), self,
+                           G_CONNECT_SWAPPED);
+}
+
+static void
+action_suggest_plans (GtkWidget *widget, const char *name, GVariant *param)
+{
+  AppWindow *self = APP_WINDOW (widget);
+  if (self->document == NULL)
+    return;
+  GtkWidget *dialog = app_suggest_dialog_new (GTK_WINDOW (self), self->document);
+  app_window_connect_suggest_dialog (self, dialog);
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
 /* ---- store actions (target: the plan id) ----------------------------------------- */
 
 static void
@@ -739,6 +775,7 @@ static const GActionEntry win_entries[] = {
   { "compare", NULL, NULL, NULL, NULL },
   { "pin", NULL, "s", NULL, NULL },
   { "unpin", NULL, NULL, NULL, NULL },
+  { "suggest-plans", NULL, NULL, NULL, NULL },
 };
 
 typedef void (*WidgetActionFunc) (GtkWidget *, const char *, GVariant *);
@@ -801,6 +838,7 @@ app_window_init_actions (AppWindow *self)
     { "export", action_export },   { "trial-run", action_trial_run },
     { "compare", action_compare }, { "pin", action_pin },
     { "unpin", action_unpin },
+    { "suggest-plans", action_suggest_plans },
   };
   for (guint i = 0; i < G_N_ELEMENTS (win_entries); i++)
     {
