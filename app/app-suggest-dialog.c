@@ -73,8 +73,8 @@ show_progress (gpointer user_data)
   /* Only the search in flight draws: a cancelled one's late calls are dropped. */
   if (self && self->cancellable && self->cancellable == p->cancellable)
     {
-      gtk_progress_bar_set_fraction (self->progress, p->total ? (double) p->done / p->total : 0);
-      g_autofree char *text = g_strdup_printf (_("%u of %u: %s"), p->done, p->total, p->what);
+      gtk_progress_bar_set_fraction (self->progress, p->total ? (double)p->done / p->total : 0);
+      g_autofree char *text = g_strdup_printf (_ ("%u of %u: %s"), p->done, p->total, p->what);
       gtk_progress_bar_set_text (self->progress, text);
     }
   g_weak_ref_clear (&p->dialog);
@@ -116,7 +116,7 @@ search_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
   if (result == NULL)
     g_task_return_error (task, error);
   else
-    g_task_return_pointer (task, result, (GDestroyNotify) planner_search_result_free);
+    g_task_return_pointer (task, result, (GDestroyNotify)planner_search_result_free);
 }
 
 static void
@@ -126,13 +126,13 @@ update_sensitivity (AppSuggestDialog *self)
   gtk_widget_set_sensitive (GTK_WIDGET (self->search_button), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->devices_spin), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->list), !running);
-  gtk_button_set_label (self->cancel_button, running ? _("_Cancel") : _("_Close"));
+  gtk_button_set_label (self->cancel_button, running ? _ ("_Cancel") : _ ("_Close"));
 }
 
 static char *
 candidate_title (const PlannerSearchCandidate *c)
 {
-  return g_strdup_printf ("%s · %s", c->mesh, c->solved ? _("solved") : c->policy);
+  return g_strdup_printf ("%s · %s", c->mesh, c->solved ? _ ("solved") : c->policy);
 }
 
 static void
@@ -150,18 +150,18 @@ candidate_row (AppSuggestDialog *self, guint row, const PlannerSearchCandidate *
   adw_preferences_row_set_title (ADW_PREFERENCES_ROW (w), title);
   g_autofree char *subtitle = NULL;
   if (c->plan == NULL)
-    subtitle = g_strdup (c->error ? c->error : _("No plan"));
+    subtitle = g_strdup (c->error ? c->error : _ ("No plan"));
   else
     {
       g_autofree char *t = planner_format_time (c->step_time_s);
       g_autofree char *m = planner_format_bytes (c->memory_per_device_bytes);
-      subtitle = g_strdup_printf (_("Step %s · %s per device · %s"), t, m,
-                                  c->fits ? _("fits") : _("does not fit"));
+      subtitle = g_strdup_printf (_ ("Step %s · %s per device · %s"), t, m,
+                                  c->fits ? _ ("fits") : _ ("does not fit"));
     }
   adw_action_row_set_subtitle (ADW_ACTION_ROW (w), subtitle);
   if (best)
     {
-      GtkWidget *mark = gtk_label_new (_("Best"));
+      GtkWidget *mark = gtk_label_new (_ ("Best"));
       gtk_widget_set_valign (mark, GTK_ALIGN_CENTER);
       gtk_widget_add_css_class (mark, "success");
       gtk_widget_add_css_class (mark, "heading");
@@ -169,7 +169,7 @@ candidate_row (AppSuggestDialog *self, guint row, const PlannerSearchCandidate *
     }
   if (c->plan)
     {
-      GtkWidget *open = gtk_button_new_with_mnemonic (_("_Open"));
+      GtkWidget *open = gtk_button_new_with_mnemonic (_ ("_Open"));
       gtk_widget_set_valign (open, GTK_ALIGN_CENTER);
       if (best)
         gtk_widget_add_css_class (open, "suggested-action");
@@ -209,12 +209,12 @@ fill_list (AppSuggestDialog *self)
   for (guint r = 0; r < self->rows->len; r++)
     {
       guint i = g_array_index (self->rows, guint, r);
-      gboolean best = self->result->best >= 0 && (guint) self->result->best == i;
+      gboolean best = self->result->best >= 0 && (guint)self->result->best == i;
       if (best)
-        self->best_row = (int) r;
-      gtk_list_box_append (self->list,
-                           candidate_row (self, r,
-                                          g_ptr_array_index (self->result->candidates, i), best));
+        self->best_row = (int)r;
+      gtk_list_box_append (
+          self->list,
+          candidate_row (self, r, g_ptr_array_index (self->result->candidates, i), best));
     }
 }
 
@@ -238,7 +238,7 @@ search_done (GObject *source, GAsyncResult *result, gpointer user_data)
       gtk_progress_bar_set_fraction (self->progress, 0);
       gtk_progress_bar_set_text (self->progress, NULL);
       gtk_label_set_text (self->status, g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED)
-                                            ? _("Cancelled.")
+                                            ? _ ("Cancelled.")
                                             : error->message);
       return;
     }
@@ -246,20 +246,20 @@ search_done (GObject *source, GAsyncResult *result, gpointer user_data)
   self->result = res;
   fill_list (self);
   gtk_progress_bar_set_fraction (self->progress, 1);
-  gtk_progress_bar_set_text (self->progress, _("Done"));
+  gtk_progress_bar_set_text (self->progress, _ ("Done"));
   g_autofree char *limit = planner_format_bytes (res->memory_limit);
   g_autofree char *text = NULL;
   if (res->best >= 0)
     {
       PlannerSearchCandidate *best = g_ptr_array_index (res->candidates, res->best);
       g_autofree char *title = candidate_title (best);
-      text = g_strdup_printf (_("%u candidates in %.0f ms; the best is %s (the fastest "
-                                "within %s per device)."),
+      text = g_strdup_printf (_ ("%u candidates in %.0f ms; the best is %s (the fastest "
+                                 "within %s per device)."),
                               res->candidates->len, res->search_ms, title, limit);
     }
   else
-    text = g_strdup_printf (_("%u candidates in %.0f ms; none fits in %s per device. Try "
-                              "more devices, or a smaller batch or sequence."),
+    text = g_strdup_printf (_ ("%u candidates in %.0f ms; none fits in %s per device. Try "
+                               "more devices, or a smaller batch or sequence."),
                             res->candidates->len, res->search_ms, limit);
   gtk_label_set_text (self->status, text);
 }
@@ -281,11 +281,11 @@ app_suggest_dialog_start (AppSuggestDialog *self)
   clear_list (self);
   gtk_label_set_text (self->status, "");
   gtk_progress_bar_set_fraction (self->progress, 0);
-  gtk_progress_bar_set_text (self->progress, _("Starting the search"));
+  gtk_progress_bar_set_text (self->progress, _ ("Starting the search"));
   update_sensitivity (self);
   g_autoptr (GTask) task = g_task_new (NULL, self->cancellable, search_done, g_object_ref (self));
   g_task_set_source_tag (task, app_suggest_dialog_start);
-  g_task_set_task_data (task, data, (GDestroyNotify) search_data_free);
+  g_task_set_task_data (task, data, (GDestroyNotify)search_data_free);
   g_task_run_in_thread (task, search_thread);
 }
 
@@ -300,7 +300,7 @@ app_suggest_dialog_cancel (AppSuggestDialog *self)
   g_clear_object (&self->cancellable);
   gtk_progress_bar_set_fraction (self->progress, 0);
   gtk_progress_bar_set_text (self->progress, NULL);
-  gtk_label_set_text (self->status, _("Cancelled."));
+  gtk_label_set_text (self->status, _ ("Cancelled."));
   update_sensitivity (self);
 }
 
@@ -315,7 +315,7 @@ guint
 app_suggest_dialog_get_devices (AppSuggestDialog *self)
 {
   g_return_val_if_fail (APP_IS_SUGGEST_DIALOG (self), 0);
-  return (guint) gtk_spin_button_get_value_as_int (self->devices_spin);
+  return (guint)gtk_spin_button_get_value_as_int (self->devices_spin);
 }
 
 gboolean
@@ -371,7 +371,7 @@ app_suggest_dialog_open_row (AppSuggestDialog *self, guint row)
       = g_ptr_array_index (self->result->candidates, g_array_index (self->rows, guint, row));
   if (c->plan == NULL)
     {
-      gtk_label_set_text (self->status, c->error ? c->error : _("No plan"));
+      gtk_label_set_text (self->status, c->error ? c->error : _ ("No plan"));
       return FALSE;
     }
   g_autofree char *title = candidate_title (c);
@@ -403,7 +403,7 @@ app_suggest_dialog_new (GtkWindow *parent, AppDocument *document)
   self->graph = g_object_ref (app_document_get_graph (document));
   self->hw = planner_hardware_copy (app_document_get_hardware (document));
   const PlannerMesh *mesh = app_document_get_mesh (document);
-  app_suggest_dialog_set_devices (self, mesh ? (guint) planner_mesh_n_devices (mesh) : 1);
+  app_suggest_dialog_set_devices (self, mesh ? (guint)planner_mesh_n_devices (mesh) : 1);
   return GTK_WIDGET (self);
 }
 

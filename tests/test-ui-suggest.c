@@ -27,7 +27,7 @@ typedef gboolean (*Condition) (gpointer data);
 static gboolean
 timed_out (gpointer data)
 {
-  *(gboolean *) data = TRUE;
+  *(gboolean *)data = TRUE;
   return G_SOURCE_REMOVE;
 }
 
@@ -193,16 +193,16 @@ test_suggest (void)
       if (c->plan && c->fits
           && (best < 0
               || c->step_time_s
-                     < ((PlannerSearchCandidate *) g_ptr_array_index (ref->candidates, best))
+                     < ((PlannerSearchCandidate *)g_ptr_array_index (ref->candidates, best))
                            ->step_time_s))
-        best = (int) i;
+        best = (int)i;
     }
   g_assert_cmpint (best, >=, 0);
   PlannerSearchCandidate *want = g_ptr_array_index (ref->candidates, best);
   int best_row = app_suggest_dialog_get_best_row (d);
   g_assert_cmpint (best_row, ==, 0);
   PlannerSearchCandidate *marked = g_ptr_array_index (
-      shown->candidates, app_suggest_dialog_get_row_candidate (d, (guint) best_row));
+      shown->candidates, app_suggest_dialog_get_row_candidate (d, (guint)best_row));
   g_assert_cmpstr (marked->mesh, ==, want->mesh);
   g_assert_cmpstr (marked->policy, ==, want->policy);
   g_assert_cmpint (marked->solved, ==, want->solved);
@@ -216,7 +216,7 @@ test_suggest (void)
   /* Opening it makes it the window's plan. */
   g_autofree char *mesh = g_strdup (want->mesh);
   double step = want->step_time_s;
-  g_assert_true (app_suggest_dialog_open_row (d, (guint) best_row));
+  g_assert_true (app_suggest_dialog_open_row (d, (guint)best_row));
   wait_for (plan_ready, before, 30, "the suggested plan");
   g_assert_null (find_dialog ());
   PlannerPlan *now = app_document_get_plan (app_window_get_document (window));
