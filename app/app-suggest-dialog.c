@@ -33,6 +33,7 @@ G_DEFINE_FINAL_TYPE (AppSuggestDialog, app_suggest_dialog, ADW_TYPE_WINDOW)
 enum
 {
   SIGNAL_OPEN_PLAN,
+  SIGNAL_SAVE_PLAN,
   N_SIGNALS
 };
 
@@ -142,6 +143,13 @@ on_open_clicked (GtkButton *button, AppSuggestDialog *self)
   app_suggest_dialog_open_row (self, row);
 }
 
+static void
+on_save_clicked (GtkButton *button, AppSuggestDialog *self)
+{
+  guint row = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (button), "row"));
+  app_suggest_dialog_save_row (self, row);
+}
+
 static GtkWidget *
 candidate_row (AppSuggestDialog *self, guint row, const PlannerSearchCandidate *c, gboolean best)
 {
@@ -175,6 +183,12 @@ candidate_row (AppSuggestDialog *self, guint row, const PlannerSearchCandidate *
         gtk_widget_add_css_class (open, "suggested-action");
       g_object_set_data (G_OBJECT (open), "row", GUINT_TO_POINTER (row));
       g_signal_connect (open, "clicked", G_CALLBACK (on_open_clicked), self);
+      GtkWidget *save = gtk_button_new_with_mnemonic (_ ("_Save"));
+      gtk_widget_set_valign (save, GTK_ALIGN_CENTER);
+      gtk_widget_add_css_class (save, "flat");
+      g_object_set_data (G_OBJECT (save), "row", GUINT_TO_POINTER (row));
+      g_signal_connect (save, "clicked", G_CALLBACK (on_save_clicked), self);
+      adw_action_row_add_suffix (ADW_ACTION_ROW (w), save);
       adw_action_row_add_suffix (ADW_ACTION_ROW (w), open);
       adw_action_row_set_activatable_widget (ADW_ACTION_ROW (w), open);
     }
@@ -361,24 +375,49 @@ app_suggest_dialog_get_best_row (AppSuggestDialog *self)
   return self->best_row;
 }
 
-gboolean
-app_suggest_dialog_open_row (AppSuggestDialog *self, guint row)
+/* The row's plan, named after the model, mesh and policy; NULL (its error shown) without. */
+static PlannerPlan *
+row_plan (AppSuggestDialog *self, guint row)
 {
-  g_return_val_if_fail (APP_IS_SUGGEST_DIALOG (self), FALSE);
   if (self->result == NULL || row >= self->rows->len)
-    return FALSE;
+    return NULL;
   PlannerSearchCandidate *c
       = g_ptr_array_index (self->result->candidates, g_array_index (self->rows, guint, row));
   if (c->plan == NULL)
     {
       gtk_label_set_text (self->status, c->error ? c->error : _ ("No plan"));
-      return FALSE;
+      return NULL;
     }
   g_autofree char *title = candidate_title (c);
-  g_autofree char *name = g_strdup_printf ("%s %s", planner_graph_get_source (self->graph), title);
+  /* The model's short name: "gpt2-tiny?batch=8&…" or a config's path without the rest. */
+  const char *source = planner_graph_get_source (self->graph);
+  g_autofree char *model = g_strndup (source, strcspn (source, "?"));
+  g_autofree char *base = g_path_get_basename (model);
+  g_autofree char *name = g_strdup_printf ("%s %s", base, title);
   planner_plan_set_name (c->plan, name);
+  return c->plan;
+}
+
+gboolean
+app_suggest_dialog_save_row (AppSuggestDialog *self, guint row)
+{
+  g_return_val_if_fail (APP_IS_SUGGEST_DIALOG (self), FALSE);
+  PlannerPlan *plan = row_plan (self, row);
+  if (plan == NULL)
+    return FALSE;
+  g_signal_emit (self, signals[SIGNAL_SAVE_PLAN], 0, plan);
+  return TRUE;
+}
+
+gboolean
+app_suggest_dialog_open_row (AppSuggestDialog *self, guint row)
+{
+  g_return_val_if_fail (APP_IS_SUGGEST_DIALOG (self), FALSE);
+  PlannerPlan *row_p = row_plan (self, row);
+  if (row_p == NULL)
+    return FALSE;
   /* Held across the emission: the handler may close this dialog. */
-  g_autoptr (PlannerPlan) plan = g_object_ref (c->plan);
+  g_autoptr (PlannerPlan) plan = g_object_ref (row_p);
   g_object_ref (self);
   g_signal_emit (self, signals[SIGNAL_OPEN_PLAN], 0, plan);
   gtk_window_destroy (GTK_WINDOW (self));
@@ -438,6 +477,10 @@ app_suggest_dialog_class_init (AppSuggestDialogClass *klass)
   /* A PlannerPlan*, borrowed for the emission. */
   signals[SIGNAL_OPEN_PLAN]
       = g_signal_new ("open-plan", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                      NULL, G_TYPE_NONE, 1, PLANNER_TYPE_PLAN);
+  /* A PlannerPlan*, borrowed: the window stores it, the dialog stays. */
+  signals[SIGNAL_SAVE_PLAN]
+      = g_signal_new ("save-plan", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                       NULL, G_TYPE_NONE, 1, PLANNER_TYPE_PLAN);
   gtk_widget_class_set_template_from_resource (
       widget_class, "/io/github/shardscope/Shardscope/app-suggest-dialog.ui");

@@ -2,7 +2,8 @@
  * model and hardware on a device count the user enters, off the GTK thread with progress and
  * Cancel, and lists the candidates fastest first (mesh, policy or solved, step time, memory
  * per device, whether it fits) with the best one marked. Opening a candidate emits
- * "open-plan" (a PlannerPlan pointer, borrowed); the window makes it the current plan.
+ * "open-plan" (a PlannerPlan pointer, borrowed); the window makes it the current plan. Saving
+ * one emits "save-plan" (the same); the window puts it in the store.
  *
  * The search starts from the model alone: the document's own pins name its mesh's axes and
  * are not carried over to the meshes searched. */
@@ -37,5 +38,7 @@ guint app_suggest_dialog_get_row_candidate (AppSuggestDialog *self, guint row);
 int app_suggest_dialog_get_best_row (AppSuggestDialog *self);
 /* Emits "open-plan" with the row's plan; FALSE when the row has none (its error is shown). */
 gboolean app_suggest_dialog_open_row (AppSuggestDialog *self, guint row);
+/* Emits "save-plan" with the row's plan; FALSE when the row has none. */
+gboolean app_suggest_dialog_save_row (AppSuggestDialog *self, guint row);
 
 G_END_DECLS

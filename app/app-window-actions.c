@@ -556,11 +556,34 @@ suggest_open_plan (AppWindow *self, PlannerPlan *plan)
       self, app_window_proceed_new (suggest_open_proceed, g_object_ref (plan), g_object_unref));
 }
 
+static void
+suggest_save_plan (AppWindow *self, PlannerPlan *plan)
+{
+  g_autoptr (GError) error = NULL;
+  if (self->store == NULL)
+    return;
+  g_autoptr (GPtrArray) entries = planner_store_list_plans (self->store, &error);
+  g_autofree char *name
+      = entries ? app_window_free_plan_name (entries, planner_plan_get_name (plan)) : NULL;
+  if (name == NULL || planner_store_save_plan (self->store, plan, name, 0, &error) == 0)
+    {
+      app_window_show_error (self, _ ("The suggested plan was not saved"), error);
+      return;
+    }
+  app_sidebar_reload (self->sidebar);
+  /* Toasts take markup. */
+  g_autofree char *escaped = g_markup_escape_text (name, -1);
+  g_autofree char *text = g_strdup_printf (_ ("Saved as “%s”"), escaped);
+  app_window_show_toast (self, text);
+}
+
 void
 app_window_connect_suggest_dialog (AppWindow *self, GtkWidget *dialog)
 {
   g_return_if_fail (APP_IS_WINDOW (self));
   g_signal_connect_object (dialog, "open-plan", G_CALLBACK (suggest_open_plan), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (dialog, "save-plan", G_CALLBACK (suggest_save_plan), self,
                            G_CONNECT_SWAPPED);
 }
 

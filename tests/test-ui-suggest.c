@@ -15,6 +15,7 @@
 #include "app-application.h"
 #include "app-suggest-dialog.h"
 #include "app-window.h"
+#include "planner-store.h"
 
 #include "test-util.h"
 
@@ -212,6 +213,26 @@ test_suggest (void)
   g_test_message ("best of %u: %s %s, step %.6g s, %" G_GUINT64_FORMAT " B per device",
                   ref->candidates->len, want->mesh, want->solved ? "solved" : want->policy,
                   want->step_time_s, want->memory_per_device_bytes);
+
+  /* Saving it puts it in the store, once per save; the dialog stays. */
+  g_assert_true (app_suggest_dialog_save_row (d, (guint)best_row));
+  g_assert_nonnull (find_dialog ());
+  {
+    g_autoptr (PlannerStore) store = planner_store_open (g_getenv ("SHARDSCOPE_DB"), &error);
+    g_assert_no_error (error);
+    g_autoptr (GPtrArray) entries = planner_store_list_plans (store, &error);
+    g_assert_no_error (error);
+    g_assert_cmpuint (entries->len, ==, 1);
+    PlannerStoreEntry *e = g_ptr_array_index (entries, 0);
+    g_assert_cmpstr (e->mesh, ==, want->mesh);
+    g_autofree char *expected_name
+        = g_strdup_printf ("gpt2-tiny %s · %s", want->mesh, want->solved ? "solved" : want->policy);
+    g_assert_cmpstr (e->name, ==, expected_name);
+    g_autoptr (PlannerPlan) stored = planner_store_load_plan (store, e->id, &error);
+    g_assert_no_error (error);
+    g_assert_cmpfloat_with_epsilon (planner_plan_get_totals (stored)->step_time_s,
+                                    want->step_time_s, 1e-12 + 1e-9 * want->step_time_s);
+  }
 
   /* Opening it makes it the window's plan. */
   g_autofree char *mesh = g_strdup (want->mesh);
