@@ -80,6 +80,29 @@ find_dialog (void)
   return NULL;
 }
 
+/* The dialog with its list, into the build folder (to look at; nothing is compared). */
+static void
+photograph (GtkWidget *widget, const char *file)
+{
+  for (int i = 0; i < 100; i++)
+    g_main_context_iteration (NULL, FALSE);
+  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
+  if (width <= 0 || height <= 0)
+    return;
+  g_autoptr (GdkPaintable) paintable = gtk_widget_paintable_new (widget);
+  GtkSnapshot *snapshot = gtk_snapshot_new ();
+  gdk_paintable_snapshot (paintable, snapshot, width, height);
+  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snapshot);
+  if (node == NULL)
+    return;
+  GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (widget));
+  g_autoptr (GdkTexture) texture
+      = gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_BUILDDIR"), file, NULL);
+  g_assert_true (gdk_texture_save_to_png (texture, path));
+  g_test_message ("wrote %s (%dx%d)", path, width, height);
+}
+
 static void
 test_start (void)
 {
@@ -213,6 +236,8 @@ test_suggest (void)
   g_test_message ("best of %u: %s %s, step %.6g s, %" G_GUINT64_FORMAT " B per device",
                   ref->candidates->len, want->mesh, want->solved ? "solved" : want->policy,
                   want->step_time_s, want->memory_per_device_bytes);
+
+  photograph (GTK_WIDGET (d), "suggest.png");
 
   /* Saving it puts it in the store, once per save; the dialog stays. */
   g_assert_true (app_suggest_dialog_save_row (d, (guint)best_row));
