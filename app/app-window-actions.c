@@ -5,6 +5,7 @@
 
 #include "app-export.h"
 #include "app-new-plan-dialog.h"
+#include "app-suggest-dialog.h"
 #include "app-trial-dialog.h"
 #include "app-trial-store.h"
 #include "app-window-private.h"
@@ -539,6 +540,64 @@ action_trial_run (GtkWidget *widget, const char *name, GVariant *param)
   gtk_window_present (GTK_WINDOW (dialog));
 }
 
+/* ---- suggest plans (issue 17) ------------------------------------------------------ */
+
+static void
+suggest_open_proceed (AppWindow *self, gpointer data)
+{
+  g_autoptr (AppDocument) doc = app_document_new_for_plan (PLANNER_PLAN (data), 0);
+  app_window_set_document (self, doc);
+}
+
+static void
+suggest_open_plan (AppWindow *self, PlannerPlan *plan)
+{
+  app_window_ask_before_discarding (
+      self, app_window_proceed_new (suggest_open_proceed, g_object_ref (plan), g_object_unref));
+}
+
+static void
+suggest_save_plan (AppWindow *self, PlannerPlan *plan)
+{
+  g_autoptr (GError) error = NULL;
+  if (self->store == NULL)
+    return;
+  g_autoptr (GPtrArray) entries = planner_store_list_plans (self->store, &error);
+  g_autofree char *name
+      = entries ? app_window_free_plan_name (entries, planner_plan_get_name (plan)) : NULL;
+  if (name == NULL || planner_store_save_plan (self->store, plan, name, 0, &error) == 0)
+    {
+      app_window_show_error (self, _ ("The suggested plan was not saved"), error);
+      return;
+    }
+  app_sidebar_reload (self->sidebar);
+  /* Toasts take markup. */
+  g_autofree char *escaped = g_markup_escape_text (name, -1);
+  g_autofree char *text = g_strdup_printf (_ ("Saved as “%s”"), escaped);
+  app_window_show_toast (self, text);
+}
+
+void
+app_window_connect_suggest_dialog (AppWindow *self, GtkWidget *dialog)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  g_signal_connect_object (dialog, "open-plan", G_CALLBACK (suggest_open_plan), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (dialog, "save-plan", G_CALLBACK (suggest_save_plan), self,
+                           G_CONNECT_SWAPPED);
+}
+
+static void
+action_suggest_plans (GtkWidget *widget, const char *name, GVariant *param)
+{
+  AppWindow *self = APP_WINDOW (widget);
+  if (self->document == NULL)
+    return;
+  GtkWidget *dialog = app_suggest_dialog_new (GTK_WINDOW (self), self->document);
+  app_window_connect_suggest_dialog (self, dialog);
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
 /* ---- store actions (target: the plan id) ----------------------------------------- */
 
 static void
@@ -739,6 +798,7 @@ static const GActionEntry win_entries[] = {
   { "compare", NULL, NULL, NULL, NULL },
   { "pin", NULL, "s", NULL, NULL },
   { "unpin", NULL, NULL, NULL, NULL },
+  { "suggest-plans", NULL, NULL, NULL, NULL },
 };
 
 typedef void (*WidgetActionFunc) (GtkWidget *, const char *, GVariant *);
@@ -801,6 +861,7 @@ app_window_init_actions (AppWindow *self)
     { "export", action_export },   { "trial-run", action_trial_run },
     { "compare", action_compare }, { "pin", action_pin },
     { "unpin", action_unpin },
+    { "suggest-plans", action_suggest_plans },
   };
   for (guint i = 0; i < G_N_ELEMENTS (win_entries); i++)
     {

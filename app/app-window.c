@@ -140,6 +140,7 @@ app_window_update_actions (AppWindow *self)
   set_action_enabled (self, "save-as", plan != NULL);
   set_action_enabled (self, "export", plan != NULL);
   set_action_enabled (self, "trial-run", plan != NULL);
+  set_action_enabled (self, "suggest-plans", doc != NULL);
   set_action_enabled (self, "compare", plan != NULL);
   set_action_enabled (self, "pin", has_op && plan != NULL);
   set_action_enabled (self, "edit-pin", has_op && plan != NULL);

@@ -70,6 +70,9 @@ void app_window_add_accels (GtkApplication *app);
 
 /* Results of @dialog (an AppTrialDialog) show over the graph and are stored with the plan. */
 void app_window_connect_trial_dialog (AppWindow *self, GtkWidget *dialog);
+/* Opens the plan an AppSuggestDialog's "open-plan" gives as the current plan (asking first
+ * when the document has unsaved edits). */
+void app_window_connect_suggest_dialog (AppWindow *self, GtkWidget *dialog);
 
 void app_window_show_toast (AppWindow *self, const char *text);
 /* Dismisses every toast shown; pending deletions become final. */
