@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "planner-error.h"
-#include "planner-pipeline.h"
 #include "planner-policy.h"
 #include "planner-search.h"
 
@@ -78,13 +77,10 @@ candidate_set_plan (PlannerSearchCandidate *c, PlannerPlan *plan, guint64 limit)
   c->step_time_s = t->step_time_s;
   c->memory_per_device_bytes = t->memory_per_device_bytes;
   c->fits = t->memory_per_device_bytes <= limit;
+  /* The schedule's bubble, (p - 1) / (v m + p - 1) with v = 1: the m the pipeline ran (the
+   * totals'), without building the pipeline a second time. */
   if (c->pp > 1)
-    {
-      g_autoptr (GError) local = NULL;
-      g_autoptr (PlannerPipeline) pl = planner_pipeline_new (plan, FALSE, &local);
-      if (pl != NULL)
-        c->bubble_fraction = pl->bubble_fraction;
-    }
+    c->bubble_fraction = (double)(c->pp - 1) / ((double)t->micro_batches + c->pp - 1);
 }
 
 static void
