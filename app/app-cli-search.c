@@ -232,7 +232,8 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
 
   g_autofree char *limit = app_cli_format_bytes (result->memory_limit);
   printf ("Model:    %s\n", planner_graph_get_source (graph));
-  g_autoptr (GPtrArray) meshes = planner_search_meshes ((guint)devices, planner_search_layers (graph));
+  g_autoptr (GPtrArray) meshes
+      = planner_search_meshes ((guint)devices, planner_search_layers (graph));
   printf ("Devices:  %" G_GINT64_FORMAT " (%u meshes), hardware %s, memory limit %s per device\n",
           devices, meshes->len, planner_hardware_get_name (hw), limit);
   printf ("\n  %-4s %-16s %-12s %14s %14s  %s\n", "rank", "mesh", "plan", "step", "memory", "");

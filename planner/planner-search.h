@@ -4,9 +4,9 @@
  * L >= 2 layers, into pp x dp x mp with a pipeline of pp = 2 .. L stages (planner-pipeline.h,
  * 1F1B over options->micro_batches), times the built-in policies (greedy propagation of their
  * pins) and, on the two-axis meshes only, the exact solve (planner-solve.h) under the
- * request's own pins; each candidate costed by the training model (pipelined on pp > 1). The best is the fastest
- * candidate that fits the memory limit; the Pareto front is step time against memory per
- * device. */
+ * request's own pins; each candidate costed by the training model (pipelined on pp > 1).
+ * The best is the fastest candidate that fits the memory limit; the Pareto front is step
+ * time against memory per device. */
 #pragma once
 
 #include <gio/gio.h>
@@ -29,9 +29,9 @@ typedef struct
   PlannerSolveReport report; /* solved candidates */
   char *error;               /* why there is no plan (a policy the mesh cannot take); else NULL */
   PlannerPlan *plan;         /* NULL with an error */
-  /* A pipeline (pp > 1; else pp = 1 and the rest 0): from the plan's PlannerPipeline. */
-  guint pp;              /* stages */
-  guint micro_batches;   /* asked for (also set when the plan was refused) */
+  /* A pipeline (pp > 1; else pp = 1 and the rest 0), as the plan's totals ran it. */
+  guint pp;               /* stages */
+  guint micro_batches;    /* asked for (also set when the plan was refused) */
   double bubble_fraction; /* (p - 1) / (m + p - 1) under 1F1B */
 } PlannerSearchCandidate;
 

@@ -136,8 +136,8 @@ test_search_llama70b_pipelines (void)
 {
   if (test_util_skip_without_cli ())
     return;
-  const char *args[] = { "search",     "llama-70b", "--batch", "64", "--devices", "64",
-                         "--no-solve", "--micro-batches", "8", "--json", NULL };
+  const char *args[] = { "search",     "llama-70b",       "--batch", "64",     "--devices", "64",
+                         "--no-solve", "--micro-batches", "8",       "--json", NULL };
   g_autofree char *out = NULL;
   g_assert_cmpint (test_util_run_cli (args, &out, NULL), ==, 0);
   g_autoptr (JsonParser) parser = json_parser_new ();

@@ -574,10 +574,17 @@ test_search_small (void)
 static void
 test_search_meshes (void)
 {
-  const char *const eight[]
-      = { "dp=8,mp=1",       "dp=4,mp=2",       "dp=2,mp=4",       "dp=1,mp=8",
-          "pp=2,dp=4,mp=1",  "pp=2,dp=2,mp=2",  "pp=2,dp=1,mp=4",  "pp=4,dp=2,mp=1",
-          "pp=4,dp=1,mp=2",  "pp=8,dp=1,mp=1",  NULL };
+  const char *const eight[] = { "dp=8,mp=1",
+                                "dp=4,mp=2",
+                                "dp=2,mp=4",
+                                "dp=1,mp=8",
+                                "pp=2,dp=4,mp=1",
+                                "pp=2,dp=2,mp=2",
+                                "pp=2,dp=1,mp=4",
+                                "pp=4,dp=2,mp=1",
+                                "pp=4,dp=1,mp=2",
+                                "pp=8,dp=1,mp=1",
+                                NULL };
   struct
   {
     guint layers, n; /* the first n of eight[] */
@@ -592,10 +599,9 @@ test_search_meshes (void)
   /* 12 devices, 3 layers: pp=3 divides, pp=4 and 6 are more stages than layers. */
   g_autoptr (GPtrArray) twelve = planner_search_meshes (12, 3);
   const char *const expect12[]
-      = { "dp=12,mp=1",     "dp=6,mp=2",      "dp=4,mp=3",      "dp=3,mp=4",
-          "dp=2,mp=6",      "dp=1,mp=12",     "pp=2,dp=6,mp=1", "pp=2,dp=3,mp=2",
-          "pp=2,dp=2,mp=3", "pp=2,dp=1,mp=6", "pp=3,dp=4,mp=1", "pp=3,dp=2,mp=2",
-          "pp=3,dp=1,mp=4" };
+      = { "dp=12,mp=1",     "dp=6,mp=2",      "dp=4,mp=3",      "dp=3,mp=4",      "dp=2,mp=6",
+          "dp=1,mp=12",     "pp=2,dp=6,mp=1", "pp=2,dp=3,mp=2", "pp=2,dp=2,mp=3", "pp=2,dp=1,mp=6",
+          "pp=3,dp=4,mp=1", "pp=3,dp=2,mp=2", "pp=3,dp=1,mp=4" };
   g_assert_cmpuint (twelve->len, ==, G_N_ELEMENTS (expect12));
   for (guint i = 0; i < twelve->len; i++)
     g_assert_cmpstr (g_ptr_array_index (twelve, i), ==, expect12[i]);
