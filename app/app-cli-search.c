@@ -8,8 +8,9 @@
 #include "app-cli.h"
 #include "planner-search.h"
 
-/* shardscope-cli search: every mesh of N devices x the built-in policies x the exact solve,
- * ranked by the training step; the best that fits, the Pareto front, the solver's proofs. */
+/* shardscope-cli search: every mesh of N devices (dp x mp, and pp x dp x mp pipelines) x the
+ * built-in policies x the exact solve (two-axis meshes), ranked by the training step; the best
+ * that fits, the Pareto front, the solver's proofs. */
 
 #define DEFAULT_TOP 10
 
@@ -63,6 +64,22 @@ add_candidate (JsonBuilder *b, const PlannerSearchCandidate *c, const char *save
   json_builder_add_boolean_value (b, c->plan && c->pareto);
   app_cli_json_add_string (b, "error", c->error);
   app_cli_json_add_string (b, "saved", saved);
+  if (c->pp > 1)
+    {
+      json_builder_set_member_name (b, "pipeline");
+      json_builder_begin_object (b);
+      app_cli_json_add_int (b, "stages", c->pp);
+      app_cli_json_add_int (b, "micro_batches", c->micro_batches);
+      app_cli_json_add_string (b, "schedule", "1f1b");
+      if (c->plan)
+        app_cli_json_add_number (b, "bubble_fraction", c->bubble_fraction);
+      else
+        {
+          json_builder_set_member_name (b, "bubble_fraction");
+          json_builder_add_null_value (b);
+        }
+      json_builder_end_object (b);
+    }
   if (c->solved && c->plan)
     {
       json_builder_set_member_name (b, "solve");
@@ -84,12 +101,19 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
 {
   gboolean json = FALSE, no_solve = FALSE;
   gint64 devices = APP_CLI_UNSET, top = APP_CLI_UNSET, memory_limit = APP_CLI_UNSET;
+  gint64 micro_batches = APP_CLI_UNSET;
   g_autofree char *hardware = NULL, *save_prefix = NULL;
   g_auto (GStrv) user_pins = NULL;
   g_auto (AppCliModelArgs) model_args = { 0 };
   const GOptionEntry entries[] = {
     { "devices", 'n', 0, G_OPTION_ARG_INT64, &devices,
-      "Number of devices: every mesh dp=A,mp=B with A x B = N is tried", "N" },
+      "Number of devices: every mesh dp=A,mp=B with A x B = N is tried, and pp=P,dp=A,mp=B "
+      "with P x A x B = N for 2 <= P <= the model's layers",
+      "N" },
+    { "micro-batches", 0, 0, G_OPTION_ARG_INT64, &micro_batches,
+      "Micro-batches per step on the pp meshes, 1F1B (default 4 x pp); they must divide the "
+      "sequences each device gets (raise --batch)",
+      "M" },
     { "hardware", 0, 0, G_OPTION_ARG_FILENAME, &hardware,
       "Hardware profile: a built-in name or a profile file (default " APP_CLI_DEFAULT_HARDWARE ")",
       "NAME|FILE" },
@@ -120,6 +144,9 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
     top = DEFAULT_TOP;
   if ((status = app_cli_check_int (command, "--top", top, 1, 100000)) >= 0)
     return status;
+  if (micro_batches != APP_CLI_UNSET
+      && (status = app_cli_check_int (command, "--micro-batches", micro_batches, 1, 1 << 20)) >= 0)
+    return status;
   if (memory_limit != APP_CLI_UNSET
       && (status = app_cli_check_int (command, "--memory-limit", memory_limit, 1, G_MAXINT64)) >= 0)
     return status;
@@ -142,6 +169,7 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
   options.memory_limit = memory_limit == APP_CLI_UNSET ? 0 : (guint64)memory_limit;
   options.request = request;
   options.solve = !no_solve;
+  options.micro_batches = micro_batches == APP_CLI_UNSET ? 0 : (guint)micro_batches;
   g_autoptr (PlannerSearchResult) result = planner_search (graph, hw, &options, &error);
   if (result == NULL)
     return app_cli_refuse (error);
@@ -204,7 +232,8 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
 
   g_autofree char *limit = app_cli_format_bytes (result->memory_limit);
   printf ("Model:    %s\n", planner_graph_get_source (graph));
-  g_autoptr (GPtrArray) meshes = planner_search_meshes ((guint)devices);
+  g_autoptr (GPtrArray) meshes
+      = planner_search_meshes ((guint)devices, planner_search_layers (graph));
   printf ("Devices:  %" G_GINT64_FORMAT " (%u meshes), hardware %s, memory limit %s per device\n",
           devices, meshes->len, planner_hardware_get_name (hw), limit);
   printf ("\n  %-4s %-16s %-12s %14s %14s  %s\n", "rank", "mesh", "plan", "step", "memory", "");
@@ -214,10 +243,13 @@ app_cli_search (const AppCliCommand *command, int argc, char **argv)
       const PlannerSearchCandidate *c = g_ptr_array_index (result->candidates, i);
       g_autofree char *step = app_cli_format_seconds (c->step_time_s);
       g_autofree char *mem = app_cli_format_bytes (c->memory_per_device_bytes);
-      printf ("  %-4u %-16s %-12s %14s %14s  %s%s%s%s\n", r + 1, c->mesh,
-              c->solved ? "optimal" : c->policy, step, mem, (int)i == result->best ? "best " : "",
-              c->pareto ? "pareto " : "", c->fits ? "" : "DOES NOT FIT ",
-              g_ptr_array_index (saved_names, i) ? "saved" : "");
+      g_autofree char *pipe = c->pp > 1 ? g_strdup_printf ("1f1b m=%u bubble %.3f ",
+                                                           c->micro_batches, c->bubble_fraction)
+                                        : g_strdup ("");
+      printf ("  %-4u %-16s %-12s %14s %14s  %s%s%s%s%s\n", r + 1, c->mesh,
+              c->solved ? "optimal" : c->policy, step, mem, pipe,
+              (int)i == result->best ? "best " : "", c->pareto ? "pareto " : "",
+              c->fits ? "" : "DOES NOT FIT ", g_ptr_array_index (saved_names, i) ? "saved" : "");
     }
   printf ("\nExact solves (what the objective counts: docs/search.md):\n");
   for (guint i = 0; i < result->candidates->len; i++)

@@ -15,6 +15,7 @@ planner_search_options_init (PlannerSearchOptions *options)
   memset (options, 0, sizeof *options);
   options->solve = TRUE;
   options->policies = TRUE;
+  options->pipelines = TRUE;
 }
 
 static void
@@ -38,23 +39,48 @@ planner_search_result_free (PlannerSearchResult *result)
 }
 
 GPtrArray *
-planner_search_meshes (guint n_devices)
+planner_search_meshes (guint n_devices, guint n_layers)
 {
   GPtrArray *meshes = g_ptr_array_new_with_free_func (g_free);
   for (guint mp = 1; mp <= n_devices; mp++)
     if (n_devices % mp == 0)
       g_ptr_array_add (meshes, g_strdup_printf ("dp=%u,mp=%u", n_devices / mp, mp));
+  /* A pipeline needs two layers at least and a layer per stage. */
+  for (guint pp = 2; n_layers >= 2 && pp <= MIN (n_devices, n_layers); pp++)
+    {
+      if (n_devices % pp != 0)
+        continue;
+      guint rest = n_devices / pp;
+      for (guint mp = 1; mp <= rest; mp++)
+        if (rest % mp == 0)
+          g_ptr_array_add (meshes, g_strdup_printf ("pp=%u,dp=%u,mp=%u", pp, rest / mp, mp));
+    }
   return meshes;
+}
+
+guint
+planner_search_layers (PlannerGraph *graph)
+{
+  g_return_val_if_fail (PLANNER_IS_GRAPH (graph), 0);
+  int n = 0;
+  for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
+    n = MAX (n, planner_op_block (planner_graph_get_op (graph, i)->name, NULL) + 1);
+  return (guint)n;
 }
 
 static void
 candidate_set_plan (PlannerSearchCandidate *c, PlannerPlan *plan, guint64 limit)
 {
+  /* On pp > 1 the totals are the pipelined step (bubble and sends) and the fullest stage. */
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);
   c->plan = plan;
   c->step_time_s = t->step_time_s;
   c->memory_per_device_bytes = t->memory_per_device_bytes;
   c->fits = t->memory_per_device_bytes <= limit;
+  /* The schedule's bubble, (p - 1) / (v m + p - 1) with v = 1: the m the pipeline ran (the
+   * totals'), without building the pipeline a second time. */
+  if (c->pp > 1)
+    c->bubble_fraction = (double)(c->pp - 1) / ((double)t->micro_batches + c->pp - 1);
 }
 
 static void
@@ -84,7 +110,8 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
       = options->memory_limit ? options->memory_limit : planner_hardware_memory_bytes (hw);
   g_autoptr (PlannerSearchResult) owned = result;
 
-  g_autoptr (GPtrArray) meshes = planner_search_meshes (options->n_devices);
+  g_autoptr (GPtrArray) meshes = planner_search_meshes (
+      options->n_devices, options->pipelines ? planner_search_layers (graph) : 0);
   /* The sweep's meshes have dp and mp only: a policy built for another axis (megatron-ep
    * places experts on ep) has nothing to place there and is left out, not listed as
    * refused on every mesh. */
@@ -92,8 +119,10 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
   for (const char *const *p = planner_policy_builtin_names (); options->policies && *p; p++)
     if (!g_str_equal (*p, "megatron-ep"))
       g_ptr_array_add (policies, (gpointer)*p);
-  guint per_mesh = policies->len + (options->solve ? 1 : 0);
-  guint total = meshes->len * per_mesh, done = 0;
+  guint total = 0, done = 0;
+  for (guint m = 0; m < meshes->len; m++)
+    total += policies->len
+             + (options->solve && !g_str_has_prefix (g_ptr_array_index (meshes, m), "pp=") ? 1 : 0);
 
   for (guint m = 0; m < meshes->len; m++)
     {
@@ -101,6 +130,22 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
       g_autoptr (PlannerMesh) mesh = planner_mesh_parse (mesh_text, error);
       if (mesh == NULL)
         return NULL;
+      /* A pipeline: 1F1B over M micro-batches, the batch as the request has it (so every
+       * candidate trains the same batch). */
+      int pp_axis = planner_mesh_pipeline_axis (mesh);
+      guint pp = pp_axis >= 0 ? (guint)mesh->sizes[pp_axis] : 1;
+      g_autoptr (PlannerRequest) mesh_base = planner_request_copy (base);
+      guint micro_batches = 0;
+      if (pp > 1)
+        {
+          PlannerCostConstants constants = *planner_request_get_constants (base);
+          micro_batches = options->micro_batches ? options->micro_batches : 4 * pp;
+          constants.micro_batches = micro_batches;
+          constants.schedule = PLANNER_SCHEDULE_1F1B;
+          constants.virtual_stages = 1;
+          constants.stages[0] = '\0';
+          planner_request_set_constants (mesh_base, &constants);
+        }
       for (guint i = 0; i < policies->len; i++)
         {
           if (g_cancellable_set_error_if_cancelled (options->cancellable, error))
@@ -109,8 +154,10 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
           PlannerSearchCandidate *c = g_new0 (PlannerSearchCandidate, 1);
           c->mesh = g_strdup (mesh_text);
           c->policy = g_strdup (g_ptr_array_index (policies, i));
+          c->pp = pp;
+          c->micro_batches = micro_batches;
           g_ptr_array_add (result->candidates, c);
-          g_autoptr (PlannerRequest) request = planner_request_copy (base);
+          g_autoptr (PlannerRequest) request = planner_request_copy (mesh_base);
           planner_request_set_policy (request, g_ptr_array_index (policies, i));
           g_autoptr (GError) local = NULL;
           PlannerPlan *plan
@@ -121,7 +168,9 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
             candidate_set_plan (c, plan, result->memory_limit);
           done++;
         }
-      if (!options->solve)
+      /* The exact solve's objective has no pipeline (no bubble, no sends, one stage's memory):
+       * it stays on the two-axis meshes. */
+      if (!options->solve || pp > 1)
         continue;
       if (g_cancellable_set_error_if_cancelled (options->cancellable, error))
         return NULL;
@@ -129,6 +178,7 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
       PlannerSearchCandidate *c = g_new0 (PlannerSearchCandidate, 1);
       c->mesh = g_strdup (mesh_text);
       c->solved = TRUE;
+      c->pp = 1;
       g_ptr_array_add (result->candidates, c);
       g_autoptr (GError) local = NULL;
       g_autoptr (PlannerPlan) seed

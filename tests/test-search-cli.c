@@ -35,7 +35,8 @@ test_search_json (void)
   g_assert_true (json_object_has_member (o, "search_ms"));
   g_assert_cmpfloat (json_object_get_double_member (o, "search_ms"), >, 0);
   JsonArray *candidates = json_object_get_array_member (o, "candidates");
-  g_assert_cmpuint (json_array_get_length (candidates), ==, 12);
+  /* 3 two-axis meshes x (3 policies + solve), 2 pipelines (llama-tiny's 2 layers) x 3. */
+  g_assert_cmpuint (json_array_get_length (candidates), ==, 18);
   JsonObject *best = json_object_get_object_member (o, "best");
   g_assert_nonnull (best);
   double best_step = json_object_get_double_member (best, "step_time_us");
@@ -127,6 +128,57 @@ test_propagate_optimal (void)
   g_assert_true (json_object_has_member (co, "ops"));
 }
 
+/* llama-70b on 64 devices with pipelines in the sweep: the best fits and is no slower than any
+ * candidate that fits; every pp candidate says its pipeline, and those with a plan have the
+ * bubble (p - 1) / (m + p - 1) of 1F1B over --micro-batches. */
+static void
+test_search_llama70b_pipelines (void)
+{
+  if (test_util_skip_without_cli ())
+    return;
+  const char *args[] = { "search",     "llama-70b",       "--batch", "64",     "--devices", "64",
+                         "--no-solve", "--micro-batches", "8",       "--json", NULL };
+  g_autofree char *out = NULL;
+  g_assert_cmpint (test_util_run_cli (args, &out, NULL), ==, 0);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *o = test_util_parse_object (parser, out);
+  JsonArray *candidates = json_object_get_array_member (o, "candidates");
+  /* 7 two-axis meshes and 6 + 5 + 4 + 3 + 2 + 1 = 21 with pp = 2 .. 64, 3 policies each. */
+  g_assert_cmpuint (json_array_get_length (candidates), ==, 28 * 3);
+  JsonObject *best = json_object_get_object_member (o, "best");
+  g_assert_nonnull (best);
+  g_assert_true (json_object_get_boolean_member (best, "fits"));
+  g_assert_cmpfloat (json_object_get_double_member (best, "memory_per_device_bytes"), <=,
+                     json_object_get_double_member (o, "memory_limit_bytes"));
+  double best_step = json_object_get_double_member (best, "step_time_us");
+  guint n_pp = 0;
+  for (guint i = 0; i < json_array_get_length (candidates); i++)
+    {
+      JsonObject *c = candidate_at (o, i);
+      const char *mesh = json_object_get_string_member (c, "mesh");
+      gboolean has_plan = !json_object_get_null_member (c, "step_time_us");
+      if (has_plan && json_object_get_boolean_member (c, "fits"))
+        g_assert_cmpfloat (best_step, <=, json_object_get_double_member (c, "step_time_us"));
+      if (!g_str_has_prefix (mesh, "pp="))
+        {
+          g_assert_false (json_object_has_member (c, "pipeline"));
+          continue;
+        }
+      JsonObject *pl = json_object_get_object_member (c, "pipeline");
+      g_assert_nonnull (pl);
+      gint64 p = g_ascii_strtoll (mesh + 3, NULL, 10);
+      g_assert_cmpint (json_object_get_int_member (pl, "stages"), ==, p);
+      g_assert_cmpint (json_object_get_int_member (pl, "micro_batches"), ==, 8);
+      g_assert_cmpstr (json_object_get_string_member (pl, "schedule"), ==, "1f1b");
+      if (!has_plan)
+        continue;
+      n_pp++;
+      g_assert_cmpfloat_with_epsilon (json_object_get_double_member (pl, "bubble_fraction"),
+                                      (double)(p - 1) / (double)(8 + p - 1), 1e-12);
+    }
+  g_assert_cmpuint (n_pp, >, 0);
+}
+
 static void
 test_search_usage (void)
 {
@@ -148,6 +200,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/search-cli/json", test_search_json);
   g_test_add_func ("/planner/search-cli/propagate-optimal", test_propagate_optimal);
   g_test_add_func ("/planner/search-cli/usage", test_search_usage);
+  g_test_add_func ("/planner/search-cli/llama70b-pipelines", test_search_llama70b_pipelines);
   int status = g_test_run ();
   test_util_tmp_dir_remove (dir);
   g_free (dir);

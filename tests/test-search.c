@@ -550,8 +550,10 @@ test_search_small (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerSearchResult) r = planner_search (g, hw, &options, &error);
   g_assert_no_error (error);
-  /* dp=4,mp=1, dp=2,mp=2, dp=1,mp=4, each with three policies and the solve. */
-  g_assert_cmpuint (r->candidates->len, ==, 12);
+  /* dp=4,mp=1, dp=2,mp=2, dp=1,mp=4, each with three policies and the solve; llama-tiny's
+   * two layers make a pipeline of two stages: pp=2,dp=2,mp=1 and pp=2,dp=1,mp=2 with the
+   * policies only. */
+  g_assert_cmpuint (r->candidates->len, ==, 18);
   g_assert_cmpint (r->best, >=, 0);
   const PlannerSearchCandidate *best = g_ptr_array_index (r->candidates, r->best);
   for (guint i = 0; i < r->candidates->len; i++)
@@ -565,6 +567,96 @@ test_search_small (void)
           g_assert_true (c->report.optimal);
         }
     }
+}
+
+/* The sweep's meshes, written out by hand: every pp x dp x mp of 8 devices, pp up to the
+ * layers. */
+static void
+test_search_meshes (void)
+{
+  const char *const eight[] = { "dp=8,mp=1",
+                                "dp=4,mp=2",
+                                "dp=2,mp=4",
+                                "dp=1,mp=8",
+                                "pp=2,dp=4,mp=1",
+                                "pp=2,dp=2,mp=2",
+                                "pp=2,dp=1,mp=4",
+                                "pp=4,dp=2,mp=1",
+                                "pp=4,dp=1,mp=2",
+                                "pp=8,dp=1,mp=1",
+                                NULL };
+  struct
+  {
+    guint layers, n; /* the first n of eight[] */
+  } cases[] = { { 80, 10 }, { 8, 10 }, { 7, 9 }, { 4, 9 }, { 3, 7 }, { 2, 7 }, { 1, 4 }, { 0, 4 } };
+  for (guint k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      g_autoptr (GPtrArray) m = planner_search_meshes (8, cases[k].layers);
+      g_assert_cmpuint (m->len, ==, cases[k].n);
+      for (guint i = 0; i < m->len; i++)
+        g_assert_cmpstr (g_ptr_array_index (m, i), ==, eight[i]);
+    }
+  /* 12 devices, 3 layers: pp=3 divides, pp=4 and 6 are more stages than layers. */
+  g_autoptr (GPtrArray) twelve = planner_search_meshes (12, 3);
+  const char *const expect12[]
+      = { "dp=12,mp=1",     "dp=6,mp=2",      "dp=4,mp=3",      "dp=3,mp=4",      "dp=2,mp=6",
+          "dp=1,mp=12",     "pp=2,dp=6,mp=1", "pp=2,dp=3,mp=2", "pp=2,dp=2,mp=3", "pp=2,dp=1,mp=6",
+          "pp=3,dp=4,mp=1", "pp=3,dp=2,mp=2", "pp=3,dp=1,mp=4" };
+  g_assert_cmpuint (twelve->len, ==, G_N_ELEMENTS (expect12));
+  for (guint i = 0; i < twelve->len; i++)
+    g_assert_cmpstr (g_ptr_array_index (twelve, i), ==, expect12[i]);
+  /* The layers the pipeline counts. */
+  g_autoptr (PlannerGraph) g = test_util_model ("llama-tiny", NULL);
+  g_assert_cmpuint (planner_search_layers (g), ==, 2);
+}
+
+/* A pp candidate is the pipelined plan: the same step and memory as the plan made by hand with
+ * the same mesh, policy and 1F1B over the same micro-batches, and the schedule's bubble. */
+static void
+test_search_pipeline (void)
+{
+  PlannerModelOptions mo = { 0 };
+  mo.batch = 16;
+  g_autoptr (PlannerGraph) g = test_util_model ("llama-tiny", &mo);
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  PlannerSearchOptions options;
+  planner_search_options_init (&options);
+  options.n_devices = 4;
+  options.micro_batches = 4;
+  options.solve = FALSE;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlannerSearchResult) r = planner_search (g, hw, &options, &error);
+  g_assert_no_error (error);
+  guint n_pp = 0;
+  for (guint i = 0; i < r->candidates->len; i++)
+    {
+      const PlannerSearchCandidate *c = g_ptr_array_index (r->candidates, i);
+      if (!g_str_has_prefix (c->mesh, "pp="))
+        {
+          g_assert_cmpuint (c->pp, ==, 1);
+          continue;
+        }
+      g_assert_cmpuint (c->pp, ==, 2);
+      g_assert_cmpuint (c->micro_batches, ==, 4);
+      if (c->plan == NULL)
+        continue;
+      n_pp++;
+      g_autoptr (PlannerPlan) hand = test_util_plan (g, c->mesh, hw, c->policy, NULL);
+      PlannerCostConstants k = *planner_plan_get_constants (hand);
+      k.micro_batches = 4;
+      k.schedule = PLANNER_SCHEDULE_1F1B;
+      planner_plan_set_constants (hand, &k);
+      g_assert_true (planner_plan_finish (hand, FALSE, &error));
+      g_assert_no_error (error);
+      const PlannerPlanTotals *t = planner_plan_get_totals (hand);
+      g_assert_cmpfloat (t->breakdown.pipeline_bubble, >, 0);
+      g_assert_cmpfloat_with_epsilon (c->step_time_s, t->step_time_s, 1e-12 * t->step_time_s);
+      g_assert_cmpuint (c->memory_per_device_bytes, ==, t->memory_per_device_bytes);
+      /* (p - 1) / (m + p - 1) = 1 / 5 */
+      g_assert_cmpfloat_with_epsilon (c->bubble_fraction, 0.2, 1e-12);
+    }
+  /* pp=2,dp=2,mp=1 and pp=2,dp=1,mp=2 under megatron, megatron-sp and dp. */
+  g_assert_cmpuint (n_pp, ==, 6);
 }
 
 int
@@ -584,5 +676,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/solve/blocks-solved-once", test_blocks_solved_once);
   g_test_add_func ("/planner/solve/memory-limit", test_memory_limit);
   g_test_add_func ("/planner/search/small", test_search_small);
+  g_test_add_func ("/planner/search/meshes", test_search_meshes);
+  g_test_add_func ("/planner/search/pipeline", test_search_pipeline);
   return g_test_run ();
 }
