@@ -65,11 +65,13 @@ planner_export_jax (PlannerPlan *plan, GPtrArray *notes, GError **error)
            "#\n"
            "# PARAMS: a PartitionSpec per parameter, by its Hugging Face name and in its Hugging\n"
            "# Face shape (a Linear's weight [out, in]; a Flax kernel is its transpose).\n"
-           "# INPUTS, OUTPUTS: the graph's inputs and outputs. CONSTRAINTS: op -> the spec of each "
-           "of its inputs that\n"
-           "# the plan redistributes (None: not constrained); call constrain(op, x, k) on\n"
-           "# input k before the op. Elsewhere GSPMD propagates the plan's layouts from the\n"
-           "# parameters and inputs. COLLECTIVES: what the plan's forward pass runs, per kind.\n"
+           "# INPUTS, OUTPUTS: the graph's inputs and outputs. CONSTRAINTS: op -> the spec\n"
+           "# of each of its inputs that the plan redistributes (None: not constrained);\n"
+           "# call constrain(op, x, k) on input k before the op. Elsewhere GSPMD propagates\n"
+           "# the plan's layouts from the parameters and inputs. OUTPUT_CONSTRAINTS: op ->\n"
+           "# the spec of its output, for a vocab-parallel lookup whose partial sums GSPMD\n"
+           "# must reduce there; call constrain_output(op, y) on its result. COLLECTIVES:\n"
+           "# what the plan's forward pass runs, per kind.\n"
            "#\n"
            "#     mesh = make_mesh()\n"
            "#     params = {k: jax.device_put(v, NamedSharding(mesh, PARAMS[k])) ...}\n"
@@ -166,6 +168,29 @@ planner_export_jax (PlannerPlan *plan, GPtrArray *notes, GError **error)
         }
       g_string_append (out, op->n_inputs == 1 ? ",),\n" : "),\n");
     }
+  g_string_append (out, "}\n\nOUTPUT_CONSTRAINTS = {\n");
+  for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (graph, i);
+      PlannerLayout outs[PLANNER_MAX_OPERANDS];
+
+      /* A vocab-parallel lookup leaves partial sums (each device adds the rows of its vocab
+       * slice). Left free, GSPMD partitions the gather by its indices instead when a
+       * sequence split follows (it gathers the token ids over dp, one all-gather more than
+       * the plan); pinned to the plan's layout less the partial, it reduces the sums there
+       * and the next constraint slices them, the plan's AllReduce or ReduceScatter. */
+      if (op->type != PLANNER_OP_EMBEDDING || op->n_outputs != 1)
+        continue;
+      planner_plan_op_layouts (plan, i, NULL, outs);
+      if (outs[0].partial == 0)
+        continue;
+      outs[0].partial = 0;
+      g_string_append (out, "    ");
+      planner_export_append_python_string (out, op->name);
+      g_string_append (out, ": ");
+      append_spec (out, &outs[0], mesh);
+      g_string_append (out, ",\n");
+    }
   for (guint r = 0; r < planner_plan_get_n_redistributions (plan); r++)
     {
       const PlannerRedistribution *red = planner_plan_get_redistribution (plan, r);
@@ -199,7 +224,15 @@ planner_export_jax (PlannerPlan *plan, GPtrArray *notes, GError **error)
       "    if specs is None or specs[k] is None:\n"
       "        return x\n"
       "    spec = specs[k] if mesh is None else NamedSharding(mesh, specs[k])\n"
-      "    return jax.lax.with_sharding_constraint(x, spec)\n");
+      "    return jax.lax.with_sharding_constraint(x, spec)\n\n\n"
+      "def constrain_output(op, y, mesh=None):\n"
+      "    \"\"\"The output @y of @op as the plan lays it out, where OUTPUT_CONSTRAINTS names "
+      "it.\"\"\"\n"
+      "    spec = OUTPUT_CONSTRAINTS.get(op)\n"
+      "    if spec is None:\n"
+      "        return y\n"
+      "    spec = spec if mesh is None else NamedSharding(mesh, spec)\n"
+      "    return jax.lax.with_sharding_constraint(y, spec)\n");
   g_autoptr (GPtrArray) lines = planner_export_notes_collapse (&n);
   planner_export_notes_publish (lines, notes);
   planner_export_notes_clear (&n);
