@@ -1000,6 +1000,9 @@ test_jax (void)
   assert_contains (text, "    'model.layers.0.self_attn.q_proj': (P('dp', None, None), None),\n");
   assert_contains (text, "    'model.layers.0.input_layernorm': (P('dp', 'mp', None), None),\n");
   g_assert_null (strstr (text, "'model.layers.0.self_attn.o_proj': ("));
+  /* The vocab-parallel lookup's partial sums are reduced at its output, as the plan does (left
+   * to itself GSPMD gathers the token ids over dp instead: one all-gather more). */
+  assert_contains (text, "OUTPUT_CONSTRAINTS = {\n    'model.embed_tokens': P('dp', None, None),\n}\n");
   assert_contains (text, "COLLECTIVES = {'all-reduce': 0, 'all-gather': 5, 'reduce-scatter': 5, "
                          "'all-to-all': 0}\n");
 }

@@ -2,8 +2,9 @@
  *
  * gpt2-tiny is loaded on dp=2,mp=2; win.suggest-plans opens the dialog with the mesh's 4
  * devices; the search runs off the GTK thread and its list must be the candidates a direct
- * planner_search() gives for the same model, hardware and count: the three meshes of 4
- * devices (dp=4,mp=1, dp=2,mp=2, dp=1,mp=4, by hand), the fitting ones in order of step time,
+ * planner_search() gives for the same model, hardware and count: the five meshes of 4
+ * devices (dp=4,mp=1, dp=2,mp=2, dp=1,mp=4 and, with its 2 layers, pp=2 over dp=2,mp=1 and
+ * dp=1,mp=2, by hand), the fitting ones in order of step time,
  * the marked best the fastest that fits (found here by a plain loop, not by the planner's
  * ranking). Opening the best makes it the window's plan. A search cancelled at once says so
  * and lists nothing.
@@ -164,7 +165,9 @@ test_suggest (void)
   g_assert_cmpuint (app_suggest_dialog_get_n_rows (d), ==, ref->candidates->len);
 
   /* Every candidate listed once, the same as the direct search's; the meshes of 4. */
-  const char *meshes[] = { "dp=4,mp=1", "dp=2,mp=2", "dp=1,mp=4" };
+  /* gpt2-tiny has 2 layers: the search also tries two pipeline stages. */
+  const char *meshes[] = { "dp=4,mp=1", "dp=2,mp=2", "dp=1,mp=4", "pp=2,dp=2,mp=1",
+                           "pp=2,dp=1,mp=2" };
   guint per_mesh[G_N_ELEMENTS (meshes)] = { 0 };
   g_autofree gboolean *seen = g_new0 (gboolean, ref->candidates->len);
   double last_fit = 0;
