@@ -11,6 +11,7 @@
 #include "app-cli.h"
 #include "app-file.h"
 #include "app-trial-store.h"
+#include "app-trial-train.h"
 #include <unistd.h>
 
 #include "executor-calibrate.h"
@@ -370,50 +371,19 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   g_autoptr (GString) train_text = NULL;
   if (train)
     {
-      /* Sharded against the reference: loss, each gradient, each updated weight, each as max
-       * |sharded - reference| / max |reference|. A gradient that is zero in exact arithmetic
-       * (BERT's key bias: softmax ignores a constant added to every score) is round-off in
-       * both runs, so a gradient's scale is at least a thousandth of the largest one. */
-      double err[3] = { 0, 0, 0 }, grad_max = 0;
-      const char *worst[3] = { "loss", NULL, NULL };
-      guint n_params = 0;
-      for (guint i = 0; i < executor_tensors_get_n (res->outputs_reference); i++)
-        {
-          const ExecutorHostTensor *r = executor_tensors_get_nth (res->outputs_reference, i);
-          for (gint64 e = 0;
-               g_str_has_prefix (r->name, "grad.") && e < executor_host_tensor_numel (r); e++)
-            grad_max = MAX (grad_max, fabs (((float *)r->data)[e]));
-        }
-      for (guint i = 0; i < executor_tensors_get_n (res->outputs_reference); i++)
-        {
-          const ExecutorHostTensor *r = executor_tensors_get_nth (res->outputs_reference, i);
-          const ExecutorHostTensor *s = executor_tensors_lookup (res->outputs_sharded, r->name);
-          int kind = g_str_equal (r->name, "loss")            ? 0
-                     : g_str_has_prefix (r->name, "grad.")    ? 1
-                     : g_str_has_prefix (r->name, "updated.") ? 2
-                                                              : -1;
-          if (kind < 0 || s == NULL)
-            continue;
-          n_params += kind == 1;
-          double scale = 0, diff = 0;
-          for (gint64 e = 0; e < executor_host_tensor_numel (r); e++)
-            {
-              scale = MAX (scale, fabs (((float *)r->data)[e]));
-              diff = MAX (diff, fabs (((float *)r->data)[e] - ((float *)s->data)[e]));
-            }
-          if (kind == 1)
-            scale = MAX (scale, 1e-3 * grad_max);
-          double rel = scale > 0 ? diff / scale : diff;
-          if (rel >= err[kind])
-            {
-              err[kind] = rel;
-              worst[kind] = r->name;
-            }
-        }
-      /* Adam's first step is lr sign (g): where a gradient is round-off, the two runs may
-       * step opposite ways, so its updated weights are reported, not judged. */
-      gboolean adam = train_options.optimizer == EXECUTOR_OPTIMIZER_ADAM;
-      train_ok = err[0] <= tolerance && err[1] <= tolerance && (adam || err[2] <= tolerance);
+      /* Sharded against the reference, as the app's trial dialog compares them. */
+      g_autoptr (AppTrialTrain) cmp = app_trial_train_compare (
+          res->outputs_reference, res->outputs_sharded, &train_options, tolerance);
+      gboolean adam = cmp->adam;
+      train_ok = cmp->passed;
+      /* The output names the tensors as the outputs file does ("grad.NAME"). */
+      g_autofree char *grad_worst
+          = cmp->grad_worst ? g_strconcat ("grad.", cmp->grad_worst, NULL) : NULL;
+      g_autofree char *updated_worst
+          = cmp->updated_worst ? g_strconcat ("updated.", cmp->updated_worst, NULL) : NULL;
+      double err[3] = { cmp->loss_rel_error, cmp->grad_rel_error, cmp->updated_rel_error };
+      const char *worst[3] = { "loss", grad_worst, updated_worst };
+      guint n_params = cmp->n_parameters;
       const char *names[] = { "optimizer", "lr", "passed", "loss", "loss_max_rel_error",
                               "parameters", "grad_max_rel_error", "grad_worst",
                               "updated_max_rel_error", "updated_worst", "backward_estimated_us",
@@ -429,8 +399,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
       json_builder_set_member_name (b, names[n++]);
       json_builder_add_boolean_value (b, train_ok);
       json_builder_set_member_name (b, names[n++]);
-      json_builder_add_double_value (
-          b, *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data);
+      json_builder_add_double_value (b, cmp->loss);
       json_builder_set_member_name (b, names[n++]);
       json_builder_add_double_value (b, err[0]);
       json_builder_set_member_name (b, names[n++]);
@@ -459,8 +428,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
                                  "reference:\n",
                               adam ? "adam" : "sgd", lr);
       g_string_append_printf (
-          tx, "  loss %.6g, max rel error %.3g\n",
-          *(float *)executor_tensors_lookup (res->outputs_reference, "loss")->data, err[0]);
+          tx, "  loss %.6g, max rel error %.3g\n", cmp->loss, err[0]);
       g_string_append_printf (tx, "  gradients of %u parameters: max rel error %.3g (%s)\n",
                               n_params, err[1], worst[1] ? worst[1] : "-");
       g_string_append_printf (tx, "  updated weights: max rel error %.3g (%s)%s\n", err[2],

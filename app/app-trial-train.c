@@ -27,6 +27,12 @@ max_abs (const ExecutorHostTensor *t)
   return m;
 }
 
+/* Sharded against the reference: loss, each gradient, each updated weight, each as max
+ * |sharded - reference| / max |reference|. A gradient that is zero in exact arithmetic
+ * (BERT's key bias: softmax ignores a constant added to every score) is round-off in both
+ * runs, so a gradient's scale is at least a thousandth of the largest one. Adam's first step
+ * is lr sign (g): where a gradient is round-off the two runs may step opposite ways, so its
+ * updated weights are reported, not judged. */
 AppTrialTrain *
 app_trial_train_compare (ExecutorTensors *reference, ExecutorTensors *sharded,
                          const ExecutorTrainOptions *options, double tolerance)
