@@ -34,10 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-VENV = os.environ.get("SHARDSCOPE_FRAMEWORK_VENV") or os.path.join(ROOT, ".venv-frameworks")
-VENV_PYTHON = os.path.join(VENV, "torch", "bin", "python")
+from framework_venv import HERE, ROOT, VENV, VENV_PYTHON, into_venv, skip
 CLI = os.environ.get("SHARDSCOPE_CLI")
 
 B, S = 4, 8
@@ -71,25 +68,7 @@ REFUSED = [("llama", ["*.q_proj=[dp,_,_],[tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
            ("gpt2", ["*.mlp.c_fc=[_,_,_],[_,tp]", "*.mlp.c_proj=[_,dp,tp],[tp,_]"])]
 
 
-def skip(reason):
-    print("1..0 # SKIP %s" % reason)
-    sys.exit(0)
 
-
-def into_venv():
-    """Re-run this script under the framework venv's Python, or skip saying why not."""
-    if os.path.realpath(sys.prefix) == os.path.realpath(os.path.join(VENV, "torch")):
-        return
-    if not os.access(VENV_PYTHON, os.X_OK):
-        skip("%s is missing: make it with tools/framework-venv.sh (or set "
-             "$SHARDSCOPE_FRAMEWORK_VENV)" % VENV_PYTHON)
-    p = subprocess.run([VENV_PYTHON, "-c", "import torch, torch.distributed, transformers"],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        last = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
-        skip("%s cannot import torch and transformers: %s" % (VENV_PYTHON, last))
-    sys.stdout.flush()
-    os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
 
 
 def shrunk_configs(folder, models):
@@ -155,7 +134,7 @@ def torchrun(*args, cwd=None):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         return worker(sys.argv[2])
-    into_venv()
+    into_venv(__file__, ['torch', 'torch.distributed', 'transformers'])
     if not CLI:
         skip("$SHARDSCOPE_CLI is not set (the CLI was not built)")
     only = sys.argv[1:]

@@ -27,10 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-VENV = os.environ.get("SHARDSCOPE_FRAMEWORK_VENV") or os.path.join(ROOT, ".venv-frameworks")
-VENV_PYTHON = os.path.join(VENV, "torch", "bin", "python")
+from framework_venv import HERE, ROOT, VENV, VENV_PYTHON, into_venv, skip
 CLI = os.environ.get("SHARDSCOPE_CLI")
 MESH = "dp=2,tp=2"
 B, S = 4, 8
@@ -39,24 +36,7 @@ POLICIES = ["megatron", "megatron-sp"]
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 
-def skip(reason):
-    print("1..0 # SKIP %s" % reason)
-    sys.exit(0)
 
-
-def into_venv():
-    if os.path.realpath(sys.prefix) == os.path.realpath(os.path.join(VENV, "torch")):
-        return
-    if not os.access(VENV_PYTHON, os.X_OK):
-        skip("%s is missing: make it with tools/framework-venv.sh (or set "
-             "$SHARDSCOPE_FRAMEWORK_VENV)" % VENV_PYTHON)
-    p = subprocess.run([VENV_PYTHON, "-c", "import jax, transformers"], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        skip("%s cannot import jax and transformers: %s"
-             % (VENV_PYTHON, (p.stderr.strip().splitlines() or ["?"])[-1]))
-    sys.stdout.flush()
-    os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
 
 
 def llama_forward(plan, mesh, cfg):
@@ -225,7 +205,7 @@ def main():
     if len(sys.argv) == 7 and sys.argv[1] == "--check":
         print(json.dumps(check(*sys.argv[2:7])))
         return 0
-    into_venv()
+    into_venv(__file__, ['jax', 'transformers'])
     if not CLI:
         skip("$SHARDSCOPE_CLI is not set (the CLI was not built)")
     spec = importlib.util.spec_from_file_location("hf_reference",
