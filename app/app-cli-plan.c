@@ -767,7 +767,7 @@ app_cli_export (const AppCliCommand *command, int argc, char **argv)
   g_autoptr (GOptionContext) context = app_cli_options_new (command, entries, NULL, TRUE, NULL);
   GString *description = g_string_new ("Formats:\n");
   for (guint i = 0; i < G_N_ELEMENTS (export_formats); i++)
-    g_string_append_printf (description, "  %-12s %s\n", export_formats[i].name,
+    g_string_append_printf (description, "  %-16s %s\n", export_formats[i].name,
                             export_formats[i].description);
   g_option_context_set_description (context, description->str);
   g_string_free (description, TRUE);

@@ -28,7 +28,7 @@ static const AppCliCommand commands[] = {
   { "compare", "PLAN PLAN", "per-op differences, redistributions added/removed, cost deltas",
     app_cli_compare },
   { "export", "PLAN --format FORMAT [-o FILE]",
-    "write a plan in another format (json, dtensor, mindspore, csv)", app_cli_export },
+    "write a plan in another format (json, dtensor, mindspore, mindspore-shard, jax, csv)", app_cli_export },
   { "render", "MODEL|PLAN --png|--svg|--pdf FILE",
     "draw the graph and plan: strategies, redistributions, propagation steps", app_cli_render },
   { "run", "PLAN --backend cpu|cuda|nccl",
