@@ -14,6 +14,8 @@ static const AppExportFormat formats[] = {
   { "json", N_("Plan JSON"), ".json" },
   { "dtensor", N_("PyTorch DTensor script"), ".py" },
   { "mindspore", N_("MindSpore strategy JSON"), ".json" },
+  { "mindspore-shard", N_("MindSpore shard() calls"), ".py" },
+  { "jax", N_("JAX PartitionSpecs module"), ".py" },
   { "csv", N_("CSV table"), ".csv" },
   { "png", N_("PNG image"), ".png" },
   { "svg", N_("SVG drawing"), ".svg" },

@@ -820,6 +820,8 @@ test_export (void)
     { "json", "plan.json", "\"shardscope_plan\"" },
     { "dtensor", "plan.py", "parallelize" },
     { "mindspore", "strategy.json", "parallel_strategy_item" },
+    { "mindspore-shard", "shard.py", ".shard(" },
+    { "jax", "plan_jax.py", "PartitionSpec" },
     { "csv", "plan.csv", EXAMPLE_OP },
     { "svg", "plan.svg", "<svg" },
     { "pdf", "plan.pdf", "%PDF" },
