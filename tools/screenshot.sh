@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Refreshes the README's picture, docs/screenshot.png: the ui suite's window photograph
-# (test-ui-app, /ui/app/screenshot), which otherwise lands in build/tests/screenshot.png so
-# that running the tests never changes a tracked file.
+# Refreshes the README's picture, docs/screenshot.png (test-ui-app, /ui/app/screenshot), and
+# docs/screenshots/app-{1920x1080,1280x720}-{light,dark}.png (test-ui-screenshots): the ui
+# suite's photographs, which otherwise land in build/tests/ so that running the tests never
+# changes a tracked file.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -9,9 +10,11 @@ ensure_packages
 build_project
 
 shot="$ROOT/docs/screenshot.png"
-run=(meson test -C "$BUILD_DIR" --suite ui ui-app --print-errorlogs)
+shots="$ROOT/docs/screenshots"
+mkdir -p "$shots"
+run=(meson test -C "$BUILD_DIR" --suite ui ui-app ui-screenshots --print-errorlogs)
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
-  run=(xvfb-run -a "${run[@]}")
+  run=(xvfb-run -a -s "-screen 0 2560x1600x24" "${run[@]}")
 fi
-as_builder env SHARDSCOPE_SCREENSHOT="$shot" "${run[@]}"
-echo "wrote $shot"
+as_builder env SHARDSCOPE_SCREENSHOT="$shot" SHARDSCOPE_SCREENSHOT_DIR="$shots" "${run[@]}"
+echo "wrote $shot and $shots/"

@@ -20,7 +20,9 @@ if build_project; then
   run_tests=(meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2)
   # The ui suite needs a display; CI has none.
   if [ -z "${DISPLAY:-}" ]; then
-    run_tests=(xvfb-run -a "${run_tests[@]}")
+    # A screen larger than the 1920x1080 window that ui-screenshots photographs: X keeps a
+    # window inside the screen.
+    run_tests=(xvfb-run -a -s "-screen 0 2560x1600x24" "${run_tests[@]}")
   fi
   set +e
   as_builder "${run_tests[@]}"
