@@ -117,7 +117,7 @@ graphview_widget_get_free_area (GraphviewWidget *self, graphene_rect_t *area)
   if (n == 0 || layout == NULL || width <= 0 || height <= 0)
     return;
   double w, h;
-  graphview_layout_get_bounds (layout, &w, &h);
+  graphview_renderer_get_bounds (self->renderer, &w, &h);
   /* Each overlay sits at an edge or a corner: the free area leaves it out by giving up the
    * band beside it or the band above/below it. Of the 2^n choices, the one where the graph
    * fits largest wins. */
@@ -162,7 +162,7 @@ graphview_widget_get_fit_zoom (GraphviewWidget *self)
   if (layout == NULL || width <= 0 || height <= 0)
     return 1;
   double w, h;
-  graphview_layout_get_bounds (layout, &w, &h);
+  graphview_renderer_get_bounds (self->renderer, &w, &h);
   graphene_rect_t free;
   graphview_widget_get_free_area (self, &free);
   return MIN (MIN (free.size.width / w, free.size.height / h), GRAPHVIEW_WIDGET_MAX_ZOOM);
@@ -220,7 +220,7 @@ clamp_view (GraphviewWidget *self)
   if (layout == NULL)
     return;
   double w, h;
-  graphview_layout_get_bounds (layout, &w, &h);
+  graphview_renderer_get_bounds (self->renderer, &w, &h);
   double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
   double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
   graphene_rect_t free;
