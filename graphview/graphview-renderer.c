@@ -58,6 +58,7 @@ struct _GraphviewRenderer
 
   /* The plan's pipeline stages (NULL without a pp axis), drawn as bands when shown. */
   GraphviewStages *stages;
+  gboolean stages_pending; /* the plan's own pipeline is still to be made */
   gboolean show_stages;
 };
 
@@ -418,18 +419,27 @@ graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan)
   graphview_renderer_set_pipeline (self, NULL);
 }
 
+/* The plan's own pipeline is made when first needed: a caller that has it hands it over
+ * before, and nothing is computed twice. */
+static void
+ensure_stages (GraphviewRenderer *self)
+{
+  if (!self->stages_pending)
+    return;
+  self->stages_pending = FALSE;
+  /* A finished plan always has its pipeline (or none without a pp axis). */
+  g_autoptr (PlannerPipeline) own = planner_pipeline_new (self->plan, FALSE, NULL);
+  if (own != NULL)
+    self->stages = graphview_stages_new (self->plan, own);
+}
+
 void
 graphview_renderer_set_pipeline (GraphviewRenderer *self, const PlannerPipeline *pipeline)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   g_clear_pointer (&self->stages, graphview_stages_free);
-  if (self->plan == NULL)
-    return;
-  /* A finished plan always has its pipeline (or none without a pp axis). */
-  g_autoptr (PlannerPipeline) own = pipeline ? NULL : planner_pipeline_new (self->plan, FALSE, NULL);
-  if (pipeline == NULL)
-    pipeline = own;
-  if (pipeline != NULL)
+  self->stages_pending = self->plan != NULL && pipeline == NULL;
+  if (self->plan != NULL && pipeline != NULL)
     self->stages = graphview_stages_new (self->plan, pipeline);
 }
 
@@ -437,6 +447,7 @@ GraphviewStages *
 graphview_renderer_get_stages (GraphviewRenderer *self)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  ensure_stages (self);
   if (self->stages && graphview_renderer_is_ready (self))
     graphview_stages_place (self->stages, self->model, self->layout);
   return self->stages;
@@ -456,7 +467,7 @@ graphview_renderer_get_bounds (GraphviewRenderer *self, double *width, double *h
   double w = 0, h = 0;
   if (self->layout)
     graphview_layout_get_bounds (self->layout, &w, &h);
-  if (self->stages && self->show_stages)
+  if (self->show_stages && graphview_renderer_get_stages (self))
     w += graphview_stages_get_gutter (self->stages);
   if (width)
     *width = w;

@@ -65,8 +65,9 @@ gboolean graphview_renderer_is_ready (GraphviewRenderer *self);
 void graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan);
 PlannerPlan *graphview_renderer_get_plan (GraphviewRenderer *self);
 /* The pipeline stages drawn as bands behind the graph (graphview-stages.h). Setting a plan
- * takes its own pipeline (planner_pipeline_new; none without a pp axis); a caller that has
- * made it already may hand it here instead (copied; NULL: the plan's own). */
+ * takes its own pipeline (planner_pipeline_new, made when first drawn; none without a pp
+ * axis); a caller that has made it already (off the GTK thread) hands it here after the plan
+ * instead (what it needs is copied; NULL: the plan's own). */
 void graphview_renderer_set_pipeline (GraphviewRenderer *self, const PlannerPipeline *pipeline);
 /* NULL without a pipeline; placed over the current layout when it is ready. */
 GraphviewStages *graphview_renderer_get_stages (GraphviewRenderer *self);

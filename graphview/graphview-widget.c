@@ -516,6 +516,15 @@ graphview_widget_set_plan (GraphviewWidget *self, PlannerPlan *plan)
 }
 
 void
+graphview_widget_set_pipeline (GraphviewWidget *self, const PlannerPipeline *pipeline)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (self->renderer != NULL);
+  graphview_renderer_set_pipeline (self->renderer, pipeline);
+  static_changed (self);
+}
+
+void
 graphview_widget_set_compare_plan (GraphviewWidget *self, PlannerPlan *other)
 {
   g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
