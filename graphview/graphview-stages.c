@@ -177,6 +177,19 @@ graphview_stages_get_item_part (GraphviewStages *self, GraphviewModel *model,
   *part = (GraphviewRect){ r->x, r->y + r->height * before / n, r->width, r->height * in / n };
 }
 
+char *
+graphview_stages_dup_item_text (GraphviewStages *self, GraphviewModel *model, guint item)
+{
+  g_return_val_if_fail (self != NULL && GRAPHVIEW_IS_MODEL (model), NULL);
+  g_return_val_if_fail (item < graphview_model_get_n_items (model), NULL);
+  guint first, last;
+  graphview_stages_get_item_chunks (self, model, item, &first, &last);
+  GString *s = g_string_new (NULL);
+  for (guint c = first; c <= last; c++)
+    g_string_append_printf (s, "%s%s", c > first ? "\n" : "", self->labels[c]);
+  return g_string_free (s, FALSE);
+}
+
 /* Widens chunk @c's extent [top, bottom] to hold @y0 .. @y1. */
 static void
 extend (double *top, double *bottom, guint c, double y0, double y1)

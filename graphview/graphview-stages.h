@@ -55,6 +55,9 @@ void graphview_stages_get_item_part (GraphviewStages *self, GraphviewModel *mode
                                      GraphviewLayout *layout, guint item, guint chunk,
                                      GraphviewRect *part);
 
+/* The labels of the chunks item @item stands for, one a line (for its tooltip). */
+char *graphview_stages_dup_item_text (GraphviewStages *self, GraphviewModel *model, guint item);
+
 /* Draws the bands that meet @visible (world) in world coordinates at @scale device pixels a
  * point, behind the nodes: tints, the borders between stages, the labels in the gutter. */
 void graphview_stages_draw (GraphviewStages *self, cairo_t *cr, double scale,

@@ -844,6 +844,14 @@ on_query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip
   if (item < 0)
     return FALSE;
   g_autofree char *text = graphview_renderer_dup_item_summary (self->renderer, item);
+  /* The pipeline stages it runs on: one, or each a folded block spans. */
+  GraphviewStages *stages = graphview_renderer_get_stages (self->renderer);
+  if (stages && text)
+    {
+      g_autofree char *where = graphview_stages_dup_item_text (stages, self->model, item);
+      g_autofree char *summary = g_steal_pointer (&text);
+      text = g_strdup_printf ("%s\n%s", summary, where);
+    }
   gtk_tooltip_set_text (tooltip, text);
   return TRUE;
 }

@@ -245,6 +245,11 @@ test_folded (void)
         }
       blocks++;
       g_assert_cmpuint (it->n_blocks, ==, 4);
+      /* Its tooltip names both stages. */
+      g_autofree char *where = graphview_stages_dup_item_text (stages, f.model, i);
+      g_assert_cmpstr (where, ==,
+                       "stage 0 · layers 0-1 · devices 0-1,4-5\n"
+                       "stage 1 · layers 2-3 · devices 2-3,6-7");
       g_assert_cmpuint (first, ==, 0);
       g_assert_cmpuint (last, ==, 1);
       for (guint c = 0; c < 2; c++)
