@@ -4,8 +4,10 @@
 #include "app-document.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "planner-error.h"
+#include "planner-pipeline.h"
 #include "planner-pin.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
@@ -24,10 +26,16 @@ struct _AppDocument
   gboolean modified;
 
   GPtrArray *pins;   /* char* */
+  /* The training options every propagation is finished with (schedule, micro-batches, ...). */
+  PlannerCostConstants constants;
   GPtrArray *undo;   /* GPtrArray* of char*: the pins before each edit */
   GPtrArray *redo;
 
   PlannerPlan *plan;
+  /* The plan's pipeline (NULL without pp), made with it off the GTK thread; pipeline_of
+   * says which plan it is of. */
+  PlannerPipeline *pipeline;
+  PlannerPlan *pipeline_of;
   PlannerPlan *previous_plan;
   char *error;
   /* Results of an older propagation that finish after a newer one started are dropped. */
@@ -83,6 +91,7 @@ app_document_finalize (GObject *object)
   g_clear_pointer (&self->undo, g_ptr_array_unref);
   g_clear_pointer (&self->redo, g_ptr_array_unref);
   g_clear_object (&self->plan);
+  g_clear_pointer (&self->pipeline, planner_pipeline_free);
   g_clear_object (&self->previous_plan);
   g_clear_pointer (&self->error, g_free);
   G_OBJECT_CLASS (app_document_parent_class)->finalize (object);
@@ -155,6 +164,7 @@ app_document_init (AppDocument *self)
   self->redo = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
   self->selected_op = -1;
   self->step = -1;
+  planner_cost_constants_init (&self->constants);
 }
 
 AppDocument *
@@ -184,6 +194,8 @@ app_document_new_for_plan (PlannerPlan *plan, gint64 store_id)
                                         planner_plan_get_policy (plan));
   self->plan = g_object_ref (plan);
   self->store_id = store_id;
+  /* Edits keep the plan's training options. */
+  self->constants = *planner_plan_get_constants (plan);
   if (planner_plan_get_name (plan) != NULL)
     {
       g_free (self->name);
@@ -488,6 +500,7 @@ typedef struct
   char *policy;
   char *name;
   GPtrArray *pins;
+  PlannerCostConstants constants;
   guint serial;
 } ReplanData;
 
@@ -503,6 +516,20 @@ replan_data_free (ReplanData *data)
   g_free (data);
 }
 
+typedef struct
+{
+  PlannerPlan *plan;
+  PlannerPipeline *pipeline;
+} ReplanResult;
+
+static void
+replan_result_free (ReplanResult *result)
+{
+  g_clear_object (&result->plan);
+  planner_pipeline_free (result->pipeline);
+  g_free (result);
+}
+
 static void
 replan_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
@@ -511,6 +538,7 @@ replan_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
   /* The plan request (planner-request.h): the policy's pins, then the user's over them. */
   g_autoptr (PlannerRequest) request = planner_request_new ();
   planner_request_set_policy (request, data->policy);
+  planner_request_set_constants (request, &data->constants);
   for (guint i = 0; i < data->pins->len; i++)
     planner_request_add_pin (request, g_ptr_array_index (data->pins, i), PLANNER_PIN_TIER_USER);
   gint64 start = g_get_monotonic_time ();
@@ -524,7 +552,12 @@ replan_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
   planner_plan_set_propagate_ms (plan, (g_get_monotonic_time () - start) / 1000.0);
   planner_plan_set_policy (plan, data->policy);
   planner_plan_set_name (plan, data->name);
-  g_task_return_pointer (task, plan, g_object_unref);
+  /* Made here, not on the GTK thread: tens of ms for an 80-layer model. A finished plan
+   * always has it (or none without a pp axis). */
+  ReplanResult *result = g_new0 (ReplanResult, 1);
+  result->pipeline = planner_pipeline_new (plan, FALSE, NULL);
+  result->plan = plan;
+  g_task_return_pointer (task, result, (GDestroyNotify) replan_result_free);
 }
 
 static void
@@ -543,7 +576,10 @@ replan_done (GObject *source, GAsyncResult *result, gpointer user_data)
   AppDocument *self = APP_DOCUMENT (source);
   ReplanData *data = g_task_get_task_data (G_TASK (result));
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) plan = g_task_propagate_pointer (G_TASK (result), &error);
+  ReplanResult *done = g_task_propagate_pointer (G_TASK (result), &error);
+  g_autoptr (PlannerPlan) plan = done ? g_steal_pointer (&done->plan) : NULL;
+  g_autoptr (PlannerPipeline) pipeline = done ? g_steal_pointer (&done->pipeline) : NULL;
+  g_clear_pointer (&done, replan_result_free);
 
   self->running--;
   if (data->serial == self->serial)
@@ -554,6 +590,9 @@ replan_done (GObject *source, GAsyncResult *result, gpointer user_data)
           g_clear_object (&self->previous_plan);
           self->previous_plan = g_steal_pointer (&self->plan);
           self->plan = g_steal_pointer (&plan);
+          g_clear_pointer (&self->pipeline, planner_pipeline_free);
+          self->pipeline = g_steal_pointer (&pipeline);
+          self->pipeline_of = self->plan;
           if (self->step >= (int) planner_plan_get_n_trace_steps (self->plan))
             app_document_set_step (self, -1);
           g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PLAN]);
@@ -576,6 +615,7 @@ app_document_replan (AppDocument *self)
   data->policy = g_strdup (self->policy);
   data->name = g_strdup (self->name);
   data->pins = pins_copy (self->pins);
+  data->constants = self->constants;
   data->serial = ++self->serial;
 
   /* propagate has no cancellation point; a stale run finishes and is dropped by serial. */
@@ -633,4 +673,39 @@ app_document_set_step (AppDocument *self, int step)
     return;
   self->step = step;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP]);
+}
+
+const PlannerCostConstants *
+app_document_get_constants (AppDocument *self)
+{
+  g_return_val_if_fail (APP_IS_DOCUMENT (self), NULL);
+  return &self->constants;
+}
+
+void
+app_document_set_constants (AppDocument *self, const PlannerCostConstants *constants)
+{
+  g_return_if_fail (APP_IS_DOCUMENT (self));
+  g_return_if_fail (constants != NULL);
+  /* Padding may differ between equal options: at worst an unneeded re-plan. */
+  if (memcmp (&self->constants, constants, sizeof *constants) == 0)
+    return;
+  self->constants = *constants;
+  /* Saved with the plan, like a pin edit (but not undone with the pins). */
+  set_modified (self, TRUE);
+  app_document_replan (self);
+}
+
+const PlannerPipeline *
+app_document_get_pipeline (AppDocument *self)
+{
+  g_return_val_if_fail (APP_IS_DOCUMENT (self), NULL);
+  /* A plan that came loaded, not from a replan, gets its pipeline here, once. */
+  if (self->plan != NULL && self->pipeline_of != self->plan)
+    {
+      g_clear_pointer (&self->pipeline, planner_pipeline_free);
+      self->pipeline = planner_pipeline_new (self->plan, FALSE, NULL);
+      self->pipeline_of = self->plan;
+    }
+  return self->plan ? self->pipeline : NULL;
 }

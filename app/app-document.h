@@ -10,6 +10,7 @@
 
 #include <gio/gio.h>
 
+#include "planner-pipeline.h"
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -61,6 +62,16 @@ gboolean app_document_get_can_undo (AppDocument *self);
 gboolean app_document_get_can_redo (AppDocument *self);
 void app_document_undo (AppDocument *self);
 void app_document_redo (AppDocument *self);
+
+/* The training options the plans are finished with: schedule, micro-batches, virtual
+ * stages, ... (a document of a plan starts with the plan's). Setting different ones marks
+ * the document modified and re-plans. */
+const PlannerCostConstants *app_document_get_constants (AppDocument *self);
+void app_document_set_constants (AppDocument *self, const PlannerCostConstants *constants);
+
+/* The plan's pipeline (planner-pipeline.h), made with the plan off the GTK thread; NULL
+ * without a plan or a pp axis. Borrowed: valid until the plan changes. */
+const PlannerPipeline *app_document_get_pipeline (AppDocument *self);
 
 /* Starts a propagation of the current pins; the plan property changes when it is done. */
 void app_document_replan (AppDocument *self);

@@ -39,7 +39,7 @@ geometry (AppMinimap *self, double *scale, double *ox, double *oy)
   if (renderer == NULL || !graphview_renderer_is_ready (renderer))
     return FALSE;
   double w = 0, h = 0;
-  graphview_layout_get_bounds (graphview_renderer_get_layout (renderer), &w, &h);
+  graphview_renderer_get_bounds (renderer, &w, &h);
   if (w <= 0 || h <= 0)
     return FALSE;
   double W = gtk_widget_get_width (GTK_WIDGET (self)), H = gtk_widget_get_height (GTK_WIDGET (self));

@@ -11,6 +11,7 @@
 #include "app-cost-chart.h"
 #include "app-inspector.h"
 #include "app-minimap.h"
+#include "app-schedule-chart.h"
 #include "app-sidebar.h"
 #include "app-timeline.h"
 #include "app-totals-bar.h"
@@ -41,6 +42,7 @@ struct _AppWindow
   AppTimeline *timeline;
   AppTotalsBar *totals_bar;
   AppCostChart *cost_chart;
+  AppScheduleChart *schedule_chart;
   AppInspector *inspector;
   AppCompareView *compare_view;
 

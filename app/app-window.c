@@ -203,6 +203,8 @@ on_plan_changed (AppWindow *self)
 {
   PlannerPlan *plan = app_document_get_plan (self->document);
   graphview_widget_set_plan (self->graph, plan);
+  /* The stages' bands from the pipeline the document made with the plan. */
+  graphview_widget_set_pipeline (self->graph, app_document_get_pipeline (self->document));
   /* A trial's figures belong to the plan it ran. */
   app_window_show_trial_on_nodes (self, NULL);
   graphview_widget_set_step (self->graph, app_document_get_step (self->document));
@@ -240,7 +242,7 @@ on_error_changed (AppWindow *self)
   const char *error = app_document_get_error (self->document);
   if (error)
     {
-      g_autofree char *text = g_strdup_printf (_("Propagation refused the pins: %s"), error);
+      g_autofree char *text = g_strdup_printf (_("The plan was refused: %s"), error);
       gtk_label_set_text (self->error_label, text);
     }
   gtk_revealer_set_reveal_child (self->error_revealer, error != NULL);
@@ -486,6 +488,7 @@ app_window_class_init (AppWindowClass *klass)
   g_type_ensure (APP_TYPE_TIMELINE);
   g_type_ensure (APP_TYPE_TOTALS_BAR);
   g_type_ensure (APP_TYPE_COST_CHART);
+  g_type_ensure (APP_TYPE_SCHEDULE_CHART);
   g_type_ensure (APP_TYPE_MINIMAP);
   g_type_ensure (APP_TYPE_COMPARE_VIEW);
   g_type_ensure (APP_TYPE_TRIAL_RESULTS);
@@ -510,6 +513,7 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppWindow, timeline);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, totals_bar);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, cost_chart);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, schedule_chart);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, inspector);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, compare_view);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, recovery_revealer);
@@ -577,6 +581,7 @@ app_window_init (AppWindow *self)
   g_object_bind_property (self, "document", self->timeline, "document", G_BINDING_DEFAULT);
   g_object_bind_property (self, "document", self->totals_bar, "document", G_BINDING_DEFAULT);
   g_object_bind_property (self, "document", self->cost_chart, "document", G_BINDING_DEFAULT);
+  g_object_bind_property (self, "document", self->schedule_chart, "document", G_BINDING_DEFAULT);
 
   self->document_signals = g_signal_group_new (APP_TYPE_DOCUMENT);
   g_signal_group_connect_swapped (self->document_signals, "notify::plan",

@@ -55,6 +55,11 @@ struct _GraphviewRenderer
   gboolean edges_valid;
   double *edge_cost;
   guint64 *edge_bytes;
+
+  /* The plan's pipeline stages (NULL without a pp axis), drawn as bands when shown. */
+  GraphviewStages *stages;
+  gboolean stages_pending; /* the plan's own pipeline is still to be made */
+  gboolean show_stages;
 };
 
 #define MATRIX_CELLS (GRAPHVIEW_MATRIX_MAX_ROWS * GRAPHVIEW_MATRIX_MAX_COLS)
@@ -327,6 +332,7 @@ graphview_renderer_finalize (GObject *object)
   g_clear_pointer (&self->trial, g_free);
   g_clear_pointer (&self->edge_cost, g_free);
   g_clear_pointer (&self->edge_bytes, g_free);
+  g_clear_pointer (&self->stages, graphview_stages_free);
   g_clear_pointer (&self->layout, graphview_layout_unref);
   g_clear_object (&self->plan);
   g_clear_object (&self->other);
@@ -347,6 +353,7 @@ graphview_renderer_init (GraphviewRenderer *self)
   self->hover = -1;
   self->selected = -1;
   self->legend = TRUE;
+  self->show_stages = TRUE;
 }
 
 GraphviewRenderer *
@@ -409,6 +416,63 @@ graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan)
   g_return_if_fail (plan_fits (self, plan));
   g_set_object (&self->plan, plan);
   compute_plan_state (self);
+  graphview_renderer_set_pipeline (self, NULL);
+}
+
+/* The plan's own pipeline is made when first needed: a caller that has it hands it over
+ * before, and nothing is computed twice. */
+static void
+ensure_stages (GraphviewRenderer *self)
+{
+  if (!self->stages_pending)
+    return;
+  self->stages_pending = FALSE;
+  /* A finished plan always has its pipeline (or none without a pp axis). */
+  g_autoptr (PlannerPipeline) own = planner_pipeline_new (self->plan, FALSE, NULL);
+  if (own != NULL)
+    self->stages = graphview_stages_new (self->plan, own);
+}
+
+void
+graphview_renderer_set_pipeline (GraphviewRenderer *self, const PlannerPipeline *pipeline)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_clear_pointer (&self->stages, graphview_stages_free);
+  self->stages_pending = self->plan != NULL && pipeline == NULL;
+  if (self->plan != NULL && pipeline != NULL)
+    self->stages = graphview_stages_new (self->plan, pipeline);
+}
+
+GraphviewStages *
+graphview_renderer_get_stages (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  ensure_stages (self);
+  if (self->stages && graphview_renderer_is_ready (self))
+    graphview_stages_place (self->stages, self->model, self->layout);
+  return self->stages;
+}
+
+void
+graphview_renderer_set_show_stages (GraphviewRenderer *self, gboolean show)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  self->show_stages = show;
+}
+
+void
+graphview_renderer_get_bounds (GraphviewRenderer *self, double *width, double *height)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  double w = 0, h = 0;
+  if (self->layout)
+    graphview_layout_get_bounds (self->layout, &w, &h);
+  if (self->show_stages && graphview_renderer_get_stages (self))
+    w += graphview_stages_get_gutter (self->stages);
+  if (width)
+    *width = w;
+  if (height)
+    *height = h;
 }
 
 PlannerPlan *
@@ -1249,6 +1313,8 @@ graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
   gboolean overview = graphview_renderer_is_overview (f.scale);
   if (!overview)
     draw_frames (&f);
+  if (self->show_stages && graphview_renderer_get_stages (self))
+    graphview_stages_draw (self->stages, cr, f.scale, &f.visible);
   draw_edges (&f);
   if (overview)
     draw_block_summaries (&f);
@@ -1596,7 +1662,7 @@ graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat f
   g_return_if_fail (viewport != NULL);
   double w = 100, h = 100;
   if (self->layout)
-    graphview_layout_get_bounds (self->layout, &w, &h);
+    graphview_renderer_get_bounds (self, &w, &h);
   if (scale <= 0)
     scale = 1;
   /* Cairo's image surfaces stop at 32767 pixels a side. */

@@ -14,6 +14,7 @@
 
 #include "graphview-layout.h"
 #include "graphview-model.h"
+#include "graphview-stages.h"
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -63,6 +64,18 @@ gboolean graphview_renderer_is_ready (GraphviewRenderer *self);
 /* A plan of the model's graph (NULL: the graph alone). */
 void graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan);
 PlannerPlan *graphview_renderer_get_plan (GraphviewRenderer *self);
+/* The pipeline stages drawn as bands behind the graph (graphview-stages.h). Setting a plan
+ * takes its own pipeline (planner_pipeline_new, made when first drawn; none without a pp
+ * axis); a caller that has made it already (off the GTK thread) hands it here after the plan
+ * instead (what it needs is copied; NULL: the plan's own). */
+void graphview_renderer_set_pipeline (GraphviewRenderer *self, const PlannerPipeline *pipeline);
+/* NULL without a pipeline; placed over the current layout when it is ready. */
+GraphviewStages *graphview_renderer_get_stages (GraphviewRenderer *self);
+/* Bands on (the default) or off. */
+void graphview_renderer_set_show_stages (GraphviewRenderer *self, gboolean show);
+/* What the drawing covers in world points: the layout's bounds, and right of them the stage
+ * labels' gutter when stages are shown. Fit, the minimap and files use it. */
+void graphview_renderer_get_bounds (GraphviewRenderer *self, double *width, double *height);
 /* Marks the ops whose strategy differs in @other (a plan of the same graph and mesh). */
 void graphview_renderer_set_compare_plan (GraphviewRenderer *self, PlannerPlan *other);
 /* A trial run's results, per op of the graph: measured and estimated seconds (0: not timed)

@@ -117,7 +117,7 @@ graphview_widget_get_free_area (GraphviewWidget *self, graphene_rect_t *area)
   if (n == 0 || layout == NULL || width <= 0 || height <= 0)
     return;
   double w, h;
-  graphview_layout_get_bounds (layout, &w, &h);
+  graphview_renderer_get_bounds (self->renderer, &w, &h);
   /* Each overlay sits at an edge or a corner: the free area leaves it out by giving up the
    * band beside it or the band above/below it. Of the 2^n choices, the one where the graph
    * fits largest wins. */
@@ -162,7 +162,7 @@ graphview_widget_get_fit_zoom (GraphviewWidget *self)
   if (layout == NULL || width <= 0 || height <= 0)
     return 1;
   double w, h;
-  graphview_layout_get_bounds (layout, &w, &h);
+  graphview_renderer_get_bounds (self->renderer, &w, &h);
   graphene_rect_t free;
   graphview_widget_get_free_area (self, &free);
   return MIN (MIN (free.size.width / w, free.size.height / h), GRAPHVIEW_WIDGET_MAX_ZOOM);
@@ -220,7 +220,7 @@ clamp_view (GraphviewWidget *self)
   if (layout == NULL)
     return;
   double w, h;
-  graphview_layout_get_bounds (layout, &w, &h);
+  graphview_renderer_get_bounds (self->renderer, &w, &h);
   double vw = gtk_widget_get_width (GTK_WIDGET (self)) / self->scale;
   double vh = gtk_widget_get_height (GTK_WIDGET (self)) / self->scale;
   graphene_rect_t free;
@@ -512,6 +512,15 @@ graphview_widget_set_plan (GraphviewWidget *self, PlannerPlan *plan)
   g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
   g_return_if_fail (self->renderer != NULL);
   graphview_renderer_set_plan (self->renderer, plan);
+  static_changed (self);
+}
+
+void
+graphview_widget_set_pipeline (GraphviewWidget *self, const PlannerPipeline *pipeline)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (self->renderer != NULL);
+  graphview_renderer_set_pipeline (self->renderer, pipeline);
   static_changed (self);
 }
 
@@ -835,6 +844,14 @@ on_query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip
   if (item < 0)
     return FALSE;
   g_autofree char *text = graphview_renderer_dup_item_summary (self->renderer, item);
+  /* The pipeline stages it runs on: one, or each a folded block spans. */
+  GraphviewStages *stages = graphview_renderer_get_stages (self->renderer);
+  if (stages && text)
+    {
+      g_autofree char *where = graphview_stages_dup_item_text (stages, self->model, item);
+      g_autofree char *summary = g_steal_pointer (&text);
+      text = g_strdup_printf ("%s\n%s", summary, where);
+    }
   gtk_tooltip_set_text (tooltip, text);
   return TRUE;
 }

@@ -31,6 +31,9 @@ GraphviewModel *graphview_widget_get_model (GraphviewWidget *self);
  * the plan, or use the setters below which do. */
 GraphviewRenderer *graphview_widget_get_renderer (GraphviewWidget *self);
 void graphview_widget_set_plan (GraphviewWidget *self, PlannerPlan *plan);
+/* The plan's pipeline, made already (graphview_renderer_set_pipeline()): its stages are drawn
+ * as bands. */
+void graphview_widget_set_pipeline (GraphviewWidget *self, const PlannerPipeline *pipeline);
 void graphview_widget_set_compare_plan (GraphviewWidget *self, PlannerPlan *other);
 void graphview_widget_set_step (GraphviewWidget *self, int step);
 /* The static layer changed (a new plan set through the renderer). */
