@@ -143,6 +143,9 @@ test_zoo_params (void)
     { "llama-tiny", 164160, 3 + 24 * 2 },
     /* 1024x4096 + 4096 + 4096x1024 + 1024 */
     { "mlp", 8393728, 3 },
+    /* The mixtures of experts: transformers' counts (tests/test-zoo.c says how). */
+    { "mixtral", G_GUINT64_CONSTANT (46702792704), 3 + 28 * 32 },
+    { "qwen2-moe", G_GUINT64_CONSTANT (14315784192), 3 + 37 * 24 },
   };
   const char *const *names = planner_zoo_names ();
 

@@ -425,6 +425,48 @@ test_run (gconstpointer data)
   check_run (plan, what, TRUE);
 }
 
+/* ---- the mixtures of experts in the built-in zoo ---- */
+
+/* `shardscope-cli models` lists mixtral and qwen2-moe, built from the hub configs compiled
+ * in (data/models/), with transformers' parameter counts: 5.24 in the framework venv,
+ * AutoConfig.for_model (model_type, **fields) of data/models/mixtral-8x7b-v0.1.json and
+ * qwen1.5-moe-a2.7b.json, AutoModelForCausalLM.from_config under torch.device ("meta"),
+ * sum (p.numel () for p in model.parameters ()): MixtralForCausalLM 46702792704,
+ * Qwen2MoeForCausalLM 14315784192. */
+static void
+test_zoo_moe (void)
+{
+  static const struct
+  {
+    const char *name, *architecture, *shown;
+    guint64 hf_params;
+  } moe[] = {
+    { "mixtral", "MixtralForCausalLM", "46.70B parameters", G_GUINT64_CONSTANT (46702792704) },
+    { "qwen2-moe", "Qwen2MoeForCausalLM", "14.32B parameters",
+      G_GUINT64_CONSTANT (14315784192) },
+  };
+  const char *const *names = planner_zoo_names ();
+  for (guint i = 0; i < G_N_ELEMENTS (moe); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_assert_true (g_strv_contains (names, moe[i].name));
+      PlannerModelOptions options;
+      planner_model_options_init (&options);
+      options.batch = 1;
+      options.seq = 16;
+      g_autoptr (PlannerGraph) g = planner_zoo_build (moe[i].name, &options, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (planner_graph_get_parameter_count (g), ==, moe[i].hf_params);
+      g_autofree char *text = planner_zoo_describe (moe[i].name);
+      g_test_message ("%s", text);
+      g_assert_nonnull (strstr (text, moe[i].architecture));
+      g_assert_nonnull (strstr (text, moe[i].shown));
+      /* A MoE graph: the experts' 3-D weights are there. */
+      g_assert_cmpint (planner_graph_find_tensor (g, "model.layers.0.mlp.experts.down_proj"), >=,
+                       0);
+    }
+}
+
 /* ---- grouped-query attention on more tp ranks than kv heads ---- */
 
 /* llama-3-8b has 8 kv heads: mp=16 is refused, naming the head count; with --kv-replicas 2
@@ -582,6 +624,7 @@ main (int argc, char **argv)
           g_test_add_data_func (path, &cases[i], funcs[k]);
         }
     }
+  g_test_add_func ("/zoo/moe/builtin", test_zoo_moe);
   g_test_add_func ("/zoo/kv-replicas/llama-3-mp16", test_kv_replicas_llama3);
   g_test_add_func ("/zoo/kv-replicas/refused", test_kv_replicas_refused);
   g_test_add_func ("/zoo/kv-replicas/run", test_kv_replicas_run);

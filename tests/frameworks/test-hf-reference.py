@@ -150,7 +150,7 @@ for _name, _entry in ZOO.items():
     MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
 POLICIES = ["megatron", "megatron-sp", "dp"]
 
-# ---- Mixture of experts (issue 16): the hub configs in tests/data/models/, shrunk the same
+# ---- Mixture of experts (issue 16): the hub configs in data/models/, shrunk the same
 # way, with 8 experts so that ep=4 divides them and a capacity_factor of experts / top_k, so
 # that every expert has a slot for every token of a row (C = S): Hugging Face runs the experts
 # dropless, and so does the graph then. Batch 8 (the dispatch is data-parallel over dp x ep),
@@ -173,7 +173,7 @@ MOE_MODELS = {
                                              "shared_expert_intermediate_size": 20,
                                              "mlp_only_layers": [1], "capacity_factor": 2.0}),
 }
-MOE_DATA = os.path.join(ROOT, "tests", "data", "models")
+MOE_DATA = os.path.join(ROOT, "data", "models")  # the zoo's mixtral and qwen2-moe
 MOE_B = 8
 # (policy, mesh): expert parallelism, plain data parallelism, and the experts tensor-parallel.
 MOE_RUNS = [("megatron-ep", "dp=2,ep=4"), ("dp", "dp=2,ep=4"), ("megatron", "dp=2,tp=2"),
