@@ -276,8 +276,8 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     { "outputs-reference", 0, 0, G_OPTION_ARG_FILENAME, &outputs_reference,
       "write the one-device reference run's outputs as safetensors", "FILE" },
     { "train", 0, 0, G_OPTION_ARG_NONE, &train,
-      "also run one training step (loss, backward, optimizer step); today on the unsharded "
-      "reference only",
+      "also run one training step (loss, backward, optimizer step), sharded by the plan and "
+      "unsharded, on the cpu backend",
       NULL },
     { "labels", 0, 0, G_OPTION_ARG_FILENAME, &labels,
       "with --train: the loss's labels from a .npy of int32/int64, one a row of the logits "
@@ -340,8 +340,8 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
                                                                   &error);
   if (res == NULL)
     return app_cli_refuse (error);
-  /* The training step, unsharded: its loss, gradients and updated weights join the
-   * reference's outputs. The sharded step is not there yet (executor/README.md). */
+  /* The training step, unsharded and sharded: their losses, gradients and updated weights
+   * join the reference's and the sharded run's outputs. */
   g_autoptr (ExecutorTensors) all_sources = NULL;
   ExecutorTrainTimes train_times = { 0 };
   if (train && res->outputs_reference == NULL)
