@@ -642,7 +642,8 @@ static void
 test_zoo_listing (void)
 {
   const char *const *types = planner_hf_model_types ();
-  const char *const expected_types[] = { "gpt2", "llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "bert", NULL };
+  const char *const expected_types[]
+      = { "gpt2", "llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "bert", NULL };
   g_autofree char *gpt2 = planner_zoo_describe ("gpt2");
   g_autofree char *llama70 = planner_zoo_describe ("llama-70b");
   g_autofree char *mlp = planner_zoo_describe ("mlp");

@@ -224,10 +224,9 @@ test_t5_labels (void)
 
   /* Central differences need a smooth loss: t5-small's ReLU has kinks a step of h crosses;
    * T5 v1.1's gated-gelu (gelu_new times a linear gate) has none. */
-  g_autofree char *gated
-      = g_strdup_printf ("%.*s, \"feed_forward_proj\": \"gated-gelu\", "
-                         "\"tie_word_embeddings\": false}",
-                         (int)strlen (t5_shrink) - 1, t5_shrink);
+  g_autofree char *gated = g_strdup_printf ("%.*s, \"feed_forward_proj\": \"gated-gelu\", "
+                                            "\"tie_word_embeddings\": false}",
+                                            (int)strlen (t5_shrink) - 1, t5_shrink);
   g_autoptr (PlannerGraph) gg = zoo_graph ("t5-small.json", gated, S);
   g_autoptr (ExecutorTensors) gsources = executor_trial_sources (gg, 5, NULL, &error);
   g_assert_no_error (error);

@@ -1,8 +1,8 @@
 /* The model zoo of issue 16, the dense families: each family's hub config imports with the
  * Hugging Face model's exact parameter count, in both key spellings; megatron plans it on
  * dp=2,mp=4; a 2-layer random-weight version runs sharded == unsharded, forward and one
- * training step (T5 labelled with its decoder's next tokens, ViT's image b with class b mod 6). Plus --kv-replicas (grouped-query attention on more tp ranks than kv heads)
- * and --pad-vocab.
+ * training step (T5 labelled with its decoder's next tokens, ViT's image b with class b mod 6).
+ * Plus --kv-replicas (grouped-query attention on more tp ranks than kv heads) and --pad-vocab.
  *
  * The parameter counts were computed with transformers 5 (the venv's
  * .venv-frameworks/torch/bin/python): the config in tests/data/zoo/ read with
@@ -442,8 +442,7 @@ test_zoo_moe (void)
     guint64 hf_params;
   } moe[] = {
     { "mixtral", "MixtralForCausalLM", "46.70B parameters", G_GUINT64_CONSTANT (46702792704) },
-    { "qwen2-moe", "Qwen2MoeForCausalLM", "14.32B parameters",
-      G_GUINT64_CONSTANT (14315784192) },
+    { "qwen2-moe", "Qwen2MoeForCausalLM", "14.32B parameters", G_GUINT64_CONSTANT (14315784192) },
   };
   const char *const *names = planner_zoo_names ();
   for (guint i = 0; i < G_N_ELEMENTS (moe); i++)
