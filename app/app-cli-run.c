@@ -280,9 +280,9 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
       "unsharded, on the cpu backend",
       NULL },
     { "labels", 0, 0, G_OPTION_ARG_FILENAME, &labels,
-      "with --train: the loss's labels from a .npy of int32/int64, one a row of the logits "
-      "([batch, seq], or [batch] for a classifier; -100 leaves a row out; default: the next "
-      "token, a masked LM's own ids, row b mod classes)",
+      "with --train: the loss's labels from a .npy of int32/int64, one a row of the logits, "
+      "unshifted ([batch, seq], or [batch] for a classifier; -100 leaves a row out; default: "
+      "the next token, a masked LM's own ids, row b mod classes)",
       "FILE" },
     { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd or adam (sgd)", "NAME" },
     { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "learning rate (1e-3)", "LR" },
