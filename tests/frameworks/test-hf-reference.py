@@ -54,6 +54,8 @@ NEOX_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.attention.dense=[_,_,tp],[_,t
 OPT_PINS = ["*.fc1=[dp,_,_],[tp,_]", "*.self_attn.out_proj=[_,_,tp],[_,tp]"]
 FALCON_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.self_attention.dense=[_,_,tp],[_,tp]"]
 PHI3_PINS = ["*.gate_up_proj=[dp,_,_],[_,tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
+T5_PINS = ["*.DenseReluDense.wo=[_,_,tp],[_,tp]", "*.EncDecAttention.q=[dp,_,_],[tp,_]"]
+VIT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]", "*.attention.output.dense=[_,_,tp],[_,tp]"]
 
 # model -> (real config in data/models/, the sizes that shrink it, pins). Head counts keep
 # the real key/value ratio where it is grouped (mistral 4:1, qwen2 7:1).
@@ -301,7 +303,8 @@ def compare(res, logits, loss, grads, names=None):
 # Encoder-decoder and vision (issue 16): T5ForConditionalGeneration and
 # ViTForImageClassification, their other inputs given with the weights (decoder_input_ids,
 # pixel_values beside the parameters in model.safetensors), trained one step as the decoder
-# families are: logits, loss and every gradient against the Hugging Face model's. T5's loss is
+# families are (megatron, megatron-sp, dp and a pinned plan): logits, loss and every gradient
+# against the Hugging Face model's. T5's loss is
 # Hugging Face's with labels = the decoder's tokens shifted left and the last position -100
 # (the executor's default for a graph with decoder_input_ids: they are the labels shifted
 # right); t5-gated gives random labels with --labels, one of them -100 (left out of the mean);
@@ -314,18 +317,19 @@ SEQ2SEQ = {
     "t5": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
                              "num_layers": 2, "num_heads": 4,
                              "relative_attention_num_buckets": 8,
-                             "relative_attention_max_distance": 6}),
+                             "relative_attention_max_distance": 6}, T5_PINS),
     "t5-gated": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
                                    "num_layers": 2, "num_heads": 4,
                                    "feed_forward_proj": "gated-gelu",
-                                   "tie_word_embeddings": False}),
+                                   "tie_word_embeddings": False}, T5_PINS),
 }
 
 VISION = {
     "vit": ("vit-base-patch16-224.json", {"hidden_size": 32, "intermediate_size": 48,
                                           "num_hidden_layers": 2, "num_attention_heads": 4,
                                           "image_size": 8, "patch_size": 2,
-                                          "id2label": {str(i): "l%d" % i for i in range(6)}}),
+                                          "id2label": {str(i): "l%d" % i for i in range(6)}},
+            VIT_PINS),
 }
 
 
@@ -353,23 +357,24 @@ def checkpoint_names(m, folder):
     return names
 
 
-def train_runs(tmp, model, folder, m, logits, loss, grads, results, table, tokens=None,
+def train_runs(tmp, model, folder, m, logits, loss, grads, pins, results, table, tokens=None,
                labels=None):
-    """propagate under each policy, run --train, logits, loss and every gradient (sharded and
-    unsharded) against m's."""
+    """propagate under each policy and with @pins, run --train, logits, loss and every
+    gradient (sharded and unsharded) against m's."""
     from safetensors.numpy import load_file
 
     names = checkpoint_names(m, folder)
-
-    for policy in POLICIES:
+    runs = [(p, ["--policy", p]) for p in POLICIES]
+    runs.append(("pinned", sum((["--pin", p] for p in pins), [])))
+    for policy, how in runs:
         plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
         out = os.path.join(tmp, "out.safetensors")
         ref = os.path.join(tmp, "ref.safetensors")
         what = "%s under %s on %s" % (model, policy, MESH)
         seq = ["--seq", str(S)] if tokens else []
         p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"), "--mesh", MESH,
-                            "--policy", policy, "--batch", str(B), *seq, "--hardware",
-                            "cpu-local", "--allow-tied", "-o", plan],
+                            *how, "--batch", str(B), *seq, "--hardware", "cpu-local",
+                            "--allow-tied", "-o", plan],
                            capture_output=True, text=True)
         if p.returncode != 0:
             results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
@@ -399,7 +404,7 @@ def seq2seq_runs(tmp, only, results, table):
     from safetensors.numpy import load_file, save_file
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
-    for k, (model, (fname, sizes)) in enumerate(SEQ2SEQ.items()):
+    for k, (model, (fname, sizes, pins)) in enumerate(SEQ2SEQ.items()):
         if only and model not in only:
             continue
         with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
@@ -441,7 +446,7 @@ def seq2seq_runs(tmp, only, results, table):
                   labels=torch.tensor(lab))
         out.loss.backward()
         train_runs(tmp, model, folder, m, out.logits.detach().numpy(), float(out.loss.detach()),
-                   grads_of(m64), results, table, tokens, labels)
+                   grads_of(m64), pins, results, table, tokens, labels)
 
 
 def vision_runs(tmp, only, results, table):
@@ -450,7 +455,7 @@ def vision_runs(tmp, only, results, table):
     from safetensors.numpy import load_file, save_file
     from transformers import AutoConfig, AutoModelForImageClassification
 
-    for k, (model, (fname, sizes)) in enumerate(VISION.items()):
+    for k, (model, (fname, sizes, pins)) in enumerate(VISION.items()):
         if only and model not in only:
             continue
         with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
@@ -484,7 +489,7 @@ def vision_runs(tmp, only, results, table):
         out = m64(pixel_values=pixels.double(), labels=torch.tensor(lab, dtype=torch.long))
         out.loss.backward()
         train_runs(tmp, model, folder, m, out.logits.detach().numpy(), float(out.loss.detach()),
-                   grads_of(m64), results, table, labels=labels)
+                   grads_of(m64), pins, results, table, labels=labels)
 
 
 def main():
