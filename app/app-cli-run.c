@@ -251,7 +251,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   double tolerance = 1e-5;
   gboolean json = FALSE;
   g_autofree char *weights = NULL, *tokens = NULL, *outputs = NULL, *outputs_reference = NULL;
-  g_autofree char *optimizer = NULL;
+  g_autofree char *optimizer = NULL, *labels = NULL;
   gboolean train = FALSE;
   double lr = 1e-3;
   GOptionEntry entries[] = {
@@ -276,9 +276,14 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     { "outputs-reference", 0, 0, G_OPTION_ARG_FILENAME, &outputs_reference,
       "write the one-device reference run's outputs as safetensors", "FILE" },
     { "train", 0, 0, G_OPTION_ARG_NONE, &train,
-      "also run one training step (loss, backward, optimizer step); today on the unsharded "
-      "reference only",
+      "also run one training step (loss, backward, optimizer step), sharded by the plan and "
+      "unsharded, on the cpu backend",
       NULL },
+    { "labels", 0, 0, G_OPTION_ARG_FILENAME, &labels,
+      "with --train: the loss's labels from a .npy of int32/int64, one a row of the logits, "
+      "unshifted ([batch, seq], or [batch] for a classifier; -100 leaves a row out; default: "
+      "the next token, a masked LM's own ids, row b mod classes)",
+      "FILE" },
     { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd or adam (sgd)", "NAME" },
     { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "learning rate (1e-3)", "LR" },
     { NULL },
@@ -295,8 +300,8 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
     train_options.optimizer = EXECUTOR_OPTIMIZER_ADAM;
   else if (optimizer && !g_str_equal (optimizer, "sgd"))
     return app_cli_usage_error (command, "--optimizer is sgd or adam");
-  if ((optimizer || lr != 1e-3) && !train)
-    return app_cli_usage_error (command, "--optimizer and --lr go with --train");
+  if ((optimizer || lr != 1e-3 || labels) && !train)
+    return app_cli_usage_error (command, "--optimizer, --lr and --labels go with --train");
   if ((status = app_cli_check_int (command, "--repeat", repeat, 1, MAX_REPEAT)) >= 0
       || (status = app_cli_check_int (command, "--warmup", warmup, 0, MAX_REPEAT)) >= 0
       || (status = app_cli_check_int (command, "--devices", devices, 0, MAX_DEVICES)) >= 0
@@ -335,8 +340,8 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
                                                                   &error);
   if (res == NULL)
     return app_cli_refuse (error);
-  /* The training step, unsharded: its loss, gradients and updated weights join the
-   * reference's outputs. The sharded step is not there yet (executor/README.md). */
+  /* The training step, unsharded and sharded: their losses, gradients and updated weights
+   * join the reference's and the sharded run's outputs. */
   g_autoptr (ExecutorTensors) all_sources = NULL;
   ExecutorTrainTimes train_times = { 0 };
   if (train && res->outputs_reference == NULL)
@@ -349,6 +354,13 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
                    "--train runs on the cpu backend only (the backward kernels are CPU ones); "
                    "use --backend cpu");
       return app_cli_refuse (error);
+    }
+  g_autoptr (ExecutorTensors) label_file = executor_tensors_new ();
+  if (labels)
+    {
+      if (!executor_npy_load_ids (labels, "labels", label_file, &error))
+        return app_cli_refuse (error);
+      train_options.labels = executor_tensors_lookup (label_file, "labels");
     }
   if (train
       && (!(all_sources

@@ -31,9 +31,8 @@ typedef struct
   ExecutorTensors *sources;
   const ExecutorTrainOptions *options;
   ExecutorTensors *out;
-  int logits; /* the graph output the loss reads */
-  int ids;    /* input_ids */
-  gboolean causal;
+  int logits;           /* the graph output the loss reads */
+  const gint64 *labels; /* one per row of the logits; EXECUTOR_TRAIN_IGNORE: no loss there */
 } Train;
 
 static gsize
@@ -61,21 +60,23 @@ download (ExecutorDevice *dev, ExecutorBuffer *buf, gsize bytes, GError **error)
   return host;
 }
 
-/* Loss and its gradient: mean cross-entropy over the labelled positions. */
+/* Loss and its gradient: mean cross-entropy over the labelled rows of the logits, as
+ * torch's cross_entropy with ignore_index -100 (Hugging Face's loss in every family). */
 static double
-lm_loss (Train *tr, const float *logits, const gint64 *ids, float *dlogits)
+lm_loss (Train *tr, const float *logits, float *dlogits)
 {
   const PlannerTensor *lt = planner_graph_get_tensor (tr->g, (guint)tr->logits);
   gint64 v = lt->shape[lt->rank - 1], rows = executor_shape_numel (lt->shape, lt->rank) / v;
-  gint64 seq = lt->rank >= 2 ? lt->shape[lt->rank - 2] : rows;
-  gint64 count = tr->causal ? rows - rows / seq : rows;
+  gint64 count = 0;
+  for (gint64 r = 0; r < rows; r++)
+    count += tr->labels[r] != EXECUTOR_TRAIN_IGNORE;
   double total = 0;
   memset (dlogits, 0, (gsize)(rows * v) * sizeof (float));
   for (gint64 r = 0; r < rows; r++)
     {
-      if (tr->causal && r % seq == seq - 1)
-        continue; /* the last position has no next token */
-      gint64 label = tr->causal ? ids[r + 1] : ids[r];
+      gint64 label = tr->labels[r];
+      if (label == EXECUTOR_TRAIN_IGNORE)
+        continue;
       const float *z = logits + r * v;
       double mx = -INFINITY, sum = 0;
       for (gint64 j = 0; j < v; j++)
@@ -146,12 +147,10 @@ train_device (ExecutorDevice *dev, gpointer data, GError **error)
 
   /* Loss. */
   const PlannerTensor *lt = planner_graph_get_tensor (g, (guint)tr->logits);
-  const PlannerTensor *it = planner_graph_get_tensor (g, (guint)tr->ids);
   g_autofree float *logits = ok ? download (dev, val[tr->logits], tensor_bytes (lt), error) : NULL;
-  g_autofree gint64 *ids = ok ? download (dev, val[tr->ids], tensor_bytes (it), error) : NULL;
-  ok = ok && logits && ids;
+  ok = ok && logits;
   g_autofree float *dlogits = g_new (float, MAX (executor_shape_numel (lt->shape, lt->rank), 1));
-  double loss = ok ? lm_loss (tr, logits, ids, dlogits) : 0;
+  double loss = ok ? lm_loss (tr, logits, dlogits) : 0;
 
   /* Backward: each tensor's gradient is the sum over its consumers. */
   gsize max_bytes = 4;
@@ -283,13 +282,33 @@ train_device (ExecutorDevice *dev, gpointer data, GError **error)
   return ok;
 }
 
-/* The logits output and input_ids of a language model's graph; @causal when its attention
- * is. */
-static gboolean
-find_lm (PlannerGraph *graph, int *logits, int *ids, gboolean *causal, GError **error)
+static int
+find_input (PlannerGraph *graph, const char *name)
 {
-  *logits = *ids = -1;
-  *causal = FALSE;
+  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (graph, t);
+      if (pt->kind == PLANNER_TENSOR_INPUT && g_str_equal (pt->name, name))
+        return (int)t;
+    }
+  return -1;
+}
+
+/* The graph's logits output and the label of each of its rows (a new array), as Hugging Face
+ * labels them:
+ * - given labels (--labels): as they are, -100 (EXECUTOR_TRAIN_IGNORE) ignored;
+ * - an encoder-decoder (T5: a decoder_input_ids input): the decoder's next token, the last
+ *   position ignored (decoder_input_ids are the labels shifted right, as Hugging Face makes
+ *   them from labels);
+ * - a language model (input_ids): causal, labels = input_ids shifted left, the last position
+ *   ignored; without a causal attention (BERT) a masked LM labelled with its own ids;
+ * - a classifier (logits [batch, classes] and no token input, ViT): row b is labelled
+ *   b mod classes, a fixed target where no labels are given. */
+static gint64 *
+find_labels (PlannerGraph *graph, ExecutorTensors *sources, const ExecutorHostTensor *given,
+             int *logits, GError **error)
+{
+  *logits = -1;
   const GArray *outputs = planner_graph_get_outputs (graph);
   for (guint i = 0; i < outputs->len; i++)
     {
@@ -297,34 +316,85 @@ find_lm (PlannerGraph *graph, int *logits, int *ids, gboolean *causal, GError **
       if (g_str_equal (planner_graph_get_tensor (graph, t)->name, "logits"))
         *logits = (int)t;
     }
-  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
-    {
-      const PlannerTensor *pt = planner_graph_get_tensor (graph, t);
-      if (pt->kind == PLANNER_TENSOR_INPUT && g_str_equal (pt->name, "input_ids"))
-        *ids = (int)t;
-    }
-  for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (graph, i);
-      *causal |= op->type == PLANNER_OP_SDPA && op->attrs.causal;
-    }
-  if (*logits < 0 || *ids < 0)
+  if (*logits < 0)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
-                   "--train needs a language model: a graph with input_ids and a logits output "
-                   "(a Hugging Face *ForCausalLM, GPT2LMHeadModel or BertForMaskedLM config)");
-      return FALSE;
+                   "--train needs a graph with a logits output (a Hugging Face *ForCausalLM, "
+                   "GPT2LMHeadModel, BertForMaskedLM, T5ForConditionalGeneration or "
+                   "ViTForImageClassification config)");
+      return NULL;
     }
   const PlannerTensor *lt = planner_graph_get_tensor (graph, (guint)*logits);
-  const PlannerTensor *it = planner_graph_get_tensor (graph, (guint)*ids);
-  if (executor_shape_numel (lt->shape, lt->rank) / lt->shape[lt->rank - 1]
-      != executor_shape_numel (it->shape, it->rank))
+  gint64 v = lt->shape[lt->rank - 1], rows = executor_shape_numel (lt->shape, lt->rank) / v;
+  gint64 seq = lt->rank >= 2 ? lt->shape[lt->rank - 2] : rows;
+  gint64 *labels = g_new (gint64, MAX (rows, 1));
+  if (given != NULL)
+    {
+      if (given->dtype != PLANNER_DTYPE_I64 || executor_host_tensor_numel (given) != rows)
+        {
+          g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                       "--train: the labels need one integer a row of the logits, %" G_GINT64_FORMAT
+                       " (logits are %" G_GINT64_FORMAT " rows of %" G_GINT64_FORMAT
+                       "), not %" G_GINT64_FORMAT " %s",
+                       rows, rows, v, executor_host_tensor_numel (given),
+                       given->dtype == PLANNER_DTYPE_I64 ? "integers" : "floats");
+          g_free (labels);
+          return NULL;
+        }
+      const gint64 *l = given->data;
+      for (gint64 r = 0; r < rows; r++)
+        {
+          if (l[r] != EXECUTOR_TRAIN_IGNORE && (l[r] < 0 || l[r] >= v))
+            {
+              g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_WEIGHTS,
+                           "--train: label %" G_GINT64_FORMAT " at row %" G_GINT64_FORMAT
+                           " is outside the %" G_GINT64_FORMAT " classes of the logits (-100 "
+                           "leaves a row out)",
+                           l[r], r, v);
+              g_free (labels);
+              return NULL;
+            }
+          labels[r] = l[r];
+        }
+      return labels;
+    }
+  int dec = find_input (graph, "decoder_input_ids"), ids = find_input (graph, "input_ids");
+  int from = dec >= 0 ? dec : ids;
+  if (from < 0)
+    {
+      if (lt->rank != 2)
+        {
+          g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
+                       "--train: the graph has no input_ids and its logits are not [batch, "
+                       "classes] (rank %u); give the labels with --labels",
+                       lt->rank);
+          g_free (labels);
+          return NULL;
+        }
+      for (gint64 r = 0; r < rows; r++)
+        labels[r] = r % v;
+      return labels;
+    }
+  const PlannerTensor *it = planner_graph_get_tensor (graph, (guint)from);
+  const ExecutorHostTensor *h = executor_tensors_lookup (sources, it->name);
+  if (executor_shape_numel (it->shape, it->rank) != rows || h == NULL
+      || h->dtype != PLANNER_DTYPE_I64 || executor_host_tensor_numel (h) != rows)
     {
       g_set_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_UNSUPPORTED,
-                   "--train: logits and input_ids do not have one row per token");
-      return FALSE;
+                   "--train: logits and %s do not have one row per token", it->name);
+      g_free (labels);
+      return NULL;
     }
-  return TRUE;
+  gboolean causal = dec >= 0;
+  for (guint i = 0; dec < 0 && i < planner_graph_get_n_ops (graph); i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (graph, i);
+      causal |= op->type == PLANNER_OP_SDPA && op->attrs.causal;
+    }
+  const gint64 *tok = h->data;
+  for (gint64 r = 0; r < rows; r++)
+    labels[r] = !causal ? tok[r] : r % seq == seq - 1 ? EXECUTOR_TRAIN_IGNORE : tok[r + 1];
+  return labels;
 }
 
 gboolean
@@ -332,9 +402,11 @@ executor_train_step_reference (PlannerGraph *graph, ExecutorTensors *sources,
                                const ExecutorTrainOptions *options, ExecutorTensors *out,
                                GError **error)
 {
-  Train tr = { graph, sources, options, out, -1, -1, FALSE };
-  if (!find_lm (graph, &tr.logits, &tr.ids, &tr.causal, error))
+  Train tr = { graph, sources, options, out, -1, NULL };
+  g_autofree gint64 *labels = find_labels (graph, sources, options->labels, &tr.logits, error);
+  if (labels == NULL)
     return FALSE;
+  tr.labels = labels;
   g_autoptr (PlannerMesh) one = planner_mesh_parse ("a=1", error);
   g_autoptr (ExecutorBackend) backend = one ? executor_backend_new ("cpu", one, error) : NULL;
   return backend && executor_backend_run (backend, train_device, &tr, error);
@@ -408,8 +480,8 @@ typedef struct
   OpLower *ops;
   PlannerLayout *stored, *grad_layout;
   const PlannerRedistPath *logits_whole, *logits_grad;
-  int logits, ids;
-  gboolean causal;
+  int logits;
+  const gint64 *labels;
   float *loss;         /* per device */
   float ***param_grad; /* [tensor][device] local shards of each parameter's gradient */
   float ***param_new;
@@ -568,7 +640,7 @@ sharded_device (ExecutorDevice *dev, gpointer data, GError **error)
   /* Loss on the whole logits, the same on every device. */
   const PlannerTensor *lt = planner_graph_get_tensor (g, (guint)sh->logits);
   gsize lbytes = tensor_bytes (lt);
-  Train tr = { g, sh->sources, sh->options, NULL, sh->logits, sh->ids, sh->causal };
+  Train tr = { g, sh->sources, sh->options, NULL, sh->logits, sh->labels };
   if (ok)
     {
       g_autofree float *dl = g_new (float, MAX (lbytes / 4, 1));
@@ -578,8 +650,7 @@ sharded_device (ExecutorDevice *dev, gpointer data, GError **error)
       ok = logits != NULL;
       if (ok)
         {
-          const ExecutorHostTensor *ids = executor_tensors_lookup (sh->sources, "input_ids");
-          sh->loss[dev->index] = (float)lm_loss (&tr, logits, ids->data, dl);
+          sh->loss[dev->index] = (float)lm_loss (&tr, logits, dl);
           ok = executor_device_upload (dev, whole, dl, lbytes, error);
         }
       PlannerLayout rep;
@@ -754,8 +825,10 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
   guint n_t = planner_graph_get_n_tensors (g), n_ops = planner_graph_get_n_ops (g);
   guint n_dev = (guint)planner_mesh_n_devices (mesh);
   Sharded sh = { plan, g, mesh, sources, options };
-  if (!find_lm (g, &sh.logits, &sh.ids, &sh.causal, error))
+  g_autofree gint64 *labels = find_labels (g, sources, options->labels, &sh.logits, error);
+  if (labels == NULL)
     return FALSE;
+  sh.labels = labels;
   if (times)
     memset (times, 0, sizeof *times);
   g_autoptr (PlannerRedistributor) r

@@ -1,12 +1,14 @@
 /* executor-train.h: one training step of a model's graph on one CPU device, the reference a
  * sharded training step is to be compared with (issue 13, part 3).
  *
- * Forward, the language-model loss Hugging Face computes from input_ids (causal: labels =
- * input shifted left, the last position ignored; a graph without a causal attention is taken
- * for a masked LM and labelled with its own ids at every position), the backward of every op
+ * Forward, the loss Hugging Face computes (mean cross-entropy over the labelled rows of the
+ * logits; the labels given, or by the graph's kind: a causal LM's input_ids shifted left, the
+ * last position ignored; a masked LM's own ids, for a graph without a causal attention; an
+ * encoder-decoder's decoder_input_ids shifted left; a classifier's row b labelled b mod
+ * classes), the backward of every op
  * (executor-backward.h), a gradient per parameter (a tied weight once, with the gradient of
- * all its uses) and one optimizer step. Not yet: the same step sharded by a plan, with the
- * backward collectives the plan implies (executor/README.md).
+ * all its uses) and one optimizer step; executor_train_step_sharded(), the same step under a
+ * plan.
  */
 #pragma once
 
@@ -21,8 +23,15 @@ typedef enum
   EXECUTOR_OPTIMIZER_ADAM, /* first step from zero moments: w -= lr mhat / (sqrt (vhat) + eps) */
 } ExecutorOptimizer;
 
+/* A label that leaves its row out of the loss (torch's ignore_index). */
+#define EXECUTOR_TRAIN_IGNORE (-100)
+
 typedef struct
 {
+  /* One class index (i64) per row of the logits, in their order ([batch, seq] for a language
+   * model, [batch] for a classifier), EXECUTOR_TRAIN_IGNORE to leave a row out; NULL: the
+   * default labels of the graph's kind (above). Not owned. */
+  const ExecutorHostTensor *labels;
   ExecutorOptimizer optimizer;
   double lr;                /* 1e-3 */
   double beta1, beta2, eps; /* Adam: 0.9, 0.999, 1e-8 */

@@ -28,6 +28,9 @@ static const ZooEntry zoo[] = {
   { "qwen2", "models/qwen2-0.5b.json" },
   { "bert", "models/bert-base-uncased.json" },
   { "mlp", "models/mlp.graph.json" },
+  /* Mixtures of experts (issue 16). */
+  { "mixtral", "models/mixtral-8x7b-v0.1.json" },
+  { "qwen2-moe", "models/qwen1.5-moe-a2.7b.json" },
 };
 
 const char *const *

@@ -143,6 +143,9 @@ test_zoo_params (void)
     { "llama-tiny", 164160, 3 + 24 * 2 },
     /* 1024x4096 + 4096 + 4096x1024 + 1024 */
     { "mlp", 8393728, 3 },
+    /* The mixtures of experts: transformers' counts (tests/test-zoo.c says how). */
+    { "mixtral", G_GUINT64_CONSTANT (46702792704), 3 + 28 * 32 },
+    { "qwen2-moe", G_GUINT64_CONSTANT (14315784192), 3 + 37 * 24 },
   };
   const char *const *names = planner_zoo_names ();
 
@@ -639,7 +642,8 @@ static void
 test_zoo_listing (void)
 {
   const char *const *types = planner_hf_model_types ();
-  const char *const expected_types[] = { "gpt2", "llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "bert", NULL };
+  const char *const expected_types[]
+      = { "gpt2", "llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "bert", NULL };
   g_autofree char *gpt2 = planner_zoo_describe ("gpt2");
   g_autofree char *llama70 = planner_zoo_describe ("llama-70b");
   g_autofree char *mlp = planner_zoo_describe ("mlp");

@@ -377,6 +377,11 @@ test_not_worse_zoo (void)
            * one table over all of them): megatron only. */
           if (policies[p] == NULL && strcmp (names[m], "bert") == 0)
             continue;
+          /* The zoo's mixtures of experts without pins took about 75 s each on two shared
+           * cores (the whole test: 158 s against 5.5 s without them): megatron only. */
+          if (policies[p] == NULL
+              && (strcmp (names[m], "mixtral") == 0 || strcmp (names[m], "qwen2-moe") == 0))
+            continue;
           g_autoptr (PlannerMesh) mesh = test_util_mesh ("dp=2,mp=2");
           g_autoptr (GPtrArray) pins = NULL;
           if (policies[p])

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Issue 13's "done when": Shardscope's training step against the Hugging Face model itself.
-Issue 16 adds the model zoo's families (ZOO, from tests/data/zoo/), and T5 and ViT, whose
-forward only is compared (SEQ2SEQ, VISION; their other inputs go in the checkpoint).
+Issue 16 adds the model zoo's families (ZOO, from tests/data/zoo/), the mixtures of experts
+(MOE_MODELS), and T5 and ViT (SEQ2SEQ, VISION; their other inputs go in the checkpoint, their
+labels are given with --labels or are the executor's default, see there).
 
 For gpt2, llama, mistral, qwen2 and bert (the real configs in data/models/, shrunk to 2
 layers and small sizes, every other field kept: activation, epsilons, rope theta, key/value
@@ -29,6 +30,7 @@ tools/framework-venv.sh); skipped, with the reason, where that Python cannot imp
 transformers. TAP; the table of errors is printed as comments. Arguments: model names, to run
 only those; $SHARDSCOPE_HF_REFERENCE_DIR keeps the checkpoints, tokens and plans there.
 """
+import copy
 import json
 import os
 import subprocess
@@ -52,6 +54,8 @@ NEOX_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.attention.dense=[_,_,tp],[_,t
 OPT_PINS = ["*.fc1=[dp,_,_],[tp,_]", "*.self_attn.out_proj=[_,_,tp],[_,tp]"]
 FALCON_PINS = ["*.dense_h_to_4h=[dp,_,_],[tp,_]", "*.self_attention.dense=[_,_,tp],[_,tp]"]
 PHI3_PINS = ["*.gate_up_proj=[dp,_,_],[_,tp,_]", "*.down_proj=[_,_,tp],[_,tp]"]
+T5_PINS = ["*.DenseReluDense.wo=[_,_,tp],[_,tp]", "*.EncDecAttention.q=[dp,_,_],[tp,_]"]
+VIT_PINS = ["*.intermediate.dense=[dp,_,_],[tp,_]", "*.attention.output.dense=[_,_,tp],[_,tp]"]
 
 # model -> (real config in data/models/, the sizes that shrink it, pins). Head counts keep
 # the real key/value ratio where it is grouped (mistral 4:1, qwen2 7:1).
@@ -148,7 +152,7 @@ for _name, _entry in ZOO.items():
     MODELS[_name] = (os.path.join("tests", "data", "zoo", _entry[0]),) + _entry[1:]
 POLICIES = ["megatron", "megatron-sp", "dp"]
 
-# ---- Mixture of experts (issue 16): the hub configs in tests/data/models/, shrunk the same
+# ---- Mixture of experts (issue 16): the hub configs in data/models/, shrunk the same
 # way, with 8 experts so that ep=4 divides them and a capacity_factor of experts / top_k, so
 # that every expert has a slot for every token of a row (C = S): Hugging Face runs the experts
 # dropless, and so does the graph then. Batch 8 (the dispatch is data-parallel over dp x ep),
@@ -171,7 +175,7 @@ MOE_MODELS = {
                                              "shared_expert_intermediate_size": 20,
                                              "mlp_only_layers": [1], "capacity_factor": 2.0}),
 }
-MOE_DATA = os.path.join(ROOT, "tests", "data", "models")
+MOE_DATA = os.path.join(ROOT, "data", "models")  # the zoo's mixtral and qwen2-moe
 MOE_B = 8
 # (policy, mesh): expert parallelism, plain data parallelism, and the experts tensor-parallel.
 MOE_RUNS = [("megatron-ep", "dp=2,ep=4"), ("dp", "dp=2,ep=4"), ("megatron", "dp=2,tp=2"),
@@ -296,64 +300,102 @@ def compare(res, logits, loss, grads, names=None):
     return e_logits, e_loss, e_grad, worst, msgs
 
 
-# Vision (issue 16): ViT's forward against ViTForImageClassification's logits, the image
-# given with the weights (pixel_values beside the parameters in model.safetensors); the
-# executor's training step trains language models, so there is no gradient to compare.
-# Encoder-decoder (issue 16): T5's forward against T5ForConditionalGeneration's logits, the
-# decoder's tokens given with the weights (decoder_input_ids beside the parameters); the
-# executor's training step trains decoder-only language models.
+# Encoder-decoder and vision (issue 16): T5ForConditionalGeneration and
+# ViTForImageClassification, their other inputs given with the weights (decoder_input_ids,
+# pixel_values beside the parameters in model.safetensors), trained one step as the decoder
+# families are (megatron, megatron-sp, dp and a pinned plan): logits, loss and every gradient
+# against the Hugging Face model's. T5's loss is
+# Hugging Face's with labels = the decoder's tokens shifted left and the last position -100
+# (the executor's default for a graph with decoder_input_ids: they are the labels shifted
+# right); t5-gated gives random labels with --labels, one of them -100 (left out of the mean);
+# ViT gives one random class per image with --labels. The reference is the same model in f64
+# (the f32 weights and inputs, converted): torch's own f32 gradients are 8.9e-5 (t5-gated's
+# cross-attention q) and 9.1e-5 (ViT's key bias, zero in exact arithmetic, against the floor)
+# from its f64 ones, the executor's 5.5e-5 and 1.9e-5, so against torch f32 the two
+# round-offs add up to the tolerance.
 SEQ2SEQ = {
     "t5": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
                              "num_layers": 2, "num_heads": 4,
                              "relative_attention_num_buckets": 8,
-                             "relative_attention_max_distance": 6}),
+                             "relative_attention_max_distance": 6}, T5_PINS),
     "t5-gated": ("t5-small.json", {"vocab_size": 80, "d_model": 32, "d_kv": 8, "d_ff": 48,
                                    "num_layers": 2, "num_heads": 4,
                                    "feed_forward_proj": "gated-gelu",
-                                   "tie_word_embeddings": False}),
+                                   "tie_word_embeddings": False}, T5_PINS),
 }
 
 VISION = {
     "vit": ("vit-base-patch16-224.json", {"hidden_size": 32, "intermediate_size": 48,
                                           "num_hidden_layers": 2, "num_attention_heads": 4,
                                           "image_size": 8, "patch_size": 2,
-                                          "id2label": {str(i): "l%d" % i for i in range(6)}}),
+                                          "id2label": {str(i): "l%d" % i for i in range(6)}},
+            VIT_PINS),
 }
 
 
-def forward_runs(tmp, model, folder, m, logits, results, table, tokens=None):
-    """propagate under each policy, run forward, logits (sharded and unsharded) against m's."""
+def grads_of(m):
+    return {name: p.grad.detach().numpy().copy() for name, p in m.named_parameters()}
+
+
+def checkpoint_names(m, folder):
+    """named_parameters -> the checkpoint's name where transformers 5 renames a module (ViT's
+    vit.layers.N.attention.q_proj is vit.encoder.layer.N.attention.attention.query in the
+    file save_pretrained writes): the one stored tensor with the parameter's values (every
+    parameter is drawn at random, so no two are equal)."""
+    import numpy as np
     from safetensors.numpy import load_file
 
-    for policy in POLICIES:
+    stored = load_file(os.path.join(folder, "model.safetensors"))
+    names = {}
+    for name, p in m.named_parameters():
+        if name in stored:
+            continue
+        value = p.detach().numpy()
+        same = [k for k, v in stored.items() if v.shape == value.shape and np.array_equal(v, value)]
+        if len(same) == 1:
+            names[name] = same[0]
+    return names
+
+
+def train_runs(tmp, model, folder, m, logits, loss, grads, pins, results, table, tokens=None,
+               labels=None):
+    """propagate under each policy and with @pins, run --train, logits, loss and every
+    gradient (sharded and unsharded) against m's."""
+    from safetensors.numpy import load_file
+
+    names = checkpoint_names(m, folder)
+    runs = [(p, ["--policy", p]) for p in POLICIES]
+    runs.append(("pinned", sum((["--pin", p] for p in pins), [])))
+    for policy, how in runs:
         plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
         out = os.path.join(tmp, "out.safetensors")
         ref = os.path.join(tmp, "ref.safetensors")
         what = "%s under %s on %s" % (model, policy, MESH)
         seq = ["--seq", str(S)] if tokens else []
         p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"), "--mesh", MESH,
-                            "--policy", policy, "--batch", str(B), *seq, "--hardware",
-                            "cpu-local", "--allow-tied", "-o", plan],
+                            *how, "--batch", str(B), *seq, "--hardware", "cpu-local",
+                            "--allow-tied", "-o", plan],
                            capture_output=True, text=True)
         if p.returncode != 0:
             results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
             continue
-        more = ["--tokens", tokens] if tokens else []
-        p = subprocess.run([CLI, "run", plan, "--weights", folder, *more, "--outputs", out,
-                            "--outputs-reference", ref, "--repeat", "1", "--warmup", "0"],
+        more = (["--tokens", tokens] if tokens else []) + (["--labels", labels] if labels else [])
+        p = subprocess.run([CLI, "run", plan, "--weights", folder, *more, "--train",
+                            "--outputs", out, "--outputs-reference", ref, "--repeat", "1",
+                            "--warmup", "0", "--tolerance", str(TOL)],
                            capture_output=True, text=True)
         if p.returncode != 0:
-            results.append((False, "%s: run exit %d: %s" % (what, p.returncode,
-                                                            p.stderr.strip()[:600])))
+            results.append((False, "%s: run --train exit %d: %s" % (what, p.returncode,
+                                                                    p.stderr.strip()[:600])))
             continue
         for side, f in (("sharded", out), ("unsharded", ref)):
-            got = load_file(f).get("logits")
-            e = rel(got, logits) if got is not None and got.shape == logits.shape \
-                else float("inf")
+            el, ez, eg, worst, msgs = compare(load_file(f), logits, loss, grads, names)
             if side == "sharded":
-                table.append((model, policy, e, float("nan"), float("nan"), "(forward)"))
-            results.append((e <= TOL, "%s, %s: vs Hugging Face %s, logits rel %.2g (tol %g)"
-                            % (what, side, type(m).__name__, e, TOL)))
+                table.append((model, policy, el, ez, eg, worst))
+            results.append((not msgs, "%s, %s: vs Hugging Face %s, logits rel %.2g, loss rel "
+                            "%.2g, %d gradients rel %.2g (tol %g)%s" % (
+                                what, side, type(m).__name__, el, ez, len(grads), eg, TOL,
+                                "" if not msgs else "; " + "; ".join(msgs[:4]))))
 
 
 def seq2seq_runs(tmp, only, results, table):
@@ -362,7 +404,7 @@ def seq2seq_runs(tmp, only, results, table):
     from safetensors.numpy import load_file, save_file
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
-    for k, (model, (fname, sizes)) in enumerate(SEQ2SEQ.items()):
+    for k, (model, (fname, sizes, pins)) in enumerate(SEQ2SEQ.items()):
         if only and model not in only:
             continue
         with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
@@ -391,9 +433,20 @@ def seq2seq_runs(tmp, only, results, table):
         weights = load_file(path)
         weights["decoder_input_ids"] = dec
         save_file(weights, path)
-        with torch.no_grad():
-            logits = m(input_ids=torch.tensor(ids), decoder_input_ids=torch.tensor(dec)).logits
-        forward_runs(tmp, model, folder, m, logits.numpy(), results, table, tokens)
+        labels = None
+        if k == 0:  # the default: the decoder's next token, the last position left out
+            lab = np.concatenate([dec[:, 1:], np.full((B, 1), -100, np.int64)], axis=1)
+        else:
+            lab = rng.integers(0, config.vocab_size, size=(B, S)).astype(np.int64)
+            lab[1, 3] = -100
+            labels = os.path.join(tmp, model + "-labels.npy")
+            np.save(labels, lab)
+        m64 = copy.deepcopy(m).double()
+        out = m64(input_ids=torch.tensor(ids), decoder_input_ids=torch.tensor(dec),
+                  labels=torch.tensor(lab))
+        out.loss.backward()
+        train_runs(tmp, model, folder, m, out.logits.detach().numpy(), float(out.loss.detach()),
+                   grads_of(m64), pins, results, table, tokens, labels)
 
 
 def vision_runs(tmp, only, results, table):
@@ -402,7 +455,7 @@ def vision_runs(tmp, only, results, table):
     from safetensors.numpy import load_file, save_file
     from transformers import AutoConfig, AutoModelForImageClassification
 
-    for k, (model, (fname, sizes)) in enumerate(VISION.items()):
+    for k, (model, (fname, sizes, pins)) in enumerate(VISION.items()):
         if only and model not in only:
             continue
         with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
@@ -429,34 +482,14 @@ def vision_runs(tmp, only, results, table):
         weights = load_file(path)
         weights["pixel_values"] = pixels.numpy()
         save_file(weights, path)
-        with torch.no_grad():
-            logits = m(pixel_values=pixels).logits.numpy()
-        for policy in POLICIES:
-            plan = os.path.join(tmp, "%s-%s.plan.json" % (model, policy))
-            out = os.path.join(tmp, "out.safetensors")
-            ref = os.path.join(tmp, "ref.safetensors")
-            what = "%s under %s on %s" % (model, policy, MESH)
-            p = subprocess.run([CLI, "propagate", os.path.join(folder, "config.json"), "--mesh",
-                                MESH, "--policy", policy, "--batch", str(B), "--hardware",
-                                "cpu-local", "-o", plan], capture_output=True, text=True)
-            if p.returncode != 0:
-                results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
-                continue
-            p = subprocess.run([CLI, "run", plan, "--weights", folder, "--outputs", out,
-                                "--outputs-reference", ref, "--repeat", "1", "--warmup", "0"],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                results.append((False, "%s: run exit %d: %s" % (what, p.returncode,
-                                                                p.stderr.strip()[:600])))
-                continue
-            for side, f in (("sharded", out), ("unsharded", ref)):
-                got = load_file(f).get("logits")
-                e = rel(got, logits) if got is not None and got.shape == logits.shape \
-                    else float("inf")
-                if side == "sharded":
-                    table.append((model, policy, e, float("nan"), float("nan"), "(forward)"))
-                results.append((e <= TOL, "%s, %s: vs Hugging Face %s, logits rel %.2g (tol %g)"
-                                % (what, side, type(m).__name__, e, TOL)))
+        lab = np.random.default_rng(31 + k).integers(0, config.num_labels, size=(B,))
+        labels = os.path.join(tmp, model + "-labels.npy")
+        np.save(labels, lab.astype(np.int64))
+        m64 = copy.deepcopy(m).double()
+        out = m64(pixel_values=pixels.double(), labels=torch.tensor(lab, dtype=torch.long))
+        out.loss.backward()
+        train_runs(tmp, model, folder, m, out.logits.detach().numpy(), float(out.loss.detach()),
+                   grads_of(m64), pins, results, table, labels=labels)
 
 
 def main():
