@@ -10,9 +10,9 @@ struct _AppTypeLegend
   GtkBox parent_instance;
 
   GraphviewRenderer *renderer;
-  GtkWidget *rows;   /* a GtkGrid: swatch, type, count */
-  GArray *types;     /* PlannerOpType per row */
-  GArray *counts;    /* guint per row */
+  GtkWidget *rows; /* a GtkGrid: swatch, type, count */
+  GArray *types;   /* PlannerOpType per row */
+  GArray *counts;  /* guint per row */
   GPtrArray *swatches;
 };
 
@@ -77,9 +77,9 @@ app_type_legend_set_renderer (AppTypeLegend *self, GraphviewRenderer *renderer)
       gtk_label_set_xalign (GTK_LABEL (count), 1);
       gtk_widget_add_css_class (count, "dim-label");
       gtk_widget_add_css_class (count, "numeric");
-      gtk_grid_attach (GTK_GRID (self->rows), swatch, 0, (int) i, 1, 1);
-      gtk_grid_attach (GTK_GRID (self->rows), name, 1, (int) i, 1, 1);
-      gtk_grid_attach (GTK_GRID (self->rows), count, 2, (int) i, 1, 1);
+      gtk_grid_attach (GTK_GRID (self->rows), swatch, 0, (int)i, 1, 1);
+      gtk_grid_attach (GTK_GRID (self->rows), name, 1, (int)i, 1, 1);
+      gtk_grid_attach (GTK_GRID (self->rows), count, 2, (int)i, 1, 1);
     }
 }
 
@@ -152,7 +152,7 @@ app_type_legend_init (AppTypeLegend *self)
   gtk_orientable_set_orientation (GTK_ORIENTABLE (self), GTK_ORIENTATION_VERTICAL);
   gtk_box_set_spacing (GTK_BOX (self), 4);
   gtk_widget_add_css_class (GTK_WIDGET (self), "card");
-  GtkWidget *title = gtk_label_new (_("Op types"));
+  GtkWidget *title = gtk_label_new (_ ("Op types"));
   gtk_label_set_xalign (GTK_LABEL (title), 0);
   gtk_widget_add_css_class (title, "heading");
   gtk_box_append (GTK_BOX (self), title);

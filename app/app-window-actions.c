@@ -334,11 +334,13 @@ add_scale_choice (AppWindow *self, GtkFileChooser *chooser, const char *format)
       GraphviewViewport vp = { 0 };
       if (renderer && graphview_renderer_is_ready (renderer))
         {
-          graphview_renderer_set_title (renderer, "title");
+          /* The window's pictures have a title: its band comes on top. */
           graphview_renderer_get_file_viewport (renderer, gformat, 1, &vp);
-          graphview_renderer_set_title (renderer, NULL);
           vp.width *= scale;
-          vp.height *= scale;
+          vp.height = (vp.height + (graphview_renderer_get_title (renderer)
+                                        ? 0
+                                        : GRAPHVIEW_FILE_TITLE_HEIGHT))
+                      * scale;
         }
       const char *unit = gformat == GRAPHVIEW_FORMAT_PNG ? _("px") : _("pt");
       g_ptr_array_add (labels, vp.width > 0 ? g_strdup_printf (_("%s× (%.0f × %.0f %s)"),

@@ -40,7 +40,7 @@ typedef gboolean (*Condition) (gpointer data);
 static gboolean
 timed_out (gpointer data)
 {
-  *(gboolean *) data = TRUE;
+  *(gboolean *)data = TRUE;
   return G_SOURCE_REMOVE;
 }
 
@@ -131,16 +131,24 @@ static const struct
   const char *type;
   guint n;
 } gpt2_tiny_types[] = {
-  { "MatMul", 7 },  { "Einsum", 2 },    { "Add", 5 },     { "GeLU", 2 },
-  { "Dropout", 5 }, { "LayerNorm", 5 }, { "Embedding", 2 }, { "Reshape", 8 },
-  { "Transpose", 8 }, { "Split", 2 },   { "ScaledDotProductAttention", 2 },
+  { "MatMul", 7 },
+  { "Einsum", 2 },
+  { "Add", 5 },
+  { "GeLU", 2 },
+  { "Dropout", 5 },
+  { "LayerNorm", 5 },
+  { "Embedding", 2 },
+  { "Reshape", 8 },
+  { "Transpose", 8 },
+  { "Split", 2 },
+  { "ScaledDotProductAttention", 2 },
 };
 
 /* 0..255 per channel of an RGB24/ARGB32 pixel. */
 static void
 pixel_rgb (const guint8 *data, int stride, int x, int y, int rgb[3])
 {
-  guint32 p = *(const guint32 *) (data + (gsize) y * stride + 4 * x);
+  guint32 p = *(const guint32 *)(data + (gsize)y * stride + 4 * x);
   rgb[0] = (p >> 16) & 0xff;
   rgb[1] = (p >> 8) & 0xff;
   rgb[2] = p & 0xff;
@@ -150,7 +158,7 @@ static gboolean
 rgb_close (const int a[3], const double b[3])
 {
   for (int c = 0; c < 3; c++)
-    if (abs (a[c] - (int) lround (b[c] * 255)) > 1)
+    if (abs (a[c] - (int)lround (b[c] * 255)) > 1)
       return FALSE;
   return TRUE;
 }
@@ -160,14 +168,14 @@ rgb_close (const int a[3], const double b[3])
 static void
 node_fill (cairo_surface_t *surface, const GraphviewViewport *vp, guint item, int mode[3])
 {
-  const GraphviewRect *r = graphview_layout_get_item_rect (
-      graphview_renderer_get_layout (renderer ()), item);
+  const GraphviewRect *r
+      = graphview_layout_get_item_rect (graphview_renderer_get_layout (renderer ()), item);
   const guint8 *data = cairo_image_surface_get_data (surface);
   int stride = cairo_image_surface_get_stride (surface);
   g_autoptr (GHashTable) counts = g_hash_table_new (NULL, NULL);
   guint best = 0;
-  int x0 = (int) ((r->x - vp->x) * vp->scale), y0 = (int) ((r->y - vp->y) * vp->scale);
-  int w = (int) (r->width * vp->scale), h = (int) (r->height * vp->scale);
+  int x0 = (int)((r->x - vp->x) * vp->scale), y0 = (int)((r->y - vp->y) * vp->scale);
+  int w = (int)(r->width * vp->scale), h = (int)(r->height * vp->scale);
   for (int y = y0 + h / 6; y < y0 + h - h / 6; y++)
     for (int x = x0 + w / 6; x < x0 + w - w / 6; x++)
       {
@@ -202,7 +210,7 @@ photograph (GtkWidget *widget, int *width, int *height, gsize *stride)
       = gsk_renderer_render_texture (r, node, &GRAPHENE_RECT_INIT (0, 0, *width, *height));
   *width = gdk_texture_get_width (texture);
   *height = gdk_texture_get_height (texture);
-  *stride = 4 * (gsize) *width;
+  *stride = 4 * (gsize)*width;
   guint8 *data = g_malloc (*stride * *height);
   gdk_texture_download (texture, data, *stride);
   return data;
@@ -243,8 +251,7 @@ test_type_legend (void)
   for (guint row = 0; row < app_type_legend_get_n_types (legend); row++)
     {
       guint n = 0;
-      const char *name
-          = planner_op_type_to_string (app_type_legend_get_op_type (legend, row, &n));
+      const char *name = planner_op_type_to_string (app_type_legend_get_op_type (legend, row, &n));
       guint k = 0;
       while (k < G_N_ELEMENTS (gpt2_tiny_types) && g_strcmp0 (gpt2_tiny_types[k].type, name))
         k++;
@@ -260,7 +267,7 @@ test_type_legend (void)
   GraphviewViewport vp;
   graphview_renderer_get_file_viewport (renderer (), GRAPHVIEW_FORMAT_PNG, 1.5, &vp);
   cairo_surface_t *surface
-      = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) vp.width, (int) vp.height);
+      = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int)vp.width, (int)vp.height);
   cairo_t *cr = cairo_create (surface);
   cairo_set_source_rgb (cr, 1, 1, 1);
   cairo_paint (cr);
@@ -288,8 +295,8 @@ test_type_legend (void)
           if (!rgb_close (fill, colour))
             g_error ("%s node %s is filled with #%02x%02x%02x, the legend says #%02x%02x%02x",
                      planner_op_type_to_string (type), planner_graph_get_op (g, it->first_op)->name,
-                     fill[0], fill[1], fill[2], (int) lround (colour[0] * 255),
-                     (int) lround (colour[1] * 255), (int) lround (colour[2] * 255));
+                     fill[0], fill[1], fill[2], (int)lround (colour[0] * 255),
+                     (int)lround (colour[1] * 255), (int)lround (colour[2] * 255));
           checked++;
         }
       g_assert_cmpuint (checked, >, 0);
@@ -305,7 +312,7 @@ test_type_legend (void)
       for (int y = 2; y < sh - 2; y++)
         for (int x = 2; x < sw - 2; x++)
           {
-            const guint8 *p = shot + (gsize) y * sstride + 4 * x;
+            const guint8 *p = shot + (gsize)y * sstride + 4 * x;
             int on_screen[3] = { p[2], p[1], p[0] };
             inside++;
             same += rgb_close (on_screen, colour);
@@ -352,13 +359,13 @@ status_is (gpointer data)
 static gboolean
 ring_drawn (cairo_surface_t *surface, const GraphviewViewport *vp, guint item)
 {
-  const GraphviewRect *r = graphview_layout_get_item_rect (
-      graphview_renderer_get_layout (renderer ()), item);
-  int x = (int) lround ((r->x - vp->x) * vp->scale) - 3;
-  int y = (int) lround ((r->y + r->height / 2 - vp->y) * vp->scale);
+  const GraphviewRect *r
+      = graphview_layout_get_item_rect (graphview_renderer_get_layout (renderer ()), item);
+  int x = (int)lround ((r->x - vp->x) * vp->scale) - 3;
+  int y = (int)lround ((r->y + r->height / 2 - vp->y) * vp->scale);
   const guint8 *data = cairo_image_surface_get_data (surface);
-  guint32 p = *(const guint32 *) (data + (gsize) y * cairo_image_surface_get_stride (surface)
-                                  + 4 * x);
+  guint32 p
+      = *(const guint32 *)(data + (gsize)y * cairo_image_surface_get_stride (surface) + 4 * x);
   return (p >> 24) == 0xff;
 }
 
@@ -385,7 +392,7 @@ test_search (void)
   GraphviewViewport vp;
   graphview_renderer_get_file_viewport (renderer (), GRAPHVIEW_FORMAT_PNG, 1, &vp);
   cairo_surface_t *surface
-      = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) vp.width, (int) vp.height);
+      = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int)vp.width, (int)vp.height);
   cairo_t *cr = cairo_create (surface);
   /* Only the search's marks: no selection or hover ring. */
   graphview_renderer_set_selected (renderer (), -1);
@@ -401,7 +408,8 @@ test_search (void)
       gboolean match = strstr (planner_graph_get_op (g, it->first_op)->name, "mlp") != NULL;
       gboolean ring = ring_drawn (surface, &vp, i);
       if (ring != match)
-        g_error ("%s is %sringed", planner_graph_get_op (g, it->first_op)->name, ring ? "" : "not ");
+        g_error ("%s is %sringed", planner_graph_get_op (g, it->first_op)->name,
+                 ring ? "" : "not ");
       n_rings += ring;
     }
   cairo_surface_destroy (surface);
@@ -454,7 +462,7 @@ count_iteration (gpointer data)
 static gboolean
 export_over (gpointer data)
 {
-  return ((Export *) data)->done;
+  return ((Export *)data)->done;
 }
 
 static cairo_surface_t *
@@ -541,26 +549,26 @@ test_export_png (void)
   Export one = { 0 }, two = { 0 };
   cairo_surface_t *png1 = export_png (1, "one.png", &one);
   g_assert_no_error (one.error);
-  g_assert_cmpint (cairo_image_surface_get_width (png1), ==, (int) vp.width);
-  g_assert_cmpint (cairo_image_surface_get_height (png1), ==, (int) vp.height);
+  g_assert_cmpint (cairo_image_surface_get_width (png1), ==, (int)vp.width);
+  g_assert_cmpint (cairo_image_surface_get_height (png1), ==, (int)vp.height);
   /* The band is room of its own: below it the legend is drawn as in a picture without a
    * title (the CLI's), pixel for pixel. */
   g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) plain = graphview_renderer_render_file (renderer (), GRAPHVIEW_FORMAT_PNG,
-                                                             1, &error);
+  g_autoptr (GBytes) plain
+      = graphview_renderer_render_file (renderer (), GRAPHVIEW_FORMAT_PNG, 1, &error);
   g_assert_no_error (error);
   cairo_surface_t *untitled = png_from_bytes (plain);
-  int band = (int) GRAPHVIEW_FILE_TITLE_HEIGHT;
-  int legend = (int) GRAPHVIEW_FILE_LEGEND_HEIGHT;
+  int band = (int)GRAPHVIEW_FILE_TITLE_HEIGHT;
+  int legend = (int)GRAPHVIEW_FILE_LEGEND_HEIGHT;
   g_assert_cmpint (cairo_image_surface_get_height (untitled) + band, ==,
                    cairo_image_surface_get_height (png1));
   g_assert_cmpuint (dark_pixels (untitled, 0, legend), >, 100);
   for (int y = 0; y < legend; y++)
     g_assert_cmpmem (cairo_image_surface_get_data (untitled)
-                         + (gsize) y * cairo_image_surface_get_stride (untitled),
+                         + (gsize)y * cairo_image_surface_get_stride (untitled),
                      4 * cairo_image_surface_get_width (untitled),
                      cairo_image_surface_get_data (png1)
-                         + (gsize) (y + band) * cairo_image_surface_get_stride (png1),
+                         + (gsize)(y + band) * cairo_image_surface_get_stride (png1),
                      4 * cairo_image_surface_get_width (png1));
   cairo_surface_destroy (untitled);
 
@@ -575,8 +583,10 @@ test_export_png (void)
   g_assert_true (two.ok);
   cairo_surface_t *png2 = cairo_image_surface_create_from_png (path);
   g_assert_cmpint (cairo_surface_status (png2), ==, CAIRO_STATUS_SUCCESS);
-  g_assert_cmpint (cairo_image_surface_get_width (png2), ==, 2 * cairo_image_surface_get_width (png1));
-  g_assert_cmpint (cairo_image_surface_get_height (png2), ==, 2 * cairo_image_surface_get_height (png1));
+  g_assert_cmpint (cairo_image_surface_get_width (png2), ==,
+                   2 * cairo_image_surface_get_width (png1));
+  g_assert_cmpint (cairo_image_surface_get_height (png2), ==,
+                   2 * cairo_image_surface_get_height (png1));
 
   /* Drawn on a worker, the main loop going on meanwhile. */
   g_assert_true (one.off_thread);
@@ -585,8 +595,8 @@ test_export_png (void)
   g_assert_cmpuint (two.iterations, >, 0);
 
   /* The title in the top band (30 units, 60 pixels at 2x), text where it is written. */
-  g_assert_cmpuint (dark_pixels (png1, 0, (int) GRAPHVIEW_FILE_TITLE_HEIGHT), >, 150);
-  g_assert_cmpuint (dark_pixels (png2, 0, 2 * (int) GRAPHVIEW_FILE_TITLE_HEIGHT), >, 600);
+  g_assert_cmpuint (dark_pixels (png1, 0, (int)GRAPHVIEW_FILE_TITLE_HEIGHT), >, 150);
+  g_assert_cmpuint (dark_pixels (png2, 0, 2 * (int)GRAPHVIEW_FILE_TITLE_HEIGHT), >, 600);
   cairo_surface_destroy (png1);
   cairo_surface_destroy (png2);
 
@@ -632,8 +642,8 @@ find_hardware_dialog (void)
 static double
 cli_comm_time_us (const char *hardware)
 {
-  const char *args[] = { "propagate", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--policy",
-                         "megatron", "--hardware", hardware, "--json", NULL };
+  const char *args[] = { "propagate", "gpt2-tiny",  "--mesh", "dp=2,mp=2", "--policy",
+                         "megatron",  "--hardware", hardware, "--json",    NULL };
   g_autofree char *out = NULL, *err = NULL;
   int status = test_util_run_cli (args, &out, &err);
   if (status != 0)
@@ -649,8 +659,7 @@ test_hardware (void)
   if (test_util_skip_without_cli ())
     return;
   PlannerPlan *before = app_document_get_plan (doc ());
-  g_assert_cmpfloat_with_epsilon (planner_plan_get_totals (before)->comm_time_s, 151.072e-6,
-                                  1e-10);
+  g_assert_cmpfloat_with_epsilon (planner_plan_get_totals (before)->comm_time_s, 151.072e-6, 1e-10);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.edit-hardware", NULL));
   AppHardwareDialog *d = find_hardware_dialog ();
   g_assert_nonnull (d);
@@ -706,8 +715,8 @@ test_hardware (void)
 
   /* Selectable from then on: listed after the built-ins, found by name. */
   g_auto (GStrv) names = app_hardware_list_names ();
-  g_assert_true (g_strv_contains ((const char *const *) names, "cpu-local-half"));
-  g_assert_true (g_strv_contains ((const char *const *) names, "h100-sxm"));
+  g_assert_true (g_strv_contains ((const char *const *)names, "cpu-local-half"));
+  g_assert_true (g_strv_contains ((const char *const *)names, "h100-sxm"));
   g_autoptr (PlannerHardware) found = app_hardware_lookup ("cpu-local-half", &error);
   g_assert_no_error (error);
   g_assert_cmpfloat (planner_hardware_get_link (found, PLANNER_LINK_INTRA)->bandwidth_GBps, ==,
