@@ -216,6 +216,21 @@ photograph (GtkWidget *widget, int *width, int *height, gsize *stride)
   return data;
 }
 
+/* A photograph into the build folder, to look at (nothing is compared). */
+static void
+keep_photograph (GtkWidget *widget, const char *name)
+{
+  int width, height;
+  gsize stride;
+  g_autofree guint8 *data = photograph (widget, &width, &height, &stride);
+  cairo_surface_t *surface = cairo_image_surface_create_for_data (data, CAIRO_FORMAT_ARGB32, width,
+                                                                  height, (int)stride);
+  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_BUILDDIR"), name, NULL);
+  g_assert_cmpint (cairo_surface_write_to_png (surface, path), ==, CAIRO_STATUS_SUCCESS);
+  cairo_surface_destroy (surface);
+  g_test_message ("wrote %s (%dx%d)", path, width, height);
+}
+
 static gboolean
 rects_overlap (const graphene_rect_t *a, const graphene_rect_t *b)
 {
@@ -332,6 +347,7 @@ test_type_legend (void)
   g_assert_true (gtk_widget_compute_bounds (widget, GTK_WIDGET (graph ()), &cover));
   g_assert_cmpfloat (cover.size.height, >, 100);
   g_assert_cmpuint (n_covered (&cover), ==, 0);
+  keep_photograph (GTK_WIDGET (window), "ui-conventions-window.png");
   double with_legend = graphview_widget_get_fit_zoom (graph ());
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.show-type-legend", NULL));
   g_assert_false (gtk_widget_get_visible (widget));
@@ -376,6 +392,8 @@ test_search (void)
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.find", NULL));
   gtk_editable_set_text (GTK_EDITABLE (entry), "mlp");
   wait_for (status_is, "1 of 10", 10, "“1 of 10”");
+  pump (300);
+  keep_photograph (GTK_WIDGET (window), "ui-conventions-search.png");
 
   /* Every op whose name holds "mlp", and no other. */
   PlannerGraph *g = app_document_get_graph (doc ());
@@ -572,6 +590,23 @@ test_export_png (void)
                      4 * cairo_image_surface_get_width (png1));
   cairo_surface_destroy (untitled);
 
+  /* The window's picture is the CLI's, byte for byte: the same renderer on the same plan. */
+  if (!test_util_skip_without_cli ())
+    {
+      g_autofree char *cli_png = g_build_filename (tmpdir, "cli.png", NULL);
+      g_autofree char *one_png = g_build_filename (tmpdir, "one.png", NULL);
+      const char *args[] = { "render", "gpt2-tiny", "--mesh", "dp=2,mp=2", "--policy",
+                             "megatron", "--hardware", "cpu-local", "--expand", "all",
+                             "--title", title, "--png", cli_png, NULL };
+      g_autofree char *out = NULL, *err = NULL;
+      g_assert_cmpint (test_util_run_cli (args, &out, &err), ==, 0);
+      g_autofree char *a = NULL, *b = NULL;
+      gsize na = 0, nb = 0;
+      g_assert_true (g_file_get_contents (cli_png, &a, &na, NULL));
+      g_assert_true (g_file_get_contents (one_png, &b, &nb, NULL));
+      g_assert_cmpmem (a, na, b, nb);
+    }
+
   /* Folding everything right after asking changes the widget, not the picture. */
   g_autofree char *path = g_build_filename (tmpdir, "two.png", NULL);
   g_autoptr (GFile) file = g_file_new_for_path (path);
@@ -674,6 +709,8 @@ test_hardware (void)
   g_assert_nonnull (app_hardware_dialog_get_text (d, "efficiency.gemm"));
   g_assert_nonnull (app_hardware_dialog_get_text (d, "efficiency.kernel_launch_us"));
 
+  pump (300);
+  keep_photograph (GTK_WIDGET (d), "ui-conventions-hardware.png");
   /* A built-in's name is refused; nonsense too, naming the figure. */
   g_autoptr (GError) error = NULL;
   g_assert_null (app_hardware_dialog_save (d, &error));
