@@ -63,7 +63,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
 {
   g_auto (AppCliModelArgs) model_args = { 0 };
   g_autofree char *png = NULL, *svg = NULL, *pdf = NULL, *expand = NULL, *compare = NULL;
-  g_autofree char *mesh = NULL, *policy = NULL, *hardware = NULL;
+  g_autofree char *mesh = NULL, *policy = NULL, *hardware = NULL, *title = NULL;
   gint64 step = APP_CLI_UNSET;
   double scale = 1.0;
   gboolean json = FALSE;
@@ -78,6 +78,8 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
     { "compare", 0, 0, G_OPTION_ARG_FILENAME, &compare,
       "Mark the ops whose strategy differs in this plan", "PLAN" },
     { "scale", 0, 0, G_OPTION_ARG_DOUBLE, &scale, "Pixels per point (default 1)", "S" },
+    { "title", 0, 0, G_OPTION_ARG_STRING, &title,
+      "A title in a band of its own above the legend, as the window's pictures have", "TEXT" },
     { "mesh", 0, 0, G_OPTION_ARG_STRING, &mesh, "With a MODEL: propagate on this mesh", "M" },
     { "policy", 0, 0, G_OPTION_ARG_STRING, &policy, "With --mesh: pins from this policy",
       "NAME|FILE" },
@@ -202,6 +204,7 @@ app_cli_render (const AppCliCommand *command, int argc, char **argv)
   graphview_renderer_set_plan (renderer, plan);
   graphview_renderer_set_compare_plan (renderer, other);
   graphview_renderer_set_step (renderer, (int)step);
+  graphview_renderer_set_title (renderer, title);
 
   g_autoptr (JsonBuilder) builder = json_builder_new ();
   json_builder_begin_object (builder);

@@ -249,6 +249,17 @@ app_document_get_hardware (AppDocument *self)
   return self->hw;
 }
 
+void
+app_document_set_hardware (AppDocument *self, const PlannerHardware *hw)
+{
+  g_return_if_fail (APP_IS_DOCUMENT (self));
+  g_return_if_fail (hw != NULL);
+  g_clear_pointer (&self->hw, planner_hardware_free);
+  self->hw = planner_hardware_copy (hw);
+  app_document_mark_modified (self);
+  app_document_replan (self);
+}
+
 const char *
 app_document_get_policy (AppDocument *self)
 {

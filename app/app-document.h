@@ -29,6 +29,9 @@ PlannerGraph *app_document_get_graph (AppDocument *self);
 const PlannerMesh *app_document_get_mesh (AppDocument *self);
 const PlannerHardware *app_document_get_hardware (AppDocument *self);
 const char *app_document_get_policy (AppDocument *self);
+/* Re-costs the plan with @hw (a copy is kept): the pins stay, propagation runs again (its
+ * choices follow the costs) and the document counts as edited. */
+void app_document_set_hardware (AppDocument *self, const PlannerHardware *hw);
 
 const char *app_document_get_name (AppDocument *self);
 void app_document_set_name (AppDocument *self, const char *name);

@@ -6,6 +6,7 @@
 #include <glib/gi18n.h>
 
 #include "app-mesh-editor.h"
+#include "app-hardware-dialog.h"
 #include "planner-hardware.h"
 #include "planner-model.h"
 #include "planner-policy.h"
@@ -177,8 +178,10 @@ app_new_plan_dialog_init (AppNewPlanDialog *self)
   g_autoptr (GtkStringList) models = gtk_string_list_new ((const char *const *) planner_zoo_names ());
   adw_combo_row_set_model (self->model_row, G_LIST_MODEL (models));
   select_string (self->model_row, models, "gpt2");
+  /* The built-ins and the profiles saved from the hardware dialog. */
+  g_auto (GStrv) hardware_names = app_hardware_list_names ();
   g_autoptr (GtkStringList) hardware
-      = gtk_string_list_new ((const char *const *) planner_hardware_builtin_names ());
+      = gtk_string_list_new ((const char *const *) hardware_names);
   adw_combo_row_set_model (self->hardware_row, G_LIST_MODEL (hardware));
   select_string (self->hardware_row, hardware, "h100-sxm");
   g_autoptr (GtkStringList) policies = gtk_string_list_new (NULL);

@@ -4,6 +4,7 @@
 #include <glib/gi18n.h>
 
 #include "app-export.h"
+#include "app-hardware-dialog.h"
 #include "app-new-plan-dialog.h"
 #include "app-suggest-dialog.h"
 #include "app-trial-dialog.h"
@@ -12,6 +13,41 @@
 
 /* ---- search ----------------------------------------------------------------------- */
 
+/* Every op whose name or type @text matches (a caseless regular expression), in graph order;
+ * NULL with the reason in @error when @text is no expression. */
+static GArray *
+search_matches (AppWindow *self, const char *text, GError **error)
+{
+  g_autoptr (GRegex) regex = g_regex_new (text, G_REGEX_CASELESS | G_REGEX_OPTIMIZE, 0, error);
+  if (regex == NULL)
+    return NULL;
+  PlannerGraph *graph = app_document_get_graph (self->document);
+  guint n_ops = planner_graph_get_n_ops (graph);
+  GArray *matches = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (graph, i);
+      if (g_regex_match (regex, op->name, 0, NULL)
+          || g_regex_match (regex, planner_op_type_to_string (op->type), 0, NULL))
+        g_array_append_val (matches, i);
+    }
+  return matches;
+}
+
+/* Rings every match in the graph while the search bar is open; @matches NULL clears. */
+static void
+show_matches (AppWindow *self, GArray *matches)
+{
+  gboolean open = gtk_search_bar_get_search_mode (self->search_bar);
+  if (matches && matches->len > 0 && open)
+    graphview_widget_set_highlighted_ops (self->graph, (const guint *) matches->data,
+                                          matches->len);
+  else
+    graphview_widget_set_highlighted_ops (self->graph, NULL, 0);
+}
+
+/* Selects the next (@direction 1), previous (-1) or first from the selection on (0) match,
+ * and says which it is of how many ("3 of 12"). */
 static void
 search_step (AppWindow *self, int direction)
 {
@@ -20,28 +56,21 @@ search_step (AppWindow *self, int direction)
   if (self->document == NULL || *text == '\0')
     {
       gtk_label_set_text (self->search_status, "");
+      show_matches (self, NULL);
       return;
     }
   g_autoptr (GError) error = NULL;
-  g_autoptr (GRegex) regex = g_regex_new (text, G_REGEX_CASELESS | G_REGEX_OPTIMIZE, 0, &error);
-  if (regex == NULL)
+  g_autoptr (GArray) matches = search_matches (self, text, &error);
+  if (matches == NULL)
     {
       gtk_widget_add_css_class (GTK_WIDGET (self->search_entry), "error");
       gtk_label_set_text (self->search_status, _("Invalid expression"));
       gtk_widget_set_tooltip_text (GTK_WIDGET (self->search_entry), error->message);
+      show_matches (self, NULL);
       return;
     }
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->search_entry), NULL);
-  PlannerGraph *graph = app_document_get_graph (self->document);
-  guint n_ops = planner_graph_get_n_ops (graph);
-  g_autoptr (GArray) matches = g_array_new (FALSE, FALSE, sizeof (guint));
-  for (guint i = 0; i < n_ops; i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (graph, i);
-      if (g_regex_match (regex, op->name, 0, NULL)
-          || g_regex_match (regex, planner_op_type_to_string (op->type), 0, NULL))
-        g_array_append_val (matches, i);
-    }
+  show_matches (self, matches);
   if (matches->len == 0)
     {
       gtk_label_set_text (self->search_status, _("No match"));
@@ -63,6 +92,15 @@ search_step (AppWindow *self, int direction)
   app_document_set_selected_op (self->document, (int) g_array_index (matches, guint, pick));
   g_autofree char *status = g_strdup_printf (_("%u of %u"), pick + 1, matches->len);
   gtk_label_set_text (self->search_status, status);
+}
+
+void
+app_window_update_search_matches (AppWindow *self)
+{
+  const char *text = gtk_editable_get_text (GTK_EDITABLE (self->search_entry));
+  g_autoptr (GArray) matches
+      = self->document && *text ? search_matches (self, text, NULL) : NULL;
+  show_matches (self, matches);
 }
 
 static void
@@ -235,20 +273,91 @@ export_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   AppWindow *self = APP_WINDOW (source);
   g_autoptr (GError) error = NULL;
-  g_autofree char *path = user_data;
+  g_autofree char *uri = user_data;
+  g_autoptr (GFile) file = g_file_new_for_uri (uri);
+  g_autofree char *path = g_file_get_parse_name (file);
   if (!app_window_export_finish (self, result, &error))
     app_window_show_error (self, _("Export failed"), error);
   else
     {
-      g_autofree char *text = g_strdup_printf (_("Exported to %s"), path);
+      /* Toasts take markup. */
+      g_autofree char *escaped = g_markup_escape_text (path, -1);
+      g_autofree char *text = g_strdup_printf (_("Exported to %s"), escaped);
       app_window_show_toast (self, text);
     }
+}
+
+/* The picture sizes the chooser offers: the whole picture magnified (2: twice the pixels a
+ * side). */
+static const char *const picture_scales[] = { "1", "2", "3", "4", NULL };
+
+static gboolean
+is_picture_format (const char *format)
+{
+  GraphviewFormat gformat;
+  const AppExportFormat *fmt = app_export_format_lookup (format);
+  return fmt && graphview_format_from_path (fmt->extension, &gformat);
+}
+
+void
+app_window_export_file (AppWindow *self, const char *format, GFile *file, double scale)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  g_return_if_fail (format != NULL && G_IS_FILE (file));
+  if (is_picture_format (format))
+    app_window_export_picture_async (self, format, file, scale, export_done,
+                                     g_file_get_uri (file));
+  else
+    app_window_export_async (self, format, file, export_done, g_file_get_uri (file));
 }
 
 static void
 export_chosen (AppWindow *self, GFile *file, const char *format)
 {
-  app_window_export_async (self, format, file, export_done, g_file_get_path (file));
+  GtkFileChooser *chooser = g_object_get_data (G_OBJECT (self), "export-chooser");
+  const char *choice = chooser ? gtk_file_chooser_get_choice (chooser, "scale") : NULL;
+  double scale = choice ? g_ascii_strtod (choice, NULL) : 1;
+  app_window_export_file (self, format, file, scale > 0 ? scale : 1);
+}
+
+/* "2× (2,400 × 1,830 px)": what each size gives, from the renderer's file viewport. */
+static void
+add_scale_choice (AppWindow *self, GtkFileChooser *chooser, const char *format)
+{
+  GraphviewRenderer *renderer = graphview_widget_get_renderer (self->graph);
+  GraphviewFormat gformat = GRAPHVIEW_FORMAT_PNG;
+  graphview_format_from_path (app_export_format_lookup (format)->extension, &gformat);
+  g_autoptr (GPtrArray) labels = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; picture_scales[i]; i++)
+    {
+      double scale = g_ascii_strtod (picture_scales[i], NULL);
+      GraphviewViewport vp = { 0 };
+      if (renderer && graphview_renderer_is_ready (renderer))
+        {
+          /* The window's pictures have a title: its band comes on top. */
+          graphview_renderer_get_file_viewport (renderer, gformat, 1, &vp);
+          vp.width *= scale;
+          vp.height = (vp.height + (graphview_renderer_get_title (renderer)
+                                        ? 0
+                                        : GRAPHVIEW_FILE_TITLE_HEIGHT))
+                      * scale;
+        }
+      const char *unit = gformat == GRAPHVIEW_FORMAT_PNG ? _("px") : _("pt");
+      g_ptr_array_add (labels, vp.width > 0 ? g_strdup_printf (_("%s× (%.0f × %.0f %s)"),
+                                                               picture_scales[i], vp.width,
+                                                               vp.height, unit)
+                                            : g_strdup_printf ("%s×", picture_scales[i]));
+    }
+  g_ptr_array_add (labels, NULL);
+  gtk_file_chooser_add_choice (chooser, "scale", _("Size"), (const char **)picture_scales,
+                               (const char **)labels->pdata);
+  gtk_file_chooser_set_choice (chooser, "scale", "1");
+}
+
+static void
+forget_chooser (AppWindow *self)
+{
+  g_object_set_data (G_OBJECT (self), "export-chooser", NULL);
 }
 
 static void
@@ -266,6 +375,11 @@ choose_export_file (AppWindow *self, const char *format)
   g_autofree char *suggested = g_strconcat (base, fmt->extension, NULL);
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (native), suggested);
   g_object_set_data_full (G_OBJECT (native), "format", g_strdup (format), g_free);
+  if (is_picture_format (format))
+    add_scale_choice (self, GTK_FILE_CHOOSER (native), format);
+  /* export_chosen() reads the size chosen; the chooser lives until its response is handled. */
+  g_object_set_data (G_OBJECT (self), "export-chooser", native);
+  g_signal_connect_swapped (native, "response", G_CALLBACK (forget_chooser), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (native));
 }
 
@@ -598,6 +712,33 @@ action_suggest_plans (GtkWidget *widget, const char *name, GVariant *param)
   gtk_window_present (GTK_WINDOW (dialog));
 }
 
+/* The profile's figures, edited and saved, re-cost the open plan. */
+static void
+hardware_saved (AppWindow *self, const PlannerHardware *hw, const char *path)
+{
+  if (self->document == NULL)
+    return;
+  app_document_set_hardware (self->document, hw);
+  app_window_update_title (self);
+  g_autofree char *escaped = g_markup_escape_text (path, -1);
+  g_autofree char *text = g_strdup_printf (_("Profile saved to %s; the plan is re-costed with it"),
+                                           escaped);
+  app_window_show_toast (self, text);
+}
+
+static void
+action_edit_hardware (GtkWidget *widget, const char *name, GVariant *param)
+{
+  AppWindow *self = APP_WINDOW (widget);
+  if (self->document == NULL)
+    return;
+  GtkWidget *dialog
+      = app_hardware_dialog_new (GTK_WINDOW (self), app_document_get_hardware (self->document));
+  g_signal_connect_object (dialog, "saved", G_CALLBACK (hardware_saved), self,
+                           G_CONNECT_SWAPPED);
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
 /* ---- store actions (target: the plan id) ----------------------------------------- */
 
 static void
@@ -775,8 +916,35 @@ app_window_export_async (AppWindow *self, const char *format, GFile *file,
 {
   g_return_if_fail (APP_IS_WINDOW (self));
   PlannerPlan *plan = self->document ? app_document_get_plan (self->document) : NULL;
-  app_export_async (G_OBJECT (self), plan, graphview_widget_get_renderer (self->graph), format,
-                    file, NULL, callback, user_data);
+  if (plan && is_picture_format (format))
+    app_window_export_picture_async (self, format, file, 1, callback, user_data);
+  else
+    app_export_async (G_OBJECT (self), plan, graphview_widget_get_renderer (self->graph),
+                      format, file, NULL, callback, user_data);
+}
+
+char *
+app_window_dup_picture_title (AppWindow *self)
+{
+  g_return_val_if_fail (APP_IS_WINDOW (self), NULL);
+  AppDocument *doc = self->document;
+  if (doc == NULL)
+    return NULL;
+  g_autofree char *mesh = planner_mesh_to_string (app_document_get_mesh (doc));
+  const char *policy = app_document_get_policy (doc);
+  return g_strdup_printf ("%s · %s · %s · %s", planner_graph_get_name (app_document_get_graph (doc)),
+                          mesh, policy ? policy : _("no policy"),
+                          planner_hardware_get_name (app_document_get_hardware (doc)));
+}
+
+void
+app_window_export_picture_async (AppWindow *self, const char *format, GFile *file, double scale,
+                                 GAsyncReadyCallback callback, gpointer user_data)
+{
+  g_return_if_fail (APP_IS_WINDOW (self));
+  g_autofree char *title = app_window_dup_picture_title (self);
+  app_export_picture_async (G_OBJECT (self), graphview_widget_get_renderer (self->graph), format,
+                            scale, title, file, NULL, callback, user_data);
 }
 
 gboolean
@@ -799,6 +967,7 @@ static const GActionEntry win_entries[] = {
   { "pin", NULL, "s", NULL, NULL },
   { "unpin", NULL, NULL, NULL, NULL },
   { "suggest-plans", NULL, NULL, NULL, NULL },
+  { "edit-hardware", NULL, NULL, NULL, NULL },
 };
 
 typedef void (*WidgetActionFunc) (GtkWidget *, const char *, GVariant *);
@@ -862,6 +1031,7 @@ app_window_init_actions (AppWindow *self)
     { "compare", action_compare }, { "pin", action_pin },
     { "unpin", action_unpin },
     { "suggest-plans", action_suggest_plans },
+    { "edit-hardware", action_edit_hardware },
   };
   for (guint i = 0; i < G_N_ELEMENTS (win_entries); i++)
     {
@@ -877,6 +1047,9 @@ app_window_init_actions (AppWindow *self)
                             G_CALLBACK (on_search_changed), self);
   g_signal_connect_swapped (self->search_entry, "activate", G_CALLBACK (action_find_next_cb),
                             self);
+  /* The rings go with the search bar and come back with it. */
+  g_signal_connect_swapped (self->search_bar, "notify::search-mode-enabled",
+                            G_CALLBACK (app_window_update_search_matches), self);
   g_signal_connect_swapped (self->sidebar, "plan-activated", G_CALLBACK (on_plan_activated),
                             self);
 }
@@ -904,6 +1077,7 @@ static const struct
   { "win.show-sidebar", { "F9" } },
   { "win.show-minimap", { "<Control>m" } },
   { "win.show-legend", { "<Control>l" } },
+  { "win.show-type-legend", { "<Control><Shift>l" } },
   { "win.select-next-op", { "<Alt>Down" } },
   { "win.select-previous-op", { "<Alt>Up" } },
   { "win.edit-pin", { "<Control>p" } },

@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 
 #include "app-autosave.h"
+#include "app-hardware-dialog.h"
 #include "app-window-private.h"
 #include "planner-model.h"
 #include "planner-plan-json.h"
@@ -287,7 +288,7 @@ load_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *can
     {
       res->mesh = planner_mesh_parse (req->mesh, &error);
       if (res->mesh)
-        res->hw = planner_hardware_lookup (req->hardware, &error);
+        res->hw = app_hardware_lookup (req->hardware, &error);
       if (res->hw)
         res->graph = planner_model_load (req->model, NULL, &error);
     }

@@ -16,6 +16,7 @@
 #include "app-timeline.h"
 #include "app-totals-bar.h"
 #include "app-trial-results.h"
+#include "app-type-legend.h"
 #include "executor-trial.h"
 
 G_BEGIN_DECLS
@@ -39,6 +40,7 @@ struct _AppWindow
   GtkWidget *graph_buttons;
   GtkSpinner *spinner;
   AppTrialResults *trial_results;
+  AppTypeLegend *type_legend;
   AppTimeline *timeline;
   AppTotalsBar *totals_bar;
   AppCostChart *cost_chart;
@@ -106,5 +108,7 @@ void app_window_init_actions (AppWindow *self);
 void app_window_show_trial_on_nodes (AppWindow *self, const ExecutorTrialResult *result);
 /* Deletions still undoable become final (the window closes). */
 void app_window_finish_pending_deletes (AppWindow *self);
+/* Rings the search's matches in the graph again (a new graph, the bar shown or hidden). */
+void app_window_update_search_matches (AppWindow *self);
 
 G_END_DECLS

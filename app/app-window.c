@@ -141,6 +141,7 @@ app_window_update_actions (AppWindow *self)
   set_action_enabled (self, "export", plan != NULL);
   set_action_enabled (self, "trial-run", plan != NULL);
   set_action_enabled (self, "suggest-plans", doc != NULL);
+  set_action_enabled (self, "edit-hardware", doc != NULL);
   set_action_enabled (self, "compare", plan != NULL);
   set_action_enabled (self, "pin", has_op && plan != NULL);
   set_action_enabled (self, "edit-pin", has_op && plan != NULL);
@@ -316,6 +317,8 @@ app_window_set_document (AppWindow *self, AppDocument *document)
           g_clear_object (&self->graph_model);
           self->graph_model = graphview_model_new (graph);
           graphview_widget_set_model (self->graph, self->graph_model);
+          app_type_legend_set_renderer (self->type_legend,
+                                        graphview_widget_get_renderer (self->graph));
         }
       on_plan_changed (self);
       on_error_changed (self);
@@ -325,6 +328,7 @@ app_window_set_document (AppWindow *self, AppDocument *document)
   app_trial_results_set_result (self->trial_results, NULL, NULL);
   app_window_show_trial_on_nodes (self, NULL);
   self->search_index = -1;
+  app_window_update_search_matches (self);
   app_window_update_autosave (self);
   app_window_update_actions (self);
   app_window_update_title (self);
@@ -492,6 +496,7 @@ app_window_class_init (AppWindowClass *klass)
   g_type_ensure (APP_TYPE_MINIMAP);
   g_type_ensure (APP_TYPE_COMPARE_VIEW);
   g_type_ensure (APP_TYPE_TRIAL_RESULTS);
+  g_type_ensure (APP_TYPE_TYPE_LEGEND);
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/shardscope/Shardscope/app-window.ui");
@@ -510,6 +515,7 @@ app_window_class_init (AppWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppWindow, graph_buttons);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, spinner);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, trial_results);
+  gtk_widget_class_bind_template_child (widget_class, AppWindow, type_legend);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, timeline);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, totals_bar);
   gtk_widget_class_bind_template_child (widget_class, AppWindow, cost_chart);
@@ -550,6 +556,8 @@ app_window_init (AppWindow *self)
                        G_SETTINGS_BIND_DEFAULT);
       g_settings_bind (self->settings, "show-minimap", self->minimap, "visible",
                        G_SETTINGS_BIND_DEFAULT);
+      g_settings_bind (self->settings, "show-type-legend", self->type_legend, "visible",
+                       G_SETTINGS_BIND_DEFAULT);
       g_settings_bind (self->settings, "timeline-speed", self->timeline, "speed",
                        G_SETTINGS_BIND_DEFAULT);
     }
@@ -568,6 +576,10 @@ app_window_init (AppWindow *self)
   graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->minimap));
   graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->graph_buttons));
   graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->trial_results));
+  graphview_widget_add_overlay (self->graph, GTK_WIDGET (self->type_legend));
+  g_autoptr (GPropertyAction) type_legend_action
+      = g_property_action_new ("show-type-legend", self->type_legend, "visible");
+  g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (type_legend_action));
   g_autoptr (GPropertyAction) legend_action
       = g_property_action_new ("show-legend", self->graph, "show-legend");
   g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (legend_action));

@@ -64,6 +64,17 @@ void app_window_compare (AppWindow *self, PlannerPlan *a, const char *a_label);
 void app_window_export_async (AppWindow *self, const char *format, GFile *file,
                               GAsyncReadyCallback callback, gpointer user_data);
 gboolean app_window_export_finish (AppWindow *self, GAsyncResult *result, GError **error);
+/* A picture ("png", "svg", "pdf") of the graph as shown, at @scale (2: twice the pixels a
+ * side), with the title app_window_dup_picture_title() gives; drawn and written on a worker
+ * thread (app_export_picture_async()). Finished with app_window_export_finish(). */
+void app_window_export_picture_async (AppWindow *self, const char *format, GFile *file,
+                                      double scale, GAsyncReadyCallback callback,
+                                      gpointer user_data);
+/* What Export does once the file is chosen: @format to @file (pictures at @scale), then a
+ * toast says where it went, or why it failed. */
+void app_window_export_file (AppWindow *self, const char *format, GFile *file, double scale);
+/* "gpt2 · dp=2,mp=4 · megatron · h100-sxm": model, mesh, policy, hardware. */
+char *app_window_dup_picture_title (AppWindow *self);
 
 /* The accelerators of the window's actions; the application calls it at startup. */
 void app_window_add_accels (GtkApplication *app);

@@ -403,6 +403,60 @@ graphview_model_new (PlannerGraph *graph)
   return self;
 }
 
+struct _GraphviewFolding
+{
+  guint serial;
+  GPtrArray *expanded; /* per run: GByteArray, as in the model */
+};
+
+GraphviewFolding *
+graphview_model_dup_folding (GraphviewModel *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_MODEL (self), NULL);
+  GraphviewFolding *folding = g_new0 (GraphviewFolding, 1);
+  folding->serial = self->serial;
+  folding->expanded = g_ptr_array_new_with_free_func ((GDestroyNotify)g_byte_array_unref);
+  for (guint r = 0; r < self->expanded->len; r++)
+    {
+      GByteArray *flags = g_ptr_array_index (self->expanded, r);
+      GByteArray *copy = g_byte_array_sized_new (flags->len);
+      g_byte_array_append (copy, flags->data, flags->len);
+      g_ptr_array_add (folding->expanded, copy);
+    }
+  return folding;
+}
+
+void
+graphview_folding_free (GraphviewFolding *folding)
+{
+  if (folding == NULL)
+    return;
+  g_ptr_array_unref (folding->expanded);
+  g_free (folding);
+}
+
+GraphviewModel *
+graphview_model_new_folded (PlannerGraph *graph, const GraphviewFolding *folding)
+{
+  g_return_val_if_fail (folding != NULL, NULL);
+  GraphviewModel *self = graphview_model_new (graph);
+  /* Runs are found from the graph alone, so the same graph gives the same runs. */
+  g_return_val_if_fail (self->expanded->len == folding->expanded->len, self);
+  gboolean any = FALSE;
+  for (guint r = 0; r < self->expanded->len; r++)
+    {
+      GByteArray *flags = g_ptr_array_index (self->expanded, r);
+      GByteArray *from = g_ptr_array_index (folding->expanded, r);
+      g_return_val_if_fail (flags->len == from->len, self);
+      any |= memcmp (flags->data, from->data, flags->len) != 0;
+      memcpy (flags->data, from->data, flags->len);
+    }
+  if (any)
+    rebuild (self);
+  self->serial = folding->serial;
+  return self;
+}
+
 PlannerGraph *
 graphview_model_get_graph (GraphviewModel *self)
 {

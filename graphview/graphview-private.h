@@ -47,6 +47,20 @@ char *graphview_signature (PlannerGraph *graph, guint first, guint n, gsize pref
 
 G_END_DECLS
 
+#include "graphview-model.h"
+
+G_BEGIN_DECLS
+
+/* The folding of a model (one flag per block of each run) and its serial: what a copy on
+ * another thread needs to show the same items, so that layouts made for the original fit it. */
+typedef struct _GraphviewFolding GraphviewFolding;
+GraphviewFolding *graphview_model_dup_folding (GraphviewModel *self);
+void graphview_folding_free (GraphviewFolding *folding);
+/* A new model of @graph folded as @folding says, with its serial; any thread. */
+GraphviewModel *graphview_model_new_folded (PlannerGraph *graph, const GraphviewFolding *folding);
+
+G_END_DECLS
+
 #include "graphview-layout.h"
 
 G_BEGIN_DECLS

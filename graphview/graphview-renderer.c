@@ -50,6 +50,10 @@ struct _GraphviewRenderer
   double *trial;
   double trial_tolerance;
 
+  /* Search matches, one flag per op (NULL: none), and the title files get (NULL: none). */
+  guint8 *highlighted;
+  char *title;
+
   /* Per visible edge, for one state of the model. */
   guint edge_serial;
   gboolean edges_valid;
@@ -87,6 +91,8 @@ static const Rgb no_cost = { 0.604, 0.627, 0.651 };
 static const Rgb step_colour = { 0.882, 0.114, 0.455 };
 static const Rgb differs_colour = { 0.486, 0.227, 0.929 };
 static const Rgb hover_colour = { 0.298, 0.545, 0.961 };
+/* GNOME's search-match yellow, darkened so that it stands out on the light fills. */
+static const Rgb highlight_colour = { 0.898, 0.647, 0.039 };
 static const Rgb text_colour = { 0.125, 0.129, 0.141 };
 /* The split count of a matrix cell on a log2 scale: 1, 2, 4, 8, 16 and more. */
 static const Rgb split_colours[] = {
@@ -330,6 +336,8 @@ graphview_renderer_finalize (GObject *object)
   GraphviewRenderer *self = GRAPHVIEW_RENDERER (object);
   clear_plan_state (self);
   g_clear_pointer (&self->trial, g_free);
+  g_clear_pointer (&self->highlighted, g_free);
+  g_clear_pointer (&self->title, g_free);
   g_clear_pointer (&self->edge_cost, g_free);
   g_clear_pointer (&self->edge_bytes, g_free);
   g_clear_pointer (&self->stages, graphview_stages_free);
@@ -571,6 +579,111 @@ graphview_renderer_set_show_legend (GraphviewRenderer *self, gboolean show)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   self->legend = show;
+}
+
+void
+graphview_renderer_get_op_type_fill (GraphviewRenderer *self, PlannerOpType type, double rgb[3])
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_return_if_fail (rgb != NULL);
+  /* The colour draw_op_nodes() fills the op's node with. */
+  Rgb c = category_fill[op_category (type)];
+  rgb[0] = c.r;
+  rgb[1] = c.g;
+  rgb[2] = c.b;
+}
+
+static int
+compare_types (gconstpointer a, gconstpointer b)
+{
+  PlannerOpType ta = *(const PlannerOpType *)a, tb = *(const PlannerOpType *)b;
+  guint ca = op_category (ta), cb = op_category (tb);
+  if (ca != cb)
+    return ca < cb ? -1 : 1;
+  return g_strcmp0 (planner_op_type_to_string (ta), planner_op_type_to_string (tb));
+}
+
+GArray *
+graphview_renderer_dup_op_types (GraphviewRenderer *self, GArray **counts)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
+  for (guint op = 0; op < self->n_ops; op++)
+    {
+      gpointer key = GINT_TO_POINTER (planner_graph_get_op (self->graph, op)->type);
+      g_hash_table_insert (seen, key,
+                           GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (seen, key)) + 1));
+    }
+  GArray *types = g_array_new (FALSE, FALSE, sizeof (PlannerOpType));
+  GHashTableIter iter;
+  gpointer key;
+  g_hash_table_iter_init (&iter, seen);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      PlannerOpType type = GPOINTER_TO_INT (key);
+      g_array_append_val (types, type);
+    }
+  /* Grouped by the colour they share, then by name. */
+  g_array_sort (types, compare_types);
+  if (counts)
+    {
+      *counts = g_array_sized_new (FALSE, FALSE, sizeof (guint), types->len);
+      for (guint i = 0; i < types->len; i++)
+        {
+          guint n = GPOINTER_TO_UINT (g_hash_table_lookup (
+              seen, GINT_TO_POINTER (g_array_index (types, PlannerOpType, i))));
+          g_array_append_val (*counts, n);
+        }
+    }
+  return types;
+}
+
+void
+graphview_renderer_set_highlighted_ops (GraphviewRenderer *self, const guint *ops, guint n_ops)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_clear_pointer (&self->highlighted, g_free);
+  if (ops == NULL || n_ops == 0)
+    return;
+  self->highlighted = g_new0 (guint8, MAX (self->n_ops, 1));
+  for (guint i = 0; i < n_ops; i++)
+    if (ops[i] < self->n_ops)
+      self->highlighted[ops[i]] = 1;
+}
+
+gboolean
+graphview_renderer_op_is_highlighted (GraphviewRenderer *self, guint op)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
+  return self->highlighted != NULL && op < self->n_ops && self->highlighted[op];
+}
+
+gboolean
+graphview_renderer_item_is_highlighted (GraphviewRenderer *self, guint item)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
+  if (self->highlighted == NULL || item >= graphview_model_get_n_items (self->model))
+    return FALSE;
+  const GraphviewItem *it = graphview_model_get_item (self->model, item);
+  for (guint op = it->first_op; op < it->first_op + it->n_ops && op < self->n_ops; op++)
+    if (self->highlighted[op])
+      return TRUE;
+  return FALSE;
+}
+
+void
+graphview_renderer_set_title (GraphviewRenderer *self, const char *title)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_free (self->title);
+  self->title = title && *title ? g_strdup (title) : NULL;
+}
+
+const char *
+graphview_renderer_get_title (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  return self->title;
 }
 
 GraphviewStepState
@@ -1501,6 +1614,19 @@ draw_trial_overlay (Frame *f)
     }
 }
 
+/* Search matches: every item showing a matching op gets a thick yellow ring, so that all of
+ * them are seen at once, whatever the zoom. */
+static void
+draw_highlight_overlay (Frame *f)
+{
+  GraphviewRenderer *self = f->self;
+  if (self->highlighted == NULL)
+    return;
+  for (guint i = 0; seek_visible_item (f, &i); i++)
+    if (graphview_renderer_item_is_highlighted (self, i))
+      outline (f, item_rect (f, i), highlight_colour, 4, FALSE);
+}
+
 void
 graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
                                   const GraphviewViewport *viewport)
@@ -1513,6 +1639,7 @@ graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
   draw_step_overlay (&f);
   draw_compare_overlay (&f);
   draw_trial_overlay (&f);
+  draw_highlight_overlay (&f);
   guint n = graphview_model_get_n_items (self->model);
   if (self->hover >= 0 && (guint)self->hover < n)
     outline (&f, item_rect (&f, self->hover), hover_colour, 2, FALSE);
@@ -1665,17 +1792,19 @@ graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFormat f
     graphview_renderer_get_bounds (self, &w, &h);
   if (scale <= 0)
     scale = 1;
+  /* The title, when there is one, takes a band of its own above the legend's. */
+  double band = GRAPHVIEW_FILE_LEGEND_HEIGHT + (self->title ? GRAPHVIEW_FILE_TITLE_HEIGHT : 0);
   /* Cairo's image surfaces stop at 32767 pixels a side. */
-  double side = MAX (w * scale, h * scale + GRAPHVIEW_FILE_LEGEND_HEIGHT);
+  double side = MAX (w * scale, h * scale + band);
   if (format == GRAPHVIEW_FORMAT_PNG && side > GRAPHVIEW_MAX_PNG_SIDE)
-    scale *= (GRAPHVIEW_MAX_PNG_SIDE - GRAPHVIEW_FILE_LEGEND_HEIGHT) / side;
+    scale *= (GRAPHVIEW_MAX_PNG_SIDE - band) / side;
   /* The legend band keeps its size in device units, and the page its minimum width, at any
    * scale, so the legend is never cut. */
   viewport->scale = scale;
   viewport->x = 0;
-  viewport->y = -GRAPHVIEW_FILE_LEGEND_HEIGHT / scale;
+  viewport->y = -band / scale;
   viewport->width = MAX (ceil (w * scale), GRAPHVIEW_FILE_MIN_WIDTH);
-  viewport->height = ceil (h * scale + GRAPHVIEW_FILE_LEGEND_HEIGHT);
+  viewport->height = ceil (h * scale + band);
 }
 
 /* Cairo's stream surfaces append here. */
@@ -1686,12 +1815,12 @@ append_bytes (void *closure, const unsigned char *data, unsigned int length)
   return CAIRO_STATUS_SUCCESS;
 }
 
-GBytes *
-graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format, double scale,
-                                GError **error)
+/* The file at @scale points per world point, the whole of it (legend and title too) then
+ * magnified @magnify times. */
+static GBytes *
+render_file (GraphviewRenderer *self, GraphviewFormat format, double scale, double magnify,
+             GError **error)
 {
-  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
-  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
   if (!graphview_renderer_is_ready (self))
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED,
@@ -1701,6 +1830,10 @@ graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format,
 
   GraphviewViewport vp;
   graphview_renderer_get_file_viewport (self, format, scale, &vp);
+  double side = MAX (vp.width, vp.height) * magnify;
+  if (format == GRAPHVIEW_FORMAT_PNG && side > GRAPHVIEW_MAX_PNG_SIDE)
+    magnify *= GRAPHVIEW_MAX_PNG_SIDE / side;
+  double width = ceil (vp.width * magnify), height = ceil (vp.height * magnify);
   /* The drawing is made in memory and written by the caller (app_file_write()), which knows
    * how to replace a file, feed a pipe or a device, and report a full disk. */
   g_autoptr (GByteArray) out = g_byte_array_new ();
@@ -1708,22 +1841,36 @@ graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format,
   switch (format)
     {
     case GRAPHVIEW_FORMAT_SVG:
-      surface = cairo_svg_surface_create_for_stream (append_bytes, out, vp.width, vp.height);
+      surface = cairo_svg_surface_create_for_stream (append_bytes, out, width, height);
       break;
     case GRAPHVIEW_FORMAT_PDF:
-      surface = cairo_pdf_surface_create_for_stream (append_bytes, out, vp.width, vp.height);
+      surface = cairo_pdf_surface_create_for_stream (append_bytes, out, width, height);
       break;
     case GRAPHVIEW_FORMAT_PNG:
     default:
-      surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int)vp.width, (int)vp.height);
+      surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int)width, (int)height);
       break;
     }
   cairo_t *cr = cairo_create (surface);
+  cairo_scale (cr, magnify, magnify);
   cairo_set_source_rgb (cr, 1, 1, 1);
   cairo_paint (cr);
   graphview_renderer_draw (self, cr, &vp);
+  double legend_y = 4;
+  if (self->title)
+    {
+      /* In device units, as the legend: the same size at every scale. */
+      cairo_save (cr);
+      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+      cairo_set_font_size (cr, 15);
+      set_rgb (cr, text_colour);
+      cairo_move_to (cr, 8, 21);
+      cairo_show_text (cr, self->title);
+      cairo_restore (cr);
+      legend_y += GRAPHVIEW_FILE_TITLE_HEIGHT;
+    }
   if (self->legend)
-    graphview_renderer_draw_legend (self, cr, 0, 4, NULL, NULL);
+    graphview_renderer_draw_legend (self, cr, 0, legend_y, NULL, NULL);
   cairo_status_t status = cairo_status (cr);
   cairo_destroy (cr);
   if (status == CAIRO_STATUS_SUCCESS && format == GRAPHVIEW_FORMAT_PNG)
@@ -1736,9 +1883,100 @@ graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format,
   if (status != CAIRO_STATUS_SUCCESS)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                   "cannot draw the %.0f x %.0f picture: %s; try a smaller --scale", vp.width,
-                   vp.height, cairo_status_to_string (status));
+                   "cannot draw the %.0f x %.0f picture: %s; try a smaller --scale", width,
+                   height, cairo_status_to_string (status));
       return NULL;
     }
   return g_byte_array_free_to_bytes (g_steal_pointer (&out));
+}
+
+GBytes *
+graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format, double scale,
+                                GError **error)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  return render_file (self, format, scale, 1, error);
+}
+
+/* Snapshots -------------------------------------------------------------------------------- */
+
+struct _GraphviewSnapshot
+{
+  PlannerGraph *graph;
+  GraphviewFolding *folding;
+  GraphviewLayout *layout;
+  PlannerPlan *plan;
+  PlannerPlan *other;
+  int step;
+  double *trial;
+  double trial_tolerance;
+  gboolean legend;
+  char *title;
+};
+
+GraphviewSnapshot *
+graphview_renderer_snapshot (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  GraphviewSnapshot *snap = g_new0 (GraphviewSnapshot, 1);
+  snap->graph = g_object_ref (self->graph);
+  snap->folding = graphview_model_dup_folding (self->model);
+  snap->layout = self->layout ? graphview_layout_ref (self->layout) : NULL;
+  /* Plans are never changed once made (a new plan replaces the old), so a reference is a
+   * snapshot. */
+  snap->plan = self->plan ? g_object_ref (self->plan) : NULL;
+  snap->other = self->other ? g_object_ref (self->other) : NULL;
+  snap->step = self->step;
+  snap->trial = self->trial ? g_memdup2 (self->trial, 3 * sizeof (double) * self->n_ops) : NULL;
+  snap->trial_tolerance = self->trial_tolerance;
+  snap->legend = self->legend;
+  snap->title = g_strdup (self->title);
+  return snap;
+}
+
+void
+graphview_snapshot_free (GraphviewSnapshot *snap)
+{
+  if (snap == NULL)
+    return;
+  g_object_unref (snap->graph);
+  graphview_folding_free (snap->folding);
+  g_clear_pointer (&snap->layout, graphview_layout_unref);
+  g_clear_object (&snap->plan);
+  g_clear_object (&snap->other);
+  g_free (snap->trial);
+  g_free (snap->title);
+  g_free (snap);
+}
+
+void
+graphview_snapshot_set_title (GraphviewSnapshot *snap, const char *title)
+{
+  g_return_if_fail (snap != NULL);
+  g_free (snap->title);
+  snap->title = title && *title ? g_strdup (title) : NULL;
+}
+
+GBytes *
+graphview_snapshot_render_file (const GraphviewSnapshot *snap, GraphviewFormat format,
+                                double magnify, GError **error)
+{
+  g_return_val_if_fail (snap != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  /* A model and renderer of this thread's own: nothing is shared with the widget's. */
+  g_autoptr (GraphviewModel) model = graphview_model_new_folded (snap->graph, snap->folding);
+  g_autoptr (GraphviewRenderer) renderer = graphview_renderer_new (model);
+  graphview_renderer_set_layout (renderer, snap->layout);
+  graphview_renderer_set_plan (renderer, snap->plan);
+  graphview_renderer_set_compare_plan (renderer, snap->other);
+  graphview_renderer_set_step (renderer, snap->step);
+  if (snap->trial)
+    {
+      renderer->trial = g_memdup2 (snap->trial, 3 * sizeof (double) * renderer->n_ops);
+      renderer->trial_tolerance = snap->trial_tolerance;
+    }
+  graphview_renderer_set_show_legend (renderer, snap->legend);
+  graphview_renderer_set_title (renderer, snap->title);
+  return render_file (renderer, format, 1, magnify > 0 ? magnify : 1, error);
 }

@@ -45,6 +45,8 @@ typedef enum
 /* Height of the legend band above the drawing in files, and their least width, in device
  * units (pixels, or points for SVG and PDF) whatever the scale. */
 #define GRAPHVIEW_FILE_LEGEND_HEIGHT 64.0
+/* The title band above it, when the renderer has a title. */
+#define GRAPHVIEW_FILE_TITLE_HEIGHT 30.0
 #define GRAPHVIEW_FILE_MIN_WIDTH 560.0
 /* Files larger than this many pixels a side are drawn at a smaller scale. */
 #define GRAPHVIEW_MAX_PNG_SIDE 30000
@@ -93,6 +95,20 @@ int graphview_renderer_get_step (GraphviewRenderer *self);
 void graphview_renderer_set_hover (GraphviewRenderer *self, int item);
 void graphview_renderer_set_selected (GraphviewRenderer *self, int item);
 void graphview_renderer_set_show_legend (GraphviewRenderer *self, gboolean show);
+/* The fill of op nodes of @type (nodes are coloured by op family), red, green, blue in 0..1. */
+void graphview_renderer_get_op_type_fill (GraphviewRenderer *self, PlannerOpType type,
+                                          double rgb[3]);
+/* The op types of the graph (PlannerOpType), grouped by fill, and in @counts (guint, may be
+ * NULL) how many ops each has. */
+GArray *graphview_renderer_dup_op_types (GraphviewRenderer *self, GArray **counts);
+/* Search matches: every item showing one of @ops is ringed (an overlay); NULL clears. */
+void graphview_renderer_set_highlighted_ops (GraphviewRenderer *self, const guint *ops,
+                                             guint n_ops);
+gboolean graphview_renderer_op_is_highlighted (GraphviewRenderer *self, guint op);
+gboolean graphview_renderer_item_is_highlighted (GraphviewRenderer *self, guint item);
+/* A title drawn over the legend in files ("gpt2 · dp=2,mp=4 · megatron"); NULL: none. */
+void graphview_renderer_set_title (GraphviewRenderer *self, const char *title);
+const char *graphview_renderer_get_title (GraphviewRenderer *self);
 
 GraphviewStepState graphview_renderer_get_step_state (GraphviewRenderer *self, guint op);
 gboolean graphview_renderer_op_differs (GraphviewRenderer *self, guint op);
@@ -123,6 +139,20 @@ void graphview_renderer_get_file_viewport (GraphviewRenderer *self, GraphviewFor
 /* The PNG, SVG or PDF file's bytes, drawn in memory; app_file_write() writes them. */
 GBytes *graphview_renderer_render_file (GraphviewRenderer *self, GraphviewFormat format,
                                         double scale, GError **error);
+/* What a file needs of a renderer (graph, folding, layout, plan, comparison, step, trial,
+ * legend, title), taken on its thread, so that the picture can be drawn on another while the
+ * renderer goes on changing. Hover, selection and search marks are left out. */
+typedef struct _GraphviewSnapshot GraphviewSnapshot;
+GraphviewSnapshot *graphview_renderer_snapshot (GraphviewRenderer *self);
+void graphview_snapshot_set_title (GraphviewSnapshot *snap, const char *title);
+/* The file graphview_renderer_render_file() makes at scale 1, the whole picture (legend and
+ * title too) magnified @magnify times: 2 gives twice the pixels (PNG) or points a side, the
+ * same drawing sharper. On any thread. */
+GBytes *graphview_snapshot_render_file (const GraphviewSnapshot *snap, GraphviewFormat format,
+                                        double magnify, GError **error);
+void graphview_snapshot_free (GraphviewSnapshot *snap);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GraphviewSnapshot, graphview_snapshot_free)
+
 /* From a file name's extension. */
 gboolean graphview_format_from_path (const char *path, GraphviewFormat *format);
 

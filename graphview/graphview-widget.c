@@ -544,6 +544,17 @@ graphview_widget_set_step (GraphviewWidget *self, int step)
 }
 
 void
+graphview_widget_set_highlighted_ops (GraphviewWidget *self, const guint *ops, guint n_ops)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  if (self->renderer == NULL)
+    return;
+  /* An overlay, as the step. */
+  graphview_renderer_set_highlighted_ops (self->renderer, ops, n_ops);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
 graphview_widget_redraw (GraphviewWidget *self)
 {
   g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));

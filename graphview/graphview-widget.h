@@ -36,6 +36,8 @@ void graphview_widget_set_plan (GraphviewWidget *self, PlannerPlan *plan);
 void graphview_widget_set_pipeline (GraphviewWidget *self, const PlannerPipeline *pipeline);
 void graphview_widget_set_compare_plan (GraphviewWidget *self, PlannerPlan *other);
 void graphview_widget_set_step (GraphviewWidget *self, int step);
+/* Rings every item showing one of @ops (search matches); NULL clears. */
+void graphview_widget_set_highlighted_ops (GraphviewWidget *self, const guint *ops, guint n_ops);
 /* The static layer changed (a new plan set through the renderer). */
 void graphview_widget_redraw (GraphviewWidget *self);
 
