@@ -185,9 +185,14 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output,
     { t->breakdown.pipeline_bubble > 0 ? "activations (micro-batches in flight)"
                                        : "activations (one micro-batch)",
       t->memory.activations },
+    { "loss (fp32 temporaries, peak)", t->memory.loss },
+    { "ZeRO bucket buffers", t->memory.buffers },
   };
   for (guint i = 0; i < G_N_ELEMENTS (mem); i++)
     {
+      /* The issue-12 lines only where they hold something. */
+      if (i >= 4 && mem[i].bytes == 0)
+        continue;
       g_autofree char *v = app_cli_format_bytes (mem[i].bytes);
       printf ("  %-32s %s\n", mem[i].name, v);
     }
