@@ -729,7 +729,8 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   /* ZeRO 2 and 3 reduce gradients through flat bucket buffers that live for the whole
    * backward pass: DeepSpeed's ipg_buffer of reduce_bucket_size elements in the gradients'
    * dtype, two with overlap_comm at stage 2 (deepspeed/runtime/zero/stage_1_and_2.py,
-   * backward()), one at stage 3. */
+   * backward()), one at stage 3 (stage3.py's __ipg_bucket_flat_buffer, allocated with
+   * contiguous_gradients, on by default there). */
   if (m.c->zero >= 2 && groups->len > 0 && m.c->zero_bucket_elements > 0)
     {
       guint size = 2;
