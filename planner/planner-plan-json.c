@@ -791,11 +791,25 @@ static gboolean
 read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
 {
   gsize mark;
-  static const char *const known[]
-      = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor",   "optimizer",
-          "zero",          "recompute",   "attention",        "micro_batch",       "dp_bucket_MiB",
-          "dp_overlap",    "no_dropout",  "grad_reduce",      "backward_prefetch", "pipeline",
-          "loss",          "rms_norm",    "zero_bucket_elements", NULL };
+  static const char *const known[] = { "weight_copies",
+                                       "grad_copies",
+                                       "optimizer_states",
+                                       "backward_factor",
+                                       "optimizer",
+                                       "zero",
+                                       "recompute",
+                                       "attention",
+                                       "micro_batch",
+                                       "dp_bucket_MiB",
+                                       "dp_overlap",
+                                       "no_dropout",
+                                       "grad_reduce",
+                                       "backward_prefetch",
+                                       "pipeline",
+                                       "loss",
+                                       "rms_norm",
+                                       "zero_bucket_elements",
+                                       NULL };
   JsonObject *o = planner_json_enter_member (&r->json, root, "constants", &mark);
   if (o == NULL || !known_members (r, o, known)
       || !get_double (r, o, "weight_copies", &c->weight_copies)

@@ -745,8 +745,8 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       guint buffers = m.c->zero == 2 && m.c->dp_overlap ? 2 : 1;
       mem.buffers = (guint64)llround (buffers * m.c->zero_bucket_elements * size);
     }
-  mem.total = mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.loss
-              + mem.buffers;
+  mem.total
+      = mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.loss + mem.buffers;
 
   /* ---- time, per micro-batch ---- */
   PlannerStepBreakdown b = { 0 };

@@ -29,8 +29,10 @@ static const char *const graph_text
       "{\"name\": \"g\", \"dtype\": \"bf16\", \"kind\": \"parameter\", \"shape\": [8]},"
       "{\"name\": \"w\", \"dtype\": \"bf16\", \"kind\": \"parameter\", \"shape\": [8, 16]}],"
       "\"ops\": ["
-      "{\"name\": \"norm\", \"type\": \"RMSNorm\", \"inputs\": [\"x\", \"g\"], \"outputs\": [\"h\"]},"
-      "{\"name\": \"head\", \"type\": \"MatMul\", \"inputs\": [\"h\", \"w\"], \"outputs\": [\"%s\"]}],"
+      "{\"name\": \"norm\", \"type\": \"RMSNorm\", \"inputs\": [\"x\", \"g\"], \"outputs\": "
+      "[\"h\"]},"
+      "{\"name\": \"head\", \"type\": \"MatMul\", \"inputs\": [\"h\", \"w\"], \"outputs\": "
+      "[\"%s\"]}],"
       "\"outputs\": [\"%s\"]}";
 
 static PlannerPlan *
@@ -142,8 +144,9 @@ test_buckets (void)
       const PlannerMemory *m = &planner_plan_get_totals (plan)->memory;
       g_assert_cmpuint (m->buffers, ==, cases[i].buffers);
       g_assert_cmpuint (m->loss, ==, 768);
-      g_assert_cmpuint (m->total, ==, m->parameters + m->gradients + m->optimizer
-                                          + m->activations + m->loss + m->buffers);
+      g_assert_cmpuint (m->total, ==,
+                        m->parameters + m->gradients + m->optimizer + m->activations + m->loss
+                            + m->buffers);
     }
 }
 
