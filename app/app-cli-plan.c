@@ -185,9 +185,14 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output,
     { t->breakdown.pipeline_bubble > 0 ? "activations (micro-batches in flight)"
                                        : "activations (one micro-batch)",
       t->memory.activations },
+    { "loss (fp32 temporaries, peak)", t->memory.loss },
+    { "ZeRO bucket buffers", t->memory.buffers },
   };
   for (guint i = 0; i < G_N_ELEMENTS (mem); i++)
     {
+      /* The issue-12 lines only where they hold something. */
+      if (i >= 4 && mem[i].bytes == 0)
+        continue;
       g_autofree char *v = app_cli_format_bytes (mem[i].bytes);
       printf ("  %-32s %s\n", mem[i].name, v);
     }
@@ -376,6 +381,9 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
   g_autofree char *save_name = NULL, *from = NULL;
   g_autofree char *optimizer = NULL, *recompute = NULL, *attention = NULL;
   g_autofree char *grad_reduce = NULL, *prefetch = NULL;
+  /* issue 12: memory beyond the stored activations */
+  g_autofree char *loss = NULL, *rms_norm = NULL;
+  double zero_bucket = -1;
   int zero = -1, micro_batch = -1;
   /* issue 18: pipeline parallelism */
   int micro_batches = -1, virtual_stages = -1;
@@ -431,6 +439,19 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
       "ZeRO-3's backward parameter gathers: pre (default, FSDP BACKWARD_PRE, hidden behind the "
       "backward) or post (BACKWARD_POST, exposed)",
       "pre|post" },
+    { "loss", 0, 0, G_OPTION_ARG_STRING, &loss,
+      "The loss over the logits: unfused (default; Hugging Face's fp32 upcast, log_softmax and "
+      "nll_loss: 12 bytes a logit at the peak) or fused (a fused linear cross-entropy, e.g. "
+      "Liger-Kernel's: no logits held)",
+      "unfused|fused" },
+    { "rms-norm", 0, 0, G_OPTION_ARG_STRING, &rms_norm,
+      "RMSNorm: unfused (default; Hugging Face's eager LlamaRMSNorm keeps an fp32 copy of its "
+      "input and its normalized output) or fused (keeps its input)",
+      "unfused|fused" },
+    { "zero-bucket-elements", 0, 0, G_OPTION_ARG_DOUBLE, &zero_bucket,
+      "ZeRO 2/3 gradient bucket buffers, in elements (default 5e8, DeepSpeed's "
+      "reduce_bucket_size; two at ZeRO-2 with overlap); 0 for none (FSDP)",
+      "N" },
     { "micro-batch", 0, 0, G_OPTION_ARG_INT, &micro_batch,
       "Sequences per device per micro-batch, with gradient accumulation up to the step "
       "(default: the whole local batch)",
@@ -488,6 +509,14 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
     return app_cli_usage_error (command, "--grad-reduce '%s': use param or f32", grad_reduce);
   if (prefetch && !planner_backward_prefetch_from_string (prefetch, &constants.backward_prefetch))
     return app_cli_usage_error (command, "--backward-prefetch '%s': use pre or post", prefetch);
+  if (loss && !planner_loss_kernel_from_string (loss, &constants.loss))
+    return app_cli_usage_error (command, "--loss '%s': use unfused or fused", loss);
+  if (rms_norm && !planner_norm_kernel_from_string (rms_norm, &constants.rms_norm))
+    return app_cli_usage_error (command, "--rms-norm '%s': use unfused or fused", rms_norm);
+  if (zero_bucket != -1 && !(zero_bucket >= 0 && zero_bucket <= 1e15))
+    return app_cli_usage_error (command,
+                                "--zero-bucket-elements %g: give 0 (none) to 1e15 elements",
+                                zero_bucket);
   if (micro_batch != -1 && micro_batch < 1)
     return app_cli_usage_error (command, "--micro-batch %d: give 1 or more sequences", micro_batch);
   if (micro_batches != -1 && micro_batches < 1)
@@ -570,6 +599,10 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
         constants.grad_reduce = given.grad_reduce;
       if (prefetch)
         constants.backward_prefetch = given.backward_prefetch;
+      if (loss)
+        constants.loss = given.loss;
+      if (rms_norm)
+        constants.rms_norm = given.rms_norm;
       if (schedule || virtual_stages > 1)
         constants.schedule = given.schedule;
     }
@@ -587,6 +620,8 @@ app_cli_propagate (const AppCliCommand *command, int argc, char **argv)
     constants.micro_batch = (guint)micro_batch;
   if (bucket_MiB != -1)
     constants.dp_bucket_MiB = bucket_MiB;
+  if (zero_bucket != -1)
+    constants.zero_bucket_elements = zero_bucket;
   if (no_overlap)
     constants.dp_overlap = FALSE;
   if (no_dropout)

@@ -102,9 +102,13 @@ update (AppDocumentView *view)
   g_autofree char *grads = planner_format_bytes (t->memory.gradients);
   g_autofree char *opt = planner_format_bytes (t->memory.optimizer);
   g_autofree char *acts = planner_format_bytes (t->memory.activations);
+  g_autofree char *loss = planner_format_bytes (t->memory.loss);
+  g_autofree char *buffers = planner_format_bytes (t->memory.buffers);
+  /* The loss path's temporaries and ZeRO's buckets are in the total too (issue 12). */
   g_autofree char *mem_tip = g_strdup_printf (
-      _("Parameters %s, gradients %s, optimizer states %s, activations %s (one micro-batch)"),
-      params, grads, opt, acts);
+      _("Parameters %s, gradients %s, optimizer states %s, activations %s (one micro-batch), "
+        "loss temporaries %s, ZeRO bucket buffers %s"),
+      params, grads, opt, acts, loss, buffers);
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->memory), mem_tip);
 }
 

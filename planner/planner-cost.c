@@ -391,6 +391,7 @@ static const char *const attention_names[] = { "flash", "unfused", "flash1" };
 static const char *const grad_reduce_names[] = { "param", "f32" };
 static const char *const prefetch_names[] = { "pre", "post" };
 static const char *const schedule_names[] = { "1f1b", "gpipe", "interleaved" };
+static const char *const kernel_names[] = { "unfused", "fused" };
 
 static int
 index_of (const char *const *names, guint n, const char *text)
@@ -421,6 +422,8 @@ ENUM_STRINGS (PlannerAttentionKernel, attention_kernel, attention_names)
 ENUM_STRINGS (PlannerGradReduce, grad_reduce, grad_reduce_names)
 ENUM_STRINGS (PlannerSchedule, schedule, schedule_names)
 ENUM_STRINGS (PlannerBackwardPrefetch, backward_prefetch, prefetch_names)
+ENUM_STRINGS (PlannerLossKernel, loss_kernel, kernel_names)
+ENUM_STRINGS (PlannerNormKernel, norm_kernel, kernel_names)
 
 void
 planner_cost_constants_init (PlannerCostConstants *constants)
@@ -441,6 +444,9 @@ planner_cost_constants_init (PlannerCostConstants *constants)
   constants->dp_overlap = TRUE;
   constants->grad_reduce = PLANNER_GRAD_REDUCE_PARAM;
   constants->backward_prefetch = PLANNER_PREFETCH_PRE;
+  constants->loss = PLANNER_LOSS_UNFUSED;
+  constants->rms_norm = PLANNER_NORM_UNFUSED;
+  constants->zero_bucket_elements = PLANNER_ZERO_BUCKET_ELEMENTS_DEFAULT;
 }
 
 static char *
@@ -466,7 +472,20 @@ planner_cost_training_to_string_base (const PlannerCostConstants *c)
 static char *
 training_to_string (const PlannerCostConstants *c)
 {
-  g_autofree char *base = planner_cost_training_to_string_base (c);
+  g_autofree char *base0 = planner_cost_training_to_string_base (c);
+  g_autofree char *base = NULL;
+  /* The memory options of issue 12 likewise, only when one differs from its default. */
+  if (c->loss != PLANNER_LOSS_UNFUSED || c->rms_norm != PLANNER_NORM_UNFUSED
+      || c->zero_bucket_elements != PLANNER_ZERO_BUCKET_ELEMENTS_DEFAULT)
+    {
+      char bucket[G_ASCII_DTOSTR_BUF_SIZE];
+      g_ascii_dtostr (bucket, sizeof bucket, c->zero_bucket_elements);
+      base = g_strdup_printf ("%s;loss=%s;rms_norm=%s;zero_bucket_elements=%s", base0,
+                              planner_loss_kernel_to_string (c->loss),
+                              planner_norm_kernel_to_string (c->rms_norm), bucket);
+    }
+  else
+    base = g_steal_pointer (&base0);
   if (c->schedule == PLANNER_SCHEDULE_1F1B && c->micro_batches == 0 && c->virtual_stages <= 1
       && c->stages[0] == '\0')
     return g_steal_pointer (&base);
@@ -540,6 +559,17 @@ planner_cost_training_from_string (const char *text, PlannerCostConstants *const
         ok = planner_grad_reduce_from_string (value, &c.grad_reduce);
       else if (strcmp (key, "backward_prefetch") == 0)
         ok = planner_backward_prefetch_from_string (value, &c.backward_prefetch);
+      else if (strcmp (key, "loss") == 0)
+        ok = planner_loss_kernel_from_string (value, &c.loss);
+      else if (strcmp (key, "rms_norm") == 0)
+        ok = planner_norm_kernel_from_string (value, &c.rms_norm);
+      else if (strcmp (key, "zero_bucket_elements") == 0)
+        {
+          char *end;
+          c.zero_bucket_elements = g_ascii_strtod (value, &end);
+          ok = *value != '\0' && *end == '\0' && isfinite (c.zero_bucket_elements)
+               && c.zero_bucket_elements >= 0 && c.zero_bucket_elements <= 1e15;
+        }
       else if (strcmp (key, "schedule") == 0)
         ok = planner_schedule_from_string (value, &c.schedule);
       else if (strcmp (key, "micro_batches") == 0)

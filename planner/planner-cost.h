@@ -93,6 +93,29 @@ typedef enum
                           * the link with the ReduceScatter of the unit before */
 } PlannerBackwardPrefetch;
 
+/* How the loss over the logits runs (issue 12). UNFUSED is Hugging Face's ForCausalLMLoss:
+ * logits.float(), then cross_entropy = log_softmax (its fp32 output kept for the backward
+ * pass) + nll_loss; FUSED a fused linear cross-entropy (Liger-Kernel's, chunked): the logits
+ * are never held whole. */
+typedef enum
+{
+  PLANNER_LOSS_UNFUSED,
+  PLANNER_LOSS_FUSED,
+} PlannerLossKernel;
+
+/* How an RMSNorm runs (issue 12). UNFUSED is Hugging Face's eager LlamaRMSNorm: the input cast
+ * to fp32, pow, mean, rsqrt and mul in fp32, the cast back and the weight's mul: autograd
+ * keeps the fp32 input and the normalized 16-bit tensor; FUSED a fused kernel (Liger, apex,
+ * Transformer Engine) that keeps its input and the per-row rstd. */
+typedef enum
+{
+  PLANNER_NORM_UNFUSED,
+  PLANNER_NORM_FUSED,
+} PlannerNormKernel;
+
+/* DeepSpeed's reduce_bucket_size default (deepspeed/runtime/zero/config.py: 5e8 elements). */
+#define PLANNER_ZERO_BUCKET_ELEMENTS_DEFAULT 5e8
+
 /* Pipeline schedules (issue 18, planner-pipeline.h). */
 typedef enum
 {
@@ -105,7 +128,11 @@ typedef enum
 #define PLANNER_MAX_STAGES_TEXT 1024
 
 /* "adam", "sgd"; "none", "selective", "full"; "param", "f32"; "pre", "post";
- * "1f1b", "gpipe", "interleaved". */
+ * "1f1b", "gpipe", "interleaved"; "unfused", "fused" (loss and RMSNorm kernels). */
+const char *planner_loss_kernel_to_string (PlannerLossKernel loss);
+gboolean planner_loss_kernel_from_string (const char *text, PlannerLossKernel *loss);
+const char *planner_norm_kernel_to_string (PlannerNormKernel norm);
+gboolean planner_norm_kernel_from_string (const char *text, PlannerNormKernel *norm);
 const char *planner_schedule_to_string (PlannerSchedule schedule);
 gboolean planner_schedule_from_string (const char *text, PlannerSchedule *schedule);
 const char *planner_optimizer_to_string (PlannerOptimizer optimizer);
@@ -145,6 +172,13 @@ typedef struct
   guint micro_batches;                  /* micro-batches per step; 0: from micro_batch (or 1) */
   guint virtual_stages;                 /* chunks per device (interleaved); 0 or 1: one */
   char stages[PLANNER_MAX_STAGES_TEXT]; /* explicit split, "" = balanced */
+  /* Memory beyond the stored activations (issue 12; absent from older plan files and store
+   * rows: these defaults). */
+  PlannerLossKernel loss;      /* the loss over graph outputs named "logits" */
+  PlannerNormKernel rms_norm;  /* what an RMSNorm keeps */
+  double zero_bucket_elements; /* ZeRO 2/3 gradient bucket (DeepSpeed's reduce_bucket_size,
+                                * 5e8): 2 buffers at ZeRO-2 with overlap (overlap_comm), else
+                                * 1; 0: none (FSDP) */
 } PlannerCostConstants;
 
 void planner_cost_constants_init (PlannerCostConstants *constants);
@@ -164,6 +198,8 @@ typedef struct
   guint64 gradients;
   guint64 optimizer;
   guint64 activations;
+  guint64 loss;    /* the loss path's fp32 temporaries at their peak (issue 12) */
+  guint64 buffers; /* ZeRO's gradient bucket buffers */
   guint64 total;
 } PlannerMemory;
 

@@ -460,7 +460,7 @@ planner_pipeline_new (PlannerPlan *plan, gboolean set_op_times, GError **error)
       st->memory.activations
           = (guint64)llround (st->in_flight * ((double)tot.memory.activations - once) + once);
       st->memory.total = st->memory.parameters + st->memory.gradients + st->memory.optimizer
-                         + st->memory.activations;
+                         + st->memory.activations + st->memory.loss + st->memory.buffers;
       const PlannerStepBreakdown *b = &st->breakdown;
       st->micro_batch_s = (b->forward + b->backward + b->recompute + b->tp_comm_exposed) / pl->m;
       for (guint k = 0; k < pl->n_sends; k++)
@@ -827,6 +827,8 @@ planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *b)
       planner_json_add_int (b, "gradients", (gint64)st->memory.gradients);
       planner_json_add_int (b, "optimizer", (gint64)st->memory.optimizer);
       planner_json_add_int (b, "activations", (gint64)st->memory.activations);
+      planner_json_add_int (b, "loss", (gint64)st->memory.loss);
+      planner_json_add_int (b, "buffers", (gint64)st->memory.buffers);
       planner_json_add_int (b, "total", (gint64)st->memory.total);
       json_builder_end_object (b);
       planner_json_add_double (b, "micro_batch_us", st->micro_batch_s * 1e6);

@@ -153,6 +153,8 @@ add_training (JsonBuilder *b, const PlannerPlanTotals *t, double scale, const ch
   planner_json_add_int (b, "gradients", (gint64)m->gradients);
   planner_json_add_int (b, "optimizer", (gint64)m->optimizer);
   planner_json_add_int (b, "activations", (gint64)m->activations);
+  planner_json_add_int (b, "loss", (gint64)m->loss);
+  planner_json_add_int (b, "buffers", (gint64)m->buffers);
   planner_json_add_int (b, "total", (gint64)m->total);
   json_builder_end_object (b);
   json_builder_set_member_name (b, breakdown_name);
@@ -415,6 +417,15 @@ plan_to_node (PlannerPlan *plan)
                            planner_grad_reduce_to_string (constants->grad_reduce));
   planner_json_add_string (b, "backward_prefetch",
                            planner_backward_prefetch_to_string (constants->backward_prefetch));
+  /* The memory options of issue 12, only where one differs from its default, so a plan file
+   * without them reads and writes as before. */
+  if (constants->loss != PLANNER_LOSS_UNFUSED || constants->rms_norm != PLANNER_NORM_UNFUSED
+      || constants->zero_bucket_elements != PLANNER_ZERO_BUCKET_ELEMENTS_DEFAULT)
+    {
+      planner_json_add_string (b, "loss", planner_loss_kernel_to_string (constants->loss));
+      planner_json_add_string (b, "rms_norm", planner_norm_kernel_to_string (constants->rms_norm));
+      planner_json_add_double (b, "zero_bucket_elements", constants->zero_bucket_elements);
+    }
   add_pipeline_constants (b, constants);
   json_builder_end_object (b);
 
@@ -780,10 +791,25 @@ static gboolean
 read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
 {
   gsize mark;
-  static const char *const known[]
-      = { "weight_copies", "grad_copies", "optimizer_states", "backward_factor",   "optimizer",
-          "zero",          "recompute",   "attention",        "micro_batch",       "dp_bucket_MiB",
-          "dp_overlap",    "no_dropout",  "grad_reduce",      "backward_prefetch", "pipeline", NULL };
+  static const char *const known[] = { "weight_copies",
+                                       "grad_copies",
+                                       "optimizer_states",
+                                       "backward_factor",
+                                       "optimizer",
+                                       "zero",
+                                       "recompute",
+                                       "attention",
+                                       "micro_batch",
+                                       "dp_bucket_MiB",
+                                       "dp_overlap",
+                                       "no_dropout",
+                                       "grad_reduce",
+                                       "backward_prefetch",
+                                       "pipeline",
+                                       "loss",
+                                       "rms_norm",
+                                       "zero_bucket_elements",
+                                       NULL };
   JsonObject *o = planner_json_enter_member (&r->json, root, "constants", &mark);
   if (o == NULL || !known_members (r, o, known)
       || !get_double (r, o, "weight_copies", &c->weight_copies)
@@ -864,6 +890,27 @@ read_constants (Reader *r, JsonObject *root, PlannerCostConstants *c)
       if (!planner_backward_prefetch_from_string (text, &c->backward_prefetch))
         return planner_json_fail (&r->json, "backward_prefetch", "must be \"pre\" or \"post\"");
     }
+  if (json_object_has_member (o, "loss"))
+    {
+      if (!planner_json_get_string (&r->json, o, "loss", FALSE, &text))
+        return FALSE;
+      if (!planner_loss_kernel_from_string (text, &c->loss))
+        return planner_json_fail (&r->json, "loss", "must be \"unfused\" or \"fused\"");
+    }
+  if (json_object_has_member (o, "rms_norm"))
+    {
+      if (!planner_json_get_string (&r->json, o, "rms_norm", FALSE, &text))
+        return FALSE;
+      if (!planner_norm_kernel_from_string (text, &c->rms_norm))
+        return planner_json_fail (&r->json, "rms_norm", "must be \"unfused\" or \"fused\"");
+    }
+  if (json_object_has_member (o, "zero_bucket_elements"))
+    {
+      if (!get_double (r, o, "zero_bucket_elements", &c->zero_bucket_elements))
+        return FALSE;
+      if (!(c->zero_bucket_elements >= 0) || !(c->zero_bucket_elements <= 1e15))
+        return planner_json_fail (&r->json, "zero_bucket_elements", "must be in [0, 1e15]");
+    }
   if (json_object_has_member (o, "pipeline") && !read_pipeline_constants (r, o, c))
     return FALSE;
   planner_json_pop (&r->json, mark);
@@ -881,7 +928,7 @@ static gboolean
 read_training (Reader *r, JsonObject *o, PlannerPlanTotals *t, gboolean *present)
 {
   static const char *const known_memory[]
-      = { "parameters", "gradients", "optimizer", "activations", "total", NULL };
+      = { "parameters", "gradients", "optimizer", "activations", "loss", "buffers", "total", NULL };
   static const char *const known_breakdown[]
       = { "forward",         "backward",       "recompute", "tp_comm_exposed",
           "dp_sync_exposed", "dp_sync_hidden", "overhead",  "pipeline_bubble",
@@ -896,6 +943,11 @@ read_training (Reader *r, JsonObject *o, PlannerPlanTotals *t, gboolean *present
       || !get_u64_member (r, mem, "optimizer", &t->memory.optimizer)
       || !get_u64_member (r, mem, "activations", &t->memory.activations)
       || !get_u64_member (r, mem, "total", &t->memory.total))
+    return FALSE;
+  /* Added with issue 12: absent from older files (0). */
+  if ((json_object_has_member (mem, "loss") && !get_u64_member (r, mem, "loss", &t->memory.loss))
+      || (json_object_has_member (mem, "buffers")
+          && !get_u64_member (r, mem, "buffers", &t->memory.buffers)))
     return FALSE;
   planner_json_pop (&r->json, m);
   JsonObject *s = planner_json_enter_member (&r->json, o, "step_breakdown_s", &m);

@@ -174,11 +174,29 @@ op_keeps (Model *m, Kept *kp, guint i, gboolean selective)
       for (guint k = 0; k < op->n_inputs; k++)
         keep (m, kp, i, op->inputs[k], kept_layout (m, i, k, &in[k]));
       break;
+    case PLANNER_OP_RMS_NORM:
+      if (m->c->rms_norm == PLANNER_NORM_UNFUSED)
+        {
+          /* Hugging Face's eager LlamaRMSNorm: x.to(float32) is kept by pow and mul (for a
+           * 16-bit input a 4-byte copy, the input itself when it is f32), and the weight's mul
+           * keeps the normalized tensor cast back to the input's dtype; the input is not
+           * kept. */
+          const PlannerTensor *x = planner_graph_get_tensor (m->graph, op->inputs[0]);
+          const PlannerLayout *l = kept_layout (m, i, 0, &in[0]);
+          guint64 n = local_numel (m, x, l);
+          if (x->dtype == PLANNER_DTYPE_F32)
+            keep (m, kp, i, op->inputs[0], l);
+          else
+            kp->extra[i] += 4 * n;
+          kp->extra[i] += n * planner_dtype_size (x->dtype);
+          break;
+        }
+      keep (m, kp, i, op->inputs[0], kept_layout (m, i, 0, &in[0]));
+      break;
     case PLANNER_OP_GELU:
     case PLANNER_OP_SILU:
     case PLANNER_OP_RELU:
     case PLANNER_OP_LAYER_NORM:
-    case PLANNER_OP_RMS_NORM:
     case PLANNER_OP_MOE_ROUTER: /* the logits: softmax and top-k again */
       keep (m, kp, i, op->inputs[0], kept_layout (m, i, 0, &in[0]));
       break;
@@ -615,15 +633,31 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   for (guint i = 0; i < n_ops; i++)
     if (in_scope (&m, (int)i))
       op_keeps (&m, &kp, i, m.c->recompute == PLANNER_RECOMPUTE_SELECTIVE);
-  /* Graph outputs (the logits) are kept for the loss. */
+  /* Graph outputs (the logits) are kept for the loss. The loss over an output named "logits"
+   * (the importer's LM and classification heads), unfused as Hugging Face's ForCausalLMLoss
+   * runs it, adds fp32 temporaries: logits.float() (4 bytes an element, freed once
+   * cross_entropy returns), log_softmax's output (4, kept for the backward pass), and in the
+   * backward pass nll_loss's gradient of it (4) and log_softmax's gradient of its input (4),
+   * then the cast's 16-bit gradient (2) once those are gone. The most alive at once is the
+   * backward pass's 4 + 4 + 4 = 12 bytes an element, on top of every stored activation (the
+   * loss's backward runs first). Fused (a fused linear cross-entropy) never holds the logits:
+   * neither they nor the temporaries count. */
+  double loss = 0;
   const GArray *outputs = planner_graph_get_outputs (m.graph);
   for (guint o = 0; o < outputs->len; o++)
     {
       guint t = g_array_index (outputs, guint, o);
       const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
-      if (x->kind == PLANNER_TENSOR_ACTIVATION && kp.keeper[root[t]] < 0
-          && in_scope (&m, x->producer))
-        kp.kept[root[t]] = local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
+      if (x->kind != PLANNER_TENSOR_ACTIVATION || !in_scope (&m, x->producer))
+        continue;
+      const PlannerLayout *layout = planner_plan_get_tensor_layout (self, t);
+      gboolean is_logits = strcmp (x->name, "logits") == 0;
+      if (is_logits && m.c->loss == PLANNER_LOSS_FUSED)
+        continue;
+      if (kp.keeper[root[t]] < 0)
+        kp.kept[root[t]] = local_bytes (&m, x, layout);
+      if (is_logits)
+        loss += 12.0 * (double)local_numel (&m, x, layout);
     }
 
   double activations = 0;
@@ -672,6 +706,9 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       for (int l = 0; l < n_layers; l++)
         largest = MAX (largest, per_layer[l]);
       activations = inputs + largest + outside;
+      /* The loss's temporaries are gone before the first layer is recomputed: they add to
+       * the peak only what they exceed that layer's set by. */
+      loss = MAX (0.0, loss - largest);
       if (scope)
         scope->activations_once = largest / m.accum;
     }
@@ -687,7 +724,29 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   g_free (kp.extra);
   /* The graph is built for the whole local batch; one micro-batch is kept at a time. */
   mem.activations = (guint64)llround (activations / m.accum);
-  mem.total = mem.parameters + mem.gradients + mem.optimizer + mem.activations;
+  /* One micro-batch's loss at a time. */
+  mem.loss = (guint64)llround (loss / m.accum);
+  /* ZeRO 2 and 3 reduce gradients through flat bucket buffers that live for the whole
+   * backward pass: DeepSpeed's ipg_buffer of reduce_bucket_size elements in the gradients'
+   * dtype, two with overlap_comm at stage 2 (deepspeed/runtime/zero/stage_1_and_2.py,
+   * backward()), one at stage 3 (stage3.py's __ipg_bucket_flat_buffer, allocated with
+   * contiguous_gradients, on by default there). */
+  if (m.c->zero >= 2 && groups->len > 0 && m.c->zero_bucket_elements > 0)
+    {
+      guint size = 2;
+      for (guint t = 0; t < n_tensors; t++)
+        {
+          const PlannerTensor *x = planner_graph_get_tensor (m.graph, t);
+          if (x->kind == PLANNER_TENSOR_PARAMETER && parameter_in_scope (&m, x))
+            size = MAX (size, planner_dtype_size (x->dtype));
+        }
+      if (m.c->grad_reduce == PLANNER_GRAD_REDUCE_F32)
+        size = 4;
+      guint buffers = m.c->zero == 2 && m.c->dp_overlap ? 2 : 1;
+      mem.buffers = (guint64)llround (buffers * m.c->zero_bucket_elements * size);
+    }
+  mem.total
+      = mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.loss + mem.buffers;
 
   /* ---- time, per micro-batch ---- */
   PlannerStepBreakdown b = { 0 };

@@ -635,8 +635,11 @@ tensor_cost (Problem *p, const Factor *f, const guint *vals, PathMemo *memo, dou
 #undef VAL_OF
   if (t->kind == PLANNER_TENSOR_ACTIVATION)
     *time += all_reduce_time (p, pending, grad_bytes);
-  /* Kept by its producer, or as a graph output nobody keeps (the logits, for the loss). */
-  if (count_kept && (producer_keeps_output (p, t) || (t->is_output && kept == 0)))
+  /* Kept by its producer, or as a graph output nobody keeps (the logits, for the loss; not
+   * with a fused cross-entropy, which never holds the logits). */
+  gboolean fused_logits = planner_plan_get_constants (p->seed)->loss == PLANNER_LOSS_FUSED
+                          && strcmp (t->name, "logits") == 0;
+  if (count_kept && (producer_keeps_output (p, t) || (t->is_output && kept == 0 && !fused_logits)))
     kept = MAX (kept, local_bytes (p, t, &have));
   *mem += (double)kept;
   if (t->kind == PLANNER_TENSOR_PARAMETER)
