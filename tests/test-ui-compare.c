@@ -407,6 +407,21 @@ assert_left_compare (void)
   g_variant_unref (state);
 }
 
+static GtkToggleButton *
+find_compare_toggle (GtkWidget *widget)
+{
+  if (GTK_IS_TOGGLE_BUTTON (widget)
+      && g_strcmp0 (gtk_actionable_get_action_name (GTK_ACTIONABLE (widget)), "win.compare") == 0)
+    return GTK_TOGGLE_BUTTON (widget);
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkToggleButton *found = find_compare_toggle (c);
+      if (found)
+        return found;
+    }
+  return NULL;
+}
+
 static void
 test_compare (gconstpointer data)
 {
@@ -425,6 +440,18 @@ test_compare (gconstpointer data)
   g_assert_true (gtk_widget_get_sensitive (close));
   g_signal_emit_by_name (close, "clicked");
   assert_left_compare ();
+
+  /* The header's toggle opens it and shows it on, and goes off when Escape leaves. */
+  GtkToggleButton *toggle = find_compare_toggle (GTK_WIDGET (window));
+  g_assert_nonnull (toggle);
+  g_assert_false (gtk_toggle_button_get_active (toggle));
+  g_signal_emit_by_name (toggle, "clicked");
+  g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
+  g_assert_true (gtk_toggle_button_get_active (toggle));
+  wait_for (panes_ready, NULL, 60, "both panes' layouts");
+  press_escape ();
+  assert_left_compare ();
+  g_assert_false (gtk_toggle_button_get_active (toggle));
 }
 
 /* The totals bar ---------------------------------------------------------------------------- */
