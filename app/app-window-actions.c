@@ -886,12 +886,12 @@ app_window_init_actions (AppWindow *self)
       const GVariantType *type = win_entries[i].parameter_type
                                      ? G_VARIANT_TYPE (win_entries[i].parameter_type)
                                      : NULL;
+      g_autoptr (GVariant) state
+          = win_entries[i].state ? g_variant_parse (NULL, win_entries[i].state, NULL, NULL, NULL)
+                                 : NULL;
       g_autoptr (GSimpleAction) action
-          = win_entries[i].state
-                ? g_simple_action_new_stateful (win_entries[i].name, type,
-                                                g_variant_parse (NULL, win_entries[i].state,
-                                                                 NULL, NULL, NULL))
-                : g_simple_action_new (win_entries[i].name, type);
+          = state ? g_simple_action_new_stateful (win_entries[i].name, type, state)
+                  : g_simple_action_new (win_entries[i].name, type);
       g_object_set_data (G_OBJECT (action), "func", funcs[i].func);
       g_signal_connect (action, "activate", G_CALLBACK (forward_action), self);
       g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (action));
