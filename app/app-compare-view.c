@@ -4,29 +4,307 @@
 #include "app-compare-view.h"
 
 #include <glib/gi18n.h>
+#include <math.h>
 
+#include "app-window.h"
 #include "graphview-widget.h"
+
+/* The two panes and the separator between them. A GtkBox would give one pane the odd pixel;
+ * panes of exactly one width have one fit zoom and one clamp, so a viewport copied from
+ * one to the other is the same viewport, pixel for pixel. */
+#define APP_TYPE_COMPARE_PANES (app_compare_panes_get_type ())
+G_DECLARE_FINAL_TYPE (AppComparePanes, app_compare_panes, APP, COMPARE_PANES, GtkWidget)
+
+struct _AppComparePanes
+{
+  GtkWidget parent_instance;
+};
+
+G_DEFINE_FINAL_TYPE (AppComparePanes, app_compare_panes, GTK_TYPE_WIDGET)
+
+static void
+app_compare_panes_measure (GtkWidget *widget, GtkOrientation orientation, int for_size,
+                           int *minimum, int *natural, int *minimum_baseline,
+                           int *natural_baseline)
+{
+  int n_panes = 0, sep_min = 0, sep_nat = 0, pane_min = 0, pane_nat = 0;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    if (GTK_IS_SEPARATOR (c))
+      gtk_widget_measure (c, GTK_ORIENTATION_HORIZONTAL, -1, &sep_min, &sep_nat, NULL, NULL);
+    else
+      n_panes++;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    {
+      int child_for = -1;
+      if (orientation == GTK_ORIENTATION_VERTICAL && for_size >= 0 && !GTK_IS_SEPARATOR (c))
+        child_for = MAX (0, (for_size - sep_nat) / MAX (n_panes, 1));
+      int m, n;
+      gtk_widget_measure (c, orientation, child_for, &m, &n, NULL, NULL);
+      if (orientation == GTK_ORIENTATION_VERTICAL || !GTK_IS_SEPARATOR (c))
+        {
+          pane_min = MAX (pane_min, m);
+          pane_nat = MAX (pane_nat, n);
+        }
+    }
+  if (orientation == GTK_ORIENTATION_HORIZONTAL)
+    {
+      *minimum = n_panes * pane_min + sep_min;
+      *natural = n_panes * pane_nat + sep_nat;
+    }
+  else
+    {
+      *minimum = pane_min;
+      *natural = pane_nat;
+    }
+}
+
+static void
+app_compare_panes_size_allocate (GtkWidget *widget, int width, int height, int baseline)
+{
+  int n_panes = 0, sep = 0;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    if (GTK_IS_SEPARATOR (c))
+      gtk_widget_measure (c, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &sep, NULL, NULL);
+    else
+      n_panes++;
+  int pane = n_panes ? (width - sep) / n_panes : 0;
+  /* The odd pixel goes to the separator. */
+  int sep_width = width - n_panes * pane, x = 0;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    {
+      int w = GTK_IS_SEPARATOR (c) ? sep_width : pane;
+      gtk_widget_size_allocate (c, &(GtkAllocation){ x, 0, w, height }, -1);
+      x += w;
+    }
+}
+
+static void
+app_compare_panes_dispose (GObject *object)
+{
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (object))))
+    gtk_widget_unparent (child);
+  G_OBJECT_CLASS (app_compare_panes_parent_class)->dispose (object);
+}
+
+static void
+app_compare_panes_class_init (AppComparePanesClass *klass)
+{
+  G_OBJECT_CLASS (klass)->dispose = app_compare_panes_dispose;
+  GTK_WIDGET_CLASS (klass)->measure = app_compare_panes_measure;
+  GTK_WIDGET_CLASS (klass)->size_allocate = app_compare_panes_size_allocate;
+  gtk_widget_class_set_css_name (GTK_WIDGET_CLASS (klass), "comparepanes");
+}
+
+static void
+app_compare_panes_init (AppComparePanes *self)
+{
+}
+
+/* The legends of both panes (each its own plan's cost range), under the graphs rather than
+ * over them. Half a window at 1280 pixels is narrower than a legend: then the two are
+ * stacked across both panes, each tagged with its side, instead of being cut off (and only
+ * scaled down where even that is too narrow); where a legend fits under its pane, each sits
+ * under its own. */
+#define APP_TYPE_COMPARE_LEGENDS (app_compare_legends_get_type ())
+G_DECLARE_FINAL_TYPE (AppCompareLegends, app_compare_legends, APP, COMPARE_LEGENDS, GtkWidget)
+
+struct _AppCompareLegends
+{
+  GtkWidget parent_instance;
+  GraphviewWidget *views[2]; /* the panes (the view holds them) */
+  graphene_rect_t drawn[2];  /* where each legend was last drawn */
+};
+
+G_DEFINE_FINAL_TYPE (AppCompareLegends, app_compare_legends, GTK_TYPE_WIDGET)
+
+#define LEGEND_PAD 4
+#define LEGEND_GAP 4
+
+static void
+legend_size (GraphviewWidget *view, double *width, double *height)
+{
+  *width = *height = 0;
+  if (view == NULL || graphview_widget_get_renderer (view) == NULL)
+    return; /* no model yet */
+  cairo_surface_t *surface = cairo_recording_surface_create (CAIRO_CONTENT_COLOR_ALPHA, NULL);
+  cairo_t *cr = cairo_create (surface);
+  graphview_renderer_draw_legend (graphview_widget_get_renderer (view), cr, 0, 0, width, height);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+}
+
+static const char *
+side_tag (guint pane)
+{
+  return pane ? _("Right") : _("Left");
+}
+
+typedef struct
+{
+  double lw[2], lh[2];
+  gboolean stacked;
+  double tag_width; /* stacked: room for the tags before the legends */
+  double scale;
+} LegendsLayout;
+
+static void
+legends_layout (AppCompareLegends *self, int width, LegendsLayout *l)
+{
+  for (guint i = 0; i < 2; i++)
+    legend_size (self->views[i], &l->lw[i], &l->lh[i]);
+  double widest = MAX (l->lw[0], l->lw[1]);
+  double pane = (width - 1) / 2.0;
+  l->stacked = widest + 2 * LEGEND_PAD > pane;
+  l->tag_width = 0;
+  l->scale = 1;
+  if (!l->stacked || widest <= 0)
+    return;
+  for (guint i = 0; i < 2; i++)
+    {
+      PangoLayout *layout = gtk_widget_create_pango_layout (GTK_WIDGET (self), side_tag (i));
+      int tw;
+      pango_layout_get_pixel_size (layout, &tw, NULL);
+      g_object_unref (layout);
+      l->tag_width = MAX (l->tag_width, tw + 8);
+    }
+  l->scale = MIN (1.0, (width - 2 * LEGEND_PAD - l->tag_width) / widest);
+  l->scale = MAX (l->scale, 0.05);
+}
+
+static void
+app_compare_legends_measure (GtkWidget *widget, GtkOrientation orientation, int for_size,
+                             int *minimum, int *natural, int *minimum_baseline,
+                             int *natural_baseline)
+{
+  AppCompareLegends *self = APP_COMPARE_LEGENDS (widget);
+  LegendsLayout l;
+  if (orientation == GTK_ORIENTATION_HORIZONTAL)
+    {
+      legends_layout (self, 0, &l);
+      *minimum = 1;
+      *natural = (int) ceil (2 * (MAX (l.lw[0], l.lw[1]) + 2 * LEGEND_PAD)) + 1;
+      return;
+    }
+  if (for_size < 0)
+    {
+      legends_layout (self, 0, &l);
+      for_size = (int) ceil (2 * (MAX (l.lw[0], l.lw[1]) + 2 * LEGEND_PAD)) + 1;
+    }
+  legends_layout (self, for_size, &l);
+  double h = l.stacked ? l.scale * (l.lh[0] + l.lh[1]) + LEGEND_GAP : MAX (l.lh[0], l.lh[1]);
+  *minimum = *natural = h > 0 ? (int) ceil (h) + 2 * LEGEND_PAD : 0;
+}
+
+static GtkSizeRequestMode
+app_compare_legends_get_request_mode (GtkWidget *widget)
+{
+  return GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH;
+}
+
+static void
+app_compare_legends_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
+{
+  AppCompareLegends *self = APP_COMPARE_LEGENDS (widget);
+  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
+  self->drawn[0] = self->drawn[1] = GRAPHENE_RECT_INIT (0, 0, 0, 0);
+  if (width <= 0 || height <= 0)
+    return;
+  LegendsLayout l;
+  legends_layout (self, width, &l);
+  cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  double y = LEGEND_PAD;
+  for (guint i = 0; i < 2; i++)
+    {
+      if (l.lw[i] <= 0)
+        continue;
+      double x = LEGEND_PAD;
+      if (l.stacked)
+        {
+          /* The tag, in the theme's text colour, before its legend. */
+          PangoLayout *layout = gtk_widget_create_pango_layout (widget, side_tag (i));
+          GdkRGBA fg;
+          G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+          gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
+          G_GNUC_END_IGNORE_DEPRECATIONS
+          int th;
+          pango_layout_get_pixel_size (layout, NULL, &th);
+          gdk_cairo_set_source_rgba (cr, &fg);
+          cairo_move_to (cr, x, y + (l.lh[i] * l.scale - th) / 2);
+          pango_cairo_show_layout (cr, layout);
+          g_object_unref (layout);
+          x += l.tag_width;
+        }
+      else
+        {
+          graphene_rect_t pane;
+          if (gtk_widget_compute_bounds (GTK_WIDGET (self->views[i]), widget, &pane))
+            x = pane.origin.x + LEGEND_PAD;
+        }
+      double w = l.lw[i] * l.scale, h = l.lh[i] * l.scale;
+      /* The card the graph view draws its own legend on. */
+      cairo_rectangle (cr, x - 2, y - 2, w + 4, h + 4);
+      cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+      cairo_fill (cr);
+      cairo_save (cr);
+      cairo_translate (cr, x, y);
+      cairo_scale (cr, l.scale, l.scale);
+      graphview_renderer_draw_legend (graphview_widget_get_renderer (self->views[i]), cr, 0, 0,
+                                      NULL, NULL);
+      cairo_restore (cr);
+      self->drawn[i] = GRAPHENE_RECT_INIT (x, y, w, h);
+      if (l.stacked)
+        y += h + LEGEND_GAP;
+    }
+  cairo_destroy (cr);
+}
+
+static void
+app_compare_legends_class_init (AppCompareLegendsClass *klass)
+{
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+  widget_class->measure = app_compare_legends_measure;
+  widget_class->get_request_mode = app_compare_legends_get_request_mode;
+  widget_class->snapshot = app_compare_legends_snapshot;
+  gtk_widget_class_set_css_name (widget_class, "comparelegends");
+}
+
+static void
+app_compare_legends_init (AppCompareLegends *self)
+{
+}
 
 struct _AppCompareView
 {
   GtkWidget parent_instance;
 
+  GtkLabel *title;
+  GtkWidget *close_button;
+  GtkWidget *panes;
   GtkLabel *a_label;
   GtkLabel *b_label;
   GraphviewWidget *a_view;
   GraphviewWidget *b_view;
+  AppCompareLegends *legends;
   GtkLabel *summary;
   GtkListBox *differences;
+  GtkEventController *shortcuts;
 
   PlannerCompare *compare;
   GraphviewModel *model;
   guint n_rows;
   gboolean syncing;
-  /* Last viewport seen of each pane: the one that moved leads. */
-  double a_zoom, a_x, a_y, b_zoom, b_x, b_y;
 };
 
 G_DEFINE_FINAL_TYPE (AppCompareView, app_compare_view, GTK_TYPE_WIDGET)
+
+enum
+{
+  SIGNAL_CLOSE,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
 
 static void
 select_in (AppCompareView *self, GraphviewWidget *view, int op)
@@ -69,42 +347,96 @@ on_selection_changed (GraphviewWidget *view, int item, AppCompareView *self)
   self->syncing = FALSE;
 }
 
+/* Zooming or scrolling one pane moves the other to the same viewport (the panes are one
+ * width, so it is the same view of the graph). */
 static void
-copy_viewport (GraphviewWidget *from, GraphviewWidget *to)
+on_viewport_changed (GraphviewWidget *view, AppCompareView *self)
 {
-  double zf = graphview_widget_get_zoom (from), zt = graphview_widget_get_zoom (to);
-  if (zt > 0 && zf != zt)
-    graphview_widget_zoom_at (to, zf / zt, 0, 0);
-  double fx, fy, tx, ty;
-  graphview_widget_get_origin (from, &fx, &fy);
-  graphview_widget_get_origin (to, &tx, &ty);
-  double z = graphview_widget_get_zoom (to);
-  graphview_widget_pan (to, (tx - fx) * z, (ty - fy) * z);
+  if (self->syncing || !graphview_widget_is_ready (view))
+    return;
+  GraphviewWidget *other = view == self->a_view ? self->b_view : self->a_view;
+  if (!graphview_widget_is_ready (other))
+    return;
+  double x, y;
+  graphview_widget_get_origin (view, &x, &y);
+  self->syncing = TRUE;
+  graphview_widget_set_viewport (other, graphview_widget_get_zoom (view), x, y);
+  self->syncing = FALSE;
 }
 
-/* The widget has no viewport signal; a tick callback notices which pane moved and makes the
- * other follow, so zoom and pan stay in step. */
-static gboolean
-sync_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
+/* The second pane's first layout arrives after the first pane was moved: it takes the
+ * first pane's view rather than its own fit. */
+static void
+on_layout_ready (GraphviewWidget *view, AppCompareView *self)
+{
+  GraphviewWidget *other = view == self->a_view ? self->b_view : self->a_view;
+  if (graphview_widget_is_ready (other))
+    on_viewport_changed (other, self);
+}
+
+gboolean
+app_compare_view_get_legend_rect (AppCompareView *self, guint pane, graphene_rect_t *rect)
+{
+  g_return_val_if_fail (APP_IS_COMPARE_VIEW (self), FALSE);
+  g_return_val_if_fail (pane < 2, FALSE);
+  *rect = self->legends->drawn[pane];
+  return rect->size.width > 0;
+}
+
+GtkWidget *
+app_compare_view_get_legends (AppCompareView *self)
+{
+  g_return_val_if_fail (APP_IS_COMPARE_VIEW (self), NULL);
+  return GTK_WIDGET (self->legends);
+}
+
+GraphviewWidget *
+app_compare_view_get_pane (AppCompareView *self, guint pane)
+{
+  g_return_val_if_fail (APP_IS_COMPARE_VIEW (self), NULL);
+  g_return_val_if_fail (pane < 2, NULL);
+  return pane ? self->b_view : self->a_view;
+}
+
+GtkWidget *
+app_compare_view_get_close_button (AppCompareView *self)
+{
+  g_return_val_if_fail (APP_IS_COMPARE_VIEW (self), NULL);
+  return self->close_button;
+}
+
+GtkEventController *
+app_compare_view_get_shortcuts (AppCompareView *self)
+{
+  g_return_val_if_fail (APP_IS_COMPARE_VIEW (self), NULL);
+  return self->shortcuts;
+}
+
+/* Actions ----------------------------------------------------------------------------------- */
+
+static void
+action_close (GtkWidget *widget, const char *name, GVariant *param)
+{
+  g_signal_emit (widget, signals[SIGNAL_CLOSE], 0);
+}
+
+/* The zoom buttons act on the first pane; the second follows it. */
+static void
+action_zoom (GtkWidget *widget, const char *name, GVariant *param)
 {
   AppCompareView *self = APP_COMPARE_VIEW (widget);
-  if (self->model == NULL || !gtk_widget_get_mapped (widget))
-    return G_SOURCE_CONTINUE;
-  double az = graphview_widget_get_zoom (self->a_view), ax, ay;
-  double bz = graphview_widget_get_zoom (self->b_view), bx, by;
-  graphview_widget_get_origin (self->a_view, &ax, &ay);
-  graphview_widget_get_origin (self->b_view, &bx, &by);
-  gboolean a_moved = az != self->a_zoom || ax != self->a_x || ay != self->a_y;
-  gboolean b_moved = bz != self->b_zoom || bx != self->b_x || by != self->b_y;
-  if (a_moved && !b_moved)
-    copy_viewport (self->a_view, self->b_view);
-  else if (b_moved && !a_moved)
-    copy_viewport (self->b_view, self->a_view);
-  self->a_zoom = graphview_widget_get_zoom (self->a_view);
-  graphview_widget_get_origin (self->a_view, &self->a_x, &self->a_y);
-  self->b_zoom = graphview_widget_get_zoom (self->b_view);
-  graphview_widget_get_origin (self->b_view, &self->b_x, &self->b_y);
-  return G_SOURCE_CONTINUE;
+  GraphviewWidget *view = self->a_view;
+  if (!graphview_widget_is_ready (view))
+    return;
+  if (g_str_equal (name, "compare.zoom-fit"))
+    {
+      graphview_widget_zoom_to_fit (view);
+      return;
+    }
+  double factor = g_str_equal (name, "compare.zoom-in") ? APP_WINDOW_ZOOM_STEP
+                                                        : 1 / APP_WINDOW_ZOOM_STEP;
+  graphview_widget_zoom_at (view, factor, gtk_widget_get_width (GTK_WIDGET (view)) / 2.0,
+                            gtk_widget_get_height (GTK_WIDGET (view)) / 2.0);
 }
 
 static const char *
@@ -247,6 +579,11 @@ app_compare_view_set_plans (AppCompareView *self, PlannerPlan *a, const char *a_
   graphview_widget_set_compare_plan (self->b_view, a);
   gtk_label_set_text (self->a_label, a_label);
   gtk_label_set_text (self->b_label, b_label);
+  /* Translators: the two plans compared, left and right. */
+  g_autofree char *title = g_strdup_printf (_("%s → %s"), a_label, b_label);
+  gtk_label_set_text (self->title, title);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->title), title);
+  gtk_widget_queue_resize (GTK_WIDGET (self->legends));
   fill (self);
   return TRUE;
 }
@@ -285,23 +622,51 @@ app_compare_view_dispose (GObject *object)
   G_OBJECT_CLASS (app_compare_view_parent_class)->dispose (object);
 }
 
+/* Escape leaves compare mode from anywhere in it, so the focus goes into the view when it
+ * is shown (the header's toggle that opened it is outside). */
+static void
+app_compare_view_map (GtkWidget *widget)
+{
+  AppCompareView *self = APP_COMPARE_VIEW (widget);
+  GTK_WIDGET_CLASS (app_compare_view_parent_class)->map (widget);
+  GtkRoot *root = gtk_widget_get_root (widget);
+  GtkWidget *focus = root ? gtk_root_get_focus (root) : NULL;
+  if (focus == NULL || !gtk_widget_is_ancestor (focus, widget))
+    gtk_widget_grab_focus (GTK_WIDGET (self->a_view));
+}
+
 static void
 app_compare_view_class_init (AppCompareViewClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_compare_view_dispose;
+  widget_class->map = app_compare_view_map;
   g_type_ensure (GRAPHVIEW_TYPE_WIDGET);
+  g_type_ensure (APP_TYPE_COMPARE_PANES);
+  g_type_ensure (APP_TYPE_COMPARE_LEGENDS);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "compareview");
   gtk_widget_class_set_template_from_resource (
       widget_class, "/io/github/shardscope/Shardscope/app-compare-view.ui");
+  gtk_widget_class_bind_template_child (widget_class, AppCompareView, title);
+  gtk_widget_class_bind_template_child (widget_class, AppCompareView, close_button);
+  gtk_widget_class_bind_template_child (widget_class, AppCompareView, panes);
   gtk_widget_class_bind_template_child (widget_class, AppCompareView, a_label);
   gtk_widget_class_bind_template_child (widget_class, AppCompareView, b_label);
   gtk_widget_class_bind_template_child (widget_class, AppCompareView, a_view);
   gtk_widget_class_bind_template_child (widget_class, AppCompareView, b_view);
+  gtk_widget_class_bind_template_child (widget_class, AppCompareView, legends);
   gtk_widget_class_bind_template_child (widget_class, AppCompareView, summary);
   gtk_widget_class_bind_template_child (widget_class, AppCompareView, differences);
+  gtk_widget_class_install_action (widget_class, "compare.close", NULL, action_close);
+  gtk_widget_class_install_action (widget_class, "compare.zoom-in", NULL, action_zoom);
+  gtk_widget_class_install_action (widget_class, "compare.zoom-out", NULL, action_zoom);
+  gtk_widget_class_install_action (widget_class, "compare.zoom-fit", NULL, action_zoom);
+
+  /* Asks to leave compare mode (Escape, the close button); the window goes back to the plan. */
+  signals[SIGNAL_CLOSE] = g_signal_new ("close", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                                        NULL, NULL, NULL, G_TYPE_NONE, 0);
 }
 
 static void
@@ -310,7 +675,21 @@ app_compare_view_init (AppCompareView *self)
   gtk_widget_init_template (GTK_WIDGET (self));
   g_signal_connect (self->a_view, "selection-changed", G_CALLBACK (on_selection_changed), self);
   g_signal_connect (self->b_view, "selection-changed", G_CALLBACK (on_selection_changed), self);
+  g_signal_connect (self->a_view, "viewport-changed", G_CALLBACK (on_viewport_changed), self);
+  g_signal_connect (self->b_view, "viewport-changed", G_CALLBACK (on_viewport_changed), self);
+  g_signal_connect (self->a_view, "layout-ready", G_CALLBACK (on_layout_ready), self);
+  g_signal_connect (self->b_view, "layout-ready", G_CALLBACK (on_layout_ready), self);
   g_signal_connect_swapped (self->differences, "row-activated", G_CALLBACK (on_row_activated),
                             self);
-  gtk_widget_add_tick_callback (GTK_WIDGET (self), sync_tick, NULL, NULL);
+  self->legends->views[0] = self->a_view;
+  self->legends->views[1] = self->b_view;
+  /* Captured before the panes see it: a graph view takes Escape for clearing its selection. */
+  GtkEventController *shortcuts = gtk_shortcut_controller_new ();
+  gtk_event_controller_set_propagation_phase (shortcuts, GTK_PHASE_CAPTURE);
+  gtk_shortcut_controller_add_shortcut (
+      GTK_SHORTCUT_CONTROLLER (shortcuts),
+      gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_Escape, 0),
+                        gtk_named_action_new ("compare.close")));
+  gtk_widget_add_controller (GTK_WIDGET (self), shortcuts);
+  self->shortcuts = shortcuts;
 }

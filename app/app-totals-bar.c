@@ -5,6 +5,8 @@
 
 #include <glib/gi18n.h>
 
+#include "planner-pipeline.h"
+
 struct _AppTotalsBar
 {
   AppDocumentView parent_instance;
@@ -13,8 +15,12 @@ struct _AppTotalsBar
   GtkLabel *compute;
   GtkLabel *comm;
   GtkLabel *collectives;
+  GtkWidget *memory_box;
   GtkLabel *memory;
   GtkLevelBar *memory_bar;
+  GtkLabel *memory_breakdown;
+  GtkLabel *memory_pipeline;
+  gboolean over_budget;
 };
 
 G_DEFINE_FINAL_TYPE (AppTotalsBar, app_totals_bar, APP_TYPE_DOCUMENT_VIEW)
@@ -88,28 +94,68 @@ update (AppDocumentView *view)
   g_autofree char *used = planner_format_bytes (total);
   g_autofree char *cap = planner_format_bytes (capacity);
   double fraction = capacity ? (double) total / capacity : 0;
+  self->over_budget = total > capacity;
   /* A plan that cannot fit says so in words, not only in colour. */
-  g_autofree char *mem = g_strdup_printf (fraction > 1.0 ? _("%s of %s: does not fit")
-                                                         : _("%s of %s"),
+  g_autofree char *mem = g_strdup_printf (self->over_budget ? _("%s of %s: does not fit")
+                                                            : _("%s of %s"),
                                           used, cap);
   set_figure (self->memory, _("Memory per device"), mem);
   gtk_level_bar_set_value (self->memory_bar, MIN (fraction, 1.0));
-  if (fraction > 1.0)
-    gtk_widget_add_css_class (GTK_WIDGET (self->memory), "error");
-  else
-    gtk_widget_remove_css_class (GTK_WIDGET (self->memory), "error");
+  /* Red in the bar itself (app-style.css): the level, the figure and the frame. */
+  GtkWidget *red[] = { GTK_WIDGET (self->memory), GTK_WIDGET (self->memory_bar),
+                        self->memory_box };
+  for (guint i = 0; i < G_N_ELEMENTS (red); i++)
+    if (self->over_budget)
+      gtk_widget_add_css_class (red[i], i == 0 ? "error" : "over-budget");
+    else
+      gtk_widget_remove_css_class (red[i], i == 0 ? "error" : "over-budget");
+
+  /* What the total is made of, as `propagate --json` prints it under "memory". */
   g_autofree char *params = planner_format_bytes (t->memory.parameters);
   g_autofree char *grads = planner_format_bytes (t->memory.gradients);
   g_autofree char *opt = planner_format_bytes (t->memory.optimizer);
   g_autofree char *acts = planner_format_bytes (t->memory.activations);
   g_autofree char *loss = planner_format_bytes (t->memory.loss);
   g_autofree char *buffers = planner_format_bytes (t->memory.buffers);
-  /* The loss path's temporaries and ZeRO's buckets are in the total too (issue 12). */
+  /* The loss path's temporaries and ZeRO's buckets are in the total too (issue 12): named
+   * when there are any. */
+  g_autofree char *breakdown
+      = t->memory.loss || t->memory.buffers
+            ? g_strdup_printf (_("Parameters %s · gradients %s · optimizer %s · activations %s · "
+                                 "loss %s · buffers %s"),
+                               params, grads, opt, acts, loss, buffers)
+            : g_strdup_printf (_("Parameters %s · gradients %s · optimizer %s · activations %s"),
+                               params, grads, opt, acts);
+  gtk_label_set_text (self->memory_breakdown, breakdown);
   g_autofree char *mem_tip = g_strdup_printf (
-      _("Parameters %s, gradients %s, optimizer states %s, activations %s (one micro-batch), "
-        "loss temporaries %s, ZeRO bucket buffers %s"),
+      _("Parameters %s, gradients %s, optimizer states %s, activations %s (the micro-batches "
+        "in flight), loss temporaries %s, ZeRO bucket buffers %s"),
       params, grads, opt, acts, loss, buffers);
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->memory), mem_tip);
+  gtk_widget_set_tooltip_text (self->memory_box, mem_tip);
+
+  /* With a pipeline the total is the fullest stage's: say which, and every stage's. */
+  g_autoptr (PlannerPipeline) pipeline = planner_pipeline_new (plan, FALSE, NULL);
+  gtk_widget_set_visible (GTK_WIDGET (self->memory_pipeline), pipeline != NULL);
+  if (pipeline)
+    {
+      guint fullest = 0;
+      g_autoptr (GString) stages = g_string_new (NULL);
+      for (guint s = 0; s < pipeline->n_stages; s++)
+        {
+          const PlannerPipelineStage *st = &pipeline->stages[s];
+          if (st->memory.total > pipeline->stages[fullest].memory.total)
+            fullest = s;
+          g_autofree char *b = planner_format_bytes (st->memory.total);
+          g_string_append_printf (stages, "%s%s", s ? ", " : "", b);
+        }
+      g_autofree char *in_flight
+          = g_strdup_printf ("%.3g", pipeline->stages[fullest].in_flight);
+      g_autofree char *text = g_strdup_printf (
+          _("Pipeline of %u stages: stage %u holds the most, %s micro-batches in flight; per "
+            "stage %s"),
+          pipeline->n_stages, fullest, in_flight, stages->str);
+      gtk_label_set_text (self->memory_pipeline, text);
+    }
 }
 
 const char *
@@ -123,9 +169,41 @@ char *
 app_totals_bar_dup_text (AppTotalsBar *self)
 {
   g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  gboolean pipeline = gtk_widget_get_visible (GTK_WIDGET (self->memory_pipeline));
   return g_strjoin ("\n", gtk_label_get_text (self->step), gtk_label_get_text (self->compute),
                     gtk_label_get_text (self->comm), gtk_label_get_text (self->collectives),
-                    gtk_label_get_text (self->memory), NULL);
+                    gtk_label_get_text (self->memory), gtk_label_get_text (self->memory_breakdown),
+                    pipeline ? gtk_label_get_text (self->memory_pipeline) : NULL, NULL);
+}
+
+gboolean
+app_totals_bar_get_over_budget (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), FALSE);
+  return self->over_budget;
+}
+
+GtkLevelBar *
+app_totals_bar_get_memory_bar (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  return self->memory_bar;
+}
+
+const char *
+app_totals_bar_get_memory_breakdown (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  return gtk_label_get_text (self->memory_breakdown);
+}
+
+const char *
+app_totals_bar_get_memory_pipeline (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  return gtk_widget_get_visible (GTK_WIDGET (self->memory_pipeline))
+             ? gtk_label_get_text (self->memory_pipeline)
+             : NULL;
 }
 
 GtkWidget *
@@ -144,6 +222,87 @@ app_totals_bar_dispose (GObject *object)
   G_OBJECT_CLASS (app_totals_bar_parent_class)->dispose (object);
 }
 
+/* Layout: the figures flow left to right at their natural widths and wrap onto another line
+ * where the next one would not fit (GtkFlowBox would put them in columns as wide as the
+ * widest figure, one per line here), so none is ever cut short or ellipsized. */
+#define FIGURE_SPACING 18
+#define LINE_SPACING 6
+
+/* Lays the children out in @width (allocating them when @allocate); returns the height. */
+static int
+flow (GtkWidget *widget, int width, gboolean allocate)
+{
+  int x = 0, y = 0, line_height = 0;
+  GtkWidget *line_start = NULL;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    {
+      if (!gtk_widget_should_layout (c))
+        continue;
+      int min_w, nat_w;
+      gtk_widget_measure (c, GTK_ORIENTATION_HORIZONTAL, -1, &min_w, &nat_w, NULL, NULL);
+      int w = MIN (nat_w, MAX (width, min_w));
+      if (line_start && x + FIGURE_SPACING + w > width)
+        {
+          y += line_height + LINE_SPACING;
+          x = 0;
+          line_height = 0;
+          line_start = NULL;
+        }
+      if (line_start)
+        x += FIGURE_SPACING;
+      int h;
+      gtk_widget_measure (c, GTK_ORIENTATION_VERTICAL, w, NULL, &h, NULL, NULL);
+      if (allocate)
+        gtk_widget_size_allocate (c, &(GtkAllocation){ x, y, w, h }, -1);
+      x += w;
+      line_height = MAX (line_height, h);
+      if (line_start == NULL)
+        line_start = c;
+    }
+  return y + line_height;
+}
+
+static GtkSizeRequestMode
+app_totals_bar_get_request_mode (GtkWidget *widget)
+{
+  return GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH;
+}
+
+static void
+app_totals_bar_measure (GtkWidget *widget, GtkOrientation orientation, int for_size,
+                        int *minimum, int *natural, int *minimum_baseline, int *natural_baseline)
+{
+  if (orientation == GTK_ORIENTATION_VERTICAL)
+    {
+      int width = for_size;
+      if (width < 0)
+        app_totals_bar_measure (widget, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &width, NULL, NULL);
+      *minimum = *natural = flow (widget, width, FALSE);
+      return;
+    }
+  /* As narrow as the widest figure; naturally all on one line. */
+  int min = 0, nat = 0, n = 0;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
+    {
+      if (!gtk_widget_should_layout (c))
+        continue;
+      int cm, cn;
+      gtk_widget_measure (c, GTK_ORIENTATION_HORIZONTAL, -1, &cm, &cn, NULL, NULL);
+      min = MAX (min, cm);
+      nat += cn + (n++ ? FIGURE_SPACING : 0);
+    }
+  if (minimum)
+    *minimum = min;
+  if (natural)
+    *natural = nat;
+}
+
+static void
+app_totals_bar_size_allocate (GtkWidget *widget, int width, int height, int baseline)
+{
+  flow (widget, width, TRUE);
+}
+
 static void
 app_totals_bar_class_init (AppTotalsBarClass *klass)
 {
@@ -151,27 +310,41 @@ app_totals_bar_class_init (AppTotalsBarClass *klass)
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_totals_bar_dispose;
   APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = update;
-  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
+  widget_class->get_request_mode = app_totals_bar_get_request_mode;
+  widget_class->measure = app_totals_bar_measure;
+  widget_class->size_allocate = app_totals_bar_size_allocate;
   gtk_widget_class_set_css_name (widget_class, "totalsbar");
+}
+
+/* A figure: never ellipsized nor wrapped, so its minimum width is its natural width and the
+ * bar moves it to the next line rather than cutting it. */
+static GtkLabel *
+new_label (void)
+{
+  GtkWidget *label = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  gtk_widget_set_valign (label, GTK_ALIGN_START);
+  gtk_widget_add_css_class (label, "numeric");
+  return GTK_LABEL (label);
+}
+
+static void
+add_child (AppTotalsBar *self, GtkWidget *child)
+{
+  gtk_widget_set_parent (child, GTK_WIDGET (self));
 }
 
 static GtkLabel *
 add_label (AppTotalsBar *self)
 {
-  GtkWidget *label = gtk_label_new (NULL);
-  gtk_label_set_xalign (GTK_LABEL (label), 0);
-  /* Narrow windows cut figures short rather than push the graph aside. */
-  gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
-  gtk_widget_add_css_class (label, "numeric");
-  gtk_widget_set_parent (label, GTK_WIDGET (self));
-  return GTK_LABEL (label);
+  GtkLabel *label = new_label ();
+  add_child (self, GTK_WIDGET (label));
+  return label;
 }
 
 static void
 app_totals_bar_init (AppTotalsBar *self)
 {
-  GtkBoxLayout *layout = GTK_BOX_LAYOUT (gtk_widget_get_layout_manager (GTK_WIDGET (self)));
-  gtk_box_layout_set_spacing (layout, 18);
   gtk_widget_set_margin_start (GTK_WIDGET (self), 12);
   gtk_widget_set_margin_end (GTK_WIDGET (self), 12);
   gtk_widget_set_margin_top (GTK_WIDGET (self), 6);
@@ -181,15 +354,31 @@ app_totals_bar_init (AppTotalsBar *self)
   self->comm = add_label (self);
   self->collectives = add_label (self);
   gtk_widget_add_css_class (GTK_WIDGET (self->collectives), "caption");
-  gtk_widget_set_hexpand (GTK_WIDGET (self->collectives), TRUE);
-  self->memory = add_label (self);
+
+  self->memory_box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 3);
+  gtk_widget_add_css_class (self->memory_box, "memory");
+  self->memory = new_label ();
+  gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory));
   self->memory_bar = GTK_LEVEL_BAR (gtk_level_bar_new_for_interval (0, 1));
-  gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_LOW, 0.75);
-  gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_HIGH, 0.9);
-  gtk_level_bar_add_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_FULL, 1.0);
-  gtk_widget_set_size_request (GTK_WIDGET (self->memory_bar), 80, -1);
-  gtk_widget_set_valign (GTK_WIDGET (self->memory_bar), GTK_ALIGN_CENTER);
-  gtk_widget_set_parent (GTK_WIDGET (self->memory_bar), GTK_WIDGET (self));
+  /* GTK's offsets are a battery's (low is bad); memory is bad when full: the level is
+   * "memory-near" over 90 % and the bar red (over-budget) beyond the capacity. */
+  gtk_level_bar_remove_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_LOW);
+  gtk_level_bar_remove_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_HIGH);
+  gtk_level_bar_remove_offset_value (self->memory_bar, GTK_LEVEL_BAR_OFFSET_FULL);
+  gtk_level_bar_add_offset_value (self->memory_bar, "memory-ok", 0.9);
+  gtk_level_bar_add_offset_value (self->memory_bar, "memory-near", 1.0);
+  gtk_widget_add_css_class (GTK_WIDGET (self->memory_bar), "memory");
+  gtk_widget_set_size_request (GTK_WIDGET (self->memory_bar), 160, -1);
+  gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory_bar));
+  self->memory_breakdown = new_label ();
+  gtk_widget_add_css_class (GTK_WIDGET (self->memory_breakdown), "caption");
+  gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory_breakdown));
+  self->memory_pipeline = new_label ();
+  gtk_widget_add_css_class (GTK_WIDGET (self->memory_pipeline), "caption");
+  gtk_widget_set_visible (GTK_WIDGET (self->memory_pipeline), FALSE);
+  gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory_pipeline));
+  add_child (self, self->memory_box);
+
   app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (update));
   gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
 }

@@ -16,5 +16,13 @@ GtkWidget *app_totals_bar_new (void);
 const char *app_totals_bar_get_step_text (AppTotalsBar *self);
 /* Everything shown, one line per figure. */
 char *app_totals_bar_dup_text (AppTotalsBar *self);
+/* The plan needs more memory per device than the profile has: the bar shows it in red
+ * ("over-budget" on the memory figure's box and level bar, app-style.css). */
+gboolean app_totals_bar_get_over_budget (AppTotalsBar *self);
+GtkLevelBar *app_totals_bar_get_memory_bar (AppTotalsBar *self);
+/* The memory total's parts as shown ("Parameters 277.2 KiB · gradients …"), and with a
+ * pipeline the stages' line (NULL without one). */
+const char *app_totals_bar_get_memory_breakdown (AppTotalsBar *self);
+const char *app_totals_bar_get_memory_pipeline (AppTotalsBar *self);
 
 G_END_DECLS

@@ -583,6 +583,23 @@ action_compare (GtkWidget *widget, const char *name, GVariant *param)
                         app_document_get_name (self->document));
 }
 
+/* Escape or the close button in compare mode. */
+static void
+on_compare_close (AppWindow *self)
+{
+  if (g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "compare") == 0)
+    gtk_stack_set_visible_child_name (self->mode_stack, self->document ? "plan" : "empty");
+}
+
+static void
+on_mode_changed (AppWindow *self)
+{
+  GAction *action = g_action_map_lookup_action (G_ACTION_MAP (self), "compare");
+  gboolean on = g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "compare") == 0;
+  if (action)
+    g_simple_action_set_state (G_SIMPLE_ACTION (action), g_variant_new_boolean (on));
+}
+
 /* Each node shows its op's measured against estimated time and error. */
 void
 app_window_show_trial_on_nodes (AppWindow *self, const ExecutorTrialResult *result)
@@ -963,7 +980,8 @@ static const GActionEntry win_entries[] = {
   { "redo", NULL, NULL, NULL, NULL },
   { "export", NULL, "s", NULL, NULL },
   { "trial-run", NULL, NULL, NULL, NULL },
-  { "compare", NULL, NULL, NULL, NULL },
+  /* Stateful: the header's toggle shows whether compare mode is on, however it was left. */
+  { "compare", NULL, NULL, "false", NULL },
   { "pin", NULL, "s", NULL, NULL },
   { "unpin", NULL, NULL, NULL, NULL },
   { "suggest-plans", NULL, NULL, NULL, NULL },
@@ -1038,7 +1056,12 @@ app_window_init_actions (AppWindow *self)
       const GVariantType *type = win_entries[i].parameter_type
                                      ? G_VARIANT_TYPE (win_entries[i].parameter_type)
                                      : NULL;
-      g_autoptr (GSimpleAction) action = g_simple_action_new (win_entries[i].name, type);
+      g_autoptr (GVariant) state
+          = win_entries[i].state ? g_variant_parse (NULL, win_entries[i].state, NULL, NULL, NULL)
+                                 : NULL;
+      g_autoptr (GSimpleAction) action
+          = state ? g_simple_action_new_stateful (win_entries[i].name, type, state)
+                  : g_simple_action_new (win_entries[i].name, type);
       g_object_set_data (G_OBJECT (action), "func", funcs[i].func);
       g_signal_connect (action, "activate", G_CALLBACK (forward_action), self);
       g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (action));
@@ -1052,6 +1075,9 @@ app_window_init_actions (AppWindow *self)
                             G_CALLBACK (app_window_update_search_matches), self);
   g_signal_connect_swapped (self->sidebar, "plan-activated", G_CALLBACK (on_plan_activated),
                             self);
+  g_signal_connect_swapped (self->compare_view, "close", G_CALLBACK (on_compare_close), self);
+  g_signal_connect_swapped (self->mode_stack, "notify::visible-child-name",
+                            G_CALLBACK (on_mode_changed), self);
 }
 
 static const struct

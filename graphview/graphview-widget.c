@@ -51,6 +51,9 @@ struct _GraphviewWidget
   guint kinetic_id;
   gint64 kinetic_time;
   double pinch_scale;
+
+  /* The view last announced with "viewport-changed". */
+  double told_scale, told_x, told_y;
 };
 
 G_DEFINE_FINAL_TYPE (GraphviewWidget, graphview_widget, GTK_TYPE_WIDGET)
@@ -61,6 +64,7 @@ enum
   SIGNAL_SELECTION_CHANGED,
   SIGNAL_ITEM_ACTIVATED,
   SIGNAL_LAYOUT_READY,
+  SIGNAL_VIEWPORT_CHANGED,
   N_SIGNALS
 };
 
@@ -209,10 +213,32 @@ graphview_widget_get_legend_rect (GraphviewWidget *self, graphene_rect_t *rect)
   return TRUE;
 }
 
+/* Every change of zoom or origin ends in clamp_view(): it says so once per change, so that
+ * another view can follow (the compare panes). */
+static void
+tell_viewport (GraphviewWidget *self)
+{
+  if (self->scale == self->told_scale && self->x == self->told_x && self->y == self->told_y)
+    return;
+  self->told_scale = self->scale;
+  self->told_x = self->x;
+  self->told_y = self->y;
+  g_signal_emit (self, signals[SIGNAL_VIEWPORT_CHANGED], 0);
+}
+
+static void clamp_view_only (GraphviewWidget *self);
+
 /* Keeps some of the graph in view: the origin may not leave the bounds by more than the
  * view itself. */
 static void
 clamp_view (GraphviewWidget *self)
+{
+  clamp_view_only (self);
+  tell_viewport (self);
+}
+
+static void
+clamp_view_only (GraphviewWidget *self)
 {
   double fit = graphview_widget_get_fit_zoom (self);
   self->scale = CLAMP (self->scale, fit, GRAPHVIEW_WIDGET_MAX_ZOOM);
@@ -258,6 +284,18 @@ graphview_widget_zoom_at (GraphviewWidget *self, double factor, double x, double
   self->scale = CLAMP (self->scale * factor, fit, GRAPHVIEW_WIDGET_MAX_ZOOM);
   self->x = wx - x / self->scale;
   self->y = wy - y / self->scale;
+  clamp_view (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+graphview_widget_set_viewport (GraphviewWidget *self, double zoom, double x, double y)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  g_return_if_fail (zoom > 0);
+  self->scale = zoom;
+  self->x = x;
+  self->y = y;
   clamp_view (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
@@ -948,6 +986,10 @@ graphview_widget_class_init (GraphviewWidgetClass *klass)
   signals[SIGNAL_LAYOUT_READY]
       = g_signal_new ("layout-ready", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                       NULL, G_TYPE_NONE, 0);
+  /* The zoom or the origin changed (wheel, pinch, drag, keys, fit, centring, a resize). */
+  signals[SIGNAL_VIEWPORT_CHANGED]
+      = g_signal_new ("viewport-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
+                      NULL, NULL, G_TYPE_NONE, 0);
   gtk_widget_class_set_css_name (widget_class, "graphview");
 }
 
@@ -956,7 +998,7 @@ graphview_widget_init (GraphviewWidget *self)
 {
   GtkWidget *widget = GTK_WIDGET (self);
   self->layouter = graphview_layouter_new ();
-  self->scale = 1;
+  self->scale = self->told_scale = 1;
   self->hover = self->selected = self->focus_op = -1;
   self->show_legend = TRUE;
   gtk_widget_set_focusable (widget, TRUE);

@@ -64,6 +64,10 @@ void graphview_widget_zoom_to_fit (GraphviewWidget *self);
  * (@x, @y) where it is. */
 void graphview_widget_zoom_at (GraphviewWidget *self, double factor, double x, double y);
 void graphview_widget_pan (GraphviewWidget *self, double dx, double dy);
+/* Sets the zoom and the world point at the top-left at once, clamped as the user's zoom and
+ * pan are: another view's viewport, to keep two views in step. Every change of the viewport,
+ * this one included, emits "viewport-changed". */
+void graphview_widget_set_viewport (GraphviewWidget *self, double zoom, double x, double y);
 /* Widget coordinates to world and back. */
 void graphview_widget_to_world (GraphviewWidget *self, double x, double y, double *wx, double *wy);
 int graphview_widget_item_at (GraphviewWidget *self, double x, double y);
