@@ -116,7 +116,7 @@ planner_export_dtensor_pipeline (GString *out, PlannerPlan *plan, GError **error
                                g_strdup_printf ("%s: used by %s on chunk %d and by %s on chunk "
                                                 "%d; the script does not sum a shared "
                                                 "parameter's gradients between stages (untie "
-                                                "it, or put both on one stage with --stages)",
+                                                "it: tie_word_embeddings false)",
                                                 pt->name, planner_graph_get_op (graph, a)->name,
                                                 pl->op_chunk[a],
                                                 planner_graph_get_op (graph, b)->name,

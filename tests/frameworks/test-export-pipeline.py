@@ -2,8 +2,9 @@
 """Issue 18: the DTensor scripts Shardscope exports for a mesh with a pipeline axis pp, run in
 real PyTorch (torch.distributed.pipelining) on CPU ranks with gloo.
 
-A 4-layer llama (data/models/'s config shrunk as tests/frameworks/test-hf-reference.py shrinks
-it, with 4 layers) is propagated and exported with
+A 4-layer llama and an untied 4-layer gpt2 (data/models/'s configs shrunk as
+tests/frameworks/test-hf-reference.py shrinks them, with 4 layers) are propagated and exported
+with
 
     shardscope-cli propagate CONFIG --mesh MESH [--policy P] --batch B --seq 8 \\
         --micro-batches 4 --schedule S [--virtual-stages 2] -o PLAN
@@ -11,12 +12,14 @@ it, with 4 layers) is propagated and exported with
 
 for pp=2 (2 ranks; gpipe, 1f1b), pp=2,tp=2 (4 ranks; megatron under gpipe and 1f1b, megatron-sp
 under 1f1b, megatron interleaved with 2 virtual stages) and pp=2,dp=2 (4 ranks; FSDP within
-each stage). Each script's chunk split, schedule and micro-batches must be the plan's
+each stage); gpt2 on pp=2,tp=2 under 1f1b. Each script's chunk split, schedule and micro-batches must be the plan's
 (summary.stages, summary.pipeline), and its self_check() under torch.distributed.run must give
 the unsharded Hugging Face model's loss and logits, every gradient after the backward pass and
 every parameter after one SGD step within 1e-4 relative (the largest error over the largest
 reference value, the worst over all ranks), each parameter held on exactly one stage. Besides:
 - one script runs unchanged as `torchrun --nproc-per-node 4 plan.py --config config.json`;
+- gpt2 with its lm_head tied to wte (first and last stage) is refused at export (exit 1, the
+  reason named);
 - control: the pp=2,tp=2 1f1b script with its two chunks swapped (the embedding then feeds
   layers 2-3, and the norm and lm_head follow layers 0-1) must fail the check.
 
@@ -48,22 +51,31 @@ RUNS = [
     ("pp2tp2_sp_1f1b", "pp=2,tp=2", 4, 4, ["--policy", "megatron-sp", "--schedule", "1f1b"]),
     ("pp2tp2_interleaved", "pp=2,tp=2", 4, 4, ["--policy", "megatron", "--virtual-stages", "2"]),
     ("pp2dp2_1f1b", "pp=2,dp=2", 4, 8, ["--policy", "dp", "--schedule", "1f1b"]),
+    # GPT-2 untied: its position embedding is a pass-through of zeros on the later stage.
+    ("gpt2_pp2tp2_1f1b", "pp=2,tp=2", 4, 4, ["--policy", "megatron", "--schedule", "1f1b"]),
 ]
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
              "interleaved": "ScheduleInterleaved1F1B"}
 
 
-def shrunk_config(folder):
+def shrunk_configs(folder):
+    """llama and gpt2 (tied, and untied) with LAYERS layers."""
     spec = importlib.util.spec_from_file_location("hf_reference",
                                                   os.path.join(HERE, "test-hf-reference.py"))
     ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ref)
-    config = ref.hf_config("llama")
-    config.num_hidden_layers = LAYERS
-    config.bos_token_id = config.eos_token_id = None
-    d = os.path.join(folder, "llama")
-    config.save_pretrained(d)
-    return os.path.join(d, "config.json")
+    paths = {}
+    for name, model, tied in (("llama", "llama", False), ("gpt2", "gpt2", True),
+                              ("gpt2_untied", "gpt2", False)):
+        config = ref.hf_config(model)
+        config.num_hidden_layers = LAYERS
+        config.bos_token_id = config.eos_token_id = None
+        if model == "gpt2":
+            config.tie_word_embeddings = tied
+        d = os.path.join(folder, name)
+        config.save_pretrained(d)
+        paths[name] = os.path.join(d, "config.json")
+    return paths
 
 
 def cli(*args):
@@ -137,11 +149,26 @@ def main():
         if keep:
             tmp = keep
             os.makedirs(tmp, exist_ok=True)
-        config = shrunk_config(tmp)
+        configs = shrunk_configs(tmp)
+        # GPT-2 tied: wte on the first stage and lm_head on the last share a weight whose
+        # gradients the script would have to sum between stages; refused with the reason.
+        plan = os.path.join(tmp, "plan_gpt2_tied.json")
+        p = cli("propagate", configs["gpt2"], "--mesh", "pp=2,tp=2", "--policy", "megatron",
+                "--batch", "4", "--seq", str(S), "--micro-batches", str(M), "--allow-tied",
+                "-o", plan)
+        e = cli("export", plan, "--format", "dtensor", "-o", os.path.join(tmp, "refused.py"))
+        results.append((p.returncode == 0 and e.returncode == 1
+                        and "transformer.wte.weight: used by transformer.wte on chunk 0 and by "
+                        "lm_head on chunk 1" in e.stderr
+                        and not os.path.exists(os.path.join(tmp, "refused.py")),
+                        "gpt2 tied on pp=2,tp=2: export refused with the reason (exit %d): %s"
+                        % (e.returncode, e.stderr.strip().splitlines()[-1:])))
         for name, mesh, ranks, batch, how in RUNS:
+            config = configs["gpt2_untied" if name.startswith("gpt2") else "llama"]
             plan = os.path.join(tmp, "plan_%s.json" % name)
             script = os.path.join(tmp, "plan_%s.py" % name)
-            what = "llama %d layers on %s %s" % (LAYERS, mesh, " ".join(how))
+            what = "%s %d layers on %s %s" % ("gpt2 untied" if name.startswith("gpt2") else
+                                              "llama", LAYERS, mesh, " ".join(how))
             p = cli("propagate", config, "--mesh", mesh, *how, "--batch", str(batch), "--seq",
                     str(S), "--micro-batches", str(M), "-o", plan)
             if p.returncode != 0:
@@ -215,7 +242,7 @@ def main():
         # Unchanged, as a user runs it.
         if control:
             j = control[0]
-            p = torchrun(4, os.path.basename(j["script"]), "--config", config, cwd=tmp)
+            p = torchrun(4, os.path.basename(j["script"]), "--config", j["config"], cwd=tmp)
             line = [l for l in p.stdout.splitlines() if l.startswith("self-check ")]
             fig = json.loads(line[0][len("self-check "):]) if line else {}
             results.append((p.returncode == 0 and fig.get("ok") is True,
