@@ -141,10 +141,16 @@ planner_export_dtensor_pipeline (GString *out, PlannerPlan *plan, GError **error
       return FALSE;
     }
 
+  /* The header's usage lines are those of a model without a pipeline: these replace them. */
   g_string_append_printf (out,
-                          "\n# Pipeline over %s (build_pipeline, pipeline_step): chunk c runs "
-                          "CHUNK_LAYERS[c] of %s on\n# the ranks whose %s coordinate is "
-                          "c %% %u; %s, %u micro-batches per step.\n",
+                          "\n# Pipeline over %s: chunk c runs CHUNK_LAYERS[c] of %s on the "
+                          "ranks whose %s coordinate\n# is c %% %u; %s, %u micro-batches "
+                          "per step. On every rank, instead of parallelize():\n"
+                          "#     schedule, chunks, mesh = build_pipeline(model)   # this "
+                          "rank's chunks, each parallelized\n"
+                          "#     loss, logits = pipeline_step(schedule, chunks, mesh, "
+                          "input_ids[local_rows(mesh, len(input_ids))])\n"
+                          "#     for chunk in chunks: optimizer over chunk.parameters()\n",
                           mesh->names[pl->axis], layer_list, mesh->names[pl->axis], pl->p,
                           schedule_class (pl->schedule), pl->m);
   g_string_append (out, "PP_DIM = ");
@@ -154,9 +160,14 @@ planner_export_dtensor_pipeline (GString *out, PlannerPlan *plan, GError **error
   g_string_append (out, "LAYER_LIST = ");
   planner_export_append_python_string (out, layer_list);
   g_string_append_printf (out, "\nPIPELINE_LAYERS = %u\nCHUNK_LAYERS = (", pl->n_layers);
+  /* Each chunk's layers as a tuple of ints: plain literals, like the rest of the data. */
   for (guint c = 0; c < pl->n_chunks; c++)
-    g_string_append_printf (out, "%srange(%d, %d)", c > 0 ? ", " : "", pl->chunk_first[c],
-                            pl->chunk_last[c] + 1);
+    {
+      g_string_append (out, c > 0 ? ", (" : "(");
+      for (int l = pl->chunk_first[c]; l <= pl->chunk_last[c]; l++)
+        g_string_append_printf (out, "%s%d", l > pl->chunk_first[c] ? ", " : "", l);
+      g_string_append (out, pl->chunk_first[c] == pl->chunk_last[c] ? ",)" : ")");
+    }
   g_string_append (out, pl->n_chunks == 1 ? ",)\nFIRST_MODULES = " : ")\nFIRST_MODULES = ");
   append_names (out, first);
   g_string_append (out, "\nLAST_MODULES = ");

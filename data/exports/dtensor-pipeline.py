@@ -3,7 +3,7 @@
 # ---- pipeline parallelism over PP_DIM (torch.distributed.pipelining) ----
 #
 # Every rank keeps the chunks of the layers its pp coordinate runs (CHUNK_LAYERS[c] on pp rank
-# c % PP_SIZE), each a copy of the Hugging Face model with the rest taken out: the layers of
+# c % mesh[PP_DIM].size()), each a copy of the Hugging Face model with the rest taken out: the layers of
 # other chunks become pass-throughs (the model's own forward still loops over every index, so
 # masks and layer types stay as transformers computes them), the modules before the first layer
 # (FIRST_MODULES) stay on chunk 0 only, those after the last (LAST_MODULES) on the last chunk

@@ -200,10 +200,10 @@ def main():
         if control:
             with open(control[0]["script"], encoding="ascii") as f:
                 text = f.read()
-            old = "CHUNK_LAYERS = (range(0, 2), range(2, 4))"
+            old = "CHUNK_LAYERS = ((0, 1), (2, 3))"
             broken = os.path.join(tmp, "plan_pp2tp2_swapped.py")
             with open(broken, "w", encoding="ascii") as f:
-                f.write(text.replace(old, "CHUNK_LAYERS = (range(2, 4), range(0, 2))"))
+                f.write(text.replace(old, "CHUNK_LAYERS = ((2, 3), (0, 1))"))
             results.append((old in text, "control: the pp=2,tp=2 1f1b script holds %s" % old))
             jobs[4].append(dict(control[0], what="control: pp=2,tp=2 1f1b with its chunks "
                                 "swapped", module="plan_pp2tp2_swapped", script=broken,
