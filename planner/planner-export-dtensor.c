@@ -1292,7 +1292,10 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
     }
   g_string_append (out, "\n\n");
   append_data (out, &x, entries);
-  if (!append_resource (out, "exports/dtensor-apply.py", error))
+  /* PP_DIM, and with a pipeline its split and build_pipeline() (before the self-check's code,
+   * which uses them). */
+  if (!planner_export_dtensor_pipeline (out, plan, error)
+      || !append_resource (out, "exports/dtensor-apply.py", error))
     {
       g_string_free (out, TRUE);
       dtensor_clear (&x);

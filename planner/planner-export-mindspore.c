@@ -10,6 +10,7 @@
 #include "planner-export.h"
 #include "planner-json.h"
 #include "planner-pipeline.h"
+#include "planner-request.h"
 
 /* The MindSpore exports (planner-export.h). MindSpore looks an op's strategy up in a strategy
  * file by "<Primitive>_<name of its first parameter input>", so the file can carry only ops
@@ -418,6 +419,87 @@ split_name (const char *name, char **cell, char **attr)
   *attr = g_strdup (dot != NULL ? dot + 1 : name);
 }
 
+static const char *
+stage_cell (const char *name, char **owned)
+{
+  gsize prefix = 0;
+  if (planner_op_block (name, &prefix) >= 0)
+    return *owned = g_strndup (name, prefix);
+  return name;
+}
+
+/* MindSpore's pipeline settings for a plan with a pp axis: the parallel context
+ * (pipeline_stages, pipeline_config; pipeline_segments with virtual stages) and each cell's
+ * pipeline_stage (and pipeline_segment, the chunk's index on its stage), as
+ * mindspore.parallel.nn.Pipeline takes them (stage_config, segment_config). The layers' cells
+ * and the modules with parameters outside them (embedding with the first chunk, final norm and
+ * head with the last). MindSpore runs GPipe only as an interleaved schedule. */
+static void
+append_pipeline (GString *out, PlannerPlan *plan)
+{
+  g_autoptr (PlannerPipeline) pl = planner_pipeline_new (plan, FALSE, NULL);
+  if (pl == NULL)
+    return;
+  PlannerGraph *graph = planner_plan_get_graph (plan);
+  const PlannerMesh *mesh = planner_plan_get_mesh (plan);
+  GString *stages = g_string_new (NULL), *segments = g_string_new (NULL);
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  guint64 devices = 1;
+
+  for (guint a = 0; a < mesh->n_axes; a++)
+    devices *= mesh->sizes[a];
+  for (guint i = 0; i < planner_graph_get_n_ops (graph); i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (graph, i);
+      g_autofree char *owned = NULL;
+      const char *cell = stage_cell (op->name, &owned);
+      if ((owned == NULL && !planner_export_has_parameter_input (graph, op))
+          || !g_hash_table_add (seen, g_strdup (cell)))
+        continue;
+      g_string_append (stages, "    ");
+      planner_export_append_python_string (stages, cell);
+      g_string_append_printf (stages, ": %d,\n", planner_pipeline_op_stage (pl, i));
+      g_string_append (segments, "    ");
+      planner_export_append_python_string (segments, cell);
+      g_string_append_printf (segments, ": %u,\n", (guint)pl->op_chunk[i] / pl->p);
+    }
+  gboolean interleave = pl->v > 1 || pl->schedule == PLANNER_SCHEDULE_GPIPE;
+  g_autofree char *chunks = pl->v > 1 ? g_strdup_printf (" of %u chunks each", pl->v) : g_strdup ("");
+  g_autofree char *n_segments
+      = pl->v > 1 ? g_strdup_printf ("'pipeline_segments': %u, ", pl->v) : g_strdup ("");
+  g_string_append_printf (
+      out,
+      "\n\n# Pipeline over %s: %u stages%s, %s, %u micro-batches. Set PARALLEL_CONTEXT with\n"
+      "# mindspore.set_auto_parallel_context(**PARALLEL_CONTEXT) before building the network,\n"
+      "# then train pipeline(net) (mindspore.parallel.nn.Pipeline with STAGES%s).\n"
+      "PIPELINE_STAGES = %u\nMICRO_BATCHES = %u\n"
+      "PIPELINE_CONFIG = {'pipeline_interleave': %s, 'pipeline_scheduler': '%s'}\n"
+      "PARALLEL_CONTEXT = {'parallel_mode': 'semi_auto_parallel', 'device_num': %" G_GUINT64_FORMAT
+      ", 'pipeline_stages': %u, %s'pipeline_config': PIPELINE_CONFIG}\n"
+      "STAGES = {\n%s}\n",
+      mesh->names[pl->axis], pl->p,
+      chunks,
+      planner_schedule_to_string (pl->schedule), pl->m, pl->v > 1 ? " and SEGMENTS" : "",
+      pl->p, pl->m, interleave ? "True" : "False",
+      pl->schedule == PLANNER_SCHEDULE_GPIPE ? "gpipe" : "1f1b", devices, pl->p,
+      n_segments, stages->str);
+  if (pl->v > 1)
+    g_string_append_printf (out, "SEGMENTS = {\n%s}\n", segments->str);
+  else
+    g_string_append (out, "SEGMENTS = None\n");
+  g_string_append (out,
+                   "\n\ndef pipeline(net):\n"
+                   "    \"\"\"@net (its cells named as in STAGES) wrapped for MindSpore's "
+                   "pipeline: each cell's\n"
+                   "    pipeline_stage (and pipeline_segment) set, the batch cut into "
+                   "MICRO_BATCHES.\"\"\"\n"
+                   "    from mindspore.parallel.nn import Pipeline\n\n"
+                   "    return Pipeline(net, MICRO_BATCHES, stage_config=STAGES, "
+                   "segment_config=SEGMENTS)\n");
+  g_string_free (stages, TRUE);
+  g_string_free (segments, TRUE);
+}
+
 char *
 planner_export_mindspore_shard (PlannerPlan *plan, GPtrArray *notes, GError **error)
 {
@@ -499,18 +581,26 @@ planner_export_mindspore_shard (PlannerPlan *plan, GPtrArray *notes, GError **er
       planner_export_append_escaped (out, g_ptr_array_index (lines, i), FALSE);
       g_string_append_c (out, '\n');
     }
+  /* A Layout covers one pipeline stage's devices: the pp axis splits no tensor (issue 18). */
+  int pp = planner_mesh_pipeline_axis (mesh);
+  guint n_layout_axes = 0;
   g_string_append (out, "\nfrom mindspore.parallel import Layout\n\nDEVICE_MATRIX = (");
   for (guint a = 0; a < mesh->n_axes; a++)
-    g_string_append_printf (out, "%s%u", a > 0 ? ", " : "", mesh->sizes[a]);
-  g_string_append (out, mesh->n_axes == 1 ? ",)\nALIAS = (" : ")\nALIAS = (");
+    if ((int)a != pp)
+      g_string_append_printf (out, "%s%u", n_layout_axes++ > 0 ? ", " : "", mesh->sizes[a]);
+  g_string_append (out, n_layout_axes == 1 ? ",)\nALIAS = (" : ")\nALIAS = (");
+  n_layout_axes = 0;
   for (guint a = 0; a < mesh->n_axes; a++)
-    {
-      if (a > 0)
-        g_string_append (out, ", ");
-      planner_export_append_python_string (out, mesh->names[a]);
-    }
-  g_string_append (out, mesh->n_axes == 1 ? ",)\n" : ")\n");
-  g_string_append (out, "layout = Layout(DEVICE_MATRIX, ALIAS)\n\nSHARDS = [\n");
+    if ((int)a != pp)
+      {
+        if (n_layout_axes++ > 0)
+          g_string_append (out, ", ");
+        planner_export_append_python_string (out, mesh->names[a]);
+      }
+  g_string_append (out, n_layout_axes == 1 ? ",)\n" : ")\n");
+  /* No axis but pp: no dim is split by two axes, so no Layout is needed. */
+  g_string_append (out, n_layout_axes > 0 ? "layout = Layout(DEVICE_MATRIX, ALIAS)\n\nSHARDS = [\n"
+                                          : "layout = None\n\nSHARDS = [\n");
   g_string_append_len (out, entries->str, entries->len);
   g_string_append (
       out,
@@ -529,6 +619,7 @@ planner_export_mindspore_shard (PlannerPlan *plan, GPtrArray *notes, GError **er
       "primitive, path, attr))\n"
       "        prim.shard(strategy)\n"
       "    return len(SHARDS)\n");
+  append_pipeline (out, plan);
   g_string_free (entries, TRUE);
   planner_export_notes_clear (&n);
   return g_string_free (out, FALSE);

@@ -38,4 +38,9 @@ int planner_export_operand_dim_of_factor (const PlannerOperandMap *map, guint f)
 int planner_export_batch_factor (const PlannerOpRule *rule);
 gboolean planner_export_has_parameter_input (PlannerGraph *graph, const PlannerOp *op);
 
+/* The DTensor script's pipeline part (planner-export-dtensor-pipeline.c): "PP_DIM = None", or
+ * with a pp axis the plan's stage split, schedule and build_pipeline(); FALSE with @error when
+ * the script cannot run the plan's pipeline. */
+gboolean planner_export_dtensor_pipeline (GString *out, PlannerPlan *plan, GError **error);
+
 G_END_DECLS

@@ -7,7 +7,10 @@ def _matches(name, pattern):
 
 
 def _modules(model, pattern):
-    return [(name, m) for name, m in model.named_modules() if name and _matches(name, pattern)]
+    """The modules a key names; a pipeline chunk's stand-ins for what other chunks run
+    (pipeline_placeholder) are none of them."""
+    return [(name, m) for name, m in model.named_modules()
+            if name and _matches(name, pattern) and not getattr(m, "pipeline_placeholder", False)]
 
 
 def _check_mesh(mesh):
@@ -31,7 +34,9 @@ def parallelize(model, mesh=None, device_type="cuda"):
     _check_mesh(mesh)
     if TP_DIM is not None and PLAN:
         tp = mesh[TP_DIM]
-        parallelize_module(model, tp, PLAN)
+        # Each key as the modules it names in this model: a pipeline chunk holds only some.
+        parallelize_module(model, tp, {name: style for key, style in PLAN.items()
+                                       for name, _ in _modules(model, key)})
         # A fused projection's parent splits its output in local parts (GPT-2's split_size).
         for pattern, groups in FUSED.items():
             for name, _ in _modules(model, pattern):
@@ -42,6 +47,8 @@ def parallelize(model, mesh=None, device_type="cuda"):
         # lm_head) is made one parameter again.
         for user, owner in TIED:
             module, _, attr = user.rpartition(".")
+            if not _modules(model, module) or not _modules(model, owner.rpartition(".")[0]):
+                continue  # a pipeline chunk without one of them
             setattr(model.get_submodule(module), attr, model.get_parameter(owner))
     dp = [axis for axis in DP_DIMS if mesh[axis].size() > 1]
     if dp:
@@ -125,7 +132,11 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     _randomize(reference, seed)
     reference.eval()  # dropout off on both sides
     model = copy.deepcopy(reference)
-    mesh = parallelize(model, mesh=mesh, device_type=device_type)
+    if PP_DIM is None:
+        mesh = parallelize(model, mesh=mesh, device_type=device_type)
+    else:  # this rank's chunks, parallelized each
+        pipe = build_pipeline(model, mesh=mesh, device_type=device_type, seq=seq)
+        mesh = pipe[2]
     ids = torch.randint(0, config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(seed + 1))
     ids = ids.to(device_type)
     pos = positions(ids)
@@ -146,6 +157,10 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     torch.optim.SGD(reference.parameters(), lr=lr).step()
     want_params = {n: as_planned(n, p.detach()) for n, p in reference.named_parameters()}
 
+    if PP_DIM is not None:
+        figures, names = _pipeline_figures(pipe, ids[rows], want_logits[rows], want_loss,
+                                           want_grads, want_params, lr)
+        return _gather_figures(figures, names, tolerance)
     logits = model(ids[rows], position_ids=pos).logits
     if LOSS_PARALLEL:
         with loss_parallel():
@@ -169,6 +184,13 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     figures["worst_grad"] = worst[0]
     torch.optim.SGD(model.parameters(), lr=lr).step()
     figures["params"] = max(_rel(_full(p.detach()), want_params[n]) for n, p in model.named_parameters())
+    return _gather_figures(figures, names, tolerance)
+
+
+def _gather_figures(figures, names, tolerance):
+    """The worst of every rank's figures, the same on each."""
+    import torch.distributed as dist
+
     keys = ("logits", "loss", "grads", "params")
     t = torch.tensor([figures[k] for k in keys], dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)

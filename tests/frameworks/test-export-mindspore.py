@@ -47,6 +47,39 @@ PRIMITIVES = {"MatMul": (1, (2, 2)), "Gather": (0, (2, 2)), "RmsNorm": (1, (3, 1
               "LayerNorm": (1, (3, 1, 1)), "Add": (1, (2, 1))}
 
 
+# Pipelined plans (issue 18) of a 4-layer llama: 1F1B, GPipe (MindSpore runs it only as an
+# interleaved schedule) and 2 virtual stages.
+PIPELINES = [("llama4", "megatron", "pp=2,tp=2", ["--micro-batches", "4", "--schedule", s])
+             for s in ("1f1b", "gpipe")] + [
+    ("llama4", "megatron", "pp=2,tp=2", ["--micro-batches", "4", "--virtual-stages", "2"])]
+
+
+def want_pipeline(summary, mesh):
+    """What MindSpore should read from the plan's own stages (summary.stages): each cell's
+    stage (the layers, the embedding with layer 0, the final norm and head with the last),
+    each chunk's segment, and the context; {} without a pipeline."""
+    if "pipeline" not in summary:
+        return {}
+    pipe = summary["pipeline"]
+    cells, segments = {}, {}
+    for stage in summary["stages"]:
+        for k, part in enumerate(stage["layers"].split(",")):
+            a, _, b = part.partition("-")
+            for layer in range(int(a), int(b or a) + 1):
+                cells["model.layers.%d" % layer] = stage["stage"]
+                segments["model.layers.%d" % layer] = k
+    last = "model.layers.%d" % (pipe["layers"] - 1)
+    for name, at in (("model.embed_tokens", "model.layers.0"), ("model.norm", last),
+                     ("lm_head", last)):
+        cells[name], segments[name] = cells[at], segments[at]
+    sizes = dict(part.split("=") for part in mesh.split(","))
+    return {"cells": cells, "segments": segments, "stages": pipe["stages"],
+            "micro_batches": pipe["micro_batches"],
+            "interleave": pipe["schedule"] != "1f1b",
+            "scheduler": "gpipe" if pipe["schedule"] == "gpipe" else "1f1b",
+            "stage_devices": len(summary["stages"][0]["devices"])}
+
+
 def skip(reason):
     print("1..0 # SKIP %s" % reason)
     sys.exit(0)
@@ -126,6 +159,65 @@ try:
     out.append((n == len(mod.SHARDS) and n > 0, "shard_plan.apply() made %d .shard() calls" % n))
 except Exception as e:
     out.append((False, "shard_plan.apply() failed: %s: %s" % (type(e).__name__, e)))
+if hasattr(mod, "PIPELINE_STAGES"):
+    # A pipelined plan (issue 18): MindSpore's own context and Pipeline wrapper take its stages.
+    want = json.loads(sys.argv[4])
+    ms.set_auto_parallel_context(**mod.PARALLEL_CONTEXT)
+    ctx = (ms.get_auto_parallel_context("pipeline_stages"),
+           ms.get_auto_parallel_context("pipeline_interleave"),
+           ms.get_auto_parallel_context("pipeline_scheduler"))
+    out.append((ctx == (want["stages"], want["interleave"], want["scheduler"]),
+                "set_auto_parallel_context(**PARALLEL_CONTEXT) takes pipeline_stages, "
+                "pipeline_interleave, pipeline_scheduler = %s" % (ctx,)))
+
+    class Box(nn.Cell):
+        def construct(self, x):
+            return x
+
+    root, sizes = Box(), {}
+    for name in mod.STAGES:
+        parts = name.split(".")
+        for k in range(1, len(parts)):
+            if parts[k].isdigit():
+                key = ".".join(parts[:k])
+                sizes[key] = max(sizes.get(key, 0), int(parts[k]) + 1)
+    names = {".".join(n.split(".")[:k]) for n in mod.STAGES for k in range(1, n.count(".") + 2)}
+    for name in sorted(names, key=lambda n: n.count(".")):
+        parent, _, attr = name.rpartition(".")
+        cell = root
+        for part in parent.split(".") if parent else ():
+            cell = cell[int(part)] if part.isdigit() else getattr(cell, part)
+        if attr.isdigit():
+            continue
+        setattr(cell, attr, nn.CellList([Box() for _ in range(sizes[name])]) if name in sizes else Box())
+    try:
+        mod.pipeline(root)
+        got = {n: c.pipeline_stage for n, c in root.cells_and_names() if n in mod.STAGES}
+        seg = {n: c.pipeline_segment for n, c in root.cells_and_names()
+               if n in mod.STAGES} if mod.SEGMENTS else None
+        out.append((got == want["cells"] and (mod.SEGMENTS is None or seg == want["segments"]),
+                    "mindspore.parallel.nn.Pipeline(net, %d, stage_config=STAGES, "
+                    "segment_config=SEGMENTS) sets each cell's pipeline_stage%s as the plan's "
+                    "stages: %s" % (mod.MICRO_BATCHES, " and pipeline_segment"
+                                    if mod.SEGMENTS else "", got if got != want["cells"] else
+                                    "%d cells" % len(got))))
+    except Exception as e:
+        out.append((False, "pipeline(net) failed: %s: %s" % (type(e).__name__, str(e)[:300])))
+    def cell_of(param):
+        owners = [c for c in want["cells"] if param.startswith(c + ".")]
+        return max(owners, key=len) if owners else None
+    wrong = ["%s: stage %s, its cell %s is on %s" % (k, v["stage"], cell_of(k.partition("_")[2]),
+                                                   want["cells"].get(cell_of(k.partition("_")[2])))
+             for k, v in items.items()
+             if v["stage"] != want["cells"].get(cell_of(k.partition("_")[2]))]
+    out.append((not wrong, "strategy.json: every item's stage is its cell's stage in the plan%s"
+                % ("" if not wrong else ": " + "; ".join(wrong[:3]))))
+    out.append((mod.MICRO_BATCHES == want["micro_batches"] and
+                all(d == 1 or a != "pp" for d, a in zip(mod.DEVICE_MATRIX, mod.ALIAS)) and
+                all(dev_prod == want["stage_devices"] for dev_prod in
+                    [__import__("math").prod(l["dev_matrix"]) for l in plan_layouts.values()]),
+                "MICRO_BATCHES %d; device matrices of one stage's %d devices, pp left out"
+                % (mod.MICRO_BATCHES, want["stage_devices"])))
 print(json.dumps(out))
 '''
 
@@ -149,19 +241,23 @@ def main():
                 "spec = importlib.util.spec_from_file_location('r', %r)\n"
                 "r = importlib.util.module_from_spec(spec); spec.loader.exec_module(r)\n"
                 "for m in %r: r.hf_config(m).save_pretrained(%r + '/' + m)\n"
-                % (os.path.join(HERE, "test-hf-reference.py"), MODELS, tmp))
-        p = subprocess.run([TORCH_PYTHON, "-c", code], capture_output=True, text=True)
+                "c = r.hf_config('llama'); c.num_hidden_layers = 4\n"
+                "c.save_pretrained(%r + '/llama4')\n"
+                % (os.path.join(HERE, "test-hf-reference.py"), MODELS, tmp, tmp))
+        # test-hf-reference.py imports framework_venv from its folder.
+        p = subprocess.run([TORCH_PYTHON, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=HERE))
         if p.returncode != 0:
             skip("the shrunk configs could not be written: %s" % p.stderr.strip()[-300:])
-        for model, policy, mesh in [(m, p, MESH) for m in MODELS for p in POLICIES] + [
-                ("llama", "megatron", MESH_WIDE)]:
+        for model, policy, mesh, extra in [(m, p, MESH, []) for m in MODELS for p in POLICIES] + [
+                ("llama", "megatron", MESH_WIDE, [])] + PIPELINES:
             if True:
                 what = "%s under %s on %s" % (model, policy, mesh)
                 plan = os.path.join(tmp, "plan.json")
                 strategy = os.path.join(tmp, "strategy.json")
                 shard = os.path.join(tmp, "shard_plan.py")
                 steps = [["propagate", os.path.join(tmp, model, "config.json"), "--mesh", mesh,
-                          "--policy", policy, "--batch", "4", "--seq", "8", "-o", plan],
+                          "--policy", policy, "--batch", "4", "--seq", "8", *extra, "-o", plan],
                          ["export", plan, "--format", "mindspore", "-o", strategy],
                          ["export", plan, "--format", "mindspore-shard", "-o", shard]]
                 failed = None
@@ -173,8 +269,13 @@ def main():
                 if failed:
                     results.append((False, "%s: %s" % (what, failed)))
                     continue
+                if extra:
+                    what += " " + " ".join(extra)
+                with open(plan) as f:
+                    want = want_pipeline(json.load(f)["summary"], mesh)
                 p = subprocess.run([MS_PYTHON, "-c", CHECK, strategy, shard,
-                                    json.dumps(PRIMITIVES)], capture_output=True, text=True)
+                                    json.dumps(PRIMITIVES), json.dumps(want)],
+                                   capture_output=True, text=True)
                 lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
                 if p.returncode != 0 or not lines:
                     results.append((False, "%s: MindSpore check failed: %s"
