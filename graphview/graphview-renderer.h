@@ -11,9 +11,11 @@
 
 #include <cairo.h>
 #include <glib-object.h>
+#include <pango/pango.h>
 
 #include "graphview-layout.h"
 #include "graphview-model.h"
+#include "graphview-palette.h"
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -80,6 +82,16 @@ int graphview_renderer_get_step (GraphviewRenderer *self);
 void graphview_renderer_set_hover (GraphviewRenderer *self, int item);
 void graphview_renderer_set_selected (GraphviewRenderer *self, int item);
 void graphview_renderer_set_show_legend (GraphviewRenderer *self, gboolean show);
+/* The dark palette or the light one (the default); the widget follows its style. Files are
+ * drawn in the same palette, background included. */
+void graphview_renderer_set_dark (GraphviewRenderer *self, gboolean dark);
+const GraphviewPalette *graphview_renderer_get_palette (GraphviewRenderer *self);
+/* Text is set with Pango, from @context's font map and language (the widget's), or from
+ * Pango's default font map (NULL), so fontconfig's fallback applies as in GTK labels. */
+void graphview_renderer_set_pango_context (GraphviewRenderer *self, PangoContext *context);
+/* Characters drawn since the last call for which no installed font had a glyph (drawn as
+ * boxes); resets the count. */
+guint graphview_renderer_take_missing_glyphs (GraphviewRenderer *self);
 
 GraphviewStepState graphview_renderer_get_step_state (GraphviewRenderer *self, guint op);
 gboolean graphview_renderer_op_differs (GraphviewRenderer *self, guint op);
