@@ -3,8 +3,6 @@
 
 #include "app-application.h"
 
-#define G_SETTINGS_ENABLE_BACKEND
-#include <gio/gsettingsbackend.h>
 #include <glib/gi18n.h>
 
 #include "app-resources.h"
@@ -105,38 +103,33 @@ app_application_bind_text_domain (void)
   textdomain (GETTEXT_PACKAGE);
 }
 
-/* Whether the default settings backend writes through a service on the session bus (dconf):
- * without a bus each write is lost, dconf puts the old value back and only says so on
- * stderr. */
-static gboolean
-settings_need_bus (void)
-{
-  g_autoptr (GSettingsBackend) backend = g_settings_backend_get_default ();
-  return g_str_equal (G_OBJECT_TYPE_NAME (backend), "DConfSettingsBackend");
-}
-
 static GSettings *
-new_settings (AppApplication *self)
+new_settings (void)
 {
   GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
   g_autoptr (GSettingsSchema) schema
       = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
-  if (schema == NULL)
-    return NULL;
-  if (g_application_get_dbus_connection (G_APPLICATION (self)) == NULL && settings_need_bus ())
-    {
-      /* Keep the settings (the style choice among them) in a key file of our own. */
-      g_autofree char *path
-          = g_build_filename (g_get_user_config_dir (), "shardscope", "settings.ini", NULL);
-      g_autoptr (GSettingsBackend) backend
-          = g_keyfile_settings_backend_new (path, g_settings_schema_get_path (schema), NULL);
-      self->style_notice = g_strdup_printf (
-          _("No session bus: the light or dark style cannot follow the system, and settings "
-            "are kept in %s. Choose Light or Dark with Ctrl+Alt+L or Ctrl+Shift+L."),
-          path);
-      return g_settings_new_full (schema, backend, NULL);
-    }
-  return g_settings_new (APP_ID);
+  return schema ? g_settings_new (APP_ID) : NULL;
+}
+
+/* dconf writes through its service on the session bus: without a bus every write is lost,
+ * dconf puts the old value back (the style switches back) and says so only on stderr. Then
+ * the whole process keeps its settings in GLib's key file instead, and the user is told.
+ * Decided before anything (libadwaita's style manager, the first window) makes the default
+ * settings backend, which is made once. */
+static void
+choose_settings_backend (AppApplication *self)
+{
+  if (g_application_get_dbus_connection (G_APPLICATION (self)) != NULL
+      || g_getenv ("GSETTINGS_BACKEND") != NULL)
+    return;
+  g_setenv ("GSETTINGS_BACKEND", "keyfile", TRUE);
+  g_autofree char *path
+      = g_build_filename (g_get_user_config_dir (), "glib-2.0", "settings", "keyfile", NULL);
+  self->style_notice = g_strdup_printf (
+      _("No session bus: the light or dark style cannot follow the system, and settings "
+        "are kept in %s. Choose Light or Dark with Ctrl+Alt+L or Ctrl+Shift+L."),
+      path);
 }
 
 const char *
@@ -247,10 +240,11 @@ static void
 app_application_startup (GApplication *application)
 {
   AppApplication *self = APP_APPLICATION (application);
+  choose_settings_backend (self);
   G_APPLICATION_CLASS (app_application_parent_class)->startup (application);
   g_action_map_add_action_entries (G_ACTION_MAP (self), app_entries, G_N_ELEMENTS (app_entries),
                                    self);
-  self->settings = new_settings (self);
+  self->settings = new_settings ();
   if (self->settings)
     {
       g_autoptr (GAction) scheme = g_settings_create_action (self->settings, "color-scheme");
