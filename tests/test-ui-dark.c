@@ -12,6 +12,7 @@
 #include <glib/gi18n-lib.h>
 #include <glib/gstdio.h>
 #include <locale.h>
+#include <math.h>
 #include <string.h>
 
 #include "app-application.h"
@@ -78,6 +79,14 @@ pixels_mode (const Pixels *p)
   return best;
 }
 
+static gboolean
+colour_near (guint32 v, GraphviewRgb want)
+{
+  return fabs (((v >> 16) & 0xff) / 255.0 - want.r) <= 2.5 / 255
+         && fabs (((v >> 8) & 0xff) / 255.0 - want.g) <= 2.5 / 255
+         && fabs ((v & 0xff) / 255.0 - want.b) <= 2.5 / 255;
+}
+
 static void
 assert_colour (guint32 v, GraphviewRgb want)
 {
@@ -87,6 +96,22 @@ assert_colour (guint32 v, GraphviewRgb want)
   g_assert_cmpfloat_with_epsilon (got[0], want.r, 2.5 / 255);
   g_assert_cmpfloat_with_epsilon (got[1], want.g, 2.5 / 255);
   g_assert_cmpfloat_with_epsilon (got[2], want.b, 2.5 / 255);
+}
+
+/* Pixels of colour @want (within 2/255 a channel). */
+static guint
+count_colour (const Pixels *p, GraphviewRgb want)
+{
+  guint n = 0;
+  for (int y = 0; y < p->height; y++)
+    for (int x = 0; x < p->width; x++)
+      {
+        double c[3];
+        pixel_rgb (p, x, y, c);
+        n += fabs (c[0] - want.r) <= 2.0 / 255 && fabs (c[1] - want.g) <= 2.0 / 255
+             && fabs (c[2] - want.b) <= 2.0 / 255;
+      }
+  return n;
 }
 
 static void
@@ -459,6 +484,8 @@ test_app_without_bus (void)
   AppWindow *window = APP_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
   gtk_window_set_default_size (GTK_WINDOW (window), 1200, 800);
   wait_for (plan_ready, window, 120, "the example's plan and layout");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s",
+                                             "transformer.h.0.attn.c_attn"));
 
   /* Not silent: the limit is said, in the window. */
   const char *notice = app_application_get_style_notice (app);
@@ -487,14 +514,26 @@ test_app_without_bus (void)
       g_auto (Pixels) p = { 0 };
       pixels_from_widget (&p, GTK_WIDGET (graph));
       assert_colour (pixels_mode (&p), graphview_palette_get (dark)->background);
-      /* The minimap: mostly under its view rectangle (15 % of its colour over the canvas). */
+      /* The minimap: the canvas, or mostly under its view rectangle when the view shows most
+       * of the graph (15 % of its colour over the canvas). */
       g_auto (Pixels) m = { 0 };
       pixels_from_widget (&m, minimap);
       const GraphviewPalette *pal = graphview_palette_get (dark);
       GraphviewRgb under = { pal->background.r * 0.85 + pal->view_rect.r * 0.15,
                              pal->background.g * 0.85 + pal->view_rect.g * 0.15,
                              pal->background.b * 0.85 + pal->view_rect.b * 0.15 };
-      assert_colour (pixels_mode (&m), under);
+      guint32 mode = pixels_mode (&m);
+      assert_colour (mode, colour_near (mode, pal->background) ? pal->background : under);
+      /* The cost chart: the selected layer's bar is opaque, in the palette's compute colour,
+       * and no pixel has the other palette's. */
+      g_auto (Pixels) c = { 0 };
+      pixels_from_widget (&c, app_window_get_part (window, "cost_chart"));
+      guint ours = count_colour (&c, pal->chart_compute);
+      guint theirs = count_colour (&c, graphview_palette_get (!dark)->chart_compute);
+      g_test_message ("cost chart: %u pixels of this palette's compute colour, %u of the other's",
+                      ours, theirs);
+      g_assert_cmpuint (ours, >, 20);
+      g_assert_cmpuint (theirs, ==, 0);
       /* And it is remembered. */
       g_autofree char *saved = NULL;
       g_assert_true (g_file_get_contents (keyfile, &saved, NULL, NULL));
