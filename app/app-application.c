@@ -163,7 +163,8 @@ apply_color_scheme (AppApplication *self, gboolean chosen)
   adw_style_manager_set_color_scheme (manager, cs);
   /* Following the system needs the settings portal; without it libadwaita quietly stays
    * light: a message at start-up, and a toast too when the user asks to follow it. */
-  if (cs == ADW_COLOR_SCHEME_DEFAULT && !adw_style_manager_get_system_supports_color_schemes (manager))
+  if (cs == ADW_COLOR_SCHEME_DEFAULT
+      && !adw_style_manager_get_system_supports_color_schemes (manager))
     {
       const char *text
           = _("The system's light or dark style cannot be followed here (no settings portal): "

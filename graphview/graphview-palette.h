@@ -33,11 +33,11 @@ typedef struct
   GraphviewRgb border, text, text_muted;
   GraphviewRgb pinned, defaulted, no_cost;
   GraphviewRgb step, differs, hover;
-  GraphviewRgb on_mark;       /* text and pin head on a coloured mark */
-  GraphviewRgb badge_fill;    /* edge badges */
-  GraphviewRgb pending;       /* veil over ops decided after the step */
+  GraphviewRgb on_mark;    /* text and pin head on a coloured mark */
+  GraphviewRgb badge_fill; /* edge badges */
+  GraphviewRgb pending;    /* veil over ops decided after the step */
   double pending_alpha;
-  GraphviewRgb card;          /* the legend's card over the canvas */
+  GraphviewRgb card; /* the legend's card over the canvas */
   double card_alpha;
   GraphviewRgb matrix_line;
   /* Strategy-matrix cells by split count: 1, 2, 4, 8, 16 and more. */

@@ -990,7 +990,8 @@ draw_frames (Frame *f)
           g_autofree char *name
               = graphview_model_dup_block_name (f->self->model, frame->run, frame->block);
           set_rgb (cr, f->pal->border);
-          show_text_fit (&f->pen, name, r->x + 8, r->y + 16, r->width - 16, GRAPHVIEW_FONT_SIZE, TRUE);
+          show_text_fit (&f->pen, name, r->x + 8, r->y + 16, r->width - 16, GRAPHVIEW_FONT_SIZE,
+                         TRUE);
         }
     }
 }
@@ -1144,7 +1145,9 @@ draw_op_nodes (Frame *f, GArray *ops)
     {
       if (!path_op_nodes (f, ops, op_border_kind, kind))
         continue;
-      set_rgb (cr, kind == 1 ? f->pal->pinned : kind == 2 ? f->pal->defaulted : f->pal->border);
+      set_rgb (cr, kind == 1   ? f->pal->pinned
+                   : kind == 2 ? f->pal->defaulted
+                               : f->pal->border);
       cairo_set_line_width (cr, (kind == 1 ? 2.5 : kind == 2 ? 1.8 : 1.0) / f->scale);
       if (kind == 2)
         {
@@ -1214,8 +1217,8 @@ draw_op_nodes (Frame *f, GArray *ops)
           g_autofree char *shape
               = shape_text (planner_graph_get_tensor (self->graph, o->outputs[0]));
           set_rgb (cr, f->pal->text_muted);
-          show_text_fit (&f->pen, shape, x, y + 2 * GRAPHVIEW_LINE, text_w, GRAPHVIEW_FONT_SIZE * 0.9,
-                         FALSE);
+          show_text_fit (&f->pen, shape, x, y + 2 * GRAPHVIEW_LINE, text_w,
+                         GRAPHVIEW_FONT_SIZE * 0.9, FALSE);
         }
     }
 }
@@ -1269,7 +1272,8 @@ draw_block_node (Frame *f, guint item)
 
   const GraphviewRun *run = graphview_model_get_run (self->model, it->run);
   g_autofree char *label = graphview_model_dup_item_label (self->model, item);
-  g_autofree char *ops = g_strdup_printf (_("%u ops, %u per block"), it->n_ops, run->ops_per_block);
+  g_autofree char *ops
+      = g_strdup_printf (_("%u ops, %u per block"), it->n_ops, run->ops_per_block);
   set_rgb (cr, f->pal->text);
   show_text_fit (&f->pen, label, x, y + GRAPHVIEW_LINE - 2, w, GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
   show_text_fit (&f->pen, ops, x, y + 2 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);

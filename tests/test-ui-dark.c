@@ -197,8 +197,8 @@ test_contrast (void)
     {
       const GraphviewPalette *pal = graphview_palette_get (d);
       g_assert_cmpint (pal->dark, ==, d);
-      const GraphviewRgb *under[] = { &pal->background, &pal->block_fill, &pal->frame_fill,
-                                      &pal->badge_fill, &pal->card };
+      const GraphviewRgb *under[]
+          = { &pal->background, &pal->block_fill, &pal->frame_fill, &pal->badge_fill, &pal->card };
       for (guint i = 0; i < G_N_ELEMENTS (under); i++)
         g_assert_cmpfloat (graphview_palette_contrast (pal->text, *under[i]), >=,
                            GRAPHVIEW_PALETTE_MIN_CONTRAST);
@@ -238,8 +238,8 @@ static void
 render_png (GraphviewRenderer *renderer, double scale, Pixels *p)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) png = graphview_renderer_render_file (renderer, GRAPHVIEW_FORMAT_PNG, scale,
-                                                          &error);
+  g_autoptr (GBytes) png
+      = graphview_renderer_render_file (renderer, GRAPHVIEW_FORMAT_PNG, scale, &error);
   g_assert_no_error (error);
   g_autoptr (GInputStream) in = g_memory_input_stream_new_from_bytes (png);
   cairo_surface_t *surface = cairo_image_surface_create_from_png_stream (read_bytes, in);
@@ -273,7 +273,8 @@ test_renderer_palette (void)
       assert_colour (pixels_mode (&p), pal->background);
       GraphviewViewport vp;
       graphview_renderer_get_file_viewport (renderer, GRAPHVIEW_FORMAT_PNG, 1.0, &vp);
-      int x = (int)((r->x + 3 - vp.x) * vp.scale), y = (int)((r->y + r->height - 3 - vp.y) * vp.scale);
+      int x = (int)((r->x + 3 - vp.x) * vp.scale),
+          y = (int)((r->y + r->height - 3 - vp.y) * vp.scale);
       double rgb[3];
       pixel_rgb (&p, x, y, rgb);
       g_assert_cmpfloat_with_epsilon (rgb[0], pal->category_fill[5].r, 3.0 / 255);
@@ -282,7 +283,8 @@ test_renderer_palette (void)
       double extreme = d ? 0 : 1;
       for (int yy = (int)((r->y - vp.y) * vp.scale); yy < y; yy++)
         for (int xx = x; xx < (int)((r->x + r->width / 2 - vp.x) * vp.scale); xx++)
-          extreme = d ? MAX (extreme, pixel_luma (&p, xx, yy)) : MIN (extreme, pixel_luma (&p, xx, yy));
+          extreme
+              = d ? MAX (extreme, pixel_luma (&p, xx, yy)) : MIN (extreme, pixel_luma (&p, xx, yy));
       g_test_message ("%s: text luma %.2f", d ? "dark" : "light", extreme);
       if (d)
         g_assert_cmpfloat (extreme, >, 0.75);
@@ -324,7 +326,8 @@ label_ink (const Pixels *p, GraphviewLayout *layout, guint item, const Graphview
 {
   const GraphviewRect *r = graphview_layout_get_item_rect (layout, item);
   /* The name is the second line: from the pad plus one line down, one line tall. */
-  int x0 = (int)((r->x + 4 - vp->x) * vp->scale), x1 = (int)((r->x + r->width - 4 - vp->x) * vp->scale);
+  int x0 = (int)((r->x + 4 - vp->x) * vp->scale),
+      x1 = (int)((r->x + r->width - 4 - vp->x) * vp->scale);
   int y0 = (int)((r->y + 18 - vp->y) * vp->scale), y1 = (int)((r->y + 33 - vp->y) * vp->scale);
   GByteArray *bits = g_byte_array_new ();
   *n_ink = 0;
@@ -359,8 +362,8 @@ test_chinese_text (void)
              "(tools/common.sh lists it)");
   /* The catalogue the app's lookup found is the build tree's, and it is in force. */
   g_assert_cmpstr (app_application_get_locale_dir (), ==, g_getenv ("G_TEST_BUILDDIR_PO"));
-  g_assert_cmpstr (_("pinned"), ==, "已固定");
-  g_assert_cmpstr (_("splits per dim"), ==, "每维切分数");
+  g_assert_cmpstr (_ ("pinned"), ==, "已固定");
+  g_assert_cmpstr (_ ("splits per dim"), ==, "每维切分数");
 
   g_autoptr (PlannerGraph) graph = chinese_graph ();
   g_autoptr (PlannerPlan) plan = test_util_plan (graph, "dp=2", NULL, NULL, NULL);
@@ -497,8 +500,7 @@ test_app_without_bus (void)
   GraphviewWidget *graph = app_window_get_graph (window);
   GtkWidget *minimap = find_minimap (GTK_WIDGET (window));
   g_assert_nonnull (minimap);
-  g_autofree char *keyfile
-      = g_build_filename (tmpdir, "glib-2.0", "settings", "keyfile", NULL);
+  g_autofree char *keyfile = g_build_filename (tmpdir, "glib-2.0", "settings", "keyfile", NULL);
   for (int round = 0; round < 3; round++)
     {
       gboolean dark = round != 1;
@@ -506,8 +508,8 @@ test_app_without_bus (void)
                                       g_variant_new_string (dark ? "dark" : "light"));
       pump (300);
       /* The choice holds (dconf without a bus would have put the old one back by now). */
-      g_autoptr (GVariant) state = g_action_group_get_action_state (G_ACTION_GROUP (app),
-                                                                    "color-scheme");
+      g_autoptr (GVariant) state
+          = g_action_group_get_action_state (G_ACTION_GROUP (app), "color-scheme");
       g_assert_cmpstr (g_variant_get_string (state, NULL), ==, dark ? "dark" : "light");
       g_assert_cmpint (adw_style_manager_get_dark (adw_style_manager_get_default ()), ==, dark);
       g_assert_cmpint (graphview_widget_get_dark (graph), ==, dark);
