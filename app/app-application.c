@@ -3,6 +3,8 @@
 
 #include "app-application.h"
 
+#define G_SETTINGS_ENABLE_BACKEND
+#include <gio/gsettingsbackend.h>
 #include <glib/gi18n.h>
 
 #include "app-resources.h"
@@ -103,29 +105,34 @@ app_application_bind_text_domain (void)
   textdomain (GETTEXT_PACKAGE);
 }
 
-static GSettings *
-new_settings (void)
+/* The backend of the app's settings; NULL: GSettings' default. */
+static GSettingsBackend *settings_backend;
+
+GSettings *
+app_application_new_settings (void)
 {
   GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
   g_autoptr (GSettingsSchema) schema
       = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
-  return schema ? g_settings_new (APP_ID) : NULL;
+  return schema ? g_settings_new_full (schema, settings_backend, NULL) : NULL;
 }
 
 /* dconf writes through its service on the session bus: without a bus every write is lost,
  * dconf puts the old value back (the style switches back) and says so only on stderr. Then
- * the whole process keeps its settings in GLib's key file instead, and the user is told.
- * Decided before anything (libadwaita's style manager, the first window) makes the default
- * settings backend, which is made once. */
+ * the app's settings go to a key file of GLib's format instead, and the user is told. (Only
+ * ours: what libadwaita reads of the desktop's settings stays with the default backend.) */
 static void
 choose_settings_backend (AppApplication *self)
 {
-  if (g_application_get_dbus_connection (G_APPLICATION (self)) != NULL
+  if (settings_backend != NULL
+      || g_application_get_dbus_connection (G_APPLICATION (self)) != NULL
       || g_getenv ("GSETTINGS_BACKEND") != NULL)
     return;
-  g_setenv ("GSETTINGS_BACKEND", "keyfile", TRUE);
   g_autofree char *path
-      = g_build_filename (g_get_user_config_dir (), "glib-2.0", "settings", "keyfile", NULL);
+      = g_build_filename (g_get_user_config_dir (), "shardscope", "settings.ini", NULL);
+  /* The schema's path as the key file's root: its keys land in one group, [shardscope]. */
+  settings_backend
+      = g_keyfile_settings_backend_new (path, "/io/github/shardscope/Shardscope/", "shardscope");
   self->style_notice = g_strdup_printf (
       _("No session bus: the light or dark style cannot follow the system, and settings "
         "are kept in %s. Choose Light or Dark with Ctrl+Alt+L or Ctrl+Shift+L."),
@@ -245,7 +252,7 @@ app_application_startup (GApplication *application)
   G_APPLICATION_CLASS (app_application_parent_class)->startup (application);
   g_action_map_add_action_entries (G_ACTION_MAP (self), app_entries, G_N_ELEMENTS (app_entries),
                                    self);
-  self->settings = new_settings ();
+  self->settings = app_application_new_settings ();
   if (self->settings)
     {
       g_autoptr (GAction) scheme = g_settings_create_action (self->settings, "color-scheme");
