@@ -248,13 +248,17 @@ read_bytes (void *closure, unsigned char *data, unsigned int length)
              : CAIRO_STATUS_READ_ERROR;
 }
 
+/* Also writes the PNG into the build folder as @name, to look at. */
 static void
-render_png (GraphviewRenderer *renderer, double scale, Pixels *p)
+render_png (GraphviewRenderer *renderer, double scale, const char *name, Pixels *p)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (GBytes) png
       = graphview_renderer_render_file (renderer, GRAPHVIEW_FORMAT_PNG, scale, &error);
   g_assert_no_error (error);
+  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_BUILDDIR"), name, NULL);
+  g_assert_true (
+      g_file_set_contents (path, g_bytes_get_data (png, NULL), g_bytes_get_size (png), NULL));
   g_autoptr (GInputStream) in = g_memory_input_stream_new_from_bytes (png);
   cairo_surface_t *surface = cairo_image_surface_create_from_png_stream (read_bytes, in);
   g_assert_cmpint (cairo_surface_status (surface), ==, CAIRO_STATUS_SUCCESS);
@@ -283,7 +287,7 @@ test_renderer_palette (void)
       graphview_renderer_set_dark (renderer, d);
       const GraphviewPalette *pal = graphview_renderer_get_palette (renderer);
       g_auto (Pixels) p = { 0 };
-      render_png (renderer, 1.0, &p);
+      render_png (renderer, 1.0, d ? "ui-dark-gpt2-dark.png" : "ui-dark-gpt2-light.png", &p);
       assert_colour (pixels_mode (&p), pal->background);
       GraphviewViewport vp;
       graphview_renderer_get_file_viewport (renderer, GRAPHVIEW_FORMAT_PNG, 1.0, &vp);
@@ -394,7 +398,7 @@ test_chinese_text (void)
   /* The file: the legend (translated) and both nodes' Chinese names. */
   graphview_renderer_take_missing_glyphs (renderer);
   g_auto (Pixels) p = { 0 };
-  render_png (renderer, 2.0, &p);
+  render_png (renderer, 2.0, "ui-dark-chinese.png", &p);
   g_assert_cmpuint (graphview_renderer_take_missing_glyphs (renderer), ==, 0);
   GraphviewViewport vp;
   graphview_renderer_get_file_viewport (renderer, GRAPHVIEW_FORMAT_PNG, 2.0, &vp);
