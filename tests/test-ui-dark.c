@@ -532,14 +532,17 @@ test_app_without_bus (void)
       g_assert_cmpint (adw_style_manager_get_dark (adw_style_manager_get_default ()), ==, dark);
       wait_for_style (graph, dark);
       g_assert_cmpint (graphview_widget_get_dark (graph), ==, dark);
+      /* The canvas, or an unfolded block's frame where the view is inside one. */
       g_auto (Pixels) p = { 0 };
       pixels_from_widget (&p, GTK_WIDGET (graph));
-      assert_colour (pixels_mode (&p), graphview_palette_get (dark)->background);
+      const GraphviewPalette *pal = graphview_palette_get (dark);
+      guint32 canvas = pixels_mode (&p);
+      assert_colour (canvas,
+                     colour_near (canvas, pal->frame_fill) ? pal->frame_fill : pal->background);
       /* The minimap: the canvas, or mostly under its view rectangle when the view shows most
        * of the graph (15 % of its colour over the canvas). */
       g_auto (Pixels) m = { 0 };
       pixels_from_widget (&m, minimap);
-      const GraphviewPalette *pal = graphview_palette_get (dark);
       GraphviewRgb under = { pal->background.r * 0.85 + pal->view_rect.r * 0.15,
                              pal->background.g * 0.85 + pal->view_rect.g * 0.15,
                              pal->background.b * 0.85 + pal->view_rect.b * 0.15 };
