@@ -20,6 +20,7 @@ struct _AppTotalsBar
   GtkLevelBar *memory_bar;
   GtkLabel *memory_breakdown;
   GtkLabel *memory_pipeline;
+  GtkLabel *memory_extra;
   gboolean over_budget;
 };
 
@@ -117,16 +118,17 @@ update (AppDocumentView *view)
   g_autofree char *acts = planner_format_bytes (t->memory.activations);
   g_autofree char *loss = planner_format_bytes (t->memory.loss);
   g_autofree char *buffers = planner_format_bytes (t->memory.buffers);
-  /* The loss path's temporaries and ZeRO's buckets are in the total too (issue 12): named
-   * when there are any. */
-  g_autofree char *breakdown
-      = t->memory.loss || t->memory.buffers
-            ? g_strdup_printf (_("Parameters %s · gradients %s · optimizer %s · activations %s · "
-                                 "loss %s · buffers %s"),
-                               params, grads, opt, acts, loss, buffers)
-            : g_strdup_printf (_("Parameters %s · gradients %s · optimizer %s · activations %s"),
-                               params, grads, opt, acts);
+  g_autofree char *breakdown = g_strdup_printf (
+      _("Parameters %s · gradients %s · optimizer %s · activations %s"), params, grads, opt,
+      acts);
   gtk_label_set_text (self->memory_breakdown, breakdown);
+  /* The loss path's temporaries and ZeRO's buckets are in the total too (issue 12): a line
+   * of their own when there are any, so the first stays as short as it was. */
+  gtk_widget_set_visible (GTK_WIDGET (self->memory_extra),
+                          t->memory.loss > 0 || t->memory.buffers > 0);
+  g_autofree char *extra
+      = g_strdup_printf (_("Loss temporaries %s · ZeRO buckets %s"), loss, buffers);
+  gtk_label_set_text (self->memory_extra, extra);
   g_autofree char *mem_tip = g_strdup_printf (
       _("Parameters %s, gradients %s, optimizer states %s, activations %s (the micro-batches "
         "in flight), loss temporaries %s, ZeRO bucket buffers %s"),
@@ -373,6 +375,10 @@ app_totals_bar_init (AppTotalsBar *self)
   self->memory_breakdown = new_label ();
   gtk_widget_add_css_class (GTK_WIDGET (self->memory_breakdown), "caption");
   gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory_breakdown));
+  self->memory_extra = new_label ();
+  gtk_widget_add_css_class (GTK_WIDGET (self->memory_extra), "caption");
+  gtk_widget_set_visible (GTK_WIDGET (self->memory_extra), FALSE);
+  gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory_extra));
   self->memory_pipeline = new_label ();
   gtk_widget_add_css_class (GTK_WIDGET (self->memory_pipeline), "caption");
   gtk_widget_set_visible (GTK_WIDGET (self->memory_pipeline), FALSE);
