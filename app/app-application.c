@@ -3,6 +3,8 @@
 
 #include "app-application.h"
 
+#define G_SETTINGS_ENABLE_BACKEND
+#include <gio/gsettingsbackend.h>
 #include <glib/gi18n.h>
 
 #include "app-resources.h"
@@ -25,6 +27,10 @@ struct _AppApplication
   char *hardware;
   char *db;
   char *plan;
+  /* Why the style switch cannot do all it should here (no session bus, no portal), shown
+   * to the user; NULL when it can. */
+  char *style_notice;
+  gboolean notice_shown; /* the first window has shown it */
 };
 
 G_DEFINE_FINAL_TYPE (AppApplication, app_application, ADW_TYPE_APPLICATION)
@@ -64,17 +70,94 @@ app_application_init_environment (void)
   g_once_init_leave (&done, 1);
 }
 
-static GSettings *
-new_settings (void)
+/* The catalogues: $SHARDSCOPE_LOCALEDIR (tools/run.sh sets it to the build's), else the
+ * installed ones, else, when no installed catalogue matches the user's languages but the
+ * build tree has one (running from the build tree), the build's. */
+const char *
+app_application_get_locale_dir (void)
+{
+  const char *env = g_getenv ("SHARDSCOPE_LOCALEDIR");
+  if (env && *env)
+    return env;
+  const char *const *languages = g_get_language_names ();
+  for (guint i = 0; languages[i]; i++)
+    {
+      g_autofree char *installed = g_build_filename (LOCALEDIR, languages[i], "LC_MESSAGES",
+                                                     GETTEXT_PACKAGE ".mo", NULL);
+      if (g_file_test (installed, G_FILE_TEST_EXISTS))
+        return LOCALEDIR;
+    }
+  for (guint i = 0; languages[i]; i++)
+    {
+      g_autofree char *built = g_build_filename (APP_BUILD_LOCALE_DIR, languages[i],
+                                                 "LC_MESSAGES", GETTEXT_PACKAGE ".mo", NULL);
+      if (g_file_test (built, G_FILE_TEST_EXISTS))
+        return APP_BUILD_LOCALE_DIR;
+    }
+  return LOCALEDIR;
+}
+
+void
+app_application_bind_text_domain (void)
+{
+  bindtextdomain (GETTEXT_PACKAGE, app_application_get_locale_dir ());
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+}
+
+/* The backend of the app's settings; NULL: GSettings' default. */
+static GSettingsBackend *settings_backend;
+
+GSettings *
+app_application_new_settings (void)
 {
   GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
   g_autoptr (GSettingsSchema) schema
       = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
-  return schema ? g_settings_new (APP_ID) : NULL;
+  return schema ? g_settings_new_full (schema, settings_backend, NULL) : NULL;
+}
+
+/* dconf writes through its service on the session bus: without a bus every write is lost,
+ * dconf puts the old value back (the style switches back) and says so only on stderr. Then
+ * the app's settings go to a key file of GLib's format instead, and the user is told. (Only
+ * ours: what libadwaita reads of the desktop's settings stays with the default backend.) */
+static void
+choose_settings_backend (AppApplication *self)
+{
+  if (settings_backend != NULL
+      || g_application_get_dbus_connection (G_APPLICATION (self)) != NULL
+      || g_getenv ("GSETTINGS_BACKEND") != NULL)
+    return;
+  g_autofree char *path
+      = g_build_filename (g_get_user_config_dir (), "shardscope", "settings.ini", NULL);
+  /* The schema's path as the key file's root: its keys land in one group, [shardscope]. */
+  settings_backend
+      = g_keyfile_settings_backend_new (path, "/io/github/shardscope/Shardscope/", "shardscope");
+  self->style_notice = g_strdup_printf (
+      _("No session bus: the light or dark style cannot follow the system, and settings "
+        "are kept in %s. Choose Light or Dark with Ctrl+Alt+L or Ctrl+Shift+L."),
+      path);
+}
+
+const char *
+app_application_get_style_notice (AppApplication *self)
+{
+  g_return_val_if_fail (APP_IS_APPLICATION (self), NULL);
+  return self->style_notice;
 }
 
 static void
-apply_color_scheme (AppApplication *self)
+show_notice (AppApplication *self, const char *text)
+{
+  g_message ("%s", text);
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (self));
+  if (window && APP_IS_WINDOW (window))
+    app_window_show_toast (APP_WINDOW (window), text);
+}
+
+/* @chosen: the user just chose it (not the start-up's setting). */
+static void
+apply_color_scheme (AppApplication *self, gboolean chosen)
 {
   g_autofree char *scheme = NULL;
   GAction *action = g_action_map_lookup_action (G_ACTION_MAP (self), "color-scheme");
@@ -83,14 +166,34 @@ apply_color_scheme (AppApplication *self)
   AdwColorScheme cs = g_str_equal (scheme, "dark")    ? ADW_COLOR_SCHEME_FORCE_DARK
                       : g_str_equal (scheme, "light") ? ADW_COLOR_SCHEME_FORCE_LIGHT
                                                       : ADW_COLOR_SCHEME_DEFAULT;
-  adw_style_manager_set_color_scheme (adw_style_manager_get_default (), cs);
+  AdwStyleManager *manager = adw_style_manager_get_default ();
+  adw_style_manager_set_color_scheme (manager, cs);
+  /* Following the system needs the settings portal; without it libadwaita quietly stays
+   * light: a message at start-up, and a toast too when the user asks to follow it. */
+  if (cs == ADW_COLOR_SCHEME_DEFAULT
+      && !adw_style_manager_get_system_supports_color_schemes (manager))
+    {
+      const char *text
+          = _("The system's light or dark style cannot be followed here (no settings portal): "
+              "the light style is used. Choose Dark with Ctrl+Shift+L.");
+      if (chosen)
+        show_notice (self, text);
+      else
+        g_message ("%s", text);
+    }
+}
+
+static void
+on_color_scheme_setting (AppApplication *self)
+{
+  apply_color_scheme (self, TRUE);
 }
 
 static void
 color_scheme_changed (GSimpleAction *action, GVariant *value, gpointer user_data)
 {
   g_simple_action_set_state (action, value);
-  apply_color_scheme (APP_APPLICATION (user_data));
+  apply_color_scheme (APP_APPLICATION (user_data), TRUE);
 }
 
 static void
@@ -145,16 +248,17 @@ static void
 app_application_startup (GApplication *application)
 {
   AppApplication *self = APP_APPLICATION (application);
+  choose_settings_backend (self);
   G_APPLICATION_CLASS (app_application_parent_class)->startup (application);
   g_action_map_add_action_entries (G_ACTION_MAP (self), app_entries, G_N_ELEMENTS (app_entries),
                                    self);
-  self->settings = new_settings ();
+  self->settings = app_application_new_settings ();
   if (self->settings)
     {
       g_autoptr (GAction) scheme = g_settings_create_action (self->settings, "color-scheme");
       g_action_map_add_action (G_ACTION_MAP (self), scheme);
       g_signal_connect_swapped (self->settings, "changed::color-scheme",
-                                G_CALLBACK (apply_color_scheme), self);
+                                G_CALLBACK (on_color_scheme_setting), self);
     }
   else
     {
@@ -163,7 +267,7 @@ app_application_startup (GApplication *application)
       g_signal_connect (scheme, "change-state", G_CALLBACK (color_scheme_changed), self);
       g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (scheme));
     }
-  apply_color_scheme (self);
+  apply_color_scheme (self, FALSE);
 
   const char *quit[] = { "<Control>q", NULL };
   gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.quit", quit);
@@ -245,6 +349,9 @@ app_application_activate (GApplication *application)
                              self->hardware ? self->hardware : EXAMPLE_HARDWARE, policy);
     }
   gtk_window_present (GTK_WINDOW (window));
+  if (self->style_notice && !self->notice_shown)
+    show_notice (self, self->style_notice);
+  self->notice_shown = TRUE;
 }
 
 static int
@@ -278,6 +385,7 @@ app_application_finalize (GObject *object)
   g_free (self->hardware);
   g_free (self->db);
   g_free (self->plan);
+  g_free (self->style_notice);
   G_OBJECT_CLASS (app_application_parent_class)->finalize (object);
 }
 

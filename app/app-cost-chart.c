@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "graphview-palette.h"
 #include "planner-request.h"
 
 #include <glib/gi18n.h>
@@ -127,7 +128,10 @@ app_cost_chart_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
   int selected_op = doc ? app_document_get_selected_op (doc) : -1;
   GdkRGBA fg;
   gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
-  gboolean dark = fg.red > 0.5;
+  gboolean dark = graphview_palette_is_dark_foreground (fg.red, fg.green, fg.blue);
+  /* The graph's palette: its bars keep their contrast on the dark style's background. */
+  const GraphviewPalette *pal = graphview_palette_get (dark);
+  GraphviewRgb compute = pal->chart_compute, comm = pal->chart_comm;
   double plot = height - PAD_TOP - PAD_BOTTOM;
   for (guint i = 0; i < self->layers->len && max > 0; i++)
     {
@@ -139,10 +143,10 @@ app_cost_chart_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
       gboolean sel = selected_op >= (int) l->first_op && selected_op < (int) (l->first_op + l->n_ops);
       /* Compute in blue, communication stacked on top in orange (GNOME palette). */
       cairo_rectangle (cr, x, base - hc, w, hc);
-      cairo_set_source_rgba (cr, 0.21, 0.52, 0.89, sel ? 1.0 : 0.75);
+      cairo_set_source_rgba (cr, compute.r, compute.g, compute.b, sel ? 1.0 : 0.75);
       cairo_fill (cr);
       cairo_rectangle (cr, x, base - hc - hm, w, hm);
-      cairo_set_source_rgba (cr, 1.0, 0.47, 0.0, sel ? 1.0 : 0.8);
+      cairo_set_source_rgba (cr, comm.r, comm.g, comm.b, sel ? 1.0 : 0.8);
       cairo_fill (cr);
       if (sel)
         {
@@ -156,10 +160,16 @@ app_cost_chart_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
   g_autofree char *top = planner_format_time (max);
   g_autofree char *legend = g_strdup_printf (_("Per layer: compute (blue) and communication (orange); tallest %s. Click a bar to select its layer."), top);
   cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, dark ? 0.7 : 0.6);
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, 10);
-  cairo_move_to (cr, PAD_X, 11);
-  cairo_show_text (cr, legend);
+  /* Set by Pango in the widget's font, so a translation's glyphs come from fallback fonts as
+   * in a label. */
+  g_autoptr (PangoLayout) layout = gtk_widget_create_pango_layout (widget, legend);
+  g_autoptr (PangoFontDescription) font = pango_font_description_from_string ("Sans");
+  pango_font_description_set_absolute_size (font, 10 * PANGO_SCALE);
+  pango_layout_set_font_description (layout, font);
+  pango_layout_set_width (layout, (int) ((width - 2 * PAD_X) * PANGO_SCALE));
+  pango_layout_set_ellipsize (layout, PANGO_ELLIPSIZE_END);
+  cairo_move_to (cr, PAD_X, 11 - pango_layout_get_baseline (layout) / (double) PANGO_SCALE);
+  pango_cairo_show_layout (cr, layout);
   cairo_destroy (cr);
 }
 

@@ -59,6 +59,10 @@ app_minimap_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
   if (geometry (self, &scale, &ox, &oy))
     {
       GraphviewRenderer *renderer = graphview_widget_get_renderer (self->view);
+      /* The view's palette (it follows the style), its background under the graph. */
+      const GraphviewPalette *pal = graphview_renderer_get_palette (renderer);
+      cairo_set_source_rgb (cr, pal->background.r, pal->background.g, pal->background.b);
+      cairo_paint (cr);
       cairo_save (cr);
       cairo_translate (cr, ox, oy);
       GraphviewViewport vp = { scale, 0, 0, W - 2 * ox, H - 2 * oy };
@@ -71,9 +75,10 @@ app_minimap_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
       double vw = gtk_widget_get_width (GTK_WIDGET (self->view)) / zoom;
       double vh = gtk_widget_get_height (GTK_WIDGET (self->view)) / zoom;
       cairo_rectangle (cr, ox + x * scale, oy + y * scale, vw * scale, vh * scale);
-      cairo_set_source_rgba (cr, 0.21, 0.52, 0.89, 0.15);
+      GraphviewRgb c = pal->view_rect;
+      cairo_set_source_rgba (cr, c.r, c.g, c.b, 0.15);
       cairo_fill_preserve (cr);
-      cairo_set_source_rgba (cr, 0.21, 0.52, 0.89, 0.9);
+      cairo_set_source_rgba (cr, c.r, c.g, c.b, 0.9);
       cairo_set_line_width (cr, 1.5);
       cairo_stroke (cr);
     }

@@ -5,6 +5,7 @@
 
 #include <glib/gi18n.h>
 
+#include "app-application.h"
 #include "app-mesh-editor.h"
 #include "app-hardware-dialog.h"
 #include "planner-hardware.h"
@@ -124,12 +125,9 @@ app_new_plan_dialog_new (GtkWindow *parent)
 {
   AppNewPlanDialog *self = g_object_new (APP_TYPE_NEW_PLAN_DIALOG, "transient-for", parent, NULL);
   /* Start from what the last plan was made with. */
-  GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
-  g_autoptr (GSettingsSchema) schema
-      = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
-  if (schema)
+  g_autoptr (GSettings) settings = app_application_new_settings ();
+  if (settings)
     {
-      g_autoptr (GSettings) settings = g_settings_new (APP_ID);
       g_autofree char *mesh = g_settings_get_string (settings, "default-mesh");
       g_autofree char *hw = g_settings_get_string (settings, "default-hardware");
       g_autofree char *policy = g_settings_get_string (settings, "default-policy");

@@ -126,6 +126,27 @@ app_schedule_chart_get_area (AppScheduleChart *self)
   return GTK_WIDGET (self->area);
 }
 
+/* @text in the widget's font at 10 px, its baseline at (x, y) (NULL @cr: measure only);
+ * returns its width. Pango, so a translation's glyphs come from fallback fonts as in a
+ * label. */
+static double
+chart_text (GtkWidget *widget, cairo_t *cr, const char *text, double x, double y)
+{
+  g_autoptr (PangoLayout) layout = gtk_widget_create_pango_layout (widget, text);
+  PangoFontDescription *font = pango_font_description_from_string ("Sans");
+  pango_font_description_set_absolute_size (font, 10 * PANGO_SCALE);
+  pango_layout_set_font_description (layout, font);
+  pango_font_description_free (font);
+  PangoRectangle logical;
+  pango_layout_get_extents (layout, NULL, &logical);
+  if (cr)
+    {
+      cairo_move_to (cr, x, y - (double)pango_layout_get_baseline (layout) / PANGO_SCALE);
+      pango_cairo_show_layout (cr, layout);
+    }
+  return (double)logical.width / PANGO_SCALE;
+}
+
 static void
 draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
 {
@@ -134,8 +155,7 @@ draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
     return;
   GdkRGBA fg;
   gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (area)), &fg);
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, 10);
+  GtkWidget *widget = GTK_WIDGET (area);
   double row = (height - PAD_TOP - PAD_BOTTOM) / MAX (self->p, 1);
 
   /* Stage rows, each with its name and a faint track: what stays bare is the bubble. */
@@ -147,8 +167,7 @@ draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
       cairo_fill (cr);
       g_autofree char *name = g_strdup_printf (_ ("stage %u"), s);
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.75);
-      cairo_move_to (cr, 4, y + row / 2 + 3.5);
-      cairo_show_text (cr, name);
+      chart_text (widget, cr, name, 4, y + row / 2 + 3.5);
     }
 
   for (guint i = 0; i < self->slots->len; i++)
@@ -163,25 +182,20 @@ draw (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
                             rgb[2] + (1 - rgb[2]) * t);
       cairo_fill (cr);
       g_autofree char *number = g_strdup_printf ("%u", b.micro_batch + 1);
-      cairo_text_extents_t ext;
-      cairo_text_extents (cr, number, &ext);
-      if (ext.x_advance + 2 <= b.width && b.height >= 10)
+      double advance = chart_text (widget, NULL, number, 0, 0);
+      if (advance + 2 <= b.width && b.height >= 10)
         {
           cairo_set_source_rgb (cr, 1, 1, 1);
-          cairo_move_to (cr, b.x + (b.width - ext.x_advance) / 2, b.y + b.height / 2 + 3.5);
-          cairo_show_text (cr, number);
+          chart_text (widget, cr, number, b.x + (b.width - advance) / 2, b.y + b.height / 2 + 3.5);
         }
     }
 
   /* The time axis: 0 and the schedule's length. */
   g_autofree char *end = planner_format_time (self->length_s);
-  cairo_text_extents_t ext;
-  cairo_text_extents (cr, end, &ext);
+  double advance = chart_text (widget, NULL, end, 0, 0);
   cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.6);
-  cairo_move_to (cr, PAD_LEFT, height - 3);
-  cairo_show_text (cr, "0");
-  cairo_move_to (cr, width - PAD_RIGHT - ext.x_advance, height - 3);
-  cairo_show_text (cr, end);
+  chart_text (widget, cr, "0", PAD_LEFT, height - 3);
+  chart_text (widget, cr, end, width - PAD_RIGHT - advance, height - 3);
 }
 
 static gboolean

@@ -3,6 +3,8 @@
 
 #include "app-window-private.h"
 
+#include "app-application.h"
+
 #include <glib/gi18n.h>
 
 #include "app-autosave.h"
@@ -540,11 +542,7 @@ app_window_init (AppWindow *self)
   app_window_init_actions (self);
 
   /* Settings are optional: without the installed (or build-dir) schema the app still runs. */
-  GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
-  g_autoptr (GSettingsSchema) schema
-      = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
-  if (schema)
-    self->settings = g_settings_new (APP_ID);
+  self->settings = app_application_new_settings ();
   if (self->settings)
     {
       gtk_window_set_default_size (GTK_WINDOW (self),

@@ -10,9 +10,7 @@ int
 main (int argc, char *argv[])
 {
   setlocale (LC_ALL, "");
-  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
-  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
-  textdomain (GETTEXT_PACKAGE);
+  app_application_bind_text_domain ();
   g_autoptr (AppApplication) app = app_application_new ();
   return g_application_run (G_APPLICATION (app), argc, argv);
 }

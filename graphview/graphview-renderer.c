@@ -5,7 +5,9 @@
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <gio/gio.h>
+#include <glib/gi18n-lib.h>
 #include <math.h>
+#include <pango/pangocairo.h>
 #include <string.h>
 
 #include "graphview-private.h"
@@ -15,10 +17,7 @@
 #define N_CATEGORIES 7
 #define BADGE_FONT_SIZE 9.0
 
-typedef struct
-{
-  double r, g, b;
-} Rgb;
+typedef GraphviewRgb Rgb;
 
 struct _GraphviewRenderer
 {
@@ -33,6 +32,12 @@ struct _GraphviewRenderer
   int hover;
   int selected;
   gboolean legend;
+  const GraphviewPalette *palette;
+  /* Text is set with Pango from this font map (the widget's, or Pango's default), so that
+   * fontconfig's fallback finds glyphs the first font lacks, as in GTK labels. */
+  PangoFontMap *font_map;
+  PangoLanguage *language;
+  guint missing_glyphs;
 
   /* Derived from the plan, per op. */
   guint n_ops;
@@ -72,34 +77,6 @@ G_DEFINE_FINAL_TYPE (GraphviewRenderer, graphview_renderer, G_TYPE_OBJECT)
 
 /* Colours ---------------------------------------------------------------------------------- */
 
-static const Rgb category_fill[N_CATEGORIES] = {
-  { 0.859, 0.910, 0.984 }, /* matmul, einsum */
-  { 0.918, 0.863, 0.984 }, /* attention */
-  { 0.851, 0.949, 0.867 }, /* norms */
-  { 1.000, 0.953, 0.812 }, /* elementwise */
-  { 0.925, 0.925, 0.925 }, /* shape ops */
-  { 0.992, 0.878, 0.839 }, /* embedding, loss */
-  { 0.953, 0.953, 0.953 }, /* the rest */
-};
-static const Rgb block_fill = { 0.890, 0.910, 0.937 };
-static const Rgb frame_fill = { 0.969, 0.976, 0.988 };
-static const Rgb frame_line = { 0.788, 0.827, 0.878 };
-static const Rgb border = { 0.373, 0.388, 0.408 };
-static const Rgb pinned = { 0.102, 0.337, 0.859 };
-static const Rgb defaulted = { 0.851, 0.467, 0.024 };
-static const Rgb no_cost = { 0.604, 0.627, 0.651 };
-static const Rgb step_colour = { 0.882, 0.114, 0.455 };
-static const Rgb differs_colour = { 0.486, 0.227, 0.929 };
-static const Rgb hover_colour = { 0.298, 0.545, 0.961 };
-/* GNOME's search-match yellow, darkened so that it stands out on the light fills. */
-static const Rgb highlight_colour = { 0.898, 0.647, 0.039 };
-static const Rgb text_colour = { 0.125, 0.129, 0.141 };
-/* The split count of a matrix cell on a log2 scale: 1, 2, 4, 8, 16 and more. */
-static const Rgb split_colours[] = {
-  { 1.000, 1.000, 1.000 }, { 0.776, 0.859, 0.937 }, { 0.420, 0.682, 0.839 },
-  { 0.129, 0.443, 0.710 }, { 0.031, 0.188, 0.420 },
-};
-
 static void
 set_rgb (cairo_t *cr, Rgb c)
 {
@@ -113,11 +90,10 @@ mix (Rgb a, Rgb b, double t)
 }
 
 static Rgb
-cost_colour (double t)
+cost_colour (const GraphviewPalette *pal, double t)
 {
-  static const Rgb low = { 0.965, 0.765, 0.259 }, mid = { 0.941, 0.541, 0.141 },
-                   high = { 0.776, 0.157, 0.157 };
-  return t < 0.5 ? mix (low, mid, t * 2) : mix (mid, high, (t - 0.5) * 2);
+  return t < 0.5 ? mix (pal->cost_low, pal->cost_mid, t * 2)
+                 : mix (pal->cost_mid, pal->cost_high, (t - 0.5) * 2);
 }
 
 /* Device pixels. */
@@ -128,15 +104,15 @@ cost_width (double t)
 }
 
 static Rgb
-split_colour (guint splits)
+split_colour (const GraphviewPalette *pal, guint splits)
 {
   if (splits <= 1)
-    return split_colours[0];
+    return pal->splits[0];
   double level = MIN (log2 ((double)splits), 4.0);
   guint lo = (guint)floor (level);
   if (lo >= 4)
-    return split_colours[4];
-  return mix (split_colours[lo], split_colours[lo + 1], level - lo);
+    return pal->splits[4];
+  return mix (pal->splits[lo], pal->splits[lo + 1], level - lo);
 }
 
 static guint
@@ -345,6 +321,7 @@ graphview_renderer_finalize (GObject *object)
   g_clear_object (&self->plan);
   g_clear_object (&self->other);
   g_clear_object (&self->model);
+  g_clear_object (&self->font_map);
   G_OBJECT_CLASS (graphview_renderer_parent_class)->finalize (object);
 }
 
@@ -362,6 +339,7 @@ graphview_renderer_init (GraphviewRenderer *self)
   self->selected = -1;
   self->legend = TRUE;
   self->show_stages = TRUE;
+  self->palette = graphview_palette_get (FALSE);
 }
 
 GraphviewRenderer *
@@ -568,6 +546,39 @@ graphview_renderer_set_hover (GraphviewRenderer *self, int item)
 }
 
 void
+graphview_renderer_set_dark (GraphviewRenderer *self, gboolean dark)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  self->palette = graphview_palette_get (dark);
+}
+
+const GraphviewPalette *
+graphview_renderer_get_palette (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  return self->palette;
+}
+
+void
+graphview_renderer_set_pango_context (GraphviewRenderer *self, PangoContext *context)
+{
+  g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
+  g_return_if_fail (context == NULL || PANGO_IS_CONTEXT (context));
+  PangoFontMap *map = context ? pango_context_get_font_map (context) : NULL;
+  g_set_object (&self->font_map, map);
+  self->language = context ? pango_context_get_language (context) : NULL;
+}
+
+guint
+graphview_renderer_take_missing_glyphs (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), 0);
+  guint n = self->missing_glyphs;
+  self->missing_glyphs = 0;
+  return n;
+}
+
+void
 graphview_renderer_set_selected (GraphviewRenderer *self, int item)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
@@ -587,7 +598,7 @@ graphview_renderer_get_op_type_fill (GraphviewRenderer *self, PlannerOpType type
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   g_return_if_fail (rgb != NULL);
   /* The colour draw_op_nodes() fills the op's node with. */
-  Rgb c = category_fill[op_category (type)];
+  Rgb c = self->palette->category_fill[op_category (type)];
   rgb[0] = c.r;
   rgb[1] = c.g;
   rgb[2] = c.b;
@@ -815,7 +826,8 @@ graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item)
   if (it->kind == GRAPHVIEW_ITEM_BLOCK)
     {
       const GraphviewRun *run = graphview_model_get_run (self->model, it->run);
-      g_string_append_printf (s, "%s\n%u ops, %u per block", label, it->n_ops, run->ops_per_block);
+      g_string_append_printf (s, "%s\n", label);
+      g_string_append_printf (s, _("%u ops, %u per block"), it->n_ops, run->ops_per_block);
     }
   else
     {
@@ -851,16 +863,112 @@ graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item)
       summarize (self, it, &sum);
       g_autofree char *cost = planner_format_time (sum.cost);
       if (it->kind == GRAPHVIEW_ITEM_BLOCK)
-        g_string_append_printf (s, "\npinned %u, propagated %u, defaulted %u", sum.counts[0],
-                                sum.counts[1], sum.counts[2]);
-      g_string_append_printf (s, "\n%u redistributions in, %s", sum.redistributions, cost);
+        {
+          g_string_append_c (s, '\n');
+          g_string_append_printf (s, _("pinned %u, propagated %u, defaulted %u"), sum.counts[0],
+                                  sum.counts[1], sum.counts[2]);
+        }
+      g_string_append_c (s, '\n');
+      g_string_append_printf (s, _("%u redistributions in, %s"), sum.redistributions, cost);
       if (self->other != NULL && sum.differs > 0)
-        g_string_append_printf (s, "\n%u ops differ from %s", sum.differs,
-                                planner_plan_get_name (self->other)
-                                    ? planner_plan_get_name (self->other)
-                                    : "the other plan");
+        {
+          g_string_append_c (s, '\n');
+          g_string_append_printf (s, _("%u ops differ from %s"), sum.differs,
+                                  planner_plan_get_name (self->other)
+                                      ? planner_plan_get_name (self->other)
+                                      : _("the other plan"));
+        }
     }
   return g_string_free (s, FALSE);
+}
+
+/* Text ------------------------------------------------------------------------------------- */
+
+/* One Pango layout for the text of a draw call, made on its first text (zoomed out, none is
+ * drawn) in the user space @cr has then, which all the call's text shares. */
+typedef struct
+{
+  GraphviewRenderer *self;
+  cairo_t *cr;
+  PangoLayout *layout;
+  PangoFontDescription *font;
+} Pen;
+
+static void
+pen_init (Pen *p, GraphviewRenderer *self, cairo_t *cr)
+{
+  p->self = self;
+  p->cr = cr;
+  p->layout = NULL;
+  p->font = NULL;
+}
+
+static void
+pen_ensure (Pen *p)
+{
+  if (p->layout)
+    return;
+  GraphviewRenderer *self = p->self;
+  cairo_t *cr = p->cr;
+  PangoFontMap *map = self->font_map ? self->font_map : pango_cairo_font_map_get_default ();
+  PangoContext *context = pango_font_map_create_context (map);
+  if (self->language)
+    pango_context_set_language (context, self->language);
+  /* Unhinted metrics and free glyph positions: labels keep their width at every zoom. */
+  cairo_font_options_t *options = cairo_font_options_create ();
+  cairo_font_options_set_hint_metrics (options, CAIRO_HINT_METRICS_OFF);
+  pango_cairo_context_set_font_options (context, options);
+  cairo_font_options_destroy (options);
+  pango_context_set_round_glyph_positions (context, FALSE);
+  pango_cairo_update_context (cr, context);
+  p->layout = pango_layout_new (context);
+  g_object_unref (context);
+  p->font = pango_font_description_from_string ("Sans");
+}
+
+static void
+pen_clear (Pen *p)
+{
+  g_clear_object (&p->layout);
+  g_clear_pointer (&p->font, pango_font_description_free);
+}
+
+/* Sets @text at @size user units; returns its advance width, and through @baseline how far
+ * its baseline is below its top. */
+static double
+pen_set (Pen *p, const char *text, double size, gboolean bold, double *baseline)
+{
+  pen_ensure (p);
+  pango_font_description_set_weight (p->font, bold ? PANGO_WEIGHT_BOLD : PANGO_WEIGHT_NORMAL);
+  pango_font_description_set_absolute_size (p->font, size * PANGO_SCALE);
+  pango_layout_set_font_description (p->layout, p->font);
+  pango_layout_set_text (p->layout, text, -1);
+  PangoRectangle logical;
+  pango_layout_get_extents (p->layout, NULL, &logical);
+  if (baseline)
+    *baseline = (double)pango_layout_get_baseline (p->layout) / PANGO_SCALE;
+  return (double)logical.width / PANGO_SCALE;
+}
+
+/* Draws the text set last with its baseline at (x, y), in the current source colour. */
+static void
+pen_show (Pen *p, double x, double y, double baseline)
+{
+  /* Characters no font on the system has are drawn as hex boxes; counted for the caller
+   * (graphview_renderer_take_missing_glyphs). */
+  p->self->missing_glyphs += pango_layout_get_unknown_glyphs_count (p->layout);
+  cairo_move_to (p->cr, x, y - baseline);
+  pango_cairo_show_layout (p->cr, p->layout);
+}
+
+/* @text at baseline (x, y) in the current source colour; returns its advance width. */
+static double
+pen_draw (Pen *p, const char *text, double x, double y, double size, gboolean bold)
+{
+  double baseline;
+  double w = pen_set (p, text, size, bold, &baseline);
+  pen_show (p, x, y, baseline);
+  return w;
 }
 
 /* Drawing helpers -------------------------------------------------------------------------- */
@@ -869,6 +977,8 @@ typedef struct
 {
   GraphviewRenderer *self;
   cairo_t *cr;
+  const GraphviewPalette *pal;
+  Pen pen;
   double scale;
   GraphviewRect visible; /* world */
   gboolean text;
@@ -881,6 +991,8 @@ frame_init (Frame *f, GraphviewRenderer *self, cairo_t *cr, const GraphviewViewp
 {
   f->self = self;
   f->cr = cr;
+  f->pal = self->palette;
+  pen_init (&f->pen, self, cr);
   f->scale = vp->scale;
   /* A margin so that strokes and badges at the border are not cut. */
   double margin = 40 / vp->scale;
@@ -906,6 +1018,13 @@ frame_begin (Frame *f, GraphviewRenderer *self, cairo_t *cr, const GraphviewView
 }
 
 static void
+frame_end (Frame *f)
+{
+  pen_clear (&f->pen);
+  cairo_restore (f->cr);
+}
+
+static void
 rounded_rect (cairo_t *cr, double x, double y, double w, double h, double r)
 {
   r = MIN (r, MIN (w, h) / 2);
@@ -919,20 +1038,18 @@ rounded_rect (cairo_t *cr, double x, double y, double w, double h, double r)
 
 /* Text at baseline (x, y) in at most @max_w world units: shrunk, then cut. */
 static void
-show_text_fit (cairo_t *cr, const char *text, double x, double y, double max_w, double size,
+show_text_fit (Pen *p, const char *text, double x, double y, double max_w, double size,
                gboolean bold)
 {
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL,
-                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, size);
-  cairo_text_extents_t ext;
-  cairo_text_extents (cr, text, &ext);
+  cairo_t *cr = p->cr;
+  double baseline;
+  double advance = pen_set (p, text, size, bold, &baseline);
   gboolean clip = FALSE;
-  if (ext.x_advance > max_w && max_w > 0)
+  if (advance > max_w && max_w > 0)
     {
-      double shrink = MAX (max_w / ext.x_advance, 0.7);
-      cairo_set_font_size (cr, size * shrink);
-      clip = ext.x_advance * shrink > max_w;
+      double shrink = MAX (max_w / advance, 0.7);
+      pen_set (p, text, size * shrink, bold, &baseline);
+      clip = advance * shrink > max_w;
     }
   if (clip)
     {
@@ -940,8 +1057,7 @@ show_text_fit (cairo_t *cr, const char *text, double x, double y, double max_w, 
       cairo_rectangle (cr, x, y - size * 1.2, max_w, size * 1.6);
       cairo_clip (cr);
     }
-  cairo_move_to (cr, x, y);
-  cairo_show_text (cr, text);
+  pen_show (p, x, y, baseline);
   if (clip)
     cairo_restore (cr);
 }
@@ -1011,20 +1127,18 @@ static void
 draw_badge (Frame *f, const char *text, double cx, double cy, Rgb colour)
 {
   cairo_t *cr = f->cr;
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, BADGE_FONT_SIZE);
-  cairo_text_extents_t ext;
-  cairo_text_extents (cr, text, &ext);
-  double w = ext.x_advance + 8, h = BADGE_FONT_SIZE + 6;
+  double baseline;
+  double w = pen_set (&f->pen, text, BADGE_FONT_SIZE, FALSE, &baseline) + 8;
+  double h = BADGE_FONT_SIZE + 6;
   rounded_rect (cr, cx - w / 2, cy - h / 2, w, h, 4);
-  cairo_set_source_rgba (cr, 1, 1, 1, 0.95);
+  cairo_set_source_rgba (cr, f->pal->badge_fill.r, f->pal->badge_fill.g, f->pal->badge_fill.b,
+                         0.95);
   cairo_fill_preserve (cr);
   set_rgb (cr, colour);
   cairo_set_line_width (cr, 1.2 / f->scale);
   cairo_stroke (cr);
-  set_rgb (cr, text_colour);
-  cairo_move_to (cr, cx - w / 2 + 4, cy + BADGE_FONT_SIZE * 0.35);
-  cairo_show_text (cr, text);
+  set_rgb (cr, f->pal->text);
+  pen_show (&f->pen, cx - w / 2 + 4, cy + BADGE_FONT_SIZE * 0.35, baseline);
 }
 
 /* The static layer ------------------------------------------------------------------------- */
@@ -1041,17 +1155,18 @@ draw_frames (Frame *f)
         continue;
       const GraphviewRect *r = &frame->rect;
       rounded_rect (cr, r->x, r->y, r->width, r->height, 8);
-      set_rgb (cr, frame_fill);
+      set_rgb (cr, f->pal->frame_fill);
       cairo_fill_preserve (cr);
-      set_rgb (cr, frame_line);
+      set_rgb (cr, f->pal->frame_line);
       cairo_set_line_width (cr, 1.0 / f->scale);
       cairo_stroke (cr);
       if (f->text && frame->run >= 0)
         {
           g_autofree char *name
               = graphview_model_dup_block_name (f->self->model, frame->run, frame->block);
-          set_rgb (cr, border);
-          show_text_fit (cr, name, r->x + 8, r->y + 16, r->width - 16, GRAPHVIEW_FONT_SIZE, TRUE);
+          set_rgb (cr, f->pal->border);
+          show_text_fit (&f->pen, name, r->x + 8, r->y + 16, r->width - 16, GRAPHVIEW_FONT_SIZE,
+                         TRUE);
         }
     }
 }
@@ -1090,7 +1205,7 @@ draw_edges (Frame *f)
       if (buckets[b]->len == 0)
         continue;
       double t = b == 0 ? 0 : (b - 0.5) / N_COST_BUCKETS;
-      Rgb colour = b == 0 ? no_cost : cost_colour (t);
+      Rgb colour = b == 0 ? f->pal->no_cost : cost_colour (f->pal, t);
       double width = b == 0 ? 1.0 : cost_width (t);
       cairo_new_path (cr);
       for (guint i = 0; i < buckets[b]->len; i++)
@@ -1116,7 +1231,7 @@ draw_edges (Frame *f)
           continue;
         double x, y;
         graphview_layout_get_edge_midpoint (layout, e, &x, &y);
-        draw_badge (f, text, x, y, cost_colour ((b - 0.5) / N_COST_BUCKETS));
+        draw_badge (f, text, x, y, cost_colour (f->pal, (b - 0.5) / N_COST_BUCKETS));
       }
   for (guint b = 0; b <= N_COST_BUCKETS; b++)
     g_array_unref (buckets[b]);
@@ -1139,10 +1254,10 @@ draw_matrix (Frame *f, guint op, const GraphviewRect *r)
       for (guint c = 0; c < MIN (MAX (rank, 1), cols); c++)
         {
           guint splits = self->splits[op * MATRIX_CELLS + row * GRAPHVIEW_MATRIX_MAX_COLS + c];
-          set_rgb (cr, split_colour (splits));
+          set_rgb (cr, split_colour (f->pal, splits));
           cairo_rectangle (cr, x0 + c * cell, y0 + row * cell, cell, cell);
           cairo_fill_preserve (cr);
-          cairo_set_source_rgb (cr, 0.55, 0.58, 0.62);
+          set_rgb (cr, f->pal->matrix_line);
           cairo_set_line_width (cr, 0.5 / f->scale);
           cairo_stroke (cr);
         }
@@ -1194,7 +1309,7 @@ draw_op_nodes (Frame *f, GArray *ops)
   for (guint c = 0; c < N_CATEGORIES; c++)
     if (path_op_nodes (f, ops, op_fill_kind, c))
       {
-        set_rgb (cr, category_fill[c]);
+        set_rgb (cr, f->pal->category_fill[c]);
         cairo_fill (cr);
       }
 
@@ -1205,7 +1320,9 @@ draw_op_nodes (Frame *f, GArray *ops)
     {
       if (!path_op_nodes (f, ops, op_border_kind, kind))
         continue;
-      set_rgb (cr, kind == 1 ? pinned : kind == 2 ? defaulted : border);
+      set_rgb (cr, kind == 1   ? f->pal->pinned
+                   : kind == 2 ? f->pal->defaulted
+                               : f->pal->border);
       cairo_set_line_width (cr, (kind == 1 ? 2.5 : kind == 2 ? 1.8 : 1.0) / f->scale);
       if (kind == 2)
         {
@@ -1226,10 +1343,10 @@ draw_op_nodes (Frame *f, GArray *ops)
         if (self->decision[op] == PLANNER_DECIDED_PINNED)
           {
             cairo_arc (cr, r->x, r->y, 5, 0, 2 * G_PI);
-            set_rgb (cr, pinned);
+            set_rgb (cr, f->pal->pinned);
             cairo_fill (cr);
             cairo_arc (cr, r->x, r->y, 2, 0, 2 * G_PI);
-            cairo_set_source_rgb (cr, 1, 1, 1);
+            set_rgb (cr, f->pal->on_mark);
             cairo_fill (cr);
           }
         else if (self->decision[op] == PLANNER_DECIDED_DEFAULTED)
@@ -1238,7 +1355,7 @@ draw_op_nodes (Frame *f, GArray *ops)
             cairo_line_to (cr, r->x + 11, r->y - 1);
             cairo_line_to (cr, r->x - 1, r->y + 11);
             cairo_close_path (cr);
-            set_rgb (cr, defaulted);
+            set_rgb (cr, f->pal->defaulted);
             cairo_fill (cr);
           }
       }
@@ -1265,29 +1382,30 @@ draw_op_nodes (Frame *f, GArray *ops)
           = r->width - 2 * GRAPHVIEW_PAD - (self->plan ? cols * GRAPHVIEW_CELL + GRAPHVIEW_PAD : 0);
       double x = r->x + GRAPHVIEW_PAD;
       double y = r->y + GRAPHVIEW_PAD + GRAPHVIEW_LINE - 3;
-      set_rgb (cr, text_colour);
-      show_text_fit (cr, planner_op_type_to_string (o->type), x, y, text_w,
+      set_rgb (cr, f->pal->text);
+      show_text_fit (&f->pen, planner_op_type_to_string (o->type), x, y, text_w,
                      GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
-      show_text_fit (cr, graphview_model_get_op_label (self->model, op), x, y + GRAPHVIEW_LINE,
+      show_text_fit (&f->pen, graphview_model_get_op_label (self->model, op), x, y + GRAPHVIEW_LINE,
                      text_w, GRAPHVIEW_FONT_SIZE, FALSE);
       if (f->shapes && o->n_outputs > 0)
         {
           g_autofree char *shape
               = shape_text (planner_graph_get_tensor (self->graph, o->outputs[0]));
-          cairo_set_source_rgb (cr, 0.35, 0.37, 0.40);
-          show_text_fit (cr, shape, x, y + 2 * GRAPHVIEW_LINE, text_w, GRAPHVIEW_FONT_SIZE * 0.9,
-                         FALSE);
+          set_rgb (cr, f->pal->text_muted);
+          show_text_fit (&f->pen, shape, x, y + 2 * GRAPHVIEW_LINE, text_w,
+                         GRAPHVIEW_FONT_SIZE * 0.9, FALSE);
         }
     }
 }
 
 static void
-decision_bar (cairo_t *cr, const Summary *s, double x, double y, double w, double h)
+decision_bar (Frame *f, const Summary *s, double x, double y, double w, double h)
 {
+  cairo_t *cr = f->cr;
   guint total = s->counts[0] + s->counts[1] + s->counts[2];
   if (total == 0)
     return;
-  static const Rgb *colours[] = { &pinned, &no_cost, &defaulted };
+  const Rgb *colours[] = { &f->pal->pinned, &f->pal->no_cost, &f->pal->defaulted };
   double at = x;
   for (guint k = 0; k < 3; k++)
     {
@@ -1313,9 +1431,9 @@ draw_block_node (Frame *f, guint item)
     {
       double d = off * layer / 2;
       rounded_rect (cr, r->x + off - d, r->y + d, r->width - off, r->height - off, 6);
-      set_rgb (cr, layer == 0 ? block_fill : mix (block_fill, (Rgb){ 1, 1, 1 }, 0.4));
+      set_rgb (cr, layer == 0 ? f->pal->block_fill : f->pal->block_back);
       cairo_fill_preserve (cr);
-      set_rgb (cr, border);
+      set_rgb (cr, f->pal->border);
       cairo_set_line_width (cr, 1.2 / f->scale);
       cairo_stroke (cr);
     }
@@ -1323,24 +1441,25 @@ draw_block_node (Frame *f, guint item)
   double y = r->y + off + GRAPHVIEW_PAD;
   Summary s;
   summarize (self, it, &s);
-  decision_bar (cr, &s, x, r->y + r->height - off - GRAPHVIEW_PAD - 5, w, 5);
+  decision_bar (f, &s, x, r->y + r->height - off - GRAPHVIEW_PAD - 5, w, 5);
   if (!f->text)
     return;
 
   const GraphviewRun *run = graphview_model_get_run (self->model, it->run);
   g_autofree char *label = graphview_model_dup_item_label (self->model, item);
-  g_autofree char *ops = g_strdup_printf ("%u ops, %u per block", it->n_ops, run->ops_per_block);
-  set_rgb (cr, text_colour);
-  show_text_fit (cr, label, x, y + GRAPHVIEW_LINE - 2, w, GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
-  show_text_fit (cr, ops, x, y + 2 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
+  g_autofree char *ops
+      = g_strdup_printf (_("%u ops, %u per block"), it->n_ops, run->ops_per_block);
+  set_rgb (cr, f->pal->text);
+  show_text_fit (&f->pen, label, x, y + GRAPHVIEW_LINE - 2, w, GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
+  show_text_fit (&f->pen, ops, x, y + 2 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
   if (self->plan == NULL)
     return;
-  g_autofree char *decided = g_strdup_printf ("pinned %u, propagated %u, defaulted %u", s.counts[0],
-                                              s.counts[1], s.counts[2]);
+  g_autofree char *decided = g_strdup_printf (_("pinned %u, propagated %u, defaulted %u"),
+                                              s.counts[0], s.counts[1], s.counts[2]);
   g_autofree char *cost = planner_format_time (s.cost);
-  g_autofree char *redist = g_strdup_printf ("%u redistributions, %s", s.redistributions, cost);
-  show_text_fit (cr, decided, x, y + 3 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
-  show_text_fit (cr, redist, x, y + 4 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
+  g_autofree char *redist = g_strdup_printf (_("%u redistributions, %s"), s.redistributions, cost);
+  show_text_fit (&f->pen, decided, x, y + 3 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
+  show_text_fit (&f->pen, redist, x, y + 4 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
 }
 
 /* Device pixels of the overview's labels, whatever the zoom. */
@@ -1353,11 +1472,11 @@ overview_label (Frame *f, const GraphviewRect *r, const char *text, const char *
   double size = OVERVIEW_FONT_PX / f->scale;
   if (r->height * f->scale < OVERVIEW_FONT_PX + 4 || r->width * f->scale < 24)
     return;
-  set_rgb (f->cr, text_colour);
+  set_rgb (f->cr, f->pal->text);
   double pad = 4 / f->scale;
-  show_text_fit (f->cr, text, r->x + pad, r->y + pad + size, r->width - 2 * pad, size, TRUE);
+  show_text_fit (&f->pen, text, r->x + pad, r->y + pad + size, r->width - 2 * pad, size, TRUE);
   if (detail && r->height * f->scale >= 2 * OVERVIEW_FONT_PX + 10)
-    show_text_fit (f->cr, detail, r->x + pad, r->y + 2 * pad + 2 * size, r->width - 2 * pad,
+    show_text_fit (&f->pen, detail, r->x + pad, r->y + 2 * pad + 2 * size, r->width - 2 * pad,
                    size, FALSE);
 }
 
@@ -1376,9 +1495,9 @@ draw_block_summaries (Frame *f)
         continue;
       const GraphviewRect *r = &frame->rect;
       rounded_rect (cr, r->x, r->y, r->width, r->height, 6 / MAX (f->scale, 0.05));
-      set_rgb (cr, block_fill);
+      set_rgb (cr, f->pal->block_fill);
       cairo_fill_preserve (cr);
-      set_rgb (cr, border);
+      set_rgb (cr, f->pal->border);
       cairo_set_line_width (cr, 1.2 / f->scale);
       cairo_stroke (cr);
       if (frame->run < 0)
@@ -1389,7 +1508,7 @@ draw_block_summaries (Frame *f)
       Summary s;
       summarize (self, &block, &s);
       double bar = MIN (5 / f->scale, r->height / 4);
-      decision_bar (cr, &s, r->x + 2 / f->scale, r->y + r->height - bar - 2 / f->scale,
+      decision_bar (f, &s, r->x + 2 / f->scale, r->y + r->height - bar - 2 / f->scale,
                     r->width - 4 / f->scale, bar);
       g_autofree char *full = graphview_model_dup_block_name (self->model, frame->run, frame->block);
       /* "layers.37": what tells the cards apart comes first in a narrow one. */
@@ -1402,8 +1521,8 @@ draw_block_summaries (Frame *f)
             break;
           }
       g_autofree char *detail
-          = self->plan ? g_strdup_printf ("%u ops, pinned %u", block.n_ops, s.counts[0])
-                       : g_strdup_printf ("%u ops", block.n_ops);
+          = self->plan ? g_strdup_printf (_("%u ops, pinned %u"), block.n_ops, s.counts[0])
+                       : g_strdup_printf (_("%u ops"), block.n_ops);
       overview_label (f, r, name, detail);
     }
 }
@@ -1427,7 +1546,10 @@ graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
   if (!overview)
     draw_frames (&f);
   if (self->show_stages && graphview_renderer_get_stages (self))
-    graphview_stages_draw (self->stages, cr, f.scale, &f.visible);
+    {
+      pen_ensure (&f.pen);
+      graphview_stages_draw (self->stages, cr, f.scale, &f.visible, f.pen.layout, f.pal->dark);
+    }
   draw_edges (&f);
   if (overview)
     draw_block_summaries (&f);
@@ -1461,11 +1583,12 @@ graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
           continue;
         const GraphviewRect *r = item_rect (&f, item);
         g_autofree char *time = planner_format_time (self->op_extra[op]);
-        g_autofree char *text = g_strdup_printf ("out %s", time);
+        /* Translators: a badge under a node: the time of the conversions of its output. */
+        g_autofree char *text = g_strdup_printf (_("out %s"), time);
         draw_badge (&f, text, r->x + r->width / 2, r->y + r->height + 2,
-                    cost_colour (cost_level (self, self->op_extra[op])));
+                    cost_colour (f.pal, cost_level (self, self->op_extra[op])));
       }
-  cairo_restore (cr);
+  frame_end (&f);
 }
 
 /* Overlays --------------------------------------------------------------------------------- */
@@ -1505,7 +1628,8 @@ draw_step_overlay (Frame *f)
           /* Grey over the part of the node not decided yet (all of an op node). */
           double part = (double)s.pending / it->n_ops;
           cairo_rectangle (cr, r->x, r->y + r->height * (1 - part), r->width, r->height * part);
-          cairo_set_source_rgba (cr, 0.90, 0.90, 0.90, 0.82);
+          cairo_set_source_rgba (cr, f->pal->pending.r, f->pal->pending.g, f->pal->pending.b,
+                                 f->pal->pending_alpha);
           cairo_fill (cr);
         }
     }
@@ -1523,13 +1647,13 @@ draw_step_overlay (Frame *f)
         {
           cairo_new_path (cr);
           edge_path (cr, self->layout, edge, FALSE);
-          cairo_set_source_rgba (cr, step_colour.r, step_colour.g, step_colour.b, 0.85);
+          cairo_set_source_rgba (cr, f->pal->step.r, f->pal->step.g, f->pal->step.b, 0.85);
           cairo_set_line_width (cr, 5 / f->scale);
           cairo_stroke (cr);
         }
-      outline (f, item_rect (f, from), step_colour, 2, TRUE);
+      outline (f, item_rect (f, from), f->pal->step, 2, TRUE);
     }
-  outline (f, item_rect (f, item), step_colour, 4, FALSE);
+  outline (f, item_rect (f, item), f->pal->step, 4, FALSE);
 }
 
 static void
@@ -1548,28 +1672,25 @@ draw_compare_overlay (Frame *f)
       if (differs == 0)
         continue;
       const GraphviewRect *r = item_rect (f, i);
-      outline (f, r, differs_colour, 3, TRUE);
+      outline (f, r, f->pal->differs, 3, TRUE);
       /* A "not equal" badge at the top-right corner, with the count on block nodes. */
       g_autofree char *text = it->kind == GRAPHVIEW_ITEM_BLOCK ? g_strdup_printf ("%u", differs)
                                                                : g_strdup ("\xe2\x89\xa0");
-      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-      cairo_set_font_size (cr, 9);
-      cairo_text_extents_t ext;
-      cairo_text_extents (cr, text, &ext);
+      double baseline;
+      double advance = pen_set (&f->pen, text, 9, TRUE, &baseline);
       double radius = 7 / MAX (f->scale, 0.5);
-      double half = f->text ? MAX (ext.x_advance / 2 + 2 - radius, 0) : 0;
+      double half = f->text ? MAX (advance / 2 + 2 - radius, 0) : 0;
       double cx = r->x + r->width - half;
       cairo_new_sub_path (cr);
       cairo_arc (cr, cx + half, r->y, radius, -G_PI / 2, G_PI / 2);
       cairo_arc (cr, cx - half, r->y, radius, G_PI / 2, 3 * G_PI / 2);
       cairo_close_path (cr);
-      set_rgb (cr, differs_colour);
+      set_rgb (cr, f->pal->differs);
       cairo_fill (cr);
       if (f->text)
         {
-          cairo_set_source_rgb (cr, 1, 1, 1);
-          cairo_move_to (cr, cx - ext.x_advance / 2, r->y + 3.2);
-          cairo_show_text (cr, text);
+          set_rgb (cr, f->pal->on_mark);
+          pen_show (&f->pen, cx - advance / 2, r->y + 3.2, baseline);
         }
     }
 }
@@ -1584,7 +1705,7 @@ draw_trial_overlay (Frame *f)
   cairo_t *cr = f->cr;
   if (self->trial == NULL)
     return;
-  static const Rgb good = { 0.18, 0.55, 0.27 }, bad = { 0.80, 0.16, 0.16 };
+  Rgb good = f->pal->good, bad = f->pal->bad;
   for (guint i = 0; seek_visible_item (f, &i); i++)
     {
       gboolean ok = TRUE;
@@ -1600,17 +1721,14 @@ draw_trial_overlay (Frame *f)
           cairo_fill (cr);
           continue;
         }
-      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-      cairo_set_font_size (cr, 8);
-      cairo_text_extents_t ext;
-      cairo_text_extents (cr, text, &ext);
-      double w = ext.x_advance + 6, x = r->x + (r->width - w) / 2, y = r->y + r->height - 5;
+      double baseline;
+      double w = pen_set (&f->pen, text, 8, TRUE, &baseline) + 6;
+      double x = r->x + (r->width - w) / 2, y = r->y + r->height - 5;
       cairo_rectangle (cr, x, y, w, 10);
       set_rgb (cr, ok ? good : bad);
       cairo_fill (cr);
-      cairo_set_source_rgb (cr, 1, 1, 1);
-      cairo_move_to (cr, x + 3, y + 7.5);
-      cairo_show_text (cr, text);
+      set_rgb (cr, f->pal->on_mark);
+      pen_show (&f->pen, x + 3, y + 7.5, baseline);
     }
 }
 
@@ -1624,7 +1742,7 @@ draw_highlight_overlay (Frame *f)
     return;
   for (guint i = 0; seek_visible_item (f, &i); i++)
     if (graphview_renderer_item_is_highlighted (self, i))
-      outline (f, item_rect (f, i), highlight_colour, 4, FALSE);
+      outline (f, item_rect (f, i), f->pal->highlight, 4, FALSE);
 }
 
 void
@@ -1642,26 +1760,19 @@ graphview_renderer_draw_overlays (GraphviewRenderer *self, cairo_t *cr,
   draw_highlight_overlay (&f);
   guint n = graphview_model_get_n_items (self->model);
   if (self->hover >= 0 && (guint)self->hover < n)
-    outline (&f, item_rect (&f, self->hover), hover_colour, 2, FALSE);
+    outline (&f, item_rect (&f, self->hover), f.pal->hover, 2, FALSE);
   if (self->selected >= 0 && (guint)self->selected < n)
-    outline (&f, item_rect (&f, self->selected), pinned, 3, FALSE);
-  cairo_restore (cr);
+    outline (&f, item_rect (&f, self->selected), f.pal->pinned, 3, FALSE);
+  frame_end (&f);
 }
 
 /* The legend ------------------------------------------------------------------------------- */
 
 static double
-legend_text (cairo_t *cr, const char *text, double x, double y, gboolean bold)
+legend_text (Pen *p, const char *text, double x, double y, gboolean bold)
 {
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL,
-                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, 11);
-  cairo_text_extents_t ext;
-  cairo_text_extents (cr, text, &ext);
-  set_rgb (cr, text_colour);
-  cairo_move_to (cr, x, y);
-  cairo_show_text (cr, text);
-  return x + ext.x_advance;
+  set_rgb (p->cr, p->self->palette->text);
+  return x + pen_draw (p, text, x, y, 11, bold);
 }
 
 static double
@@ -1685,33 +1796,36 @@ graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, 
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   double row1 = y + 18, row2 = y + 40, at, right = x;
+  const GraphviewPalette *pal = self->palette;
   cairo_save (cr);
+  Pen pen;
+  pen_init (&pen, self, cr);
 
-  at = legend_text (cr, "splits per dim", x + 8, row1, TRUE) + 8;
+  at = legend_text (&pen, _("splits per dim"), x + 8, row1, TRUE) + 8;
   static const guint levels[] = { 1, 2, 4, 8, 16 };
   for (guint i = 0; i < G_N_ELEMENTS (levels); i++)
     {
       char label[8];
       g_snprintf (label, sizeof label, i + 1 < G_N_ELEMENTS (levels) ? "%u" : "%u+", levels[i]);
       cairo_rectangle (cr, at, row1 - 10, 12, 12);
-      set_rgb (cr, split_colour (levels[i]));
+      set_rgb (cr, split_colour (pal, levels[i]));
       cairo_fill_preserve (cr);
-      cairo_set_source_rgb (cr, 0.55, 0.58, 0.62);
+      set_rgb (cr, pal->matrix_line);
       cairo_set_line_width (cr, 1);
       cairo_stroke (cr);
-      at = legend_text (cr, label, at + 15, row1, FALSE) + 8;
+      at = legend_text (&pen, label, at + 15, row1, FALSE) + 8;
     }
   at += 12;
-  at = legend_text (cr, "redistribution", at, row1, TRUE) + 8;
+  at = legend_text (&pen, _("redistribution"), at, row1, TRUE) + 8;
   if (self->max_cost > 0)
     {
       g_autofree char *lo = planner_format_time (self->min_cost);
       g_autofree char *hi = planner_format_time (self->max_cost);
-      at = legend_text (cr, lo, at, row1, FALSE) + 6;
+      at = legend_text (&pen, lo, at, row1, FALSE) + 6;
       cairo_pattern_t *ramp = cairo_pattern_create_linear (at, 0, at + 90, 0);
       for (guint i = 0; i <= 4; i++)
         {
-          Rgb c = cost_colour (i / 4.0);
+          Rgb c = cost_colour (pal, i / 4.0);
           cairo_pattern_add_color_stop_rgb (ramp, i / 4.0, c.r, c.g, c.b);
         }
       cairo_move_to (cr, at, row1 - 4);
@@ -1722,32 +1836,34 @@ graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, 
       cairo_set_source (cr, ramp);
       cairo_fill (cr);
       cairo_pattern_destroy (ramp);
-      at = legend_text (cr, hi, at + 96, row1, FALSE) + 8;
-      at = legend_text (cr, "(log)", at, row1, FALSE);
+      at = legend_text (&pen, hi, at + 96, row1, FALSE) + 8;
+      /* Translators: the cost ramp's scale is logarithmic. */
+      at = legend_text (&pen, _("(log)"), at, row1, FALSE);
     }
   else
-    at = legend_text (cr, self->plan ? "none" : "no plan", at, row1, FALSE);
+    at = legend_text (&pen, self->plan ? _("none") : _("no plan"), at, row1, FALSE);
   right = MAX (right, at);
 
   at = x + 8;
-  at = legend_swatch (cr, at, row2, category_fill[0], pinned, 2.5, FALSE);
-  at = legend_text (cr, "pinned", at, row2, FALSE) + 12;
-  at = legend_swatch (cr, at, row2, category_fill[0], border, 1, FALSE);
-  at = legend_text (cr, "propagated", at, row2, FALSE) + 12;
-  at = legend_swatch (cr, at, row2, category_fill[0], defaulted, 1.8, TRUE);
-  at = legend_text (cr, "defaulted", at, row2, FALSE) + 12;
+  at = legend_swatch (cr, at, row2, pal->category_fill[0], pal->pinned, 2.5, FALSE);
+  at = legend_text (&pen, _("pinned"), at, row2, FALSE) + 12;
+  at = legend_swatch (cr, at, row2, pal->category_fill[0], pal->border, 1, FALSE);
+  at = legend_text (&pen, _("propagated"), at, row2, FALSE) + 12;
+  at = legend_swatch (cr, at, row2, pal->category_fill[0], pal->defaulted, 1.8, TRUE);
+  at = legend_text (&pen, _("defaulted"), at, row2, FALSE) + 12;
   if (self->plan != NULL && self->step >= 0)
     {
-      at = legend_swatch (cr, at, row2, (Rgb){ 0.9, 0.9, 0.9 }, step_colour, 2.5, FALSE);
-      g_autofree char *text = g_strdup_printf ("step %d (grey: decided later)", self->step);
-      at = legend_text (cr, text, at, row2, FALSE) + 12;
+      at = legend_swatch (cr, at, row2, pal->pending, pal->step, 2.5, FALSE);
+      g_autofree char *text = g_strdup_printf (_("step %d (grey: decided later)"), self->step);
+      at = legend_text (&pen, text, at, row2, FALSE) + 12;
     }
   if (self->plan != NULL && self->other != NULL)
     {
-      at = legend_swatch (cr, at, row2, (Rgb){ 1, 1, 1 }, differs_colour, 2.5, TRUE);
-      at = legend_text (cr, "strategy differs", at, row2, FALSE) + 12;
+      at = legend_swatch (cr, at, row2, pal->background, pal->differs, 2.5, TRUE);
+      at = legend_text (&pen, _("strategy differs"), at, row2, FALSE) + 12;
     }
   right = MAX (right, at);
+  pen_clear (&pen);
   cairo_restore (cr);
   if (width)
     *width = right - x + 8;
@@ -1853,7 +1969,7 @@ render_file (GraphviewRenderer *self, GraphviewFormat format, double scale, doub
     }
   cairo_t *cr = cairo_create (surface);
   cairo_scale (cr, magnify, magnify);
-  cairo_set_source_rgb (cr, 1, 1, 1);
+  set_rgb (cr, self->palette->background);
   cairo_paint (cr);
   graphview_renderer_draw (self, cr, &vp);
   double legend_y = 4;
@@ -1861,11 +1977,11 @@ render_file (GraphviewRenderer *self, GraphviewFormat format, double scale, doub
     {
       /* In device units, as the legend: the same size at every scale. */
       cairo_save (cr);
-      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-      cairo_set_font_size (cr, 15);
-      set_rgb (cr, text_colour);
-      cairo_move_to (cr, 8, 21);
-      cairo_show_text (cr, self->title);
+      Pen pen;
+      pen_init (&pen, self, cr);
+      set_rgb (cr, self->palette->text);
+      pen_draw (&pen, self->title, 8, 21, 15, TRUE);
+      pen_clear (&pen);
       cairo_restore (cr);
       legend_y += GRAPHVIEW_FILE_TITLE_HEIGHT;
     }

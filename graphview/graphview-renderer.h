@@ -11,10 +11,12 @@
 
 #include <cairo.h>
 #include <glib-object.h>
+#include <pango/pango.h>
 
 #include "graphview-layout.h"
 #include "graphview-model.h"
 #include "graphview-stages.h"
+#include "graphview-palette.h"
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -109,6 +111,16 @@ gboolean graphview_renderer_item_is_highlighted (GraphviewRenderer *self, guint 
 /* A title drawn over the legend in files ("gpt2 · dp=2,mp=4 · megatron"); NULL: none. */
 void graphview_renderer_set_title (GraphviewRenderer *self, const char *title);
 const char *graphview_renderer_get_title (GraphviewRenderer *self);
+/* The dark palette or the light one (the default); the widget follows its style. Files are
+ * drawn in the same palette, background included. */
+void graphview_renderer_set_dark (GraphviewRenderer *self, gboolean dark);
+const GraphviewPalette *graphview_renderer_get_palette (GraphviewRenderer *self);
+/* Text is set with Pango, from @context's font map and language (the widget's), or from
+ * Pango's default font map (NULL), so fontconfig's fallback applies as in GTK labels. */
+void graphview_renderer_set_pango_context (GraphviewRenderer *self, PangoContext *context);
+/* Characters drawn since the last call for which no installed font had a glyph (drawn as
+ * boxes); resets the count. */
+guint graphview_renderer_take_missing_glyphs (GraphviewRenderer *self);
 
 GraphviewStepState graphview_renderer_get_step_state (GraphviewRenderer *self, guint op);
 gboolean graphview_renderer_op_differs (GraphviewRenderer *self, guint op);

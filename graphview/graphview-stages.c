@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <pango/pangocairo.h>
 
 #include "graphview-private.h"
 #include "graphview-stages.h"
@@ -275,9 +276,10 @@ graphview_stages_get_band (GraphviewStages *self, guint band)
 
 void
 graphview_stages_draw (GraphviewStages *self, cairo_t *cr, double scale,
-                       const GraphviewRect *visible)
+                       const GraphviewRect *visible, PangoLayout *layout, gboolean dark)
 {
   g_return_if_fail (self != NULL && cr != NULL && scale > 0 && visible != NULL);
+  g_return_if_fail (PANGO_IS_LAYOUT (layout));
   if (self->layout == NULL)
     return;
   double width = 0;
@@ -319,17 +321,27 @@ graphview_stages_draw (GraphviewStages *self, cairo_t *cr, double scale,
       /* At the band's top, or its middle when it is shorter than two lines. */
       double baseline = r->height >= 2.5 * size ? r->y + 4.0 / scale + size
                                                 : r->y + r->height / 2 + size * 0.35;
-      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-      cairo_set_font_size (cr, size);
+      g_autoptr (PangoFontDescription) font = pango_font_description_from_string ("Sans Bold");
+      pango_font_description_set_absolute_size (font, size * PANGO_SCALE);
+      pango_layout_set_font_description (layout, font);
+      pango_layout_set_text (layout, band->label, -1);
       /* Layout sizes come from character counts: a label wider than its estimate shrinks. */
-      cairo_text_extents_t ext;
-      cairo_text_extents (cr, band->label, &ext);
+      PangoRectangle ext;
+      pango_layout_get_extents (layout, NULL, &ext);
+      double advance = (double)ext.width / PANGO_SCALE;
       double room = self->gutter - 2 * GUTTER_PAD;
-      if (size == GRAPHVIEW_FONT_SIZE && ext.x_advance > room)
-        cairo_set_font_size (cr, size * room / ext.x_advance);
-      cairo_set_source_rgb (cr, rgb[0] * 0.6, rgb[1] * 0.6, rgb[2] * 0.6);
-      cairo_move_to (cr, width + GUTTER_PAD, baseline);
-      cairo_show_text (cr, band->label);
+      if (size == GRAPHVIEW_FONT_SIZE && advance > room)
+        {
+          pango_font_description_set_absolute_size (font, size * room / advance * PANGO_SCALE);
+          pango_layout_set_font_description (layout, font);
+        }
+      if (dark)
+        cairo_set_source_rgb (cr, 0.5 + rgb[0] * 0.5, 0.5 + rgb[1] * 0.5, 0.5 + rgb[2] * 0.5);
+      else
+        cairo_set_source_rgb (cr, rgb[0] * 0.6, rgb[1] * 0.6, rgb[2] * 0.6);
+      cairo_move_to (cr, width + GUTTER_PAD,
+                     baseline - (double)pango_layout_get_baseline (layout) / PANGO_SCALE);
+      pango_cairo_show_layout (cr, layout);
     }
   cairo_restore (cr);
 }

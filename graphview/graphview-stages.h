@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cairo.h>
+#include <pango/pango.h>
 
 #include "graphview-layout.h"
 #include "graphview-model.h"
@@ -59,9 +60,11 @@ void graphview_stages_get_item_part (GraphviewStages *self, GraphviewModel *mode
 char *graphview_stages_dup_item_text (GraphviewStages *self, GraphviewModel *model, guint item);
 
 /* Draws the bands that meet @visible (world) in world coordinates at @scale device pixels a
- * point, behind the nodes: tints, the borders between stages, the labels in the gutter. */
+ * point, behind the nodes: tints, the borders between stages, the labels in the gutter, set
+ * with @layout (the renderer's Pango layout for @cr), darkened on the light palette and
+ * lightened on the dark one. */
 void graphview_stages_draw (GraphviewStages *self, cairo_t *cr, double scale,
-                            const GraphviewRect *visible);
+                            const GraphviewRect *visible, PangoLayout *layout, gboolean dark);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (GraphviewStages, graphview_stages_free)
 

@@ -38,6 +38,7 @@ struct _GraphviewWidget
   GPtrArray *overlays;
   gboolean show_legend;
   double legend_width, legend_height;
+  gboolean dark; /* the style's: light text on a dark theme */
 
   double pointer_x, pointer_y;
   int hover;
@@ -72,6 +73,7 @@ static guint signals[N_SIGNALS];
 
 static void request_layout (GraphviewWidget *self);
 static void center_on_item (GraphviewWidget *self, guint item);
+static void apply_style (GraphviewWidget *self);
 
 /* View ------------------------------------------------------------------------------------- */
 
@@ -524,6 +526,7 @@ graphview_widget_set_model (GraphviewWidget *self, GraphviewModel *model)
     {
       self->renderer = graphview_renderer_new (model);
       graphview_renderer_set_show_legend (self->renderer, TRUE);
+      apply_style (self);
       self->changed_id = g_signal_connect (model, "changed", G_CALLBACK (model_changed), self);
     }
   request_layout (self);
@@ -601,13 +604,51 @@ graphview_widget_redraw (GraphviewWidget *self)
 
 /* Drawing ---------------------------------------------------------------------------------- */
 
+/* The palette follows the style: light text (the CSS colour the theme gives the widget) means
+ * a dark style, whichever of AdwStyleManager or GTK's prefer-dark setting chose it. Text gets
+ * the widget's font map and language. */
+static void
+apply_style (GraphviewWidget *self)
+{
+  GdkRGBA fg;
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &fg);
+  G_GNUC_END_IGNORE_DEPRECATIONS
+  self->dark = graphview_palette_is_dark_foreground (fg.red, fg.green, fg.blue);
+  if (self->renderer)
+    {
+      graphview_renderer_set_dark (self->renderer, self->dark);
+      graphview_renderer_set_pango_context (self->renderer,
+                                            gtk_widget_get_pango_context (GTK_WIDGET (self)));
+    }
+}
+
+static void
+graphview_widget_css_changed (GtkWidget *widget, GtkCssStyleChange *change)
+{
+  GraphviewWidget *self = GRAPHVIEW_WIDGET (widget);
+  GTK_WIDGET_CLASS (graphview_widget_parent_class)->css_changed (widget, change);
+  gboolean was_dark = self->dark;
+  apply_style (self);
+  if (self->dark != was_dark)
+    static_changed (self);
+}
+
+gboolean
+graphview_widget_get_dark (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), FALSE);
+  return self->dark;
+}
+
 static GdkTexture *
 render_static (GraphviewWidget *self, int width, int height, int factor)
 {
   cairo_surface_t *surface
       = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width * factor, height * factor);
   cairo_t *cr = cairo_create (surface);
-  cairo_set_source_rgb (cr, 1, 1, 1);
+  const GraphviewPalette *pal = graphview_renderer_get_palette (self->renderer);
+  cairo_set_source_rgb (cr, pal->background.r, pal->background.g, pal->background.b);
   cairo_paint (cr);
   GraphviewViewport vp
       = { self->scale * factor, self->x, self->y, width * factor, height * factor };
@@ -634,8 +675,8 @@ graphview_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
   graphene_rect_t bounds = GRAPHENE_RECT_INIT (0, 0, width, height);
   if (!graphview_widget_is_ready (self))
     {
-      GdkRGBA white = { 1, 1, 1, 1 };
-      gtk_snapshot_append_color (snapshot, &white, &bounds);
+      const GraphviewRgb bg = graphview_palette_get (self->dark)->background;
+      gtk_snapshot_append_color (snapshot, &(GdkRGBA){ bg.r, bg.g, bg.b, 1 }, &bounds);
       return;
     }
 
@@ -668,7 +709,8 @@ graphview_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
                                       &lw, &lh);
       cairo_pattern_t *legend = cairo_pop_group (cr);
       cairo_rectangle (cr, LEGEND_X, height - LEGEND_BOTTOM, lw + 4, lh + 4);
-      cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+      const GraphviewPalette *pal = graphview_renderer_get_palette (self->renderer);
+      cairo_set_source_rgba (cr, pal->card.r, pal->card.g, pal->card.b, pal->card_alpha);
       cairo_fill (cr);
       cairo_set_source (cr, legend);
       cairo_paint (cr);
@@ -969,6 +1011,7 @@ graphview_widget_class_init (GraphviewWidgetClass *klass)
       g_param_spec_boolean ("show-legend", NULL, NULL, TRUE,
                             G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   widget_class->snapshot = graphview_widget_snapshot;
+  widget_class->css_changed = graphview_widget_css_changed;
   widget_class->size_allocate = graphview_widget_size_allocate;
   widget_class->measure = graphview_widget_measure;
 

@@ -41,6 +41,9 @@ void graphview_widget_set_highlighted_ops (GraphviewWidget *self, const guint *o
 /* The static layer changed (a new plan set through the renderer). */
 void graphview_widget_redraw (GraphviewWidget *self);
 
+/* Whether the widget draws in the dark palette (its style's text is light). */
+gboolean graphview_widget_get_dark (GraphviewWidget *self);
+
 /* TRUE once a layout of the model's current state is shown. */
 gboolean graphview_widget_is_ready (GraphviewWidget *self);
 

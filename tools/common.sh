@@ -17,11 +17,12 @@ ASAN_DIR="${SHARDSCOPE_ASAN_DIR:-$ROOT/build-asan}"
 PACKAGES=(
   build-essential meson ninja-build pkg-config
   libglib2.0-dev libjson-glib-dev libsqlite3-dev
-  libgraphviz-dev graphviz libcairo2-dev
+  libgraphviz-dev graphviz libcairo2-dev libpango1.0-dev
   libgtk-4-dev libadwaita-1-dev
   libopenblas-dev
   gettext desktop-file-utils appstream
   xvfb xauth python3 python3-numpy
+  fonts-wqy-zenhei  # CJK glyphs for the canvas text test (tests/test-ui-dark.c)
   libopenmpi-dev
   clang libclang-rt-dev
   libprotobuf-c-dev protobuf-c-compiler

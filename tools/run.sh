@@ -7,12 +7,14 @@ set -euo pipefail
 ensure_packages
 build_project
 
-# The app on the built-in example (gpt2, megatron, dp=2,mp=4) and the default store; without
-# a display (or without the GUI in this build) the same job through the CLI.
+# The app on the built-in example (gpt2, megatron, dp=2,mp=4) and the default store, with the
+# translations built in $BUILD_DIR/po (SHARDSCOPE_LOCALEDIR); without a display (or without
+# the GUI in this build) the same job through the CLI.
 app="$BUILD_DIR/app/shardscope"
 if [ -x "$app" ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
   as_builder env DISPLAY="${DISPLAY:-}" WAYLAND_DISPLAY="${WAYLAND_DISPLAY:-}" \
     XAUTHORITY="${XAUTHORITY:-}" XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-}" \
+    SHARDSCOPE_LOCALEDIR="$BUILD_DIR/po" \
     "$app" gpt2 --mesh dp=2,mp=4 --policy megatron
   exit
 fi
