@@ -77,6 +77,9 @@ update_description (AppTimeline *self)
           planner_plan_get_n_trace_steps (plan), totals->n_pinned, totals->n_propagated,
           totals->n_defaulted, totals->n_redistributions);
       gtk_label_set_markup (self->description, text);
+      /* Ellipsized in a narrow window: the whole line in the tooltip, as for a step. */
+      gtk_widget_set_tooltip_text (GTK_WIDGET (self->description),
+                                   gtk_label_get_text (self->description));
       return;
     }
   PlannerGraph *graph = planner_plan_get_graph (plan);

@@ -127,7 +127,10 @@ update (AppDocumentView *view)
   gtk_widget_set_visible (GTK_WIDGET (self->memory_extra),
                           t->memory.loss > 0 || t->memory.buffers > 0);
   g_autofree char *extra
-      = g_strdup_printf (_("Loss temporaries %s · ZeRO buckets %s"), loss, buffers);
+      = t->memory.buffers == 0 ? g_strdup_printf (_("Loss temporaries %s"), loss)
+        : t->memory.loss == 0  ? g_strdup_printf (_("ZeRO buckets %s"), buffers)
+                               : g_strdup_printf (_("Loss temporaries %s · ZeRO buckets %s"),
+                                                  loss, buffers);
   gtk_label_set_text (self->memory_extra, extra);
   g_autofree char *mem_tip = g_strdup_printf (
       _("Parameters %s, gradients %s, optimizer states %s, activations %s (the micro-batches "
