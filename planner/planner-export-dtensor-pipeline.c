@@ -93,6 +93,21 @@ planner_export_dtensor_pipeline (GString *out, PlannerPlan *plan, GError **error
                                               op->name, list, layer_list));
           continue;
         }
+      /* Before the first layer a later chunk is handed the hidden states as inputs_embeds,
+       * and its embedding modules become stand-ins (the token table absent, an additive one
+       * such as GPT-2's positions zero). Whatever else the model's forward does to the
+       * embeddings there (Gemma's scale, BLOOM's embedding LayerNorm, OPT-350m's
+       * project_in) would be dropped or done twice: refused. */
+      if (pl->op_chunk[i] == 0 && op->type != PLANNER_OP_EMBEDDING && op->type != PLANNER_OP_ADD
+          && op->type != PLANNER_OP_SLICE && op->type != PLANNER_OP_DROPOUT
+          && refusals->len < 12)
+        g_ptr_array_add (refusals,
+                         g_strdup_printf ("%s (%s): runs on the embeddings before the first "
+                                          "layer, where a later chunk's forward gets hidden "
+                                          "states; the script's stand-ins cannot keep it "
+                                          "(the pipeline runs models whose embeddings only "
+                                          "look up and add, as llama, mistral, qwen2, gpt2)",
+                                          op->name, planner_op_type_to_string (op->type)));
       if (!planner_export_has_parameter_input (graph, op))
         continue;
       GPtrArray *side = pl->op_chunk[i] == 0 ? first : last;

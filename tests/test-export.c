@@ -384,6 +384,42 @@ test_dtensor_refused (void)
   g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY);
 }
 
+/* A pipelined script hands a later chunk the hidden states as inputs_embeds: a model whose
+ * forward does more than look up and add embeddings before its first layer (Gemma's scale,
+ * BLOOM's embedding LayerNorm) is refused by that op's name, and llama is not. */
+static void
+test_dtensor_pipeline_embeddings (void)
+{
+  static const struct
+  {
+    const char *config, *refused_op;
+  } cases[] = {
+    { "gemma-2b.json", "model.embed_scale (Scale): runs on the embeddings before the first layer" },
+    { "bloom-560m.json",
+      "transformer.word_embeddings_layernorm (LayerNorm): runs on the embeddings before the "
+      "first layer" },
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autofree char *path
+          = g_test_build_filename (G_TEST_DIST, "data", "zoo", cases[c].config, NULL);
+      g_autoptr (PlannerGraph) graph = test_util_model_sized (path, 2, 0);
+      g_autoptr (PlannerPlan) plan = plan_of_graph (graph, "pp=2", NULL, NULL);
+      g_autoptr (GError) error = NULL;
+      g_autofree char *script = planner_export_dtensor (plan, NULL, &error);
+      g_assert_null (script);
+      g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY);
+      assert_contains (error->message, "cannot run this plan's pipeline over pp");
+      assert_contains (error->message, cases[c].refused_op);
+    }
+  g_autoptr (PlannerGraph) llama = test_util_model_sized ("llama-tiny", 2, 0);
+  g_autoptr (PlannerPlan) plan = plan_of_graph (llama, "pp=2", NULL, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *script = planner_export_dtensor (plan, NULL, &error);
+  g_assert_no_error (error);
+  assert_contains (script, "PP_DIM = 'pp'");
+}
+
 /* Plain data parallelism: no tensor-parallel axis, an empty PLAN that still compiles. */
 static void
 test_dtensor_data_parallel (void)
@@ -1039,6 +1075,8 @@ main (int argc, char *argv[])
   g_test_add_func ("/planner/export/dtensor/gpt2", test_dtensor_gpt2);
   g_test_add_func ("/planner/export/dtensor/refused", test_dtensor_refused);
   g_test_add_func ("/planner/export/dtensor/data-parallel", test_dtensor_data_parallel);
+  g_test_add_func ("/planner/export/dtensor/pipeline-embeddings",
+                   test_dtensor_pipeline_embeddings);
   g_test_add_func ("/planner/export/hostile-names", test_hostile_names);
   g_test_add_func ("/planner/export/python-string", test_python_string);
   g_test_add_func ("/planner/export/mindspore", test_mindspore);
