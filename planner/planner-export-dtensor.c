@@ -24,6 +24,7 @@ typedef enum
   STYLE_ROWWISE,
   STYLE_SEQUENCE,
   STYLE_ACT, /* a module computing on its shard of the activations: ActivationParallel */
+  STYLE_REPLICATED, /* a module computed whole, its output used in parts: ReplicatedParallel */
   STYLE_UNSUPPORTED,
 } StyleKind;
 
@@ -47,6 +48,7 @@ typedef struct
   gboolean embedding;
   gboolean conv1d; /* a weight [in, out]: transformers' Conv1D (GPT-2) */
   guint groups;    /* > 1: a fused projection whose parts each split by heads (c_attn) */
+  gboolean fused;  /* an Einsum projection: its output is as the plan has it (heads in a dim) */
   int seq_dim;
   int act_dim;           /* ActivationParallel: the dim of input and output it splits */
   Place act_in, act_out; /* that dim as a placement of the input and of the output */
@@ -54,6 +56,7 @@ typedef struct
   Place input, output; /* input_layouts / output_layouts when not the default */
   gboolean output_conflict;
   gboolean local_output_false;
+  gboolean whole; /* computed whole on each rank although the plan splits it (noted) */
   /* PrepareModuleInput/Output on an op without a style. */
   guint n_prepare_in;
   gboolean prepare_set[PLANNER_MAX_OPERANDS];
@@ -80,6 +83,7 @@ typedef struct
   Place *eff;                  /* per tensor: its TP placement as the styles leave it */
   gboolean *in_chain;          /* per tensor: partial sums a RowwiseParallel output reduces */
   gboolean *hoisted;           /* per tensor: redistributed once, at its block's input */
+  int *part_of;                /* per op: the op whose module it runs inside, or -1 */
   GArray *blocks;              /* BlockInput */
   PlannerExportNotes refusals; /* what the script cannot do: the export fails */
   PlannerExportNotes notes;    /* what it does otherwise, with the same values */
@@ -138,13 +142,15 @@ style_name (const OpStyle *s)
   switch (s->kind)
     {
     case STYLE_COLWISE:
-      return s->conv1d ? "Conv1DParallel" : "ColwiseParallel";
+      return s->conv1d ? "Conv1DParallel" : s->groups > 1 ? "FusedColwiseParallel" : "ColwiseParallel";
     case STYLE_ROWWISE:
       return s->conv1d ? "Conv1DParallel" : "RowwiseParallel";
     case STYLE_SEQUENCE:
       return "SequenceParallel";
     case STYLE_ACT:
       return "ActivationParallel";
+    case STYLE_REPLICATED:
+      return "ReplicatedParallel";
     default:
       return NULL;
     }
@@ -222,6 +228,79 @@ activation_style (Dtensor *x, const PlannerOp *op, OpStyle *s, int f)
   return TRUE;
 }
 
+/* Per op, the op whose module it is part of: "a.k_proj.repeat_kv" runs inside the module
+ * "a.k_proj" when the graph has an op of that name (its weight's repeat, a norm weight's Mul);
+ * -1 for the others. The longest such name wins. */
+static int *
+find_parts (PlannerGraph *graph)
+{
+  guint n = planner_graph_get_n_ops (graph);
+  int *part_of = g_new (int, n);
+  g_autoptr (GHashTable) names = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; i < n; i++)
+    g_hash_table_insert (names, (gpointer)planner_graph_get_op (graph, i)->name,
+                         GUINT_TO_POINTER (i + 1));
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *name = g_strdup (planner_graph_get_op (graph, i)->name);
+      char *dot;
+      part_of[i] = -1;
+      while (part_of[i] < 0 && (dot = strrchr (name, '.')) != NULL)
+        {
+          *dot = '\0';
+          guint j = GPOINTER_TO_UINT (g_hash_table_lookup (names, name));
+          if (j > 0)
+            part_of[i] = (int)j - 1;
+        }
+    }
+  return part_of;
+}
+
+/* Whether op @i (or a part of its module) takes a parameter. */
+static gboolean
+unit_has_parameter (Dtensor *x, guint i)
+{
+  for (guint j = 0; j < planner_graph_get_n_ops (x->graph); j++)
+    if ((j == i || x->part_of[j] == (int)i)
+        && planner_export_has_parameter_input (x->graph, planner_graph_get_op (x->graph, j)))
+      return TRUE;
+  return FALSE;
+}
+
+/* Whether op @i's weight (input 1) comes from a RepeatInterleave among its module's parts. */
+static gboolean
+repeated_weight (Dtensor *x, guint i)
+{
+  const PlannerOp *op = planner_graph_get_op (x->graph, i);
+  int t = op->n_inputs >= 2 ? (int)op->inputs[1] : -1;
+
+  while (t >= 0)
+    {
+      int producer = planner_graph_get_tensor (x->graph, (guint)t)->producer;
+      if (producer < 0 || x->part_of[producer] != (int)i)
+        return FALSE;
+      const PlannerOp *pop = planner_graph_get_op (x->graph, (guint)producer);
+      if (pop->type == PLANNER_OP_REPEAT_INTERLEAVE)
+        return TRUE;
+      t = pop->n_inputs > 0 ? (int)pop->inputs[0] : -1;
+    }
+  return FALSE;
+}
+
+/* The dim of the weight (input 1) that the activations' last dim contracts with: 0 for a
+ * Conv1D [in, out], the last for a Linear [out, in]; -1 if none. */
+static int
+weight_in_dim (const PlannerOpRule *rule)
+{
+  for (guint g = 0; g < rule->n_factors; g++)
+    if (rule->factors[g].kind == PLANNER_FACTOR_REDUCTION
+        && planner_export_operand_dim_of_factor (&rule->inputs[0], g)
+               == (int)rule->inputs[0].rank - 1)
+      return planner_export_operand_dim_of_factor (&rule->inputs[1], g);
+  return -1;
+}
+
 /* Which style, if any, gives op @i its strategy on the TP axis. */
 static void
 classify (Dtensor *x, guint i)
@@ -248,7 +327,12 @@ classify (Dtensor *x, guint i)
     }
   if (x->tp < 0 || (f = planner_export_factor_of_axis (&p->strategy, x->tp)) < 0)
     return;
-  gboolean module = planner_export_has_parameter_input (x->graph, op);
+  /* A part of a module's computation (its norm weight's Mul, its weight's repeat or slice):
+   * it runs inside the module's forward, on what the module's style gives it. */
+  if (x->part_of[i] >= 0)
+    return;
+  gboolean own = planner_export_has_parameter_input (x->graph, op);
+  gboolean module = own || unit_has_parameter (x, i);
   /* Its rows of the batch: a module gets BatchParallel (replicated parameters whose
    * gradients DTensor sums over the axis), other ops compute on the rows they are given. */
   if (f == batch)
@@ -265,6 +349,41 @@ classify (Dtensor *x, guint i)
     case PLANNER_OP_EMBEDDING:
       if (!module)
         break;
+      if (!own && op->type == PLANNER_OP_MATMUL && rule->factors[f].kind != PLANNER_FACTOR_REDUCTION
+          && repeated_weight (x, i))
+        {
+          /* The weight's heads repeated so that each rank holds a copy of its group's key/value
+           * head (--kv-replicas): transformers computes the projection whole on each rank
+           * (its heads are the copy), and the ranks' gradients of it add up. */
+          s->kind = STYLE_REPLICATED;
+          return;
+        }
+      if (!own && op->type == PLANNER_OP_EMBEDDING)
+        {
+          /* A table the graph slices first (OPT's positions, offset by two): the module looks
+           * up in the whole table, so it is computed whole, which gives the same sum. */
+          s->whole = TRUE;
+          planner_export_note (&x->notes, op->name,
+                               g_strdup_printf ("computed whole on each rank instead of split "
+                                                "by rows of its table over %s (its table is "
+                                                "sliced first, so no style splits it)",
+                                                x->mesh->names[x->tp]));
+          return;
+        }
+      if (!own)
+        {
+          unsupported (x, i,
+                       g_strdup_printf ("its weight is computed from a parameter by other ops "
+                                        "(%s...), split by factor %s over %s, which no style "
+                                        "shards",
+                                        planner_graph_get_op (x->graph,
+                                                              planner_graph_get_tensor (
+                                                                  x->graph, op->inputs[1])
+                                                                  ->producer)
+                                            ->name,
+                                        rule->factors[f].name, x->mesh->names[x->tp]));
+          return;
+        }
       s->embedding = op->type == PLANNER_OP_EMBEDDING;
       s->conv1d = op->type == PLANNER_OP_MATMUL && !op->attrs.transpose_b;
       if (rule->factors[f].kind == PLANNER_FACTOR_REDUCTION)
@@ -279,19 +398,44 @@ classify (Dtensor *x, guint i)
       return;
     case PLANNER_OP_EINSUM:
       {
-        /* A fused projection as the graph models GPT-2's c_attn: weight [in, parts, heads,
-         * head_dim], split by heads, is Conv1DParallel over the regrouped columns. */
+        /* A projection whose weight the graph shapes by heads. Its output stays as the plan
+         * has it: each rank's heads, in the local view transformers reshapes itself. */
         const PlannerTensor *w
             = op->n_inputs >= 2 ? planner_graph_get_tensor (x->graph, op->inputs[1]) : NULL;
-        if (w != NULL && w->kind == PLANNER_TENSOR_PARAMETER && w->rank == 4
+        int df = planner_export_operand_dim_of_factor (&rule->inputs[1], f);
+        if (w != NULL && w->kind == PLANNER_TENSOR_PARAMETER
             && rule->factors[f].kind != PLANNER_FACTOR_REDUCTION
-            && planner_export_operand_dim_of_factor (&rule->inputs[1], f) == 2
             && planner_export_operand_dim_of_factor (&rule->inputs[0], f) < 0)
           {
-            s->kind = STYLE_COLWISE;
-            s->conv1d = TRUE;
-            s->groups = (guint)w->shape[1];
-            return;
+            int in = weight_in_dim (rule);
+            /* GPT-2's c_attn: a Conv1D weight [in, parts, heads, head_dim] split by heads is
+             * Conv1DParallel over the regrouped columns. */
+            if (w->rank == 4 && df == 2 && in == 0)
+              {
+                s->kind = STYLE_COLWISE;
+                s->conv1d = s->fused = TRUE;
+                s->groups = (guint)w->shape[1];
+                return;
+              }
+            /* A Linear weight [out..., in] split on its first dim: rows in Hugging Face's
+             * order, heads first (GPT-NeoX's and BLOOM's query_key_value, [heads, 3, head_dim,
+             * in]): ColwiseParallel cuts each rank its heads of q, k and v. */
+            if (df == 0 && in == (int)w->rank - 1)
+              {
+                s->kind = STYLE_COLWISE;
+                s->fused = TRUE;
+                return;
+              }
+            /* [parts, heads or columns, ..., in] split on dim 1 (Phi-3's qkv_proj [3, heads,
+             * head_dim, in], gate_up_proj [2, intermediate, in]): each part split, its rows
+             * regrouped (FusedColwiseParallel). */
+            if (df == 1 && w->rank >= 3 && in == (int)w->rank - 1)
+              {
+                s->kind = STYLE_COLWISE;
+                s->fused = TRUE;
+                s->groups = (guint)w->shape[0];
+                return;
+              }
           }
         break;
       }
@@ -466,7 +610,7 @@ hoist_block_inputs (Dtensor *x)
       const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
       g_autofree char *parent = NULL;
       gboolean ok
-          = pt->kind != PLANNER_TENSOR_PARAMETER && !x->in_chain[t] && pt->consumers->len >= 2;
+          = pt->kind != PLANNER_TENSOR_PARAMETER && !x->in_chain[t] && pt->consumers->len >= 1;
       Place want = { PLACE_REPLICATE, 0 };
 
       for (guint c = 0; ok && c < pt->consumers->len; c++)
@@ -477,12 +621,27 @@ hoist_block_inputs (Dtensor *x)
           Place need = required_place (x, use->op, use->slot);
           g_autofree char *p = parent_of (cop->name);
 
-          ok = cs->kind == STYLE_COLWISE && activation_position (x, cop, use->slot) == 0
+          ok = (cs->kind == STYLE_COLWISE || cs->kind == STYLE_REPLICATED)
+               && activation_position (x, cop, use->slot) == 0
                && place_equal (need, style_desired_input (cs)) && !place_equal (need, x->eff[t])
                && (c == 0 || (place_equal (need, want) && strcmp (p, parent) == 0));
           want = need;
           if (c == 0)
             parent = g_steal_pointer (&p);
+        }
+      /* One projection (BLOOM's fused query_key_value) is redistributed at the block too when
+       * the block is an attention: transformers takes the batch and sequence it reshapes to
+       * from the block's input, which must then be as the projection has it. */
+      if (ok && pt->consumers->len == 1)
+        {
+          g_autofree char *prefix = g_strconcat (parent, ".", NULL);
+          gboolean attention = FALSE;
+          for (guint i = 0; i < planner_graph_get_n_ops (x->graph); i++)
+            {
+              const PlannerOp *op = planner_graph_get_op (x->graph, i);
+              attention |= op->type == PLANNER_OP_SDPA && g_str_has_prefix (op->name, prefix);
+            }
+          ok = attention;
         }
       if (!ok || parent[0] == '\0')
         continue;
@@ -544,7 +703,7 @@ place_edge (Dtensor *x, guint tensor, guint c, guint slot, Place produced, Place
       return;
     }
   /* The producer's style hands it over as the consumers need it: output_layouts. */
-  if (ps != NULL && ((ps->kind == STYLE_COLWISE && ps->groups <= 1) || ps->kind == STYLE_ACT))
+  if (ps != NULL && ((ps->kind == STYLE_COLWISE && !ps->fused) || ps->kind == STYLE_ACT))
     {
       if (ps->has_output && !place_equal (ps->output, required))
         ps->output_conflict = TRUE;
@@ -593,6 +752,12 @@ place_edges (Dtensor *x)
           /* Partial sums flowing on, or reduced where the chain ends: the RowwiseParallel
            * output_layouts covers both. A block input: PrepareBlockInput. */
           if (x->in_chain[tensor] || x->hoisted[tensor])
+            continue;
+          /* A whole value into a sum whose partial sums the style reduces at its output
+           * (OPT's whole position embedding, added to the token embedding): the sum of whole
+           * values is the reduced sum. */
+          if (required.kind == PLACE_PARTIAL && x->eff[tensor].kind == PLACE_REPLICATE
+              && x->in_chain[op->outputs[0]] && x->eff[op->outputs[0]].kind == PLACE_REPLICATE)
             continue;
           if (!place_equal (x->eff[tensor], required))
             place_edge (x, tensor, c, k, x->eff[tensor], required);
@@ -947,6 +1112,7 @@ dtensor_clear (Dtensor *x)
   g_free (x->eff);
   g_free (x->in_chain);
   g_free (x->hoisted);
+  g_free (x->part_of);
 }
 
 /* The data the fixed Python reads: mesh, axes, PLAN and what parallelize() needs besides. */
@@ -960,6 +1126,7 @@ append_data (GString *out, Dtensor *x, GString *entries)
   g_autoptr (GPtrArray) blocks = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GString) tied = g_string_new (NULL);
   g_autoptr (GString) fused = g_string_new (NULL);
+  g_autoptr (GString) heads = g_string_new (NULL);
   guint n_ops = planner_graph_get_n_ops (x->graph);
   gboolean loss_parallel = FALSE;
 
@@ -1000,6 +1167,34 @@ append_data (GString *out, Dtensor *x, GString *entries)
           if (strstr (fused->str, item) == NULL)
             g_string_append_printf (fused, "%s%s: %u", fused->len > 0 ? ", " : "", item, s->groups);
         }
+    }
+  /* The attention modules whose heads the ranks split: transformers reads some head counts
+   * from the module (BLOOM's num_heads, Phi-3's config), which parallelize() makes local;
+   * False where the key/value heads are the ranks' copies (ReplicatedParallel). */
+  for (guint i = 0; x->tp >= 0 && i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (x->graph, i);
+      const PlannerOpPlan *p = planner_plan_get_op (x->plan, i);
+      int f = planner_export_factor_of_axis (&p->strategy, x->tp);
+      if (op->type != PLANNER_OP_SDPA || f < 0
+          || planner_export_operand_dim_of_factor (&op->rule.inputs[0], f) != 1)
+        continue;
+      g_autofree char *parent = parent_of (op->name);
+      g_autofree char *prefix = g_strconcat (parent, ".", NULL);
+      gboolean kv_split = TRUE;
+      for (guint j = 0; j < n_ops; j++)
+        if (x->styles[j].kind == STYLE_REPLICATED
+            && g_str_has_prefix (planner_graph_get_op (x->graph, j)->name, prefix))
+          kv_split = FALSE;
+      if (parent[0] == '\0')
+        continue;
+      g_autofree char *pattern = planner_export_block_pattern (parent, TRUE);
+      g_autofree char *key
+          = pattern != NULL ? g_steal_pointer (&pattern) : planner_export_literal_key (parent);
+      g_autofree char *item = planner_export_python_string (key);
+      if (strstr (heads->str, item) == NULL)
+        g_string_append_printf (heads, "%s%s: %s", heads->len > 0 ? ", " : "", item,
+                                kv_split ? "True" : "False");
     }
   /* A parameter with several users (tied embedding and lm_head) is one tensor in the plan:
    * each later user's attribute is set to the first user's parameter again. */
@@ -1065,7 +1260,8 @@ append_data (GString *out, Dtensor *x, GString *entries)
   g_string_append (out, "\nTIED = (");
   if (tied->len > 0)
     g_string_append_len (out, tied->str, (gssize)tied->len - 1);
-  g_string_append_printf (out, ")\nFUSED = {%s}\n\nPLAN = {\n", fused->str);
+  g_string_append_printf (out, ")\nFUSED = {%s}\nHEADS = {%s}\n\nPLAN = {\n", fused->str,
+                          heads->str);
   g_string_append_len (out, entries->str, entries->len);
   g_string_append (out, "}\n");
 }
@@ -1203,6 +1399,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
   x.in_chain = g_new0 (gboolean, n_tensors);
   x.hoisted = g_new0 (gboolean, n_tensors);
   x.blocks = g_array_new (FALSE, TRUE, sizeof (BlockInput));
+  x.part_of = find_parts (x.graph);
   planner_export_notes_init (&x.refusals);
   planner_export_notes_init (&x.notes);
 
@@ -1222,10 +1419,13 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
           OpStyle *s = &x.styles[i];
           const PlannerOp *op = planner_graph_get_op (x.graph, i);
           /* A fused projection's output is as the plan has it, by the regrouping. */
-          if ((s->kind == STYLE_COLWISE && s->groups <= 1) || s->kind == STYLE_SEQUENCE
+          if ((s->kind == STYLE_COLWISE && !s->fused) || s->kind == STYLE_SEQUENCE
               || s->kind == STYLE_ACT)
             x.eff[op->outputs[0]] = style_default_output (s);
         }
+      for (guint i = 0; i < n_ops; i++)
+        if (x.styles[i].whole)
+          x.eff[planner_graph_get_op (x.graph, i)->outputs[0]] = (Place){ PLACE_REPLICATE, 0 };
       hoist_block_inputs (&x);
       place_edges (&x);
       /* Logits left split over the vocabulary: a DTensor for loss_parallel(). */
