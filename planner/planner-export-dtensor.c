@@ -57,6 +57,12 @@ typedef struct
   gboolean output_conflict;
   gboolean local_output_false;
   gboolean whole; /* computed whole on each rank although the plan splits it (noted) */
+  /* ReplicatedParallel of a fused weight split into parts (Falcon's query_key_value [q|k|v]):
+   * each part's rows, and whether the ranks split it (q's heads) or each uses all of it (the
+   * one key/value head). */
+  guint n_segments;
+  gint64 segment_rows[PLANNER_MAX_OPERANDS];
+  gboolean segment_split[PLANNER_MAX_OPERANDS];
   /* PrepareModuleInput/Output on an op without a style. */
   guint n_prepare_in;
   gboolean prepare_set[PLANNER_MAX_OPERANDS];
@@ -288,6 +294,54 @@ repeated_weight (Dtensor *x, guint i)
   return FALSE;
 }
 
+/* Op @i's weight is part of a fused parameter its module splits first (Falcon's
+ * query_key_value.split into q, k and v, k and v then repeated for each rank's copy): one
+ * Linear in Hugging Face. It is computed whole on each rank (ReplicatedParallel), and each rank
+ * keeps the parts it has in the plan: its share of a part the ranks split by heads, all of one
+ * they repeat. FALSE if the graph is not so. */
+static Place required_place (Dtensor *x, guint op, guint slot);
+
+static gboolean
+split_weight (Dtensor *x, guint i, OpStyle *s)
+{
+  const PlannerOp *op = planner_graph_get_op (x->graph, i);
+  const PlannerTensor *w = planner_graph_get_tensor (x->graph, op->inputs[1]);
+  if (w->producer < 0 || x->part_of[w->producer] != (int)i)
+    return FALSE;
+  const PlannerOp *split = planner_graph_get_op (x->graph, (guint)w->producer);
+  if (split->type != PLANNER_OP_SPLIT || split->n_outputs > PLANNER_MAX_OPERANDS
+      || planner_graph_get_tensor (x->graph, split->inputs[0])->kind != PLANNER_TENSOR_PARAMETER)
+    return FALSE;
+  for (guint o = 0; o < split->n_outputs; o++)
+    {
+      const PlannerTensor *part = planner_graph_get_tensor (x->graph, split->outputs[o]);
+      gint64 rows = 1;
+      for (guint d = 0; d + 1 < part->rank; d++)
+        rows *= part->shape[d];
+      if (part->consumers->len != 1)
+        return FALSE;
+      const PlannerUse *use = &g_array_index (part->consumers, PlannerUse, 0);
+      const PlannerOp *user = planner_graph_get_op (x->graph, use->op);
+      gboolean repeated = user->type == PLANNER_OP_REPEAT_INTERLEAVE;
+      /* The projection that takes this part (through its repeat): the split ones take it
+       * split on tp, the repeated ones take each rank's copy. */
+      if (!repeated && (user->type != PLANNER_OP_EINSUM || use->slot != 1))
+        return FALSE;
+      if (!repeated && required_place (x, use->op, 1).kind != PLACE_SHARD)
+        return FALSE;
+      s->segment_rows[o] = rows;
+      s->segment_split[o] = !repeated;
+    }
+  s->n_segments = split->n_outputs;
+  s->kind = STYLE_REPLICATED;
+  planner_export_note (&x->notes, op->name,
+                       g_strdup_printf ("computed whole on each rank, which keeps its share of "
+                                        "the parts the plan splits over %s and all of the "
+                                        "parts it repeats (the plan computes only those)",
+                                        x->mesh->names[x->tp]));
+  return TRUE;
+}
+
 /* The dim of the weight (input 1) that the activations' last dim contracts with: 0 for a
  * Conv1D [in, out], the last for a Linear [out, in]; -1 if none. */
 static int
@@ -437,6 +491,8 @@ classify (Dtensor *x, guint i)
                 return;
               }
           }
+        if (w != NULL && w->kind != PLANNER_TENSOR_PARAMETER && split_weight (x, i, s))
+          return;
         break;
       }
     case PLANNER_OP_LAYER_NORM:
@@ -746,8 +802,10 @@ place_edges (Dtensor *x)
           const PlannerTensor *t = planner_graph_get_tensor (x->graph, tensor);
           Place required = place_of (&in[k], x->tp);
 
-          /* Parameters are sharded by the styles themselves. */
-          if (t->kind == PLANNER_TENSOR_PARAMETER)
+          /* Parameters are sharded by the styles themselves, and so are the weights a
+           * module's parts make of them (a repeat, a slice, a split of a fused weight). */
+          if (t->kind == PLANNER_TENSOR_PARAMETER
+              || (t->producer >= 0 && x->part_of[t->producer] == (int)c))
             continue;
           /* Partial sums flowing on, or reduced where the chain ends: the RowwiseParallel
            * output_layouts covers both. A block input: PrepareBlockInput. */
@@ -888,6 +946,14 @@ append_style (GString *out, const OpStyle *s)
     }
   if (s->groups > 1)
     g_string_append_printf (out, "%sgroups=%u", first ? "" : ", ", s->groups);
+  if (s->n_segments > 0)
+    {
+      g_string_append (out, first ? "segments=(" : ", segments=(");
+      for (guint k = 0; k < s->n_segments; k++)
+        g_string_append_printf (out, "%s(%" G_GINT64_FORMAT ", %s)", k > 0 ? ", " : "",
+                                s->segment_rows[k], s->segment_split[k] ? "True" : "False");
+      g_string_append (out, s->n_segments == 1 ? ",)" : ")");
+    }
   g_string_append_c (out, ')');
 }
 

@@ -38,6 +38,14 @@ def parallelize(model, mesh=None, device_type="cuda"):
                 parent = model.get_submodule(name.rpartition(".")[0])
                 if hasattr(parent, "split_size"):
                     parent.split_size //= tp.size()
+        # DTensor hands a module's local output over as a view, which autograd forbids to
+        # modify in place; transformers adds to some in place (Falcon's parallel MLP output,
+        # mlp_output += attention_output): a RowwiseParallel output is handed over as its own.
+        for pattern, style in PLAN.items():
+            if isinstance(style, RowwiseParallel):
+                for _, m in _modules(model, pattern):
+                    m.register_forward_hook(lambda _, __, out: out.clone() if isinstance(out, torch.Tensor)
+                                            and not isinstance(out, DTensor) and out._is_view() else out)
         # Attention on this rank's heads: the head counts transformers reads, made local.
         for pattern, kv_split in HEADS.items():
             for _, m in _modules(model, pattern):

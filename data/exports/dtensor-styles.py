@@ -115,9 +115,12 @@ class ReplicatedParallel(ParallelStyle):
     the ranks outnumber the key/value heads). Its parameters Replicate; its output leaves as
     the whole local tensor, and its gradient, each rank's share, is summed over the axis."""
 
-    def __init__(self, *, input_layouts=None):
+    def __init__(self, *, input_layouts=None, segments=None):
         super().__init__()
         self.input_layout = input_layouts or Replicate()
+        # ((columns, split), ...): a fused output [q|k|v] of which each rank keeps its share
+        # of a split part (q's heads) and all of a whole one (Falcon's one key/value head).
+        self.segments = segments
 
     def _apply(self, module, device_mesh):
         def partition(name, mod, mesh):
@@ -134,7 +137,19 @@ class ReplicatedParallel(ParallelStyle):
             return (_placed(x, mesh, arrives, Replicate()),) + tuple(inputs[1:])
 
         def output_fn(mod, out, mesh):
-            return out.to_local(grad_placements=(Partial(),))
+            out = out.to_local(grad_placements=(Partial(),))
+            if not self.segments:
+                return out
+            n, rank = mesh.size(), mesh.get_local_rank()
+            kept, offset = [], 0
+            for columns, split in self.segments:
+                if split:
+                    per = columns // n
+                    kept.append(out[..., offset + rank * per:offset + (rank + 1) * per])
+                else:
+                    kept.append(out[..., offset:offset + columns])
+                offset += columns
+            return torch.cat(kept, -1)
 
         return distribute_module(module, device_mesh, partition, input_fn, output_fn)
 
@@ -179,6 +194,8 @@ def local_heads(module, tp, kv_split):
             batch = first.shape[0]  # the block's input, whole on tp (PrepareBlockInput)
 
             def cut(alibi):
+                if alibi is None:  # Falcon with rotary positions passes none
+                    return alibi
                 rows, one, keys = alibi.shape
                 # Built from a batch split over tp (the embedding's norm on its rows): gathered.
                 if rows // heads < batch:
