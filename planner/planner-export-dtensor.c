@@ -57,6 +57,7 @@ typedef struct
   gboolean output_conflict;
   gboolean local_output_false;
   gboolean whole; /* computed whole on each rank although the plan splits it (noted) */
+  gboolean kv_copy; /* ReplicatedParallel of key/value heads each rank holds a copy of */
   /* ReplicatedParallel of a fused weight split into parts (Falcon's query_key_value [q|k|v]):
    * each part's rows, and whether the ranks split it (q's heads) or each uses all of it (the
    * one key/value head). */
@@ -88,7 +89,7 @@ typedef struct
   OpStyle *styles;
   Place *eff;                  /* per tensor: its TP placement as the styles leave it */
   gboolean *in_chain;          /* per tensor: partial sums a RowwiseParallel output reduces */
-  gboolean *hoisted;           /* per tensor: redistributed once, at its block's input */
+  char **hoisted;              /* per tensor: the block whose input redistributes it */
   int *part_of;                /* per op: the op whose module it runs inside, or -1 */
   GArray *blocks;              /* BlockInput */
   PlannerExportNotes refusals; /* what the script cannot do: the export fails */
@@ -331,6 +332,7 @@ split_weight (Dtensor *x, guint i, OpStyle *s)
         return FALSE;
       s->segment_rows[o] = rows;
       s->segment_split[o] = !repeated;
+      s->kv_copy |= repeated;
     }
   s->n_segments = split->n_outputs;
   s->kind = STYLE_REPLICATED;
@@ -410,6 +412,7 @@ classify (Dtensor *x, guint i)
            * head (--kv-replicas): transformers computes the projection whole on each rank
            * (its heads are the copy), and the ranks' gradients of it add up. */
           s->kind = STYLE_REPLICATED;
+          s->kv_copy = TRUE;
           return;
         }
       if (!own && op->type == PLANNER_OP_EMBEDDING)
@@ -655,9 +658,17 @@ parent_of (const char *name)
   return dot != NULL ? g_strndup (name, dot - name) : g_strdup ("");
 }
 
-/* A tensor that several projections of one block need redistributed the same way (a
+static gboolean
+under (const char *name, const char *prefix)
+{
+  size_t n = strlen (prefix);
+  return n > 0 && strncmp (name, prefix, n) == 0 && name[n] == '.';
+}
+
+/* A tensor that the projections of one block need redistributed the same way (a
  * sequence-parallel norm's output, gathered for q, k and v) is redistributed once, at the
- * block's input: PrepareBlockInput on the parent module, as torch's own examples do. */
+ * block's input: PrepareBlockInput on the parent module, as torch's own examples do. Its
+ * consumers outside the block (a residual Add) take it as it is. */
 static void
 hoist_block_inputs (Dtensor *x)
 {
@@ -665,52 +676,115 @@ hoist_block_inputs (Dtensor *x)
     {
       const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
       g_autofree char *parent = NULL;
-      gboolean ok
-          = pt->kind != PLANNER_TENSOR_PARAMETER && !x->in_chain[t] && pt->consumers->len >= 1;
+      gboolean ok = pt->kind != PLANNER_TENSOR_PARAMETER && !x->in_chain[t];
+      guint inside = 0;
       Place want = { PLACE_REPLICATE, 0 };
 
+      /* The block: the parent of its first consumer that is a projection. */
+      for (guint c = 0; ok && parent == NULL && c < pt->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
+          StyleKind k = x->styles[use->op].kind;
+          if (k == STYLE_COLWISE || k == STYLE_REPLICATED)
+            parent = parent_of (planner_graph_get_op (x->graph, use->op)->name);
+        }
+      ok &= parent != NULL && parent[0] != '\0';
       for (guint c = 0; ok && c < pt->consumers->len; c++)
         {
           const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
           const PlannerOp *cop = planner_graph_get_op (x->graph, use->op);
           OpStyle *cs = &x->styles[use->op];
           Place need = required_place (x, use->op, use->slot);
-          g_autofree char *p = parent_of (cop->name);
 
+          if (!under (cop->name, parent))
+            continue;
           ok = (cs->kind == STYLE_COLWISE || cs->kind == STYLE_REPLICATED)
                && activation_position (x, cop, use->slot) == 0
                && place_equal (need, style_desired_input (cs)) && !place_equal (need, x->eff[t])
-               && (c == 0 || (place_equal (need, want) && strcmp (p, parent) == 0));
+               && (inside == 0 || place_equal (need, want));
           want = need;
-          if (c == 0)
-            parent = g_steal_pointer (&p);
+          inside++;
         }
+      if (!ok)
+        continue;
       /* One projection (BLOOM's fused query_key_value) is redistributed at the block too when
        * the block is an attention: transformers takes the batch and sequence it reshapes to
        * from the block's input, which must then be as the projection has it. */
-      if (ok && pt->consumers->len == 1)
+      if (inside == 1)
         {
-          g_autofree char *prefix = g_strconcat (parent, ".", NULL);
           gboolean attention = FALSE;
           for (guint i = 0; i < planner_graph_get_n_ops (x->graph); i++)
             {
               const PlannerOp *op = planner_graph_get_op (x->graph, i);
-              attention |= op->type == PLANNER_OP_SDPA && g_str_has_prefix (op->name, prefix);
+              attention |= op->type == PLANNER_OP_SDPA && under (op->name, parent);
             }
           ok = attention;
         }
-      if (!ok || parent[0] == '\0')
+      if (!ok)
         continue;
-      if (pt->producer >= 0)
-        {
-          const char *producer = planner_graph_get_op (x->graph, pt->producer)->name;
-          g_autofree char *prefix = g_strconcat (parent, ".", NULL);
-          if (g_str_has_prefix (producer, prefix))
-            continue;
-        }
-      BlockInput b = { g_steal_pointer (&parent), x->eff[t], want };
+      if (pt->producer >= 0 && under (planner_graph_get_op (x->graph, pt->producer)->name, parent))
+        continue;
+      BlockInput b = { g_strdup (parent), x->eff[t], want };
       g_array_append_val (x->blocks, b);
-      x->hoisted[t] = TRUE;
+      x->hoisted[t] = g_steal_pointer (&parent);
+    }
+}
+
+/* A redistribution between two ops that are no modules, where the consumer's enclosing module
+ * (a decoder layer, no op of the graph) takes the tensor as its first input and all of the
+ * tensor's consumers are inside it: PrepareBlockInput on that module (opt-350m's residual
+ * stream, whole after the embeddings and split by rows in the layers). */
+static void
+enter_blocks (Dtensor *x)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
+      if (pt->kind == PLANNER_TENSOR_PARAMETER || pt->producer < 0 || x->in_chain[t]
+          || pt->consumers->len == 0)
+        continue;
+      const char *producer = planner_graph_get_op (x->graph, pt->producer)->name;
+      for (guint c = 0; c < pt->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
+          const PlannerOp *cop = planner_graph_get_op (x->graph, use->op);
+          Place need = required_place (x, use->op, use->slot);
+          if (place_equal (need, x->eff[t]) || x->styles[use->op].kind != STYLE_NONE
+              || unit_has_parameter (x, use->op) || x->part_of[use->op] >= 0
+              || need.kind == PLACE_PARTIAL || x->eff[t].kind == PLACE_PARTIAL)
+            continue;
+          /* The innermost module around the consumer that holds all the tensor's consumers
+           * and not its producer. */
+          g_autofree char *inner = parent_of (cop->name);
+          gboolean found = FALSE;
+          while (inner[0] != '\0' && !under (producer, inner) && !found)
+            {
+              found = TRUE;
+              for (guint k = 0; k < pt->consumers->len; k++)
+                found &= under (planner_graph_get_op (
+                                    x->graph, g_array_index (pt->consumers, PlannerUse, k).op)
+                                    ->name,
+                                inner);
+              if (!found)
+                {
+                  char *next = parent_of (inner);
+                  g_free (inner);
+                  inner = next;
+                }
+            }
+          if (!found)
+            break;
+          /* A module of the graph's own (an op by that name) has a style or none: not a block. */
+          gboolean is_op = FALSE;
+          for (guint i = 0; i < planner_graph_get_n_ops (x->graph); i++)
+            is_op |= strcmp (planner_graph_get_op (x->graph, i)->name, inner) == 0;
+          if (is_op)
+            break;
+          BlockInput b = { g_strdup (inner), x->eff[t], need };
+          g_array_append_val (x->blocks, b);
+          x->eff[t] = need;
+          break;
+        }
     }
 }
 
@@ -805,11 +879,13 @@ place_edges (Dtensor *x)
           /* Parameters are sharded by the styles themselves, and so are the weights a
            * module's parts make of them (a repeat, a slice, a split of a fused weight). */
           if (t->kind == PLANNER_TENSOR_PARAMETER
-              || (t->producer >= 0 && x->part_of[t->producer] == (int)c))
+              || (t->producer >= 0 && x->part_of[t->producer] >= 0
+                  && (x->part_of[t->producer] == (int)c
+                      || x->part_of[t->producer] == x->part_of[c])))
             continue;
           /* Partial sums flowing on, or reduced where the chain ends: the RowwiseParallel
            * output_layouts covers both. A block input: PrepareBlockInput. */
-          if (x->in_chain[tensor] || x->hoisted[tensor])
+          if (x->in_chain[tensor] || (x->hoisted[tensor] != NULL && under (op->name, x->hoisted[tensor])))
             continue;
           /* A whole value into a sum whose partial sums the style reduces at its output
            * (OPT's whole position embedding, added to the token embedding): the sum of whole
@@ -1177,6 +1253,8 @@ dtensor_clear (Dtensor *x)
   g_free (x->styles);
   g_free (x->eff);
   g_free (x->in_chain);
+  for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
+    g_free (x->hoisted[t]);
   g_free (x->hoisted);
   g_free (x->part_of);
 }
@@ -1249,7 +1327,7 @@ append_data (GString *out, Dtensor *x, GString *entries)
       g_autofree char *prefix = g_strconcat (parent, ".", NULL);
       gboolean kv_split = TRUE;
       for (guint j = 0; j < n_ops; j++)
-        if (x->styles[j].kind == STYLE_REPLICATED
+        if (x->styles[j].kv_copy
             && g_str_has_prefix (planner_graph_get_op (x->graph, j)->name, prefix))
           kv_split = FALSE;
       if (parent[0] == '\0')
@@ -1463,7 +1541,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
   x.styles = g_new0 (OpStyle, n_ops);
   x.eff = g_new0 (Place, n_tensors);
   x.in_chain = g_new0 (gboolean, n_tensors);
-  x.hoisted = g_new0 (gboolean, n_tensors);
+  x.hoisted = g_new0 (char *, n_tensors);
   x.blocks = g_array_new (FALSE, TRUE, sizeof (BlockInput));
   x.part_of = find_parts (x.graph);
   planner_export_notes_init (&x.refusals);
@@ -1492,6 +1570,7 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
       for (guint i = 0; i < n_ops; i++)
         if (x.styles[i].whole)
           x.eff[planner_graph_get_op (x.graph, i)->outputs[0]] = (Place){ PLACE_REPLICATE, 0 };
+      enter_blocks (&x);
       hoist_block_inputs (&x);
       place_edges (&x);
       /* Logits left split over the vocabulary: a DTensor for loss_parallel(). */

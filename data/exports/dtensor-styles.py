@@ -41,11 +41,13 @@ class PrepareBlockInput(PrepareModuleInput):
         first = next(iter(inspect.signature(module.forward).parameters))
         arrives, wanted = self.input_layouts[0], self.desired_input_layouts[0]
 
+        # Handed over as this rank's local tensor: the block's own ops (a decoder layer's
+        # residual Add) compute on plain tensors, and its styles take them as `wanted`.
         def hook(_, args, kwargs):
             if args:
-                return (_placed(args[0], device_mesh, arrives, wanted),) + tuple(args[1:]), kwargs
+                return (_placed(args[0], device_mesh, arrives, wanted).to_local(),) + tuple(args[1:]), kwargs
             kwargs = dict(kwargs)
-            kwargs[first] = _placed(kwargs[first], device_mesh, arrives, wanted)
+            kwargs[first] = _placed(kwargs[first], device_mesh, arrives, wanted).to_local()
             return args, kwargs
 
         module.register_forward_pre_hook(hook, with_kwargs=True)

@@ -60,7 +60,8 @@ POLICIES = ["megatron", "megatron-sp", "dp"]
 # qkv_proj and gate_up_proj (FusedColwiseParallel); GPT-NeoX and BLOOM fuse query_key_value by
 # head (ColwiseParallel); BLOOM's ALiBi is cut to each rank's heads; OPT's learned positions.
 ZOO = {"gemma": ["--kv-replicas", "2"], "llama-3": ["--kv-replicas", "2"], "phi3": [],
-       "pythia": [], "pythia-seq": [], "bloom": [], "opt": [], "falcon": ["--kv-replicas", "2"]}
+       "phi3-gqa": [], "pythia": [], "pythia-seq": [], "bloom": [], "opt": [], "opt-350m": [],
+       "falcon": ["--kv-replicas", "2"], "falcon-40b": []}
 # GPT-2 with a vocabulary tp=2 does not divide (as 50257 over 4): megatron keeps wte and lm_head
 # whole (the logits whole, no loss_parallel); megatron-sp splits them on the sequence
 # (ActivationParallel) and gathers the logits.
