@@ -264,6 +264,23 @@ find_parts (PlannerGraph *graph)
   return part_of;
 }
 
+/* Whether factor @f of @op splits only rows of activations: dim 0 of its output and of no
+ * parameter (ViT's class token expanded to each rank's images), which FSDP's rows are. */
+static gboolean
+rows_only (Dtensor *x, const PlannerOp *op, int f)
+{
+  if (op->n_outputs != 1 || planner_export_operand_dim_of_factor (&op->rule.outputs[0], f) != 0)
+    return FALSE;
+  for (guint k = 0; k < op->n_inputs; k++)
+    {
+      int d = planner_export_operand_dim_of_factor (&op->rule.inputs[k], f);
+      if (d > 0 || (d == 0 && planner_graph_get_tensor (x->graph, op->inputs[k])->kind
+                                  == PLANNER_TENSOR_PARAMETER))
+        return FALSE;
+    }
+  return TRUE;
+}
+
 /* Whether op @i (or a part of its module) takes a parameter. */
 static gboolean
 unit_has_parameter (Dtensor *x, guint i)
@@ -371,7 +388,7 @@ classify (Dtensor *x, guint i)
   for (guint a = 0; a < x->mesh->n_axes; a++)
     {
       int fa = planner_export_factor_of_axis (&p->strategy, a);
-      if ((int)a == x->tp || fa < 0 || fa == batch)
+      if ((int)a == x->tp || fa < 0 || fa == batch || rows_only (x, op, fa))
         continue;
       unsupported (x, i,
                    g_strdup_printf ("splits factor %s over %s; the script splits over one "
@@ -975,7 +992,8 @@ append_style (GString *out, const OpStyle *s)
             }
           g_string_append (out, s->n_prepare_in == 1 ? ",)" : ")");
         }
-      g_string_append_c (out, ')');
+      /* The module computes on plain tensors (its parameters are no DTensors). */
+      g_string_append (out, ", use_local_output=True)");
       return;
     }
   if (name == NULL && s->has_prepare_out)
@@ -1242,6 +1260,20 @@ token_input (PlannerGraph *graph)
   return NULL;
 }
 
+/* Without token ids (ViT's pixel_values [batch, channels, height, width]): the batch of the
+ * first graph input. */
+static gint64
+first_input_rows (PlannerGraph *graph)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (graph, t);
+      if (pt->kind == PLANNER_TENSOR_INPUT && pt->rank >= 1)
+        return pt->shape[0];
+    }
+  return 0;
+}
+
 static void
 dtensor_clear (Dtensor *x)
 {
@@ -1374,7 +1406,7 @@ append_data (GString *out, Dtensor *x, GString *entries)
   else
     g_string_append (out, "None");
   g_string_append_printf (out, "\nBATCH, SEQ = %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
-                          tokens != NULL ? tokens->shape[0] : 0,
+                          tokens != NULL ? tokens->shape[0] : first_input_rows (x->graph),
                           tokens != NULL ? tokens->shape[1] : 0);
   gint64 layers = source != NULL ? source_value (source, "layers") : 0;
   if (layers > 0)

@@ -20,6 +20,53 @@ def _check_mesh(mesh):
             )
 
 
+def _renamer(model):
+    """The plan names modules as the hub's checkpoints do, which transformers renames for some
+    models (ViT's encoder.layer.N.attention.attention.query is layers.N.attention.q_proj in
+    transformers 5): a key that names no module gets transformers' own checkpoint renamings."""
+    import re
+
+    rules = []
+    try:
+        from transformers.conversion_mapping import get_model_conversion_mapping
+        from transformers.core_model_loading import WeightRenaming
+
+        for r in get_model_conversion_mapping(model) or []:
+            if type(r) is WeightRenaming and len(r.target_patterns) == 1:
+                rules += [(source, r.target_patterns[0]) for source in r.source_patterns]
+    except ImportError:  # an older transformers keeps the checkpoints' names
+        pass
+
+    def renamed(key):
+        for source, target in rules:
+            key = re.sub(source, target, key)
+        return key
+
+    def rename(key):
+        if _modules(model, key) or not rules:
+            return key
+        if _modules(model, renamed(key)):
+            return renamed(key)
+        # A module the renamings name only through its children (ViT's attention.attention,
+        # whose attention.attention.query is attention.q_proj): the renamed child's parent.
+        parts = key.split(".")
+        for child in PLAN:
+            head = child.split(".")[:len(parts)]
+            if child.count(".") <= key.count(".") or not _matches(key, ".".join(head)):
+                continue
+            if not _modules(model, renamed(child)):
+                continue
+            parent = renamed(child).rsplit(".", child.count(".") - key.count("."))[0]
+            # The child's wildcards (a layer's index) as the key has them.
+            values = iter([p for p, h in zip(parts, head) if h == "*"])
+            parent = ".".join(next(values, c) if c == "*" else c for c in parent.split("."))
+            if _modules(model, parent):
+                return parent
+        return key
+
+    return rename
+
+
 def parallelize(model, mesh=None, device_type="cuda"):
     """Applies the plan to a Hugging Face model on every rank, once torch.distributed is
     initialized: tensor parallelism (PLAN) on mesh[TP_DIM], then FSDP2 fully_shard over the
@@ -29,11 +76,17 @@ def parallelize(model, mesh=None, device_type="cuda"):
     if mesh is None:
         mesh = init_device_mesh(device_type, MESH_SHAPE, mesh_dim_names=MESH_DIM_NAMES)
     _check_mesh(mesh)
+    rename = _renamer(model)
     if TP_DIM is not None and PLAN:
         tp = mesh[TP_DIM]
-        parallelize_module(model, tp, PLAN)
+        plan = {rename(key): style for key, style in PLAN.items()}
+        missing = [key for key in plan if not _modules(model, key)]
+        if missing:
+            raise ValueError("parallelize: no module of the model is named %s; the plan was made "
+                             "for %s" % (", ".join(missing), MODEL))
+        parallelize_module(model, tp, plan)
         # A fused projection's parent splits its output in local parts (GPT-2's split_size).
-        for pattern, groups in FUSED.items():
+        for pattern, groups in ((rename(k), v) for k, v in FUSED.items()):
             for name, _ in _modules(model, pattern):
                 parent = model.get_submodule(name.rpartition(".")[0])
                 if hasattr(parent, "split_size"):
@@ -41,13 +94,13 @@ def parallelize(model, mesh=None, device_type="cuda"):
         # DTensor hands a module's local output over as a view, which autograd forbids to
         # modify in place; transformers adds to some in place (Falcon's parallel MLP output,
         # mlp_output += attention_output): a RowwiseParallel output is handed over as its own.
-        for pattern, style in PLAN.items():
+        for pattern, style in plan.items():
             if isinstance(style, RowwiseParallel):
                 for _, m in _modules(model, pattern):
                     m.register_forward_hook(lambda _, __, out: out.clone() if isinstance(out, torch.Tensor)
                                             and not isinstance(out, DTensor) and out._is_view() else out)
         # Attention on this rank's heads: the head counts transformers reads, made local.
-        for pattern, kv_split in HEADS.items():
+        for pattern, kv_split in ((rename(k), v) for k, v in HEADS.items()):
             for _, m in _modules(model, pattern):
                 local_heads(m, tp, kv_split)
         # Each style registers its own parameter: one tensor used twice (tied embedding and
@@ -60,7 +113,7 @@ def parallelize(model, mesh=None, device_type="cuda"):
         from torch.distributed.fsdp import fully_shard
 
         dp_mesh = mesh[dp[0]] if len(dp) == 1 else mesh[tuple(dp)]
-        for pattern in FSDP_BLOCKS:
+        for pattern in map(rename, FSDP_BLOCKS):
             for _, block in _modules(model, pattern):
                 fully_shard(block, mesh=dp_mesh)
         fully_shard(model, mesh=dp_mesh)
@@ -129,7 +182,7 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     the largest reference value, the worst over all ranks. @config: a config.json, its folder
     or a transformers config. Returns the figures (a dict); the same on every rank."""
     import torch.distributed as dist
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification
 
     if not dist.is_initialized():
         dist.init_process_group("gloo" if device_type == "cpu" else "nccl")
@@ -139,24 +192,46 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     if layers:
         config.num_hidden_layers = layers
     batch, seq = batch or BATCH, seq or SEQ
+    # An image classifier (ViT): random images and labels, the loss a cross-entropy per image.
+    image = any("ImageClassification" in a for a in (getattr(config, "architectures", None) or []))
     torch.manual_seed(seed)
-    reference = AutoModelForCausalLM.from_config(config, dtype=torch.float32).to(device_type)
+    auto = AutoModelForImageClassification if image else AutoModelForCausalLM
+    reference = auto.from_config(config, dtype=torch.float32).to(device_type)
     _randomize(reference, seed)
     reference.eval()  # dropout off on both sides
     model = copy.deepcopy(reference)
     mesh = parallelize(model, mesh=mesh, device_type=device_type)
-    ids = torch.randint(0, config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(seed + 1))
-    ids = ids.to(device_type)
-    pos = positions(ids)
     rows = local_rows(mesh, batch)
+    g = torch.Generator().manual_seed(seed + 1)
+    if image:
+        pixels = torch.randn(batch, config.num_channels, config.image_size, config.image_size, generator=g)
+        labels = torch.randint(0, config.num_labels, (batch,), generator=g).to(device_type)
+        pixels = pixels.to(device_type)
 
-    want_logits = reference(ids, position_ids=pos).logits
-    causal_lm_loss(want_logits, ids).backward()
-    want_loss = causal_lm_loss(want_logits[rows], ids[rows]).detach()
+        def forward(m, r):
+            return m(pixel_values=pixels[r]).logits
+
+        def loss_of(logits, r):
+            return F.cross_entropy(logits, labels[r])
+    else:
+        ids = torch.randint(0, config.vocab_size, (batch, seq), generator=g).to(device_type)
+        pos = positions(ids)
+
+        def forward(m, r):
+            return m(ids[r], position_ids=pos).logits
+
+        def loss_of(logits, r):
+            return causal_lm_loss(logits, ids[r])
+    everything = slice(0, batch)
+
+    want_logits = forward(reference, everything)
+    loss_of(want_logits, everything).backward()
+    want_loss = loss_of(want_logits[rows], rows).detach()
     tp = mesh[TP_DIM].size() if TP_DIM is not None else 1
     fused = {}
+    rename = _renamer(reference)
     for pattern, groups in FUSED.items():
-        for name, m in _modules(reference, pattern):
+        for name, m in _modules(reference, rename(pattern)):
             for pname, _ in m.named_parameters(recurse=False):
                 # A Linear's rows (dim 0), a Conv1D's columns (the last dim).
                 fused[name + "." + pname] = (groups, 0 if isinstance(m, nn.Linear) else -1)
@@ -166,13 +241,13 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     torch.optim.SGD(reference.parameters(), lr=lr).step()
     want_params = {n: as_planned(n, p.detach()) for n, p in reference.named_parameters()}
 
-    logits = model(ids[rows], position_ids=pos).logits
+    logits = forward(model, rows)
     if LOSS_PARALLEL:
         with loss_parallel():
-            loss = causal_lm_loss(logits, ids[rows])
+            loss = loss_of(logits, rows)
             loss.backward()
     else:
-        loss = causal_lm_loss(logits, ids[rows])
+        loss = loss_of(logits, rows)
         loss.backward()
     figures = {"logits": _rel(_full(logits).detach(), want_logits[rows].detach()),
                "loss": _rel(_full(loss).detach(), want_loss)}
