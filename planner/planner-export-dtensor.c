@@ -576,7 +576,7 @@ produced_place (Dtensor *x, guint op, guint slot)
  * partial inputs (a residual Add) until redistributions reduce them. DTensor reduces at the
  * style's output instead, to what those redistributions reduce to: output_layouts. */
 static void
-follow_partial (Dtensor *x, guint r)
+follow_partial (Dtensor *x, guint r, gboolean *whole_chain)
 {
   const PlannerOp *op = planner_graph_get_op (x->graph, r);
   OpStyle *s = &x->styles[r];
@@ -632,12 +632,21 @@ follow_partial (Dtensor *x, guint r)
               }
         }
     }
+  /* Reduced to different layouts downstream (T5's residual stream, summed whole for each
+   * layer's norm and split by rows for the last): reduced whole once, at the output, and
+   * sliced where the plan reduce-scatters. */
+  /* A chain that meets one reduced whole (their Adds sum both) is reduced whole too. */
+  for (guint q = 0; q < queue->len && !conflict && whole_chain != NULL; q++)
+    if (whole_chain[g_array_index (queue, guint, q)] && target.kind != PLACE_REPLICATE)
+      conflict = TRUE;
   if (conflict)
     {
-      unsupported (x, r,
-                   g_strdup ("its partial sums are reduced to different layouts downstream; "
-                             "RowwiseParallel reduces them once, at its output"));
-      return;
+      target = (Place){ PLACE_REPLICATE, 0 };
+      planner_export_note (&x->notes, op->name,
+                           g_strdup_printf ("its partial sums are reduced whole at its output "
+                                            "and sliced where the plan reduce-scatters them "
+                                            "over %s",
+                                            x->mesh->names[x->tp]));
     }
   s->output = target;
   s->has_output = !place_equal (target, style_default_output (s));
@@ -646,6 +655,8 @@ follow_partial (Dtensor *x, guint r)
       guint t = g_array_index (queue, guint, q);
       x->eff[t] = target;
       x->in_chain[t] = TRUE;
+      if (conflict && whole_chain != NULL)
+        whole_chain[t] = TRUE;
     }
 }
 
@@ -902,7 +913,9 @@ place_edges (Dtensor *x)
             continue;
           /* Partial sums flowing on, or reduced where the chain ends: the RowwiseParallel
            * output_layouts covers both. A block input: PrepareBlockInput. */
-          if (x->in_chain[tensor] || (x->hoisted[tensor] != NULL && under (op->name, x->hoisted[tensor])))
+          if ((x->in_chain[tensor]
+               && (required.kind == PLACE_PARTIAL || place_equal (x->eff[tensor], required)))
+              || (x->hoisted[tensor] != NULL && under (op->name, x->hoisted[tensor])))
             continue;
           /* A whole value into a sum whose partial sums the style reduces at its output
            * (OPT's whole position embedding, added to the token embedding): the sum of whole
@@ -1587,9 +1600,13 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
       for (guint t = 0; t < n_tensors; t++)
         if (planner_graph_get_tensor (x.graph, t)->kind != PLANNER_TENSOR_INPUT)
           x.eff[t] = place_of (planner_plan_get_tensor_layout (plan, t), x.tp);
-      for (guint i = 0; i < n_ops; i++)
-        if (x.styles[i].kind == STYLE_ROWWISE)
-          follow_partial (&x, i);
+      /* Twice: a chain reduced whole because of its consumers makes every chain it meets
+       * reduced whole, in either order. */
+      g_autofree gboolean *whole_chain = g_new0 (gboolean, n_tensors);
+      for (guint pass = 0; pass < 2; pass++)
+        for (guint i = 0; i < n_ops; i++)
+          if (x.styles[i].kind == STYLE_ROWWISE)
+            follow_partial (&x, i, whole_chain);
       for (guint i = 0; i < n_ops; i++)
         {
           OpStyle *s = &x.styles[i];

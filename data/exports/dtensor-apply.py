@@ -84,7 +84,15 @@ def parallelize(model, mesh=None, device_type="cuda"):
         if missing:
             raise ValueError("parallelize: no module of the model is named %s; the plan was made "
                              "for %s" % (", ".join(missing), MODEL))
-        parallelize_module(model, tp, plan)
+        # One module under several names (T5's shared embedding is encoder.embed_tokens and
+        # decoder.embed_tokens) takes its style once.
+        seen, once = set(), {}
+        for key, style in plan.items():
+            found = {id(m) for _, m in _modules(model, key)}
+            if found - seen:
+                once[key] = style
+            seen |= found
+        parallelize_module(model, tp, once)
         # A fused projection's parent splits its output in local parts (GPT-2's split_size).
         for pattern, groups in ((rename(k), v) for k, v in FUSED.items()):
             for name, _ in _modules(model, pattern):
@@ -105,9 +113,16 @@ def parallelize(model, mesh=None, device_type="cuda"):
                 local_heads(m, tp, kv_split)
         # Each style registers its own parameter: one tensor used twice (tied embedding and
         # lm_head) is made one parameter again.
-        for user, owner in TIED:
-            module, _, attr = user.rpartition(".")
-            setattr(model.get_submodule(module), attr, model.get_parameter(owner))
+        # The owner's own module may have no style (T5's shared, which transformers 5 does not
+        # call: encoder.embed_tokens is its user): the first user's distributed parameter is
+        # then the one all of them share.
+        for owner in dict.fromkeys(o for _, o in TIED):
+            names = [owner] + [u for u, o in TIED if o == owner]
+            params = [model.get_parameter(n) for n in names]
+            keep = next((p for p in params if isinstance(p, DTensor)), params[0])
+            for name in names:
+                module, _, attr = name.rpartition(".")
+                setattr(model.get_submodule(module), attr, keep)
     dp = [axis for axis in DP_DIMS if mesh[axis].size() > 1]
     if dp:
         from torch.distributed.fsdp import fully_shard
@@ -182,7 +197,7 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     the largest reference value, the worst over all ranks. @config: a config.json, its folder
     or a transformers config. Returns the figures (a dict); the same on every rank."""
     import torch.distributed as dist
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageClassification, AutoModelForSeq2SeqLM
 
     if not dist.is_initialized():
         dist.init_process_group("gloo" if device_type == "cpu" else "nccl")
@@ -195,7 +210,10 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     # An image classifier (ViT): random images and labels, the loss a cross-entropy per image.
     image = any("ImageClassification" in a for a in (getattr(config, "architectures", None) or []))
     torch.manual_seed(seed)
-    auto = AutoModelForImageClassification if image else AutoModelForCausalLM
+    # An encoder-decoder (T5): random encoder and decoder tokens, the loss a cross-entropy of
+    # the decoder's logits against random labels.
+    seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+    auto = AutoModelForImageClassification if image else AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
     reference = auto.from_config(config, dtype=torch.float32).to(device_type)
     _randomize(reference, seed)
     reference.eval()  # dropout off on both sides
@@ -213,6 +231,16 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
 
         def loss_of(logits, r):
             return F.cross_entropy(logits, labels[r])
+    elif seq2seq:
+        ids = torch.randint(0, config.vocab_size, (batch, seq), generator=g).to(device_type)
+        dec = torch.randint(0, config.vocab_size, (batch, seq), generator=g).to(device_type)
+        labels = torch.randint(0, config.vocab_size, (batch, seq), generator=g).to(device_type)
+
+        def forward(m, r):
+            return m(input_ids=ids[r], decoder_input_ids=dec[r]).logits
+
+        def loss_of(logits, r):
+            return F.cross_entropy(logits.flatten(0, 1), labels[r].flatten())
     else:
         ids = torch.randint(0, config.vocab_size, (batch, seq), generator=g).to(device_type)
         pos = positions(ids)

@@ -173,6 +173,9 @@ def local_heads(module, tp, kv_split):
         if isinstance(v, int) and not isinstance(v, bool):
             heads = v
             setattr(module, attr, v // n)
+    # T5 reshapes the attention's output to inner_dim (heads x head size).
+    if heads and isinstance(getattr(module, "inner_dim", None), int):
+        module.inner_dim //= n
     for attr in _KV_HEAD_COUNTS:
         v = getattr(module, attr, None)
         if kv_split and isinstance(v, int) and v > 1:

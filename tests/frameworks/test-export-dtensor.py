@@ -26,9 +26,10 @@ Issue 16's model zoo (ZOO: test-hf-reference.py's shrunk configs from tests/data
 under megatron the same way: gemma and llama-3 (one kv head repeated on tp=2), phi3 and
 phi3-gqa (fused qkv_proj, gate_up_proj), pythia and pythia-seq (GPT-NeoX), bloom (ALiBi), opt
 and opt-350m, falcon (multi-query) and falcon-40b, vit (random images and labels, the
-classifier's cross-entropy). Controls break the phi3, bloom, gemma and falcon scripts once
-each (qkv_proj cut in plain thirds, heads left at the model's count, the kv gradient not
-summed, the kv head split) and must fail. T5 is not exported (docs/exports.md says why).
+classifier's cross-entropy) and t5 (random encoder and decoder tokens, a cross-entropy of the
+decoder's logits). Controls break the phi3, bloom, gemma and falcon scripts once each
+(qkv_proj cut in plain thirds, heads left at the model's count, the kv gradient not summed,
+the kv head split) and must fail.
 
 Runs in $SHARDSCOPE_FRAMEWORK_VENV/torch (default .venv-frameworks/ in the checkout; made by
 tools/framework-venv.sh); skipped, with the reason, where that Python cannot import torch and
@@ -69,7 +70,7 @@ POLICIES = ["megatron", "megatron-sp", "dp"]
 # head (ColwiseParallel); BLOOM's ALiBi is cut to each rank's heads; OPT's learned positions.
 ZOO = {"gemma": ["--kv-replicas", "2"], "llama-3": ["--kv-replicas", "2"], "phi3": [],
        "phi3-gqa": [], "pythia": [], "pythia-seq": [], "bloom": [], "opt": [], "opt-350m": [],
-       "falcon": ["--kv-replicas", "2"], "falcon-40b": [], "vit": []}
+       "falcon": ["--kv-replicas", "2"], "falcon-40b": [], "vit": [], "t5": []}
 # Images, not tokens: no --seq; the self-check feeds random images and labels.
 VISION = {"vit"}
 # GPT-2 with a vocabulary tp=2 does not divide (as 50257 over 4): megatron keeps wte and lm_head
@@ -98,8 +99,8 @@ def shrunk_configs(folder, models):
     paths = {}
     for model in models:
         base, sizes, _ = VARIANTS.get(model, (model, {}, None))
-        if base in ref.VISION:
-            fname, shrunk = ref.VISION[base]
+        if base in ref.VISION or base in ref.SEQ2SEQ:
+            fname, shrunk = ref.VISION.get(base) or ref.SEQ2SEQ[base]
             with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
                 real = json.load(f)
             fields = {k: v for k, v in real.items()
