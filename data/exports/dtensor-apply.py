@@ -38,9 +38,10 @@ def _renamer(model):
         pass
 
     def renamed(key):
+        key += "."  # the renamings are of parameter names: "^embed_out\." (GPT-NeoX)
         for source, target in rules:
             key = re.sub(source, target, key)
-        return key
+        return key[:-1]
 
     def rename(key):
         if _modules(model, key) or not rules:
@@ -168,11 +169,6 @@ def _rel(got, want, floor=0.0):
     return (got - want).abs().max().item() / (scale if scale > 0 else 1.0)
 
 
-# A gradient's scale is at least this fraction of the model's largest gradient entry: one
-# that is zero in exact arithmetic (a key bias: softmax ignores a constant added to every
-# score, as in OPT's and BERT's k_proj) is f32 round-off on both sides (OPT's, sharded,
-# differs by 1.1e-4 of a floor of 1e-3 of the largest entry).
-GRAD_FLOOR = 1e-2
 
 
 def _randomize(model, seed):
@@ -284,7 +280,11 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     if sorted(names) != sorted(want_grads):
         raise AssertionError("parameters differ from the unsharded model's: %s"
                              % sorted(set(names) ^ set(want_grads)))
-    floor = GRAD_FLOOR * max(g.abs().max().item() for g in want_grads.values())
+    # A gradient's scale is at least 1e-2 of the model's largest gradient entry: one that is
+    # zero in exact arithmetic (a key bias: softmax ignores a constant added to every score,
+    # as in OPT's and BERT's k_proj) is f32 round-off on both sides (OPT's, sharded, differs
+    # by 1.1e-4 of a floor of 1e-3 of the largest entry).
+    floor = 1e-2 * max(g.abs().max().item() for g in want_grads.values())
     for n, p in model.named_parameters():
         e = _rel(_full(p.grad), want_grads[n], floor)
         if e >= worst[1]:

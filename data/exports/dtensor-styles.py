@@ -156,10 +156,6 @@ class ReplicatedParallel(ParallelStyle):
         return distribute_module(module, device_mesh, partition, input_fn, output_fn)
 
 
-_HEAD_COUNTS = ("num_heads", "num_attention_heads", "n_head", "n_heads")
-_KV_HEAD_COUNTS = ("num_key_value_heads", "num_kv_heads")
-
-
 def local_heads(module, tp, kv_split):
     """An attention module whose heads the ranks of @tp split: the head counts it reads in
     its forward made this rank's (BLOOM's num_heads, Phi-3's config.num_attention_heads);
@@ -168,7 +164,7 @@ def local_heads(module, tp, kv_split):
     [batch * heads, 1, keys], every head's slopes) is cut to this rank's heads."""
     n, rank = tp.size(), tp.get_local_rank()
     heads = None
-    for attr in _HEAD_COUNTS:
+    for attr in ("num_heads", "num_attention_heads", "n_head", "n_heads"):
         v = getattr(module, attr, None)
         if isinstance(v, int) and not isinstance(v, bool):
             heads = v
@@ -176,7 +172,7 @@ def local_heads(module, tp, kv_split):
     # T5 reshapes the attention's output to inner_dim (heads x head size).
     if heads and isinstance(getattr(module, "inner_dim", None), int):
         module.inner_dim //= n
-    for attr in _KV_HEAD_COUNTS:
+    for attr in ("num_key_value_heads", "num_kv_heads"):
         v = getattr(module, attr, None)
         if kv_split and isinstance(v, int) and v > 1:
             setattr(module, attr, v // n)
