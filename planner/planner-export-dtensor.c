@@ -24,6 +24,7 @@ typedef enum
   STYLE_ROWWISE,
   STYLE_SEQUENCE,
   STYLE_ACT, /* a module computing on its shard of the activations: ActivationParallel */
+  STYLE_REPLICATED, /* a module computed whole, its output used in parts: ReplicatedParallel */
   STYLE_UNSUPPORTED,
 } StyleKind;
 
@@ -47,6 +48,7 @@ typedef struct
   gboolean embedding;
   gboolean conv1d; /* a weight [in, out]: transformers' Conv1D (GPT-2) */
   guint groups;    /* > 1: a fused projection whose parts each split by heads (c_attn) */
+  gboolean fused;  /* an Einsum projection: its output is as the plan has it (heads in a dim) */
   int seq_dim;
   int act_dim;           /* ActivationParallel: the dim of input and output it splits */
   Place act_in, act_out; /* that dim as a placement of the input and of the output */
@@ -54,6 +56,14 @@ typedef struct
   Place input, output; /* input_layouts / output_layouts when not the default */
   gboolean output_conflict;
   gboolean local_output_false;
+  gboolean whole; /* computed whole on each rank although the plan splits it (noted) */
+  gboolean kv_copy; /* ReplicatedParallel of key/value heads each rank holds a copy of */
+  /* ReplicatedParallel of a fused weight split into parts (Falcon's query_key_value [q|k|v]):
+   * each part's rows, and whether the ranks split it (q's heads) or each uses all of it (the
+   * one key/value head). */
+  guint n_segments;
+  gint64 segment_rows[PLANNER_MAX_OPERANDS];
+  gboolean segment_split[PLANNER_MAX_OPERANDS];
   /* PrepareModuleInput/Output on an op without a style. */
   guint n_prepare_in;
   gboolean prepare_set[PLANNER_MAX_OPERANDS];
@@ -79,7 +89,8 @@ typedef struct
   OpStyle *styles;
   Place *eff;                  /* per tensor: its TP placement as the styles leave it */
   gboolean *in_chain;          /* per tensor: partial sums a RowwiseParallel output reduces */
-  gboolean *hoisted;           /* per tensor: redistributed once, at its block's input */
+  char **hoisted;              /* per tensor: the block whose input redistributes it */
+  int *part_of;                /* per op: the op whose module it runs inside, or -1 */
   GArray *blocks;              /* BlockInput */
   PlannerExportNotes refusals; /* what the script cannot do: the export fails */
   PlannerExportNotes notes;    /* what it does otherwise, with the same values */
@@ -138,13 +149,15 @@ style_name (const OpStyle *s)
   switch (s->kind)
     {
     case STYLE_COLWISE:
-      return s->conv1d ? "Conv1DParallel" : "ColwiseParallel";
+      return s->conv1d ? "Conv1DParallel" : s->groups > 1 ? "FusedColwiseParallel" : "ColwiseParallel";
     case STYLE_ROWWISE:
       return s->conv1d ? "Conv1DParallel" : "RowwiseParallel";
     case STYLE_SEQUENCE:
       return "SequenceParallel";
     case STYLE_ACT:
       return "ActivationParallel";
+    case STYLE_REPLICATED:
+      return "ReplicatedParallel";
     default:
       return NULL;
     }
@@ -222,6 +235,145 @@ activation_style (Dtensor *x, const PlannerOp *op, OpStyle *s, int f)
   return TRUE;
 }
 
+/* Per op, the op whose module it is part of: "a.k_proj.repeat_kv" runs inside the module
+ * "a.k_proj" when the graph has an op of that name (its weight's repeat, a norm weight's Mul);
+ * -1 for the others. The longest such name wins. */
+static int *
+find_parts (PlannerGraph *graph)
+{
+  guint n = planner_graph_get_n_ops (graph);
+  int *part_of = g_new (int, n);
+  g_autoptr (GHashTable) names = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; i < n; i++)
+    g_hash_table_insert (names, (gpointer)planner_graph_get_op (graph, i)->name,
+                         GUINT_TO_POINTER (i + 1));
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *name = g_strdup (planner_graph_get_op (graph, i)->name);
+      char *dot;
+      part_of[i] = -1;
+      while (part_of[i] < 0 && (dot = strrchr (name, '.')) != NULL)
+        {
+          *dot = '\0';
+          guint j = GPOINTER_TO_UINT (g_hash_table_lookup (names, name));
+          if (j > 0)
+            part_of[i] = (int)j - 1;
+        }
+    }
+  return part_of;
+}
+
+/* Whether factor @f of @op splits only rows of activations: dim 0 of its output and of no
+ * parameter (ViT's class token expanded to each rank's images), which FSDP's rows are. */
+static gboolean
+rows_only (Dtensor *x, const PlannerOp *op, int f)
+{
+  if (op->n_outputs != 1 || planner_export_operand_dim_of_factor (&op->rule.outputs[0], f) != 0)
+    return FALSE;
+  for (guint k = 0; k < op->n_inputs; k++)
+    {
+      int d = planner_export_operand_dim_of_factor (&op->rule.inputs[k], f);
+      if (d > 0 || (d == 0 && planner_graph_get_tensor (x->graph, op->inputs[k])->kind
+                                  == PLANNER_TENSOR_PARAMETER))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Whether op @i (or a part of its module) takes a parameter. */
+static gboolean
+unit_has_parameter (Dtensor *x, guint i)
+{
+  for (guint j = 0; j < planner_graph_get_n_ops (x->graph); j++)
+    if ((j == i || x->part_of[j] == (int)i)
+        && planner_export_has_parameter_input (x->graph, planner_graph_get_op (x->graph, j)))
+      return TRUE;
+  return FALSE;
+}
+
+/* Whether op @i's weight (input 1) comes from a RepeatInterleave among its module's parts. */
+static gboolean
+repeated_weight (Dtensor *x, guint i)
+{
+  const PlannerOp *op = planner_graph_get_op (x->graph, i);
+  int t = op->n_inputs >= 2 ? (int)op->inputs[1] : -1;
+
+  while (t >= 0)
+    {
+      int producer = planner_graph_get_tensor (x->graph, (guint)t)->producer;
+      if (producer < 0 || x->part_of[producer] != (int)i)
+        return FALSE;
+      const PlannerOp *pop = planner_graph_get_op (x->graph, (guint)producer);
+      if (pop->type == PLANNER_OP_REPEAT_INTERLEAVE)
+        return TRUE;
+      t = pop->n_inputs > 0 ? (int)pop->inputs[0] : -1;
+    }
+  return FALSE;
+}
+
+/* Op @i's weight is part of a fused parameter its module splits first (Falcon's
+ * query_key_value.split into q, k and v, k and v then repeated for each rank's copy): one
+ * Linear in Hugging Face. It is computed whole on each rank (ReplicatedParallel), and each rank
+ * keeps the parts it has in the plan: its share of a part the ranks split by heads, all of one
+ * they repeat. FALSE if the graph is not so. */
+static Place required_place (Dtensor *x, guint op, guint slot);
+
+static gboolean
+split_weight (Dtensor *x, guint i, OpStyle *s)
+{
+  const PlannerOp *op = planner_graph_get_op (x->graph, i);
+  const PlannerTensor *w = planner_graph_get_tensor (x->graph, op->inputs[1]);
+  if (w->producer < 0 || x->part_of[w->producer] != (int)i)
+    return FALSE;
+  const PlannerOp *split = planner_graph_get_op (x->graph, (guint)w->producer);
+  if (split->type != PLANNER_OP_SPLIT || split->n_outputs > PLANNER_MAX_OPERANDS
+      || planner_graph_get_tensor (x->graph, split->inputs[0])->kind != PLANNER_TENSOR_PARAMETER)
+    return FALSE;
+  for (guint o = 0; o < split->n_outputs; o++)
+    {
+      const PlannerTensor *part = planner_graph_get_tensor (x->graph, split->outputs[o]);
+      gint64 rows = 1;
+      for (guint d = 0; d + 1 < part->rank; d++)
+        rows *= part->shape[d];
+      if (part->consumers->len != 1)
+        return FALSE;
+      const PlannerUse *use = &g_array_index (part->consumers, PlannerUse, 0);
+      const PlannerOp *user = planner_graph_get_op (x->graph, use->op);
+      gboolean repeated = user->type == PLANNER_OP_REPEAT_INTERLEAVE;
+      /* The projection that takes this part (through its repeat): the split ones take it
+       * split on tp, the repeated ones take each rank's copy. */
+      if (!repeated && (user->type != PLANNER_OP_EINSUM || use->slot != 1))
+        return FALSE;
+      if (!repeated && required_place (x, use->op, 1).kind != PLACE_SHARD)
+        return FALSE;
+      s->segment_rows[o] = rows;
+      s->segment_split[o] = !repeated;
+      s->kv_copy |= repeated;
+    }
+  s->n_segments = split->n_outputs;
+  s->kind = STYLE_REPLICATED;
+  planner_export_note (&x->notes, op->name,
+                       g_strdup_printf ("computed whole on each rank, which keeps its share of "
+                                        "the parts the plan splits over %s and all of the "
+                                        "parts it repeats (the plan computes only those)",
+                                        x->mesh->names[x->tp]));
+  return TRUE;
+}
+
+/* The dim of the weight (input 1) that the activations' last dim contracts with: 0 for a
+ * Conv1D [in, out], the last for a Linear [out, in]; -1 if none. */
+static int
+weight_in_dim (const PlannerOpRule *rule)
+{
+  for (guint g = 0; g < rule->n_factors; g++)
+    if (rule->factors[g].kind == PLANNER_FACTOR_REDUCTION
+        && planner_export_operand_dim_of_factor (&rule->inputs[0], g)
+               == (int)rule->inputs[0].rank - 1)
+      return planner_export_operand_dim_of_factor (&rule->inputs[1], g);
+  return -1;
+}
+
 /* Which style, if any, gives op @i its strategy on the TP axis. */
 static void
 classify (Dtensor *x, guint i)
@@ -236,7 +388,7 @@ classify (Dtensor *x, guint i)
   for (guint a = 0; a < x->mesh->n_axes; a++)
     {
       int fa = planner_export_factor_of_axis (&p->strategy, a);
-      if ((int)a == x->tp || fa < 0 || fa == batch)
+      if ((int)a == x->tp || fa < 0 || fa == batch || rows_only (x, op, fa))
         continue;
       unsupported (x, i,
                    g_strdup_printf ("splits factor %s over %s; the script splits over one "
@@ -248,7 +400,12 @@ classify (Dtensor *x, guint i)
     }
   if (x->tp < 0 || (f = planner_export_factor_of_axis (&p->strategy, x->tp)) < 0)
     return;
-  gboolean module = planner_export_has_parameter_input (x->graph, op);
+  /* A part of a module's computation (its norm weight's Mul, its weight's repeat or slice):
+   * it runs inside the module's forward, on what the module's style gives it. */
+  if (x->part_of[i] >= 0)
+    return;
+  gboolean own = planner_export_has_parameter_input (x->graph, op);
+  gboolean module = own || unit_has_parameter (x, i);
   /* Its rows of the batch: a module gets BatchParallel (replicated parameters whose
    * gradients DTensor sums over the axis), other ops compute on the rows they are given. */
   if (f == batch)
@@ -265,6 +422,42 @@ classify (Dtensor *x, guint i)
     case PLANNER_OP_EMBEDDING:
       if (!module)
         break;
+      if (!own && op->type == PLANNER_OP_MATMUL && rule->factors[f].kind != PLANNER_FACTOR_REDUCTION
+          && repeated_weight (x, i))
+        {
+          /* The weight's heads repeated so that each rank holds a copy of its group's key/value
+           * head (--kv-replicas): transformers computes the projection whole on each rank
+           * (its heads are the copy), and the ranks' gradients of it add up. */
+          s->kind = STYLE_REPLICATED;
+          s->kv_copy = TRUE;
+          return;
+        }
+      if (!own && op->type == PLANNER_OP_EMBEDDING)
+        {
+          /* A table the graph slices first (OPT's positions, offset by two): the module looks
+           * up in the whole table, so it is computed whole, which gives the same sum. */
+          s->whole = TRUE;
+          planner_export_note (&x->notes, op->name,
+                               g_strdup_printf ("computed whole on each rank instead of split "
+                                                "by rows of its table over %s (its table is "
+                                                "sliced first, so no style splits it)",
+                                                x->mesh->names[x->tp]));
+          return;
+        }
+      if (!own)
+        {
+          unsupported (x, i,
+                       g_strdup_printf ("its weight is computed from a parameter by other ops "
+                                        "(%s...), split by factor %s over %s, which no style "
+                                        "shards",
+                                        planner_graph_get_op (x->graph,
+                                                              planner_graph_get_tensor (
+                                                                  x->graph, op->inputs[1])
+                                                                  ->producer)
+                                            ->name,
+                                        rule->factors[f].name, x->mesh->names[x->tp]));
+          return;
+        }
       s->embedding = op->type == PLANNER_OP_EMBEDDING;
       s->conv1d = op->type == PLANNER_OP_MATMUL && !op->attrs.transpose_b;
       if (rule->factors[f].kind == PLANNER_FACTOR_REDUCTION)
@@ -279,20 +472,47 @@ classify (Dtensor *x, guint i)
       return;
     case PLANNER_OP_EINSUM:
       {
-        /* A fused projection as the graph models GPT-2's c_attn: weight [in, parts, heads,
-         * head_dim], split by heads, is Conv1DParallel over the regrouped columns. */
+        /* A projection whose weight the graph shapes by heads. Its output stays as the plan
+         * has it: each rank's heads, in the local view transformers reshapes itself. */
         const PlannerTensor *w
             = op->n_inputs >= 2 ? planner_graph_get_tensor (x->graph, op->inputs[1]) : NULL;
-        if (w != NULL && w->kind == PLANNER_TENSOR_PARAMETER && w->rank == 4
+        int df = planner_export_operand_dim_of_factor (&rule->inputs[1], f);
+        if (w != NULL && w->kind == PLANNER_TENSOR_PARAMETER
             && rule->factors[f].kind != PLANNER_FACTOR_REDUCTION
-            && planner_export_operand_dim_of_factor (&rule->inputs[1], f) == 2
             && planner_export_operand_dim_of_factor (&rule->inputs[0], f) < 0)
           {
-            s->kind = STYLE_COLWISE;
-            s->conv1d = TRUE;
-            s->groups = (guint)w->shape[1];
-            return;
+            int in = weight_in_dim (rule);
+            /* GPT-2's c_attn: a Conv1D weight [in, parts, heads, head_dim] split by heads is
+             * Conv1DParallel over the regrouped columns. */
+            if (w->rank == 4 && df == 2 && in == 0)
+              {
+                s->kind = STYLE_COLWISE;
+                s->conv1d = s->fused = TRUE;
+                s->groups = (guint)w->shape[1];
+                return;
+              }
+            /* A Linear weight [out..., in] split on its first dim: rows in Hugging Face's
+             * order, heads first (GPT-NeoX's and BLOOM's query_key_value, [heads, 3, head_dim,
+             * in]): ColwiseParallel cuts each rank its heads of q, k and v. */
+            if (df == 0 && in == (int)w->rank - 1)
+              {
+                s->kind = STYLE_COLWISE;
+                s->fused = TRUE;
+                return;
+              }
+            /* [parts, heads or columns, ..., in] split on dim 1 (Phi-3's qkv_proj [3, heads,
+             * head_dim, in], gate_up_proj [2, intermediate, in]): each part split, its rows
+             * regrouped (FusedColwiseParallel). */
+            if (df == 1 && w->rank >= 3 && in == (int)w->rank - 1)
+              {
+                s->kind = STYLE_COLWISE;
+                s->fused = TRUE;
+                s->groups = (guint)w->shape[0];
+                return;
+              }
           }
+        if (w != NULL && w->kind != PLANNER_TENSOR_PARAMETER && split_weight (x, i, s))
+          return;
         break;
       }
     case PLANNER_OP_LAYER_NORM:
@@ -356,7 +576,7 @@ produced_place (Dtensor *x, guint op, guint slot)
  * partial inputs (a residual Add) until redistributions reduce them. DTensor reduces at the
  * style's output instead, to what those redistributions reduce to: output_layouts. */
 static void
-follow_partial (Dtensor *x, guint r)
+follow_partial (Dtensor *x, guint r, gboolean *whole_chain)
 {
   const PlannerOp *op = planner_graph_get_op (x->graph, r);
   OpStyle *s = &x->styles[r];
@@ -412,12 +632,21 @@ follow_partial (Dtensor *x, guint r)
               }
         }
     }
+  /* Reduced to different layouts downstream (T5's residual stream, summed whole for each
+   * layer's norm and split by rows for the last): reduced whole once, at the output, and
+   * sliced where the plan reduce-scatters. */
+  /* A chain that meets one reduced whole (their Adds sum both) is reduced whole too. */
+  for (guint q = 0; q < queue->len && !conflict && whole_chain != NULL; q++)
+    if (whole_chain[g_array_index (queue, guint, q)] && target.kind != PLACE_REPLICATE)
+      conflict = TRUE;
   if (conflict)
     {
-      unsupported (x, r,
-                   g_strdup ("its partial sums are reduced to different layouts downstream; "
-                             "RowwiseParallel reduces them once, at its output"));
-      return;
+      target = (Place){ PLACE_REPLICATE, 0 };
+      planner_export_note (&x->notes, op->name,
+                           g_strdup_printf ("its partial sums are reduced whole at its output "
+                                            "and sliced where the plan reduce-scatters them "
+                                            "over %s",
+                                            x->mesh->names[x->tp]));
     }
   s->output = target;
   s->has_output = !place_equal (target, style_default_output (s));
@@ -426,6 +655,8 @@ follow_partial (Dtensor *x, guint r)
       guint t = g_array_index (queue, guint, q);
       x->eff[t] = target;
       x->in_chain[t] = TRUE;
+      if (conflict && whole_chain != NULL)
+        whole_chain[t] = TRUE;
     }
 }
 
@@ -455,9 +686,17 @@ parent_of (const char *name)
   return dot != NULL ? g_strndup (name, dot - name) : g_strdup ("");
 }
 
-/* A tensor that several projections of one block need redistributed the same way (a
+static gboolean
+under (const char *name, const char *prefix)
+{
+  size_t n = strlen (prefix);
+  return n > 0 && strncmp (name, prefix, n) == 0 && name[n] == '.';
+}
+
+/* A tensor that the projections of one block need redistributed the same way (a
  * sequence-parallel norm's output, gathered for q, k and v) is redistributed once, at the
- * block's input: PrepareBlockInput on the parent module, as torch's own examples do. */
+ * block's input: PrepareBlockInput on the parent module, as torch's own examples do. Its
+ * consumers outside the block (a residual Add) take it as it is. */
 static void
 hoist_block_inputs (Dtensor *x)
 {
@@ -465,37 +704,115 @@ hoist_block_inputs (Dtensor *x)
     {
       const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
       g_autofree char *parent = NULL;
-      gboolean ok
-          = pt->kind != PLANNER_TENSOR_PARAMETER && !x->in_chain[t] && pt->consumers->len >= 2;
+      gboolean ok = pt->kind != PLANNER_TENSOR_PARAMETER && !x->in_chain[t];
+      guint inside = 0;
       Place want = { PLACE_REPLICATE, 0 };
 
+      /* The block: the parent of its first consumer that is a projection. */
+      for (guint c = 0; ok && parent == NULL && c < pt->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
+          StyleKind k = x->styles[use->op].kind;
+          if (k == STYLE_COLWISE || k == STYLE_REPLICATED)
+            parent = parent_of (planner_graph_get_op (x->graph, use->op)->name);
+        }
+      ok &= parent != NULL && parent[0] != '\0';
       for (guint c = 0; ok && c < pt->consumers->len; c++)
         {
           const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
           const PlannerOp *cop = planner_graph_get_op (x->graph, use->op);
           OpStyle *cs = &x->styles[use->op];
           Place need = required_place (x, use->op, use->slot);
-          g_autofree char *p = parent_of (cop->name);
 
-          ok = cs->kind == STYLE_COLWISE && activation_position (x, cop, use->slot) == 0
-               && place_equal (need, style_desired_input (cs)) && !place_equal (need, x->eff[t])
-               && (c == 0 || (place_equal (need, want) && strcmp (p, parent) == 0));
-          want = need;
-          if (c == 0)
-            parent = g_steal_pointer (&p);
-        }
-      if (!ok || parent[0] == '\0')
-        continue;
-      if (pt->producer >= 0)
-        {
-          const char *producer = planner_graph_get_op (x->graph, pt->producer)->name;
-          g_autofree char *prefix = g_strconcat (parent, ".", NULL);
-          if (g_str_has_prefix (producer, prefix))
+          if (!under (cop->name, parent))
             continue;
+          ok = (cs->kind == STYLE_COLWISE || cs->kind == STYLE_REPLICATED)
+               && activation_position (x, cop, use->slot) == 0
+               && place_equal (need, style_desired_input (cs)) && !place_equal (need, x->eff[t])
+               && (inside == 0 || place_equal (need, want));
+          want = need;
+          inside++;
         }
-      BlockInput b = { g_steal_pointer (&parent), x->eff[t], want };
+      if (!ok)
+        continue;
+      /* One projection (BLOOM's fused query_key_value) is redistributed at the block too when
+       * the block is an attention: transformers takes the batch and sequence it reshapes to
+       * from the block's input, which must then be as the projection has it. */
+      if (inside == 1)
+        {
+          gboolean attention = FALSE;
+          for (guint i = 0; i < planner_graph_get_n_ops (x->graph); i++)
+            {
+              const PlannerOp *op = planner_graph_get_op (x->graph, i);
+              attention |= op->type == PLANNER_OP_SDPA && under (op->name, parent);
+            }
+          ok = attention;
+        }
+      if (!ok)
+        continue;
+      if (pt->producer >= 0 && under (planner_graph_get_op (x->graph, pt->producer)->name, parent))
+        continue;
+      BlockInput b = { g_strdup (parent), x->eff[t], want };
       g_array_append_val (x->blocks, b);
-      x->hoisted[t] = TRUE;
+      x->hoisted[t] = g_steal_pointer (&parent);
+    }
+}
+
+/* A redistribution between two ops that are no modules, where the consumer's enclosing module
+ * (a decoder layer, no op of the graph) takes the tensor as its first input and all of the
+ * tensor's consumers are inside it: PrepareBlockInput on that module (opt-350m's residual
+ * stream, whole after the embeddings and split by rows in the layers). */
+static void
+enter_blocks (Dtensor *x)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
+      if (pt->kind == PLANNER_TENSOR_PARAMETER || pt->producer < 0 || x->in_chain[t]
+          || pt->consumers->len == 0)
+        continue;
+      const char *producer = planner_graph_get_op (x->graph, pt->producer)->name;
+      for (guint c = 0; c < pt->consumers->len; c++)
+        {
+          const PlannerUse *use = &g_array_index (pt->consumers, PlannerUse, c);
+          const PlannerOp *cop = planner_graph_get_op (x->graph, use->op);
+          Place need = required_place (x, use->op, use->slot);
+          if (place_equal (need, x->eff[t]) || x->styles[use->op].kind != STYLE_NONE
+              || unit_has_parameter (x, use->op) || x->part_of[use->op] >= 0
+              || need.kind == PLACE_PARTIAL || x->eff[t].kind == PLACE_PARTIAL)
+            continue;
+          /* The innermost module around the consumer that holds all the tensor's consumers
+           * and not its producer. */
+          g_autofree char *inner = parent_of (cop->name);
+          gboolean found = FALSE;
+          while (inner[0] != '\0' && !under (producer, inner) && !found)
+            {
+              found = TRUE;
+              for (guint k = 0; k < pt->consumers->len; k++)
+                found &= under (planner_graph_get_op (
+                                    x->graph, g_array_index (pt->consumers, PlannerUse, k).op)
+                                    ->name,
+                                inner);
+              if (!found)
+                {
+                  char *next = parent_of (inner);
+                  g_free (inner);
+                  inner = next;
+                }
+            }
+          if (!found)
+            break;
+          /* A module of the graph's own (an op by that name) has a style or none: not a block. */
+          gboolean is_op = FALSE;
+          for (guint i = 0; i < planner_graph_get_n_ops (x->graph); i++)
+            is_op |= strcmp (planner_graph_get_op (x->graph, i)->name, inner) == 0;
+          if (is_op)
+            break;
+          BlockInput b = { g_strdup (inner), x->eff[t], need };
+          g_array_append_val (x->blocks, b);
+          x->eff[t] = need;
+          break;
+        }
     }
 }
 
@@ -544,7 +861,7 @@ place_edge (Dtensor *x, guint tensor, guint c, guint slot, Place produced, Place
       return;
     }
   /* The producer's style hands it over as the consumers need it: output_layouts. */
-  if (ps != NULL && ((ps->kind == STYLE_COLWISE && ps->groups <= 1) || ps->kind == STYLE_ACT))
+  if (ps != NULL && ((ps->kind == STYLE_COLWISE && !ps->fused) || ps->kind == STYLE_ACT))
     {
       if (ps->has_output && !place_equal (ps->output, required))
         ps->output_conflict = TRUE;
@@ -587,12 +904,24 @@ place_edges (Dtensor *x)
           const PlannerTensor *t = planner_graph_get_tensor (x->graph, tensor);
           Place required = place_of (&in[k], x->tp);
 
-          /* Parameters are sharded by the styles themselves. */
-          if (t->kind == PLANNER_TENSOR_PARAMETER)
+          /* Parameters are sharded by the styles themselves, and so are the weights a
+           * module's parts make of them (a repeat, a slice, a split of a fused weight). */
+          if (t->kind == PLANNER_TENSOR_PARAMETER
+              || (t->producer >= 0 && x->part_of[t->producer] >= 0
+                  && (x->part_of[t->producer] == (int)c
+                      || x->part_of[t->producer] == x->part_of[c])))
             continue;
           /* Partial sums flowing on, or reduced where the chain ends: the RowwiseParallel
            * output_layouts covers both. A block input: PrepareBlockInput. */
-          if (x->in_chain[tensor] || x->hoisted[tensor])
+          if ((x->in_chain[tensor]
+               && (required.kind == PLACE_PARTIAL || place_equal (x->eff[tensor], required)))
+              || (x->hoisted[tensor] != NULL && under (op->name, x->hoisted[tensor])))
+            continue;
+          /* A whole value into a sum whose partial sums the style reduces at its output
+           * (OPT's whole position embedding, added to the token embedding): the sum of whole
+           * values is the reduced sum. */
+          if (required.kind == PLACE_PARTIAL && x->eff[tensor].kind == PLACE_REPLICATE
+              && x->in_chain[op->outputs[0]] && x->eff[op->outputs[0]].kind == PLACE_REPLICATE)
             continue;
           if (!place_equal (x->eff[tensor], required))
             place_edge (x, tensor, c, k, x->eff[tensor], required);
@@ -676,7 +1005,8 @@ append_style (GString *out, const OpStyle *s)
             }
           g_string_append (out, s->n_prepare_in == 1 ? ",)" : ")");
         }
-      g_string_append_c (out, ')');
+      /* The module computes on plain tensors (its parameters are no DTensors). */
+      g_string_append (out, ", use_local_output=True)");
       return;
     }
   if (name == NULL && s->has_prepare_out)
@@ -723,6 +1053,14 @@ append_style (GString *out, const OpStyle *s)
     }
   if (s->groups > 1)
     g_string_append_printf (out, "%sgroups=%u", first ? "" : ", ", s->groups);
+  if (s->n_segments > 0)
+    {
+      g_string_append (out, first ? "segments=(" : ", segments=(");
+      for (guint k = 0; k < s->n_segments; k++)
+        g_string_append_printf (out, "%s(%" G_GINT64_FORMAT ", %s)", k > 0 ? ", " : "",
+                                s->segment_rows[k], s->segment_split[k] ? "True" : "False");
+      g_string_append (out, s->n_segments == 1 ? ",)" : ")");
+    }
   g_string_append_c (out, ')');
 }
 
@@ -935,6 +1273,20 @@ token_input (PlannerGraph *graph)
   return NULL;
 }
 
+/* Without token ids (ViT's pixel_values [batch, channels, height, width]): the batch of the
+ * first graph input. */
+static gint64
+first_input_rows (PlannerGraph *graph)
+{
+  for (guint t = 0; t < planner_graph_get_n_tensors (graph); t++)
+    {
+      const PlannerTensor *pt = planner_graph_get_tensor (graph, t);
+      if (pt->kind == PLANNER_TENSOR_INPUT && pt->rank >= 1)
+        return pt->shape[0];
+    }
+  return 0;
+}
+
 static void
 dtensor_clear (Dtensor *x)
 {
@@ -946,7 +1298,10 @@ dtensor_clear (Dtensor *x)
   g_free (x->styles);
   g_free (x->eff);
   g_free (x->in_chain);
+  for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
+    g_free (x->hoisted[t]);
   g_free (x->hoisted);
+  g_free (x->part_of);
 }
 
 /* The data the fixed Python reads: mesh, axes, PLAN and what parallelize() needs besides. */
@@ -960,6 +1315,7 @@ append_data (GString *out, Dtensor *x, GString *entries)
   g_autoptr (GPtrArray) blocks = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GString) tied = g_string_new (NULL);
   g_autoptr (GString) fused = g_string_new (NULL);
+  g_autoptr (GString) heads = g_string_new (NULL);
   guint n_ops = planner_graph_get_n_ops (x->graph);
   gboolean loss_parallel = FALSE;
 
@@ -1001,6 +1357,34 @@ append_data (GString *out, Dtensor *x, GString *entries)
             g_string_append_printf (fused, "%s%s: %u", fused->len > 0 ? ", " : "", item, s->groups);
         }
     }
+  /* The attention modules whose heads the ranks split: transformers reads some head counts
+   * from the module (BLOOM's num_heads, Phi-3's config), which parallelize() makes local;
+   * False where the key/value heads are the ranks' copies (ReplicatedParallel). */
+  for (guint i = 0; x->tp >= 0 && i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (x->graph, i);
+      const PlannerOpPlan *p = planner_plan_get_op (x->plan, i);
+      int f = planner_export_factor_of_axis (&p->strategy, x->tp);
+      if (op->type != PLANNER_OP_SDPA || f < 0
+          || planner_export_operand_dim_of_factor (&op->rule.inputs[0], f) != 1)
+        continue;
+      g_autofree char *parent = parent_of (op->name);
+      g_autofree char *prefix = g_strconcat (parent, ".", NULL);
+      gboolean kv_split = TRUE;
+      for (guint j = 0; j < n_ops; j++)
+        if (x->styles[j].kv_copy
+            && g_str_has_prefix (planner_graph_get_op (x->graph, j)->name, prefix))
+          kv_split = FALSE;
+      if (parent[0] == '\0')
+        continue;
+      g_autofree char *pattern = planner_export_block_pattern (parent, TRUE);
+      g_autofree char *key
+          = pattern != NULL ? g_steal_pointer (&pattern) : planner_export_literal_key (parent);
+      g_autofree char *item = planner_export_python_string (key);
+      if (strstr (heads->str, item) == NULL)
+        g_string_append_printf (heads, "%s%s: %s", heads->len > 0 ? ", " : "", item,
+                                kv_split ? "True" : "False");
+    }
   /* A parameter with several users (tied embedding and lm_head) is one tensor in the plan:
    * each later user's attribute is set to the first user's parameter again. */
   for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
@@ -1035,7 +1419,7 @@ append_data (GString *out, Dtensor *x, GString *entries)
   else
     g_string_append (out, "None");
   g_string_append_printf (out, "\nBATCH, SEQ = %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
-                          tokens != NULL ? tokens->shape[0] : 0,
+                          tokens != NULL ? tokens->shape[0] : first_input_rows (x->graph),
                           tokens != NULL ? tokens->shape[1] : 0);
   gint64 layers = source != NULL ? source_value (source, "layers") : 0;
   if (layers > 0)
@@ -1065,7 +1449,8 @@ append_data (GString *out, Dtensor *x, GString *entries)
   g_string_append (out, "\nTIED = (");
   if (tied->len > 0)
     g_string_append_len (out, tied->str, (gssize)tied->len - 1);
-  g_string_append_printf (out, ")\nFUSED = {%s}\n\nPLAN = {\n", fused->str);
+  g_string_append_printf (out, ")\nFUSED = {%s}\nHEADS = {%s}\n\nPLAN = {\n", fused->str,
+                          heads->str);
   g_string_append_len (out, entries->str, entries->len);
   g_string_append (out, "}\n");
 }
@@ -1201,8 +1586,9 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
   x.styles = g_new0 (OpStyle, n_ops);
   x.eff = g_new0 (Place, n_tensors);
   x.in_chain = g_new0 (gboolean, n_tensors);
-  x.hoisted = g_new0 (gboolean, n_tensors);
+  x.hoisted = g_new0 (char *, n_tensors);
   x.blocks = g_array_new (FALSE, TRUE, sizeof (BlockInput));
+  x.part_of = find_parts (x.graph);
   planner_export_notes_init (&x.refusals);
   planner_export_notes_init (&x.notes);
 
@@ -1214,18 +1600,26 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
       for (guint t = 0; t < n_tensors; t++)
         if (planner_graph_get_tensor (x.graph, t)->kind != PLANNER_TENSOR_INPUT)
           x.eff[t] = place_of (planner_plan_get_tensor_layout (plan, t), x.tp);
-      for (guint i = 0; i < n_ops; i++)
-        if (x.styles[i].kind == STYLE_ROWWISE)
-          follow_partial (&x, i);
+      /* Twice: a chain reduced whole because of its consumers makes every chain it meets
+       * reduced whole, in either order. */
+      g_autofree gboolean *whole_chain = g_new0 (gboolean, n_tensors);
+      for (guint pass = 0; pass < 2; pass++)
+        for (guint i = 0; i < n_ops; i++)
+          if (x.styles[i].kind == STYLE_ROWWISE)
+            follow_partial (&x, i, whole_chain);
       for (guint i = 0; i < n_ops; i++)
         {
           OpStyle *s = &x.styles[i];
           const PlannerOp *op = planner_graph_get_op (x.graph, i);
           /* A fused projection's output is as the plan has it, by the regrouping. */
-          if ((s->kind == STYLE_COLWISE && s->groups <= 1) || s->kind == STYLE_SEQUENCE
+          if ((s->kind == STYLE_COLWISE && !s->fused) || s->kind == STYLE_SEQUENCE
               || s->kind == STYLE_ACT)
             x.eff[op->outputs[0]] = style_default_output (s);
         }
+      for (guint i = 0; i < n_ops; i++)
+        if (x.styles[i].whole)
+          x.eff[planner_graph_get_op (x.graph, i)->outputs[0]] = (Place){ PLACE_REPLICATE, 0 };
+      enter_blocks (&x);
       hoist_block_inputs (&x);
       place_edges (&x);
       /* Logits left split over the vocabulary: a DTensor for loss_parallel(). */

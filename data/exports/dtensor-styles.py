@@ -41,28 +41,176 @@ class PrepareBlockInput(PrepareModuleInput):
         first = next(iter(inspect.signature(module.forward).parameters))
         arrives, wanted = self.input_layouts[0], self.desired_input_layouts[0]
 
+        # Handed over as this rank's local tensor: the block's own ops (a decoder layer's
+        # residual Add) compute on plain tensors, and its styles take them as `wanted`.
         def hook(_, args, kwargs):
             if args:
-                return (_placed(args[0], device_mesh, arrives, wanted),) + tuple(args[1:]), kwargs
+                return (_placed(args[0], device_mesh, arrives, wanted).to_local(),) + tuple(args[1:]), kwargs
             kwargs = dict(kwargs)
-            kwargs[first] = _placed(kwargs[first], device_mesh, arrives, wanted)
+            kwargs[first] = _placed(kwargs[first], device_mesh, arrives, wanted).to_local()
             return args, kwargs
 
         module.register_forward_pre_hook(hook, with_kwargs=True)
         return module
 
 
-def regroup(t, groups, n):
-    """A fused projection's columns [q|k|v] (the last dim) regrouped as [q0 k0 v0|q1 k1 v1|...]
-    so that Shard(-1) over n ranks gives each rank its heads of every part."""
+def regroup(t, groups, n, dim=-1):
+    """A fused projection's columns [q|k|v] (dim @dim: the last for Conv1D, 0 for a Linear's
+    rows) regrouped as [q0 k0 v0|q1 k1 v1|...] so that Shard(dim) over n ranks gives each rank
+    its heads of every part."""
+    t = t.movedim(dim, -1)
     lead = t.shape[:-1]
-    return t.reshape(*lead, groups, n, -1).transpose(-3, -2).reshape(*lead, -1)
+    return t.reshape(*lead, groups, n, -1).transpose(-3, -2).reshape(*lead, -1).movedim(-1, dim).contiguous()
 
 
-def ungroup(t, groups, n):
+def ungroup(t, groups, n, dim=-1):
     """The inverse of regroup: back to the Hugging Face column order, for a checkpoint."""
+    t = t.movedim(dim, -1)
     lead = t.shape[:-1]
-    return t.reshape(*lead, n, groups, -1).transpose(-3, -2).reshape(*lead, -1)
+    return t.reshape(*lead, n, groups, -1).transpose(-3, -2).reshape(*lead, -1).movedim(-1, dim).contiguous()
+
+
+class FusedColwiseParallel(ParallelStyle):
+    """ColwiseParallel for a Linear that fuses @groups equal projections in its rows (Phi-3's
+    qkv_proj [q|k|v], gate_up_proj [gate|up]): the rows are regrouped (regroup(dim=0)) so that
+    each rank holds its part of every projection, and the module's own split of its output
+    (chunk, slices by the local head counts) then finds its local parts."""
+
+    def __init__(self, *, groups, input_layouts=None, output_layouts=None, use_local_output=True):
+        super().__init__()
+        self.groups = groups
+        self.input_layout = input_layouts or Replicate()
+        self.output_layout = output_layouts or Shard(-1)
+        self.use_local_output = use_local_output
+
+    def _apply(self, module, device_mesh):
+        n = device_mesh.size()
+
+        def partition(name, mod, mesh):
+            for pname, p in list(mod.named_parameters(recurse=False)):
+                t = regroup(p.detach(), self.groups, n, dim=0)
+                mod.register_parameter(
+                    pname, nn.Parameter(distribute_tensor(t, mesh, [Shard(0)]), requires_grad=p.requires_grad)
+                )
+
+        def input_fn(mod, inputs, mesh):
+            x = inputs[0]
+            arrives = self.input_layout
+            if isinstance(arrives, Shard) and arrives.dim < 0:
+                arrives = Shard(arrives.dim + x.dim())
+            return (_placed(x, mesh, arrives, Replicate()),) + tuple(inputs[1:])
+
+        def output_fn(mod, out, mesh):
+            want = self.output_layout
+            if isinstance(want, Shard) and want.dim < 0:
+                want = Shard(want.dim + out.dim())
+            if out.placements != (want,):
+                out = out.redistribute(mesh, (want,))
+            return out.to_local() if self.use_local_output else out
+
+        return distribute_module(module, device_mesh, partition, input_fn, output_fn)
+
+
+class ReplicatedParallel(ParallelStyle):
+    """A module computed whole on every rank whose output each rank uses a part of: the one
+    key/value head that a rank's query heads share (Gemma's, Llama 3's k_proj and v_proj when
+    the ranks outnumber the key/value heads). Its parameters Replicate; its output leaves as
+    the whole local tensor, and its gradient, each rank's share, is summed over the axis."""
+
+    def __init__(self, *, input_layouts=None, segments=None):
+        super().__init__()
+        self.input_layout = input_layouts or Replicate()
+        # ((columns, split), ...): a fused output [q|k|v] of which each rank keeps its share
+        # of a split part (q's heads) and all of a whole one (Falcon's one key/value head).
+        self.segments = segments
+
+    def _apply(self, module, device_mesh):
+        def partition(name, mod, mesh):
+            for pname, p in list(mod.named_parameters(recurse=False)):
+                mod.register_parameter(
+                    pname, nn.Parameter(distribute_tensor(p.detach(), mesh, [Replicate()]), requires_grad=p.requires_grad)
+                )
+
+        def input_fn(mod, inputs, mesh):
+            x = inputs[0]
+            arrives = self.input_layout
+            if isinstance(arrives, Shard) and arrives.dim < 0:
+                arrives = Shard(arrives.dim + x.dim())
+            return (_placed(x, mesh, arrives, Replicate()),) + tuple(inputs[1:])
+
+        def output_fn(mod, out, mesh):
+            out = out.to_local(grad_placements=(Partial(),))
+            if not self.segments:
+                return out
+            n, rank = mesh.size(), mesh.get_local_rank()
+            kept, offset = [], 0
+            for columns, split in self.segments:
+                if split:
+                    per = columns // n
+                    kept.append(out[..., offset + rank * per:offset + (rank + 1) * per])
+                else:
+                    kept.append(out[..., offset:offset + columns])
+                offset += columns
+            return torch.cat(kept, -1)
+
+        return distribute_module(module, device_mesh, partition, input_fn, output_fn)
+
+
+def local_heads(module, tp, kv_split):
+    """An attention module whose heads the ranks of @tp split: the head counts it reads in
+    its forward made this rank's (BLOOM's num_heads, Phi-3's config.num_attention_heads);
+    @kv_split False: the key/value heads are whole on each rank (ReplicatedParallel), so each
+    serves fewer local query heads (num_key_value_groups). A forward argument `alibi` (BLOOM:
+    [batch * heads, 1, keys], every head's slopes) is cut to this rank's heads."""
+    n, rank = tp.size(), tp.get_local_rank()
+    heads = None
+    for attr in ("num_heads", "num_attention_heads", "n_head", "n_heads"):
+        v = getattr(module, attr, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            heads = v
+            setattr(module, attr, v // n)
+    # T5 reshapes the attention's output to inner_dim (heads x head size).
+    if heads and isinstance(getattr(module, "inner_dim", None), int):
+        module.inner_dim //= n
+    for attr in ("num_key_value_heads", "num_kv_heads"):
+        v = getattr(module, attr, None)
+        if kv_split and isinstance(v, int) and v > 1:
+            setattr(module, attr, v // n)
+    if not kv_split and isinstance(getattr(module, "num_key_value_groups", None), int):
+        module.num_key_value_groups //= n
+    config = getattr(module, "config", None)
+    if config is not None and isinstance(getattr(config, "num_attention_heads", None), int):
+        config = copy.copy(config)
+        heads = heads or config.num_attention_heads
+        config.num_attention_heads //= n
+        if kv_split and isinstance(getattr(config, "num_key_value_heads", None), int):
+            config.num_key_value_heads //= n
+        module.config = config
+    if "alibi" in inspect.signature(module.forward).parameters and heads:
+        position = list(inspect.signature(module.forward).parameters).index("alibi")
+        per = heads // n
+
+        def hook(_, args, kwargs):
+            first = args[0] if args else next(iter(kwargs.values()))
+            batch = first.shape[0]  # the block's input, whole on tp (PrepareBlockInput)
+
+            def cut(alibi):
+                if alibi is None:  # Falcon with rotary positions passes none
+                    return alibi
+                rows, one, keys = alibi.shape
+                # Built from a batch split over tp (the embedding's norm on its rows): gathered.
+                if rows // heads < batch:
+                    alibi = DTensor.from_local(alibi, tp, (Shard(0),), run_check=False).full_tensor()
+                    rows = alibi.shape[0]
+                return alibi.view(rows // heads, heads, one, keys)[:, rank * per:(rank + 1) * per].reshape(-1, one, keys)
+
+            if "alibi" in kwargs:
+                kwargs = dict(kwargs, alibi=cut(kwargs["alibi"]))
+            elif len(args) > position:
+                args = args[:position] + (cut(args[position]),) + args[position + 1:]
+            return args, kwargs
+
+        module.register_forward_pre_hook(hook, with_kwargs=True)
 
 
 class Conv1DParallel(ParallelStyle):

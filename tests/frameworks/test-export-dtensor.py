@@ -22,6 +22,15 @@ half build their own. Besides:
 
     test-export-dtensor.py        ($SHARDSCOPE_CLI is the built shardscope-cli)
 
+Issue 16's model zoo (ZOO: test-hf-reference.py's shrunk configs from tests/data/zoo/) runs
+under megatron the same way: gemma and llama-3 (one kv head repeated on tp=2), phi3 and
+phi3-gqa (fused qkv_proj, gate_up_proj), pythia and pythia-seq (GPT-NeoX), bloom (ALiBi), opt
+and opt-350m, falcon (multi-query) and falcon-40b, vit (random images and labels, the
+classifier's cross-entropy) and t5 (random encoder and decoder tokens, a cross-entropy of the
+decoder's logits). Controls break the phi3, bloom, gemma and falcon scripts once each
+(qkv_proj cut in plain thirds, heads left at the model's count, the kv gradient not summed,
+the kv head split) and must fail.
+
 Runs in $SHARDSCOPE_FRAMEWORK_VENV/torch (default .venv-frameworks/ in the checkout; made by
 tools/framework-venv.sh); skipped, with the reason, where that Python cannot import torch and
 transformers. TAP; the table of errors is printed as comments. Arguments: model names, to run
@@ -54,6 +63,16 @@ PINS = {"llama": LLAMA_PINS, "qwen2": LLAMA_PINS, "mistral": LLAMA_PINS, "gpt2":
 ONE_WHOLE = {"llama": "model.layers.0.mlp.up_proj=[dp,_,_],[_,_]",
              "gpt2": "transformer.h.0.mlp.c_fc=[dp,_,_],[_,_]"}
 POLICIES = ["megatron", "megatron-sp", "dp"]
+# The model zoo (issue 16), test-hf-reference.py's shrunk configs from tests/data/zoo/, under
+# megatron: model -> its extra propagate options. Gemma and Llama 3 keep one kv head for 4
+# query heads, repeated on tp=2 (each rank computes its copy: ReplicatedParallel); Phi-3 fuses
+# qkv_proj and gate_up_proj (FusedColwiseParallel); GPT-NeoX and BLOOM fuse query_key_value by
+# head (ColwiseParallel); BLOOM's ALiBi is cut to each rank's heads; OPT's learned positions.
+ZOO = {"gemma": ["--kv-replicas", "2"], "llama-3": ["--kv-replicas", "2"], "phi3": [],
+       "phi3-gqa": [], "pythia": [], "pythia-seq": [], "bloom": [], "opt": [], "opt-350m": [],
+       "falcon": ["--kv-replicas", "2"], "falcon-40b": [], "vit": [], "t5": []}
+# Images, not tokens: no --seq; the self-check feeds random images and labels.
+VISION = {"vit"}
 # GPT-2 with a vocabulary tp=2 does not divide (as 50257 over 4): megatron keeps wte and lm_head
 # whole (the logits whole, no loss_parallel); megatron-sp splits them on the sequence
 # (ActivationParallel) and gathers the logits.
@@ -80,7 +99,18 @@ def shrunk_configs(folder, models):
     paths = {}
     for model in models:
         base, sizes, _ = VARIANTS.get(model, (model, {}, None))
-        config = ref.hf_config(base)
+        if base in ref.VISION or base in ref.SEQ2SEQ:
+            fname, shrunk = ref.VISION.get(base) or ref.SEQ2SEQ[base]
+            with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
+                real = json.load(f)
+            fields = {k: v for k, v in real.items()
+                      if k not in ("model_type", "torch_dtype", "dtype", "label2id")}
+            fields.update(shrunk)
+            fields["dtype"] = "float32"
+            from transformers import AutoConfig
+            config = AutoConfig.for_model(real["model_type"], **fields)
+        else:
+            config = ref.hf_config(base)
         for k, v in sizes.items():
             setattr(config, k, v)
         config.bos_token_id = config.eos_token_id = None  # GPT-2's 50256 is past the shrunk vocab
@@ -138,7 +168,7 @@ def main():
     if not CLI:
         skip("$SHARDSCOPE_CLI is not set (the CLI was not built)")
     only = sys.argv[1:]
-    models = [m for m in list(PINS) + list(VARIANTS) if not only or m in only]
+    models = [m for m in list(PINS) + list(VARIANTS) + list(ZOO) if not only or m in only]
     results, table, jobs = [], [], []
     keep = os.environ.get("SHARDSCOPE_EXPORT_DIR")
     with tempfile.TemporaryDirectory(prefix="export-dtensor-") as tmp:
@@ -149,6 +179,8 @@ def main():
         for model in models:
             if model in VARIANTS:
                 runs = [(p, ["--policy", p]) for p in VARIANTS[model][2]]
+            elif model in ZOO:
+                runs = [("megatron", ["--policy", "megatron"] + ZOO[model])]
             else:
                 runs = [(p, ["--policy", p]) for p in POLICIES]
                 runs.append(("pinned", sum((["--pin", p] for p in PINS[model]), [])))
@@ -161,8 +193,9 @@ def main():
                 plan = os.path.join(tmp, name + ".json")
                 script = os.path.join(tmp, name + ".py")
                 what = "%s under %s on %s" % (model, policy, MESH)
+                seq = [] if model in VISION else ["--seq", str(S)]
                 p = cli("propagate", configs[model], "--mesh", MESH, *how, "--batch", str(B),
-                        "--seq", str(S), "--allow-tied", "-o", plan)
+                        *seq, "--allow-tied", "-o", plan)
                 if p.returncode != 0:
                     results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
                     continue
@@ -181,20 +214,28 @@ def main():
         # Controls: broken copies of the gpt2 megatron script must fail the check, so it can
         # see a wrong script: lm_head untied from wte (an extra parameter, its gradient
         # wrong), c_attn cut in plain halves instead of by heads of q, k and v.
-        control = [j for j in jobs if j["model"] == "gpt2" and j["policy"] == "megatron"]
+        # The zoo's: Phi-3's qkv_proj cut in plain thirds of its rows (not regrouped by
+        # heads of q, k and v), BLOOM's heads left at the model's count (ALiBi uncut), Gemma's
+        # k_proj and v_proj gradients not summed over tp (each rank's share alone).
         checked = len(jobs)
-        for tag, old, new in (("untied", "TIED = ((", "TIED = () and (("),
-                              ("halves", "groups=3)", "groups=1)")):
+        for model, tag, old, new in (
+                ("gpt2", "untied", "TIED = ((", "TIED = () and (("),
+                ("gpt2", "halves", "groups=3)", "groups=1)"),
+                ("phi3", "thirds", "FusedColwiseParallel(groups=3)", "ColwiseParallel()"),
+                ("bloom", "heads", "HEADS = {", "HEADS = {} and {"),
+                ("gemma", "kvgrad", "grad_placements=(Partial(),)", "grad_placements=(Replicate(),)"),
+                ("falcon", "kvcut", "(8, False), (8, False)", "(8, True), (8, True)")):
+            control = [j for j in jobs if j["model"] == model and j["policy"] == "megatron"]
             if not control:
-                break
+                continue
             with open(control[0]["script"], encoding="ascii") as f:
                 text = f.read()
-            broken = os.path.join(tmp, "plan_gpt2_%s.py" % tag)
+            broken = os.path.join(tmp, "plan_%s_%s.py" % (model, tag))
             with open(broken, "w", encoding="ascii") as f:
                 f.write(text.replace(old, new))
-            jobs.append(dict(control[0], what="control: gpt2 megatron with %s for %s"
-                             % (new, old), module="plan_gpt2_" + tag, script=broken,
-                             control=True))
+            jobs.append(dict(control[0], what="control: %s megatron with %s for %s"
+                             % (model, new, old), module="plan_%s_%s" % (model, tag),
+                             script=broken, control=True, broken=old in text))
         jobs_file = os.path.join(tmp, "jobs.json")
         with open(jobs_file, "w") as f:
             json.dump(jobs, f)
@@ -207,7 +248,8 @@ def main():
                 with open(jobs_file + ".out") as f:
                     for job, fig in zip(jobs, json.load(f)):
                         if job.get("control"):
-                            results.append((not fig["ok"], "%s: the self-check fails it: %s"
+                            results.append((job["broken"] and not fig["ok"],
+                                            "%s: the self-check fails it: %s"
                                             % (job["what"], fig.get("error") or
                                                "logits rel %.2g, gradients rel %.2g" %
                                                (fig["logits"], fig["grads"]))))
