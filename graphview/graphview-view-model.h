@@ -3,8 +3,8 @@
  * The renderer draws; this object holds what it draws from: per op, its decision and the
  * trace step it was decided at, the split count of each input dim, whether the comparison
  * plan's strategy differs, the redistributions into each input slot and at the producer;
- * per visible edge of the model, the summed redistribution time and bytes and the badge
- * text; per item, the summary a block node shows, the trial run's badge and the search
+ * per visible edge of the model, the summed redistribution time and bytes, the badge text
+ * and the redistributions only one of the two plans has; per item, the summary a block node shows, the trial run's badge and the search
  * marks. No Cairo, Pango or GTK here, so all of it can be tested headless.
  */
 #pragma once
@@ -78,6 +78,15 @@ double graphview_view_model_cost_level (GraphviewViewModel *self, double cost);
 double graphview_view_model_get_edge_cost (GraphviewViewModel *self, guint edge, guint64 *bytes);
 /* "AllGather(mp) 12.0 MiB 0.80 ms", NULL when the edge moves nothing. */
 char *graphview_view_model_dup_edge_badge (GraphviewViewModel *self, guint edge);
+
+/* Redistributions only one plan has (as `shardscope-cli compare` matches them): @added those
+ * the comparison plan has and the plan lacks, @removed the plan's that the comparison lacks;
+ * both 0 without a comparison. Not drawn yet. */
+void graphview_view_model_get_n_redistribution_changes (GraphviewViewModel *self, guint *added,
+                                                        guint *removed);
+/* The same for the input slots a visible edge goes into. */
+void graphview_view_model_get_edge_changes (GraphviewViewModel *self, guint edge, guint *added,
+                                            guint *removed);
 
 void graphview_view_model_summarize_ops (GraphviewViewModel *self, guint first_op, guint n_ops,
                                          GraphviewSummary *summary);

@@ -256,10 +256,48 @@ test_diff (Fixture *f, gconstpointer data)
       g_assert_cmpuint (in_block, >, 0);
     }
 
+  /* Redistributions: megatron's 5 AllReduces are gone in megatron-sp, which has 5
+   * ReduceScatters and 5 AllGathers instead, none in both (`shardscope-cli compare`:
+   * "5 removed, 10 added, 0 in both"). Unfolded, each sits on the edge into its slot. */
+  g_assert_cmpuint (planner_plan_get_n_redistributions (f->megatron), ==, 5);
+  g_assert_cmpuint (planner_plan_get_n_redistributions (sp), ==, 10);
+  guint added = 0, removed = 0;
+  graphview_view_model_get_n_redistribution_changes (f->vm, &added, &removed);
+  g_assert_cmpuint (added, ==, 10);
+  g_assert_cmpuint (removed, ==, 5);
+  graphview_model_expand_all (f->model);
+  guint sum_added = 0, sum_removed = 0;
+  for (guint e = 0; e < graphview_model_get_n_edges (f->model); e++)
+    {
+      const GraphviewEdge *edge = graphview_model_get_edge (f->model, e);
+      const GraphviewEdgeRef *ref = graphview_model_get_ref (f->model, edge->first_ref);
+      gboolean in_a = FALSE, in_b = FALSE;
+      for (guint i = 0; i < planner_plan_get_n_redistributions (f->megatron); i++)
+        {
+          const PlannerRedistribution *r = planner_plan_get_redistribution (f->megatron, i);
+          in_a |= r->consumer == (int)ref->consumer && r->slot == ref->slot;
+        }
+      for (guint i = 0; i < planner_plan_get_n_redistributions (sp); i++)
+        {
+          const PlannerRedistribution *r = planner_plan_get_redistribution (sp, i);
+          in_b |= r->consumer == (int)ref->consumer && r->slot == ref->slot;
+        }
+      graphview_view_model_get_edge_changes (f->vm, e, &added, &removed);
+      g_assert_cmpuint (removed, ==, in_a);
+      g_assert_cmpuint (added, ==, in_b);
+      sum_added += added;
+      sum_removed += removed;
+    }
+  g_assert_cmpuint (sum_added, ==, 10);
+  g_assert_cmpuint (sum_removed, ==, 5);
+  graphview_model_collapse_all (f->model);
+
   /* Against itself nothing differs; no comparison, nothing marked. */
   graphview_view_model_set_compare_plan (f->vm, f->megatron);
   for (guint op = 0; op < n_ops; op++)
     g_assert_false (graphview_view_model_op_differs (f->vm, op));
+  graphview_view_model_get_n_redistribution_changes (f->vm, &added, &removed);
+  g_assert_cmpuint (added + removed, ==, 0);
   graphview_view_model_set_compare_plan (f->vm, f->dp);
   graphview_view_model_set_compare_plan (f->vm, NULL);
   for (guint op = 0; op < n_ops; op++)
