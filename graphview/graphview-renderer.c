@@ -26,9 +26,9 @@ struct _GraphviewRenderer
   GraphviewModel *model;
   PlannerGraph *graph;
   GraphviewLayout *layout;
-  PlannerPlan *plan;
-  PlannerPlan *other;
-  int step;
+  /* What is drawn of the plan, the comparison, the step, the trial and the search:
+   * graphview-view-model.h. The renderer only draws it. */
+  GraphviewViewModel *vm;
   int hover;
   int selected;
   gboolean legend;
@@ -38,40 +38,16 @@ struct _GraphviewRenderer
   PangoFontMap *font_map;
   PangoLanguage *language;
   guint missing_glyphs;
-
-  /* Derived from the plan, per op. */
   guint n_ops;
-  guint8 *decision; /* PlannerDecision, or G_MAXUINT8 without a plan */
-  int *decided_at;  /* trace step; pinned -1; defaulted after the last step */
-  guint16 *splits;  /* MATRIX_CELLS per op: split count of each input dim */
-  guint8 *differs;
-  guint *slot_base; /* first input slot of each op in slot_redist */
-  int *slot_redist; /* redistribution into that input slot, or -1 */
-  double *op_extra; /* producer-side conversions and final reductions, at the producer */
-  double min_cost, max_cost;
 
-  /* A trial run's per-op results (NULL without one): 3 doubles an op, measured and
-   * estimated seconds and the relative error of its result. */
-  double *trial;
-  double trial_tolerance;
-
-  /* Search matches, one flag per op (NULL: none), and the title files get (NULL: none). */
-  guint8 *highlighted;
+  /* The title files get (NULL: none). */
   char *title;
-
-  /* Per visible edge, for one state of the model. */
-  guint edge_serial;
-  gboolean edges_valid;
-  double *edge_cost;
-  guint64 *edge_bytes;
 
   /* The plan's pipeline stages (NULL without a pp axis), drawn as bands when shown. */
   GraphviewStages *stages;
   gboolean stages_pending; /* the plan's own pipeline is still to be made */
   gboolean show_stages;
 };
-
-#define MATRIX_CELLS (GRAPHVIEW_MATRIX_MAX_ROWS * GRAPHVIEW_MATRIX_MAX_COLS)
 
 G_DEFINE_FINAL_TYPE (GraphviewRenderer, graphview_renderer, G_TYPE_OBJECT)
 
@@ -159,149 +135,19 @@ op_category (PlannerOpType type)
     }
 }
 
-/* Plan-derived state ----------------------------------------------------------------------- */
+/* The plan's state, through the view model ------------------------------------------------- */
 
-static void
-clear_plan_state (GraphviewRenderer *self)
+static PlannerPlan *
+plan_of (GraphviewRenderer *self)
 {
-  g_clear_pointer (&self->decision, g_free);
-  g_clear_pointer (&self->decided_at, g_free);
-  g_clear_pointer (&self->splits, g_free);
-  g_clear_pointer (&self->differs, g_free);
-  g_clear_pointer (&self->slot_base, g_free);
-  g_clear_pointer (&self->slot_redist, g_free);
-  g_clear_pointer (&self->op_extra, g_free);
-  self->edges_valid = FALSE;
-}
-
-static void
-compute_differs (GraphviewRenderer *self)
-{
-  memset (self->differs, 0, self->n_ops);
-  if (self->plan == NULL || self->other == NULL)
-    return;
-  for (guint op = 0; op < self->n_ops; op++)
-    self->differs[op] = !planner_strategy_equal (&planner_plan_get_op (self->plan, op)->strategy,
-                                                 &planner_plan_get_op (self->other, op)->strategy);
-}
-
-static void
-compute_plan_state (GraphviewRenderer *self)
-{
-  clear_plan_state (self);
-  guint n = self->n_ops;
-  self->decision = g_new (guint8, MAX (n, 1));
-  self->decided_at = g_new0 (int, MAX (n, 1));
-  self->splits = g_new (guint16, MAX (n, 1) * MATRIX_CELLS);
-  self->differs = g_new0 (guint8, MAX (n, 1));
-  self->slot_base = g_new0 (guint, MAX (n, 1) + 1);
-  self->op_extra = g_new0 (double, MAX (n, 1));
-  for (guint i = 0; i < n * MATRIX_CELLS; i++)
-    self->splits[i] = 1;
-  for (guint op = 0; op < n; op++)
-    self->slot_base[op + 1]
-        = self->slot_base[op] + planner_graph_get_op (self->graph, op)->n_inputs;
-  self->slot_redist = g_new (int, MAX (self->slot_base[n], 1));
-  for (guint s = 0; s < self->slot_base[n]; s++)
-    self->slot_redist[s] = -1;
-  self->min_cost = self->max_cost = 0;
-
-  if (self->plan == NULL)
-    {
-      memset (self->decision, G_MAXUINT8, MAX (n, 1));
-      return;
-    }
-
-  const PlannerMesh *mesh = planner_plan_get_mesh (self->plan);
-  guint n_steps = planner_plan_get_n_trace_steps (self->plan);
-  for (guint op = 0; op < n; op++)
-    {
-      const PlannerOpPlan *p = planner_plan_get_op (self->plan, op);
-      self->decision[op] = p->decision;
-      self->decided_at[op] = p->decision == PLANNER_DECIDED_PINNED      ? -1
-                             : p->decision == PLANNER_DECIDED_DEFAULTED ? (int)n_steps
-                                                                        : p->trace_step;
-      PlannerLayout inputs[PLANNER_MAX_OPERANDS], outputs[PLANNER_MAX_OPERANDS];
-      planner_plan_op_layouts (self->plan, op, inputs, outputs);
-      const PlannerOp *o = planner_graph_get_op (self->graph, op);
-      guint rows = MIN (o->n_inputs, GRAPHVIEW_MATRIX_MAX_ROWS);
-      for (guint r = 0; r < rows; r++)
-        for (guint d = 0; d < MIN (inputs[r].rank, GRAPHVIEW_MATRIX_MAX_COLS); d++)
-          self->splits[op * MATRIX_CELLS + r * GRAPHVIEW_MATRIX_MAX_COLS + d]
-              = (guint16)MIN (planner_layout_dim_splits (&inputs[r], mesh, d), G_MAXUINT16);
-    }
-
-  double min_cost = G_MAXDOUBLE, max_cost = 0;
-  for (guint i = 0; i < planner_plan_get_n_redistributions (self->plan); i++)
-    {
-      const PlannerRedistribution *r = planner_plan_get_redistribution (self->plan, i);
-      if (r->consumer >= 0 && !r->producer_side && (guint)r->consumer < n)
-        {
-          const PlannerOp *o = planner_graph_get_op (self->graph, r->consumer);
-          if (r->slot < o->n_inputs)
-            self->slot_redist[self->slot_base[r->consumer] + r->slot] = (int)i;
-        }
-      else
-        {
-          int producer = planner_graph_get_tensor (self->graph, r->tensor)->producer;
-          if (producer >= 0)
-            self->op_extra[producer] += r->time_s;
-        }
-      if (r->time_s > 0)
-        {
-          min_cost = MIN (min_cost, r->time_s);
-          max_cost = MAX (max_cost, r->time_s);
-        }
-    }
-  if (max_cost > 0)
-    {
-      self->min_cost = min_cost;
-      self->max_cost = max_cost;
-    }
-  compute_differs (self);
+  return graphview_view_model_get_plan (self->vm);
 }
 
 /* 0..1 on a log scale between the plan's cheapest and dearest redistribution. */
 static double
 cost_level (GraphviewRenderer *self, double cost)
 {
-  if (cost <= 0 || self->max_cost <= 0)
-    return 0;
-  if (self->max_cost <= self->min_cost * 1.0001)
-    return 1;
-  double t = log (cost / self->min_cost) / log (self->max_cost / self->min_cost);
-  return CLAMP (t, 0.0, 1.0);
-}
-
-static void
-ensure_edges (GraphviewRenderer *self)
-{
-  guint serial = graphview_model_get_serial (self->model);
-  if (self->edges_valid && self->edge_serial == serial)
-    return;
-  guint n = graphview_model_get_n_edges (self->model);
-  g_free (self->edge_cost);
-  g_free (self->edge_bytes);
-  self->edge_cost = g_new0 (double, MAX (n, 1));
-  self->edge_bytes = g_new0 (guint64, MAX (n, 1));
-  if (self->plan != NULL)
-    for (guint e = 0; e < n; e++)
-      {
-        const GraphviewEdge *edge = graphview_model_get_edge (self->model, e);
-        for (guint k = 0; k < edge->n_refs; k++)
-          {
-            const GraphviewEdgeRef *ref
-                = graphview_model_get_ref (self->model, edge->first_ref + k);
-            int r = self->slot_redist[self->slot_base[ref->consumer] + ref->slot];
-            if (r < 0)
-              continue;
-            const PlannerRedistribution *redist = planner_plan_get_redistribution (self->plan, r);
-            self->edge_cost[e] += redist->time_s;
-            self->edge_bytes[e] += redist->bytes;
-          }
-      }
-  self->edge_serial = serial;
-  self->edges_valid = TRUE;
+  return graphview_view_model_cost_level (self->vm, cost);
 }
 
 /* The object ------------------------------------------------------------------------------- */
@@ -310,16 +156,10 @@ static void
 graphview_renderer_finalize (GObject *object)
 {
   GraphviewRenderer *self = GRAPHVIEW_RENDERER (object);
-  clear_plan_state (self);
-  g_clear_pointer (&self->trial, g_free);
-  g_clear_pointer (&self->highlighted, g_free);
   g_clear_pointer (&self->title, g_free);
-  g_clear_pointer (&self->edge_cost, g_free);
-  g_clear_pointer (&self->edge_bytes, g_free);
   g_clear_pointer (&self->stages, graphview_stages_free);
   g_clear_pointer (&self->layout, graphview_layout_unref);
-  g_clear_object (&self->plan);
-  g_clear_object (&self->other);
+  g_clear_object (&self->vm);
   g_clear_object (&self->model);
   g_clear_object (&self->font_map);
   G_OBJECT_CLASS (graphview_renderer_parent_class)->finalize (object);
@@ -334,7 +174,6 @@ graphview_renderer_class_init (GraphviewRendererClass *klass)
 static void
 graphview_renderer_init (GraphviewRenderer *self)
 {
-  self->step = -1;
   self->hover = -1;
   self->selected = -1;
   self->legend = TRUE;
@@ -350,8 +189,15 @@ graphview_renderer_new (GraphviewModel *model)
   self->model = g_object_ref (model);
   self->graph = graphview_model_get_graph (model);
   self->n_ops = planner_graph_get_n_ops (self->graph);
-  compute_plan_state (self);
+  self->vm = graphview_view_model_new (model);
   return self;
+}
+
+GraphviewViewModel *
+graphview_renderer_get_view_model (GraphviewRenderer *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
+  return self->vm;
 }
 
 GraphviewModel *
@@ -388,20 +234,14 @@ graphview_renderer_is_ready (GraphviewRenderer *self)
                 == graphview_model_get_n_items (self->model);
 }
 
-static gboolean
-plan_fits (GraphviewRenderer *self, PlannerPlan *plan)
-{
-  return plan == NULL || planner_graph_get_n_ops (planner_plan_get_graph (plan)) == self->n_ops;
-}
-
 void
 graphview_renderer_set_plan (GraphviewRenderer *self, PlannerPlan *plan)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   g_return_if_fail (plan == NULL || PLANNER_IS_PLAN (plan));
-  g_return_if_fail (plan_fits (self, plan));
-  g_set_object (&self->plan, plan);
-  compute_plan_state (self);
+  g_return_if_fail (plan == NULL
+                    || planner_graph_get_n_ops (planner_plan_get_graph (plan)) == self->n_ops);
+  graphview_view_model_set_plan (self->vm, plan);
   graphview_renderer_set_pipeline (self, NULL);
 }
 
@@ -414,9 +254,9 @@ ensure_stages (GraphviewRenderer *self)
     return;
   self->stages_pending = FALSE;
   /* A finished plan always has its pipeline (or none without a pp axis). */
-  g_autoptr (PlannerPipeline) own = planner_pipeline_new (self->plan, FALSE, NULL);
+  g_autoptr (PlannerPipeline) own = planner_pipeline_new (plan_of (self), FALSE, NULL);
   if (own != NULL)
-    self->stages = graphview_stages_new (self->plan, own);
+    self->stages = graphview_stages_new (plan_of (self), own);
 }
 
 void
@@ -424,9 +264,10 @@ graphview_renderer_set_pipeline (GraphviewRenderer *self, const PlannerPipeline 
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
   g_clear_pointer (&self->stages, graphview_stages_free);
-  self->stages_pending = self->plan != NULL && pipeline == NULL;
-  if (self->plan != NULL && pipeline != NULL)
-    self->stages = graphview_stages_new (self->plan, pipeline);
+  PlannerPlan *plan = plan_of (self);
+  self->stages_pending = plan != NULL && pipeline == NULL;
+  if (plan != NULL && pipeline != NULL)
+    self->stages = graphview_stages_new (plan, pipeline);
 }
 
 GraphviewStages *
@@ -465,17 +306,14 @@ PlannerPlan *
 graphview_renderer_get_plan (GraphviewRenderer *self)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
-  return self->plan;
+  return plan_of (self);
 }
 
 void
 graphview_renderer_set_compare_plan (GraphviewRenderer *self, PlannerPlan *other)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
-  g_return_if_fail (other == NULL || PLANNER_IS_PLAN (other));
-  g_return_if_fail (plan_fits (self, other));
-  g_set_object (&self->other, other);
-  compute_differs (self);
+  graphview_view_model_set_compare_plan (self->vm, other);
 }
 
 void
@@ -484,58 +322,28 @@ graphview_renderer_set_trial (GraphviewRenderer *self, const double *measured_s,
                               double tolerance)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
-  g_clear_pointer (&self->trial, g_free);
-  if (measured_s == NULL || estimated_s == NULL || rel_error == NULL)
-    return;
-  self->trial = g_new (double, 3 * (gsize) self->n_ops);
-  for (guint op = 0; op < self->n_ops; op++)
-    {
-      self->trial[3 * op] = measured_s[op];
-      self->trial[3 * op + 1] = estimated_s[op];
-      self->trial[3 * op + 2] = rel_error[op];
-    }
-  self->trial_tolerance = tolerance;
+  graphview_view_model_set_trial (self->vm, measured_s, estimated_s, rel_error, tolerance);
 }
 
 char *
 graphview_renderer_dup_trial_badge (GraphviewRenderer *self, guint item, gboolean *ok)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
-  if (self->trial == NULL || item >= graphview_model_get_n_items (self->model))
-    return NULL;
-  const GraphviewItem *it = graphview_model_get_item (self->model, item);
-  double measured = 0, estimated = 0, error = 0;
-  for (guint op = it->first_op; op < it->first_op + it->n_ops && op < self->n_ops; op++)
-    {
-      measured += self->trial[3 * op];
-      estimated += self->trial[3 * op + 1];
-      error = MAX (error, self->trial[3 * op + 2]);
-    }
-  if (ok)
-    *ok = error <= self->trial_tolerance;
-  g_autofree char *m = planner_format_time (measured);
-  g_autofree char *e = planner_format_time (estimated);
-  /* Without timed repeats only the error was measured. */
-  if (measured <= 0)
-    return g_strdup_printf ("%s err %.1e", error <= self->trial_tolerance ? "\xe2\x9c\x94" : "\xe2\x9c\x98",
-                            error);
-  if (estimated <= 0)
-    return g_strdup_printf ("%s err %.1e", m, error);
-  return g_strdup_printf ("%s / %s \xc3\x97%.2g err %.1e", m, e, measured / estimated, error);
+  return graphview_view_model_dup_trial_badge (self->vm, item, ok);
 }
 
 void
 graphview_renderer_set_step (GraphviewRenderer *self, int step)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
-  self->step = MAX (step, -1);
+  graphview_view_model_set_step (self->vm, step);
 }
 
 int
 graphview_renderer_get_step (GraphviewRenderer *self)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), -1);
-  return self->step;
+  return graphview_view_model_get_step (self->vm);
 }
 
 void
@@ -653,33 +461,21 @@ void
 graphview_renderer_set_highlighted_ops (GraphviewRenderer *self, const guint *ops, guint n_ops)
 {
   g_return_if_fail (GRAPHVIEW_IS_RENDERER (self));
-  g_clear_pointer (&self->highlighted, g_free);
-  if (ops == NULL || n_ops == 0)
-    return;
-  self->highlighted = g_new0 (guint8, MAX (self->n_ops, 1));
-  for (guint i = 0; i < n_ops; i++)
-    if (ops[i] < self->n_ops)
-      self->highlighted[ops[i]] = 1;
+  graphview_view_model_set_highlighted_ops (self->vm, ops, n_ops);
 }
 
 gboolean
 graphview_renderer_op_is_highlighted (GraphviewRenderer *self, guint op)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
-  return self->highlighted != NULL && op < self->n_ops && self->highlighted[op];
+  return graphview_view_model_op_is_highlighted (self->vm, op);
 }
 
 gboolean
 graphview_renderer_item_is_highlighted (GraphviewRenderer *self, guint item)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
-  if (self->highlighted == NULL || item >= graphview_model_get_n_items (self->model))
-    return FALSE;
-  const GraphviewItem *it = graphview_model_get_item (self->model, item);
-  for (guint op = it->first_op; op < it->first_op + it->n_ops && op < self->n_ops; op++)
-    if (self->highlighted[op])
-      return TRUE;
-  return FALSE;
+  return graphview_view_model_item_is_highlighted (self->vm, item);
 }
 
 void
@@ -701,185 +497,35 @@ GraphviewStepState
 graphview_renderer_get_step_state (GraphviewRenderer *self, guint op)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), GRAPHVIEW_STEP_DECIDED);
-  g_return_val_if_fail (op < self->n_ops, GRAPHVIEW_STEP_DECIDED);
-  if (self->plan == NULL || self->step < 0)
-    return GRAPHVIEW_STEP_DECIDED;
-  if (self->decided_at[op] > self->step)
-    return GRAPHVIEW_STEP_PENDING;
-  if (self->decided_at[op] == self->step && self->decision[op] == PLANNER_DECIDED_PROPAGATED)
-    return GRAPHVIEW_STEP_CURRENT;
-  return GRAPHVIEW_STEP_DECIDED;
+  return graphview_view_model_get_step_state (self->vm, op);
 }
 
 gboolean
 graphview_renderer_op_differs (GraphviewRenderer *self, guint op)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), FALSE);
-  g_return_val_if_fail (op < self->n_ops, FALSE);
-  return self->differs[op] != 0;
+  return graphview_view_model_op_differs (self->vm, op);
 }
 
 double
 graphview_renderer_get_edge_cost (GraphviewRenderer *self, guint edge, guint64 *bytes)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), 0);
-  g_return_val_if_fail (edge < graphview_model_get_n_edges (self->model), 0);
-  ensure_edges (self);
-  if (bytes)
-    *bytes = self->edge_bytes[edge];
-  return self->edge_cost[edge];
+  return graphview_view_model_get_edge_cost (self->vm, edge, bytes);
 }
 
 char *
 graphview_renderer_dup_edge_badge (GraphviewRenderer *self, guint edge)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
-  g_return_val_if_fail (edge < graphview_model_get_n_edges (self->model), NULL);
-  if (self->plan == NULL)
-    return NULL;
-  ensure_edges (self);
-  const PlannerMesh *mesh = planner_plan_get_mesh (self->plan);
-  const GraphviewEdge *e = graphview_model_get_edge (self->model, edge);
-  g_autoptr (GString) steps = g_string_new (NULL);
-  guint n_steps = 0;
-  for (guint k = 0; k < e->n_refs; k++)
-    {
-      const GraphviewEdgeRef *ref = graphview_model_get_ref (self->model, e->first_ref + k);
-      int r = self->slot_redist[self->slot_base[ref->consumer] + ref->slot];
-      if (r < 0)
-        continue;
-      const PlannerRedistribution *redist = planner_plan_get_redistribution (self->plan, r);
-      for (guint s = 0; s < redist->n_steps; s++, n_steps++)
-        {
-          const PlannerRedistStep *step = &redist->steps[s];
-          char item[96];
-          g_snprintf (item, sizeof item, "%s(%s)", planner_step_kind_to_string (step->kind),
-                      mesh->names[step->axis]);
-          /* A folded edge can carry many: name the first few, count the rest. */
-          if (n_steps < 3)
-            g_string_append_printf (steps, "%s%s", n_steps ? "+" : "", item);
-        }
-    }
-  if (n_steps == 0)
-    return NULL;
-  if (n_steps > 3)
-    g_string_append_printf (steps, "+%u more", n_steps - 3);
-  g_autofree char *bytes = planner_format_bytes (self->edge_bytes[edge]);
-  g_autofree char *time = planner_format_time (self->edge_cost[edge]);
-  return g_strdup_printf ("%s %s %s", steps->str, bytes, time);
-}
-
-typedef struct
-{
-  guint counts[3];
-  guint redistributions;
-  double cost;
-  guint differs;
-  guint pending;
-  gboolean has_current;
-} Summary;
-
-static void
-summarize (GraphviewRenderer *self, const GraphviewItem *item, Summary *s)
-{
-  memset (s, 0, sizeof *s);
-  if (self->plan == NULL)
-    return;
-  for (guint op = item->first_op; op < item->first_op + item->n_ops; op++)
-    {
-      if (self->decision[op] < 3)
-        s->counts[self->decision[op]]++;
-      s->differs += self->differs[op];
-      GraphviewStepState state = graphview_renderer_get_step_state (self, op);
-      s->pending += state == GRAPHVIEW_STEP_PENDING;
-      s->has_current |= state == GRAPHVIEW_STEP_CURRENT;
-      s->cost += self->op_extra[op];
-      for (guint slot = self->slot_base[op]; slot < self->slot_base[op + 1]; slot++)
-        if (self->slot_redist[slot] >= 0)
-          {
-            const PlannerRedistribution *r
-                = planner_plan_get_redistribution (self->plan, self->slot_redist[slot]);
-            s->redistributions++;
-            s->cost += r->time_s;
-          }
-    }
-}
-
-static char *
-shape_text (const PlannerTensor *t)
-{
-  GString *s = g_string_new ("[");
-  for (guint d = 0; d < t->rank; d++)
-    g_string_append_printf (s, "%s%" G_GINT64_FORMAT, d ? "," : "", t->shape[d]);
-  g_string_append_c (s, ']');
-  return g_string_free (s, FALSE);
+  return graphview_view_model_dup_edge_badge (self->vm, edge);
 }
 
 char *
 graphview_renderer_dup_item_summary (GraphviewRenderer *self, guint item)
 {
   g_return_val_if_fail (GRAPHVIEW_IS_RENDERER (self), NULL);
-  g_return_val_if_fail (item < graphview_model_get_n_items (self->model), NULL);
-  const GraphviewItem *it = graphview_model_get_item (self->model, item);
-  g_autofree char *label = graphview_model_dup_item_label (self->model, item);
-  GString *s = g_string_new (NULL);
-  if (it->kind == GRAPHVIEW_ITEM_BLOCK)
-    {
-      const GraphviewRun *run = graphview_model_get_run (self->model, it->run);
-      g_string_append_printf (s, "%s\n", label);
-      g_string_append_printf (s, _("%u ops, %u per block"), it->n_ops, run->ops_per_block);
-    }
-  else
-    {
-      const PlannerOp *op = planner_graph_get_op (self->graph, it->first_op);
-      g_string_append_printf (s, "%s %s", planner_op_type_to_string (op->type), label);
-      for (guint i = 0; i < op->n_inputs; i++)
-        {
-          g_autofree char *shape
-              = shape_text (planner_graph_get_tensor (self->graph, op->inputs[i]));
-          g_string_append_printf (s, "%s%s", i ? " x " : "\nin ", shape);
-        }
-      for (guint o = 0; o < op->n_outputs; o++)
-        {
-          g_autofree char *shape
-              = shape_text (planner_graph_get_tensor (self->graph, op->outputs[o]));
-          g_string_append_printf (s, "%s%s", o ? ", " : "\nout ", shape);
-        }
-      if (self->plan != NULL)
-        {
-          const PlannerOpPlan *p = planner_plan_get_op (self->plan, it->first_op);
-          const PlannerMesh *mesh = planner_plan_get_mesh (self->plan);
-          g_autofree char *layouts = planner_strategy_to_string (&p->strategy, &op->rule, mesh);
-          g_autofree char *factors = planner_strategy_describe (&p->strategy, &op->rule, mesh);
-          g_string_append_printf (s, "\nstrategy %s (%s)\n%s", layouts, factors,
-                                  planner_decision_to_string (p->decision));
-          if (p->decision == PLANNER_DECIDED_PROPAGATED)
-            g_string_append_printf (s, " at step %d", p->trace_step);
-        }
-    }
-  if (self->plan != NULL)
-    {
-      Summary sum;
-      summarize (self, it, &sum);
-      g_autofree char *cost = planner_format_time (sum.cost);
-      if (it->kind == GRAPHVIEW_ITEM_BLOCK)
-        {
-          g_string_append_c (s, '\n');
-          g_string_append_printf (s, _("pinned %u, propagated %u, defaulted %u"), sum.counts[0],
-                                  sum.counts[1], sum.counts[2]);
-        }
-      g_string_append_c (s, '\n');
-      g_string_append_printf (s, _("%u redistributions in, %s"), sum.redistributions, cost);
-      if (self->other != NULL && sum.differs > 0)
-        {
-          g_string_append_c (s, '\n');
-          g_string_append_printf (s, _("%u ops differ from %s"), sum.differs,
-                                  planner_plan_get_name (self->other)
-                                      ? planner_plan_get_name (self->other)
-                                      : _("the other plan"));
-        }
-    }
-  return g_string_free (s, FALSE);
+  return graphview_view_model_dup_item_summary (self->vm, item);
 }
 
 /* Text ------------------------------------------------------------------------------------- */
@@ -1178,7 +824,6 @@ draw_edges (Frame *f)
   cairo_t *cr = f->cr;
   GraphviewLayout *layout = self->layout;
   guint n = graphview_model_get_n_edges (self->model);
-  ensure_edges (self);
 
   /* Batched by colour: one stroke per bucket keeps a frame of thousands of edges cheap. */
   GArray *buckets[N_COST_BUCKETS + 1];
@@ -1193,9 +838,10 @@ draw_edges (Frame *f)
       if (bounds->width * f->scale < 1 && bounds->height * f->scale < 1)
         continue;
       guint b = 0;
-      if (self->edge_cost[e] > 0)
+      double cost = graphview_view_model_get_edge_cost (self->vm, e, NULL);
+      if (cost > 0)
         b = 1
-            + (guint)MIN (cost_level (self, self->edge_cost[e]) * N_COST_BUCKETS,
+            + (guint)MIN (cost_level (self, cost) * N_COST_BUCKETS,
                           N_COST_BUCKETS - 1);
       g_array_append_val (buckets[b], e);
     }
@@ -1222,7 +868,7 @@ draw_edges (Frame *f)
         }
     }
 
-  for (guint b = 1; f->text && self->plan != NULL && b <= N_COST_BUCKETS; b++)
+  for (guint b = 1; f->text && plan_of (self) != NULL && b <= N_COST_BUCKETS; b++)
     for (guint i = 0; i < buckets[b]->len; i++)
       {
         guint e = g_array_index (buckets[b], guint, i);
@@ -1253,7 +899,7 @@ draw_matrix (Frame *f, guint op, const GraphviewRect *r)
       guint rank = planner_graph_get_tensor (self->graph, o->inputs[row])->rank;
       for (guint c = 0; c < MIN (MAX (rank, 1), cols); c++)
         {
-          guint splits = self->splits[op * MATRIX_CELLS + row * GRAPHVIEW_MATRIX_MAX_COLS + c];
+          guint splits = graphview_view_model_get_splits (self->vm, op, row, c);
           set_rgb (cr, split_colour (f->pal, splits));
           cairo_rectangle (cr, x0 + c * cell, y0 + row * cell, cell, cell);
           cairo_fill_preserve (cr);
@@ -1274,7 +920,7 @@ op_fill_kind (GraphviewRenderer *self, guint op)
 static guint
 op_border_kind (GraphviewRenderer *self, guint op)
 {
-  guint d = self->decision[op];
+  int d = graphview_view_model_get_decision (self->vm, op);
   return d == PLANNER_DECIDED_PINNED ? 1 : d == PLANNER_DECIDED_DEFAULTED ? 2 : 0;
 }
 
@@ -1334,13 +980,14 @@ draw_op_nodes (Frame *f, GArray *ops)
     }
 
   /* Corner marks, big enough to see once nodes are: a pin head, an amber triangle. */
-  if (self->plan != NULL && 20 * f->scale >= 4)
+  if (plan_of (self) != NULL && 20 * f->scale >= 4)
     for (guint i = 0; i < ops->len; i++)
       {
         guint item = g_array_index (ops, guint, i);
         guint op = graphview_model_get_item (self->model, item)->first_op;
         const GraphviewRect *r = item_rect (f, item);
-        if (self->decision[op] == PLANNER_DECIDED_PINNED)
+        int decision = graphview_view_model_get_decision (self->vm, op);
+        if (decision == PLANNER_DECIDED_PINNED)
           {
             cairo_arc (cr, r->x, r->y, 5, 0, 2 * G_PI);
             set_rgb (cr, f->pal->pinned);
@@ -1349,7 +996,7 @@ draw_op_nodes (Frame *f, GArray *ops)
             set_rgb (cr, f->pal->on_mark);
             cairo_fill (cr);
           }
-        else if (self->decision[op] == PLANNER_DECIDED_DEFAULTED)
+        else if (decision == PLANNER_DECIDED_DEFAULTED)
           {
             cairo_move_to (cr, r->x - 1, r->y - 1);
             cairo_line_to (cr, r->x + 11, r->y - 1);
@@ -1360,7 +1007,7 @@ draw_op_nodes (Frame *f, GArray *ops)
           }
       }
 
-  if (f->matrices && self->plan != NULL)
+  if (f->matrices && plan_of (self) != NULL)
     for (guint i = 0; i < ops->len; i++)
       {
         guint item = g_array_index (ops, guint, i);
@@ -1378,8 +1025,8 @@ draw_op_nodes (Frame *f, GArray *ops)
       const GraphviewRect *r = item_rect (f, item);
       guint rows, cols;
       graphview_op_matrix_size (o, self->graph, &rows, &cols);
-      double text_w
-          = r->width - 2 * GRAPHVIEW_PAD - (self->plan ? cols * GRAPHVIEW_CELL + GRAPHVIEW_PAD : 0);
+      double matrix_w = plan_of (self) ? cols * GRAPHVIEW_CELL + GRAPHVIEW_PAD : 0;
+      double text_w = r->width - 2 * GRAPHVIEW_PAD - matrix_w;
       double x = r->x + GRAPHVIEW_PAD;
       double y = r->y + GRAPHVIEW_PAD + GRAPHVIEW_LINE - 3;
       set_rgb (cr, f->pal->text);
@@ -1390,7 +1037,7 @@ draw_op_nodes (Frame *f, GArray *ops)
       if (f->shapes && o->n_outputs > 0)
         {
           g_autofree char *shape
-              = shape_text (planner_graph_get_tensor (self->graph, o->outputs[0]));
+              = graphview_dup_shape_text (planner_graph_get_tensor (self->graph, o->outputs[0]));
           set_rgb (cr, f->pal->text_muted);
           show_text_fit (&f->pen, shape, x, y + 2 * GRAPHVIEW_LINE, text_w,
                          GRAPHVIEW_FONT_SIZE * 0.9, FALSE);
@@ -1399,7 +1046,7 @@ draw_op_nodes (Frame *f, GArray *ops)
 }
 
 static void
-decision_bar (Frame *f, const Summary *s, double x, double y, double w, double h)
+decision_bar (Frame *f, const GraphviewSummary *s, double x, double y, double w, double h)
 {
   cairo_t *cr = f->cr;
   guint total = s->counts[0] + s->counts[1] + s->counts[2];
@@ -1439,8 +1086,8 @@ draw_block_node (Frame *f, guint item)
     }
   double x = r->x + off + GRAPHVIEW_PAD, w = r->width - 2 * off - 2 * GRAPHVIEW_PAD;
   double y = r->y + off + GRAPHVIEW_PAD;
-  Summary s;
-  summarize (self, it, &s);
+  GraphviewSummary s;
+  graphview_view_model_summarize_ops (self->vm, it->first_op, it->n_ops, &s);
   decision_bar (f, &s, x, r->y + r->height - off - GRAPHVIEW_PAD - 5, w, 5);
   if (!f->text)
     return;
@@ -1452,7 +1099,7 @@ draw_block_node (Frame *f, guint item)
   set_rgb (cr, f->pal->text);
   show_text_fit (&f->pen, label, x, y + GRAPHVIEW_LINE - 2, w, GRAPHVIEW_TITLE_FONT_SIZE, TRUE);
   show_text_fit (&f->pen, ops, x, y + 2 * GRAPHVIEW_LINE, w, GRAPHVIEW_FONT_SIZE, FALSE);
-  if (self->plan == NULL)
+  if (plan_of (self) == NULL)
     return;
   g_autofree char *decided = g_strdup_printf (_("pinned %u, propagated %u, defaulted %u"),
                                               s.counts[0], s.counts[1], s.counts[2]);
@@ -1505,8 +1152,8 @@ draw_block_summaries (Frame *f)
       const GraphviewRun *run = graphview_model_get_run (self->model, frame->run);
       GraphviewItem block = { GRAPHVIEW_ITEM_BLOCK, run->first_op + frame->block * run->ops_per_block,
                               run->ops_per_block, frame->run, frame->block, 1 };
-      Summary s;
-      summarize (self, &block, &s);
+      GraphviewSummary s;
+      graphview_view_model_summarize_ops (self->vm, block.first_op, block.n_ops, &s);
       double bar = MIN (5 / f->scale, r->height / 4);
       decision_bar (f, &s, r->x + 2 / f->scale, r->y + r->height - bar - 2 / f->scale,
                     r->width - 4 / f->scale, bar);
@@ -1521,7 +1168,7 @@ draw_block_summaries (Frame *f)
             break;
           }
       g_autofree char *detail
-          = self->plan ? g_strdup_printf (_("%u ops, pinned %u"), block.n_ops, s.counts[0])
+          = plan_of (self) ? g_strdup_printf (_("%u ops, pinned %u"), block.n_ops, s.counts[0])
                        : g_strdup_printf (_("%u ops"), block.n_ops);
       overview_label (f, r, name, detail);
     }
@@ -1574,19 +1221,20 @@ graphview_renderer_draw_static (GraphviewRenderer *self, cairo_t *cr,
   draw_op_nodes (&f, ops);
 
   /* Conversions at the producer and final reductions of outputs, under the node. */
-  if (f.text && self->plan != NULL)
+  if (f.text && plan_of (self) != NULL)
     for (guint i = 0; i < ops->len; i++)
       {
         guint item = g_array_index (ops, guint, i);
         guint op = graphview_model_get_item (self->model, item)->first_op;
-        if (self->op_extra[op] <= 0)
+        double extra = graphview_view_model_get_op_extra (self->vm, op);
+        if (extra <= 0)
           continue;
         const GraphviewRect *r = item_rect (&f, item);
-        g_autofree char *time = planner_format_time (self->op_extra[op]);
+        g_autofree char *time = planner_format_time (extra);
         /* Translators: a badge under a node: the time of the conversions of its output. */
         g_autofree char *text = g_strdup_printf (_("out %s"), time);
         draw_badge (&f, text, r->x + r->width / 2, r->y + r->height + 2,
-                    cost_colour (f.pal, cost_level (self, self->op_extra[op])));
+                    cost_colour (f.pal, cost_level (self, extra)));
       }
   frame_end (&f);
 }
@@ -1615,14 +1263,16 @@ draw_step_overlay (Frame *f)
 {
   GraphviewRenderer *self = f->self;
   cairo_t *cr = f->cr;
-  if (self->plan == NULL || self->step < 0)
+  PlannerPlan *plan = plan_of (self);
+  int step_index = graphview_view_model_get_step (self->vm);
+  if (plan == NULL || step_index < 0)
     return;
   for (guint i = 0; seek_visible_item (f, &i); i++)
     {
       const GraphviewItem *it = graphview_model_get_item (self->model, i);
       const GraphviewRect *r = item_rect (f, i);
-      Summary s;
-      summarize (self, it, &s);
+      GraphviewSummary s;
+      graphview_view_model_summarize_ops (self->vm, it->first_op, it->n_ops, &s);
       if (s.pending > 0)
         {
           /* Grey over the part of the node not decided yet (all of an op node). */
@@ -1634,9 +1284,9 @@ draw_step_overlay (Frame *f)
         }
     }
 
-  if ((guint)self->step >= planner_plan_get_n_trace_steps (self->plan))
+  if ((guint)step_index >= planner_plan_get_n_trace_steps (plan))
     return;
-  const PlannerTraceStep *step = planner_plan_get_trace_step (self->plan, self->step);
+  const PlannerTraceStep *step = planner_plan_get_trace_step (plan, step_index);
   guint item = graphview_model_get_item_of_op (self->model, step->op);
   if (step->from_op >= 0)
     {
@@ -1661,14 +1311,14 @@ draw_compare_overlay (Frame *f)
 {
   GraphviewRenderer *self = f->self;
   cairo_t *cr = f->cr;
-  if (self->plan == NULL || self->other == NULL)
+  if (plan_of (self) == NULL || graphview_view_model_get_compare_plan (self->vm) == NULL)
     return;
   for (guint i = 0; seek_visible_item (f, &i); i++)
     {
       const GraphviewItem *it = graphview_model_get_item (self->model, i);
       guint differs = 0;
       for (guint op = it->first_op; op < it->first_op + it->n_ops; op++)
-        differs += self->differs[op];
+        differs += graphview_view_model_op_differs (self->vm, op);
       if (differs == 0)
         continue;
       const GraphviewRect *r = item_rect (f, i);
@@ -1703,7 +1353,7 @@ draw_trial_overlay (Frame *f)
 {
   GraphviewRenderer *self = f->self;
   cairo_t *cr = f->cr;
-  if (self->trial == NULL)
+  if (!graphview_view_model_has_trial (self->vm))
     return;
   Rgb good = f->pal->good, bad = f->pal->bad;
   for (guint i = 0; seek_visible_item (f, &i); i++)
@@ -1738,7 +1388,7 @@ static void
 draw_highlight_overlay (Frame *f)
 {
   GraphviewRenderer *self = f->self;
-  if (self->highlighted == NULL)
+  if (!graphview_view_model_has_highlights (self->vm))
     return;
   for (guint i = 0; seek_visible_item (f, &i); i++)
     if (graphview_renderer_item_is_highlighted (self, i))
@@ -1817,10 +1467,14 @@ graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, 
     }
   at += 12;
   at = legend_text (&pen, _("redistribution"), at, row1, TRUE) + 8;
-  if (self->max_cost > 0)
+  double min_cost, max_cost;
+  graphview_view_model_get_cost_range (self->vm, &min_cost, &max_cost);
+  PlannerPlan *plan = plan_of (self);
+  int step = graphview_view_model_get_step (self->vm);
+  if (max_cost > 0)
     {
-      g_autofree char *lo = planner_format_time (self->min_cost);
-      g_autofree char *hi = planner_format_time (self->max_cost);
+      g_autofree char *lo = planner_format_time (min_cost);
+      g_autofree char *hi = planner_format_time (max_cost);
       at = legend_text (&pen, lo, at, row1, FALSE) + 6;
       cairo_pattern_t *ramp = cairo_pattern_create_linear (at, 0, at + 90, 0);
       for (guint i = 0; i <= 4; i++)
@@ -1841,7 +1495,7 @@ graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, 
       at = legend_text (&pen, _("(log)"), at, row1, FALSE);
     }
   else
-    at = legend_text (&pen, self->plan ? _("none") : _("no plan"), at, row1, FALSE);
+    at = legend_text (&pen, plan ? _("none") : _("no plan"), at, row1, FALSE);
   right = MAX (right, at);
 
   at = x + 8;
@@ -1851,13 +1505,13 @@ graphview_renderer_draw_legend (GraphviewRenderer *self, cairo_t *cr, double x, 
   at = legend_text (&pen, _("propagated"), at, row2, FALSE) + 12;
   at = legend_swatch (cr, at, row2, pal->category_fill[0], pal->defaulted, 1.8, TRUE);
   at = legend_text (&pen, _("defaulted"), at, row2, FALSE) + 12;
-  if (self->plan != NULL && self->step >= 0)
+  if (plan != NULL && step >= 0)
     {
       at = legend_swatch (cr, at, row2, pal->pending, pal->step, 2.5, FALSE);
-      g_autofree char *text = g_strdup_printf (_("step %d (grey: decided later)"), self->step);
+      g_autofree char *text = g_strdup_printf (_("step %d (grey: decided later)"), step);
       at = legend_text (&pen, text, at, row2, FALSE) + 12;
     }
-  if (self->plan != NULL && self->other != NULL)
+  if (plan != NULL && graphview_view_model_get_compare_plan (self->vm) != NULL)
     {
       at = legend_swatch (cr, at, row2, pal->background, pal->differs, 2.5, TRUE);
       at = legend_text (&pen, _("strategy differs"), at, row2, FALSE) + 12;
@@ -2025,7 +1679,8 @@ struct _GraphviewSnapshot
   PlannerPlan *plan;
   PlannerPlan *other;
   int step;
-  double *trial;
+  /* The trial's per-op measured and estimated seconds and errors (NULL: none). */
+  double *measured, *estimated, *error;
   double trial_tolerance;
   gboolean legend;
   char *title;
@@ -2041,11 +1696,22 @@ graphview_renderer_snapshot (GraphviewRenderer *self)
   snap->layout = self->layout ? graphview_layout_ref (self->layout) : NULL;
   /* Plans are never changed once made (a new plan replaces the old), so a reference is a
    * snapshot. */
-  snap->plan = self->plan ? g_object_ref (self->plan) : NULL;
-  snap->other = self->other ? g_object_ref (self->other) : NULL;
-  snap->step = self->step;
-  snap->trial = self->trial ? g_memdup2 (self->trial, 3 * sizeof (double) * self->n_ops) : NULL;
-  snap->trial_tolerance = self->trial_tolerance;
+  GraphviewViewModel *vm = self->vm;
+  PlannerPlan *plan = graphview_view_model_get_plan (vm);
+  PlannerPlan *other = graphview_view_model_get_compare_plan (vm);
+  snap->plan = plan ? g_object_ref (plan) : NULL;
+  snap->other = other ? g_object_ref (other) : NULL;
+  snap->step = graphview_view_model_get_step (vm);
+  if (graphview_view_model_has_trial (vm))
+    {
+      snap->measured = g_new (double, MAX (self->n_ops, 1));
+      snap->estimated = g_new (double, MAX (self->n_ops, 1));
+      snap->error = g_new (double, MAX (self->n_ops, 1));
+      for (guint op = 0; op < self->n_ops; op++)
+        graphview_view_model_get_op_trial (vm, op, &snap->measured[op], &snap->estimated[op],
+                                           &snap->error[op]);
+      snap->trial_tolerance = graphview_view_model_get_trial_tolerance (vm);
+    }
   snap->legend = self->legend;
   snap->title = g_strdup (self->title);
   return snap;
@@ -2061,7 +1727,9 @@ graphview_snapshot_free (GraphviewSnapshot *snap)
   g_clear_pointer (&snap->layout, graphview_layout_unref);
   g_clear_object (&snap->plan);
   g_clear_object (&snap->other);
-  g_free (snap->trial);
+  g_free (snap->measured);
+  g_free (snap->estimated);
+  g_free (snap->error);
   g_free (snap->title);
   g_free (snap);
 }
@@ -2087,11 +1755,8 @@ graphview_snapshot_render_file (const GraphviewSnapshot *snap, GraphviewFormat f
   graphview_renderer_set_plan (renderer, snap->plan);
   graphview_renderer_set_compare_plan (renderer, snap->other);
   graphview_renderer_set_step (renderer, snap->step);
-  if (snap->trial)
-    {
-      renderer->trial = g_memdup2 (snap->trial, 3 * sizeof (double) * renderer->n_ops);
-      renderer->trial_tolerance = snap->trial_tolerance;
-    }
+  graphview_renderer_set_trial (renderer, snap->measured, snap->estimated, snap->error,
+                                snap->trial_tolerance);
   graphview_renderer_set_show_legend (renderer, snap->legend);
   graphview_renderer_set_title (renderer, snap->title);
   return render_file (renderer, format, 1, magnify > 0 ? magnify : 1, error);

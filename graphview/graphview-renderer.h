@@ -6,6 +6,8 @@
  * overlays (propagation step, comparison, hover, selection), so the widget can cache the
  * first and repaint only the second. Only what intersects the viewport is drawn, and detail
  * follows the zoom: no text below GRAPHVIEW_MIN_TEXT_PX, no matrix below GRAPHVIEW_MIN_CELL_PX.
+ * What is drawn of the plan (decisions, steps, differences, costs, badges, summaries) comes
+ * from the renderer's GraphviewViewModel; the renderer only draws.
  */
 #pragma once
 
@@ -17,6 +19,7 @@
 #include "graphview-model.h"
 #include "graphview-stages.h"
 #include "graphview-palette.h"
+#include "graphview-view-model.h"
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -36,14 +39,6 @@ typedef enum
   GRAPHVIEW_FORMAT_PDF,
 } GraphviewFormat;
 
-/* How an op looks under the step overlay. */
-typedef enum
-{
-  GRAPHVIEW_STEP_DECIDED, /* decided at or before the step (or no overlay) */
-  GRAPHVIEW_STEP_CURRENT, /* the op of the step */
-  GRAPHVIEW_STEP_PENDING, /* decided after the step: grey */
-} GraphviewStepState;
-
 /* Height of the legend band above the drawing in files, and their least width, in device
  * units (pixels, or points for SVG and PDF) whatever the scale. */
 #define GRAPHVIEW_FILE_LEGEND_HEIGHT 64.0
@@ -58,6 +53,9 @@ G_DECLARE_FINAL_TYPE (GraphviewRenderer, graphview_renderer, GRAPHVIEW, RENDERER
 
 GraphviewRenderer *graphview_renderer_new (GraphviewModel *model);
 GraphviewModel *graphview_renderer_get_model (GraphviewRenderer *self);
+/* What the renderer draws of the plan, the comparison, the step, the trial and the search
+ * (graphview-view-model.h); the setters below forward to it. */
+GraphviewViewModel *graphview_renderer_get_view_model (GraphviewRenderer *self);
 
 /* Nothing is drawn until a layout of the model's current state is set. */
 void graphview_renderer_set_layout (GraphviewRenderer *self, GraphviewLayout *layout);
