@@ -100,7 +100,7 @@ def shrunk_configs(folder, models):
     for model in models:
         base, sizes, _ = VARIANTS.get(model, (model, {}, None))
         if base in ref.VISION or base in ref.SEQ2SEQ:
-            fname, shrunk = ref.VISION.get(base) or ref.SEQ2SEQ[base]
+            fname, shrunk = (ref.VISION.get(base) or ref.SEQ2SEQ[base])[:2]
             with open(os.path.join(ROOT, "tests", "data", "zoo", fname)) as f:
                 real = json.load(f)
             fields = {k: v for k, v in real.items()
