@@ -1103,7 +1103,7 @@ static const struct
   { "win.show-sidebar", { "F9" } },
   { "win.show-minimap", { "<Control>m" } },
   { "win.show-legend", { "<Control>l" } },
-  { "win.show-type-legend", { "<Control><Shift>l" } },
+  { "win.show-type-legend", { "<Control>t" } },
   { "win.select-next-op", { "<Alt>Down" } },
   { "win.select-previous-op", { "<Alt>Up" } },
   { "win.edit-pin", { "<Control>p" } },

@@ -771,6 +771,38 @@ test_close (void)
   pump (100);
 }
 
+/* A shortcut does one thing: no accelerator is given to two actions of the application or
+ * its window (Ctrl+Shift+L was both the dark style and the op-type legend). */
+static void
+test_unique_accels (void)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_auto (GStrv) actions = gtk_application_list_action_descriptions (GTK_APPLICATION (app));
+  guint n = 0;
+  for (guint a = 0; actions[a]; a++)
+    {
+      g_auto (GStrv) accels = gtk_application_get_accels_for_action (GTK_APPLICATION (app),
+                                                                     actions[a]);
+      for (guint k = 0; accels[k]; k++)
+        {
+          /* The same keys however they are spelled: parsed, then named again. */
+          guint key = 0;
+          GdkModifierType mods = 0;
+          g_assert_true (gtk_accelerator_parse (accels[k], &key, &mods));
+          g_autofree char *name = gtk_accelerator_name (key, mods);
+          const char *other = g_hash_table_lookup (seen, name);
+          if (other)
+            g_error ("%s is the shortcut of both %s and %s", name, other, actions[a]);
+          g_hash_table_insert (seen, g_strdup (name), g_strdup (actions[a]));
+          n++;
+        }
+    }
+  g_assert_cmpuint (n, >, 30);
+  g_auto (GStrv) legend
+      = gtk_application_get_accels_for_action (GTK_APPLICATION (app), "win.show-type-legend");
+  g_assert_cmpstr (legend[0], ==, "<Control>t");
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -789,6 +821,7 @@ main (int argc, char *argv[])
 
   g_test_add_func ("/ui/conventions/start", test_start);
   g_test_add_func ("/ui/conventions/type-legend", test_type_legend);
+  g_test_add_func ("/ui/conventions/unique-accels", test_unique_accels);
   g_test_add_func ("/ui/conventions/search", test_search);
   g_test_add_func ("/ui/conventions/export-png", test_export_png);
   g_test_add_func ("/ui/conventions/hardware", test_hardware);
