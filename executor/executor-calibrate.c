@@ -11,6 +11,53 @@
 #include "planner-cost.h"
 #include "planner-redistribute.h"
 
+/* The ring link's figures from the measured AllReduce curve of @p devices: busbw =
+ * 2(p-1)/p n / t, the latency per ring step from the alpha-beta fit's intercept. */
+void
+executor_calibrate_link (const PlannerHardware *hw, guint p, PlannerLink *link)
+{
+  g_return_if_fail (hw != NULL && p >= 2 && link != NULL);
+
+  double alpha = 0, beta = 0;
+  gboolean fitted = planner_cost_measurement_fit (hw, PLANNER_STEP_ALL_REDUCE,
+                                                  PLANNER_LINK_INTRA, p, &alpha, &beta)
+                     && beta > 0;
+  double ring = 2.0 * (p - 1); /* latency steps of the ring AllReduce */
+  double moved = ring / p;     /* bytes each device moves, per byte of the buffer */
+  if (fitted)
+    {
+      link->bandwidth_GBps = moved / beta / 1e9;
+      link->latency_us = MAX (alpha, 0) / ring * 1e6;
+    }
+  /* The largest message's bus bandwidth is a lower bound of the link's (its time includes
+   * the latency). A fit far above it comes from noise on curves whose times hardly grow
+   * with the size (shared memory on a loaded machine gave 2.8e14 GB/s once): then the link
+   * is that bus bandwidth, and the latency what the smallest message leaves over. */
+  guint n_points = 0;
+  const PlannerMeasuredPoint *points = planner_hardware_get_measurement (
+      hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, p, &n_points);
+  const PlannerMeasuredPoint *small = NULL, *large = NULL;
+  for (guint i = 0; i < n_points; i++)
+    {
+      if (points[i].seconds <= 0)
+        continue;
+      if (small == NULL || points[i].bytes < small->bytes)
+        small = &points[i];
+      if (large == NULL || points[i].bytes > large->bytes)
+        large = &points[i];
+    }
+  if (large != NULL && large->bytes > 0)
+    {
+      double busbw = moved * (double) large->bytes / large->seconds / 1e9;
+      if (!fitted || link->bandwidth_GBps > 4 * busbw)
+        {
+          link->bandwidth_GBps = busbw;
+          double left = small->seconds - moved * (double) small->bytes / (busbw * 1e9);
+          link->latency_us = MAX (left, 0) / ring * 1e6;
+        }
+    }
+}
+
 void
 executor_calibrate_options_init (ExecutorCalibrateOptions *options)
 {
@@ -344,22 +391,14 @@ executor_calibrate (const char *backend_name, const ExecutorCalibrateOptions *op
         return NULL;
     }
 
-  /* Link figures for the formula, from the AllReduce curve of the largest group: busbw =
-   * 2(p-1)/p n / t, latency per ring step from the fit's intercept. */
+  /* Link figures for the formula, from the AllReduce curve of the largest group. */
   guint pmax = 2;
   while (pmax * 2 <= MAX (options->max_devices, 2))
     pmax *= 2;
-  double alpha = 0, beta = 0;
   PlannerLink link = { "shared memory", 5, 2 };
   if (gpu)
     g_strlcpy (link.name, "NCCL (measured)", sizeof link.name);
-  if (planner_cost_measurement_fit (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, pmax,
-                                    &alpha, &beta)
-      && beta > 0)
-    {
-      link.bandwidth_GBps = 2.0 * (pmax - 1) / pmax / beta / 1e9;
-      link.latency_us = MAX (alpha, 0) / (2.0 * (pmax - 1)) * 1e6;
-    }
+  executor_calibrate_link (hw, pmax, &link);
   planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
   /* One process's GPUs are one node: the inter-node link stays the profile's unless this
    * is the CPU, where there is no other. */

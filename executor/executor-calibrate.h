@@ -28,6 +28,12 @@ typedef struct
 
 void executor_calibrate_options_init (ExecutorCalibrateOptions *options);
 
+/* Sets @link's bandwidth and latency from @hw's measured AllReduce curve of @p devices (intra
+ * node): the alpha-beta fit, unless it puts the bandwidth above 4x the largest message's bus
+ * bandwidth (a noisy, flat curve), where that bus bandwidth is taken. Unchanged without a
+ * curve. */
+void executor_calibrate_link (const PlannerHardware *hw, guint p, PlannerLink *link);
+
 /* Refuses a backend whose collectives measure no real link (cuda virtual devices) with
  * EXECUTOR_ERROR_UNSUPPORTED. */
 PlannerHardware *executor_calibrate (const char *backend_name,
