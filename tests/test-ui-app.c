@@ -31,6 +31,7 @@
 #include "planner-plan-json.h"
 
 #include "test-util.h"
+#include "test-ui-util.h"
 
 static AppApplication *app;
 static AppWindow *window;
@@ -40,28 +41,7 @@ static PlannerPlan *saved_plan;
 
 #define EXAMPLE_OP "transformer.h.0.mlp.c_fc"
 
-typedef gboolean (*Condition) (gpointer data);
 
-static gboolean
-timed_out (gpointer data)
-{
-  *(gboolean *) data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-/* Runs the main loop until @cond holds; fails the test after @seconds. */
-static void
-wait_for (Condition cond, gpointer data, guint seconds, const char *what)
-{
-  gboolean expired = FALSE;
-  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
-  while (!cond (data) && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  if (expired && !cond (data))
-    g_error ("timed out after %u s waiting for %s", seconds, what);
-}
 
 static gboolean
 plan_ready (gpointer data)
@@ -78,13 +58,6 @@ plan_differs (gpointer data)
   return doc && !app_document_get_busy (doc) && app_document_get_plan (doc) != data;
 }
 
-static void
-pump (guint ms)
-{
-  gint64 end = g_get_monotonic_time () + ms * 1000;
-  while (g_get_monotonic_time () < end)
-    g_main_context_iteration (NULL, FALSE);
-}
 
 /* Answers the question the window shows with @response, after checking its heading; for a
  * name, types @name first. */
@@ -127,14 +100,6 @@ plan (void)
   return app_document_get_plan (doc ());
 }
 
-/* GTK warns that it cannot reach a session bus under a bare Xvfb; that is not a failure. */
-static gboolean
-log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  if (strstr (message, "session bus") || strstr (message, "dbus"))
-    return FALSE;
-  return TRUE;
-}
 
 static void
 test_start (void)
@@ -176,7 +141,7 @@ test_model_filter (void)
 static void
 test_load_example (void)
 {
-  wait_for (plan_ready, NULL, 120, "the example's plan and layout");
+  test_ui_wait_for (plan_ready, NULL, 120, "the example's plan and layout");
   g_assert_cmpstr (app_window_get_mode (window), ==, "plan");
   PlannerPlan *p = plan ();
   g_autofree char *mesh = planner_mesh_to_string (planner_plan_get_mesh (p));
@@ -208,7 +173,7 @@ test_select_op (void)
 
   /* The graph unfolds layer 0 and selects the op's node once the new layout is in. */
   GraphviewWidget *graph = app_window_get_graph (window);
-  wait_for (graph_selected, graph, 60, "the op's node to be selected");
+  test_ui_wait_for (graph_selected, graph, 60, "the op's node to be selected");
   GraphviewModel *model = graphview_widget_get_model (graph);
   int item = graphview_widget_get_selected (graph);
   g_assert_cmpint (item, >=, 0);
@@ -247,7 +212,7 @@ test_pin (void)
   g_signal_emit_by_name (entry, "activate");
   g_assert_null (app_inspector_get_pin_error (inspector));
   g_assert_true (app_document_get_busy (doc ()));
-  wait_for (plan_differs, before, 60, "the plan after the pin");
+  test_ui_wait_for (plan_differs, before, 60, "the plan after the pin");
   /* A copy: the document drops this plan on undo. */
   const PlannerPlanTotals t1_copy = *planner_plan_get_totals (plan ()), *t1 = &t1_copy;
   g_assert_cmpuint (t1->memory_per_device_bytes, >, t0.memory_per_device_bytes);
@@ -264,12 +229,12 @@ test_pin (void)
   /* Undo restores the policy's plan, redo the pin. */
   PlannerPlan *pinned = plan ();
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.undo", NULL));
-  wait_for (plan_differs, pinned, 60, "the plan after undo");
+  test_ui_wait_for (plan_differs, pinned, 60, "the plan after undo");
   g_assert_true (planner_plan_equal (plan (), before));
   g_assert_true (app_document_get_can_redo (doc ()));
   PlannerPlan *undone = plan ();
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.redo", NULL));
-  wait_for (plan_differs, undone, 60, "the plan after redo");
+  test_ui_wait_for (plan_differs, undone, 60, "the plan after redo");
   g_assert_cmpuint (planner_plan_get_totals (plan ())->memory_per_device_bytes, ==,
                     t1->memory_per_device_bytes);
   g_object_unref (before);
@@ -303,7 +268,7 @@ test_timeline (void)
   app_timeline_set_speed (timeline, 16);
   app_timeline_set_playing (timeline, TRUE);
   g_assert_true (app_timeline_get_playing (timeline));
-  wait_for (stepped_past_one, NULL, 20, "the timeline to play");
+  test_ui_wait_for (stepped_past_one, NULL, 20, "the timeline to play");
   app_timeline_set_playing (timeline, FALSE);
   g_assert_cmpint (app_document_get_step (doc ()), >, 1);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.step-last", NULL));
@@ -370,12 +335,12 @@ test_fit_and_navigation (void)
       gtk_widget_set_visible (GTK_WIDGET (window), FALSE);
       gtk_window_set_default_size (GTK_WINDOW (window), sizes[k][0], sizes[k][1]);
       gtk_window_present (GTK_WINDOW (window));
-      pump (600);
+      test_ui_pump (600);
       g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
-      pump (200);
+      test_ui_pump (200);
       /* Again: the legend's size is known once it was drawn. */
       g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
-      pump (200);
+      test_ui_pump (200);
       graphene_rect_t covers[3];
       g_assert_true (gtk_widget_compute_bounds (minimap, GTK_WIDGET (graph), &covers[0]));
       g_assert_true (gtk_widget_compute_bounds (buttons, GTK_WIDGET (graph), &covers[1]));
@@ -416,9 +381,9 @@ test_fit_and_navigation (void)
   g_assert_nonnull (app_cost_chart_get_layer (chart, 6, &first_op, NULL, NULL));
   app_cost_chart_activate_layer (chart, 6);
   g_assert_cmpint (app_document_get_selected_op (doc ()), ==, first_op);
-  wait_for (graph_ready, NULL, 60, "the layout with layer 6 unfolded");
-  wait_for (graph_selected, graph, 60, "the op's node");
-  pump (100);
+  test_ui_wait_for (graph_ready, NULL, 60, "the layout with layer 6 unfolded");
+  test_ui_wait_for (graph_selected, graph, 60, "the op's node");
+  test_ui_pump (100);
   int item = graphview_widget_get_selected (graph);
   g_assert_cmpuint (graphview_model_get_item (graphview_widget_get_model (graph), item)->first_op,
                     ==, first_op);
@@ -440,7 +405,7 @@ test_fit_and_navigation (void)
   /* The inspector starts another op at its top. */
   AppInspector *inspector = APP_INSPECTOR (app_window_get_part (window, "inspector"));
   GtkAdjustment *v = gtk_scrolled_window_get_vadjustment (app_inspector_get_scroller (inspector));
-  pump (100);
+  test_ui_pump (100);
   gtk_adjustment_set_value (v, gtk_adjustment_get_upper (v));
   if (gtk_adjustment_get_upper (v) - gtk_adjustment_get_page_size (v) > 1)
     g_assert_cmpfloat (gtk_adjustment_get_value (v), >, 0);
@@ -502,7 +467,7 @@ test_one_instance (void)
   g_assert_true (graphview_model_get_expanded (shown, 0, 9));
   g_assert_false (graphview_model_get_expanded (shown, 0, 8));
   g_assert_false (graphview_model_get_expanded (shown, 0, 10));
-  wait_for (graph_ready, NULL, 60, "the layout with layer 9 unfolded");
+  test_ui_wait_for (graph_ready, NULL, 60, "the layout with layer 9 unfolded");
   PlannerGraph *g = planner_plan_get_graph (plan ());
   guint in9 = graphview_model_get_item_of_op (shown, planner_graph_find_op (g, "transformer.h.9.attn.c_attn"));
   guint in10 = graphview_model_get_item_of_op (shown, planner_graph_find_op (g, "transformer.h.10.attn.c_attn"));
@@ -609,17 +574,17 @@ test_save (void)
   const char *autosave = app_window_get_autosave_path (window);
   g_autofree char *expected = g_strconcat (g_getenv ("SHARDSCOPE_DB"), ".autosave.json", NULL);
   g_assert_cmpstr (autosave, ==, expected);
-  wait_for (file_exists, (gpointer) autosave, 30, "the autosave");
+  test_ui_wait_for (file_exists, (gpointer) autosave, 30, "the autosave");
   /* The first save asks for a name; Cancel saves nothing. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
   answer ("Save the Plan", NULL, "cancel");
-  pump (200);
+  test_ui_pump (200);
   g_assert_cmpint (app_document_get_store_id (doc ()), ==, 0);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
   answer ("Save the Plan", "gpt2 data-parallel c_fc", "save");
-  wait_for (stored, NULL, 60, "the save");
+  test_ui_wait_for (stored, NULL, 60, "the save");
   g_assert_cmpstr (app_document_get_name (doc ()), ==, "gpt2 data-parallel c_fc");
-  wait_for (file_gone, (gpointer) autosave, 30, "the autosave's removal after the save");
+  test_ui_wait_for (file_gone, (gpointer) autosave, 30, "the autosave's removal after the save");
   saved_id = app_document_get_store_id (doc ());
   saved_plan = g_object_ref (plan ());
   g_assert_false (app_document_get_modified (doc ()));
@@ -631,7 +596,7 @@ test_save (void)
   g_assert_cmpint (e->id, ==, saved_id);
   g_assert_cmpstr (e->name, ==, app_document_get_name (doc ()));
   g_assert_cmpstr (e->policy, ==, "megatron");
-  wait_for (sidebar_lists, GUINT_TO_POINTER (1), 30, "the sidebar's listing");
+  test_ui_wait_for (sidebar_lists, GUINT_TO_POINTER (1), 30, "the sidebar's listing");
   g_assert_cmpuint (app_sidebar_get_n_visible (APP_SIDEBAR (app_window_get_part (window, "sidebar"))), ==, 1);
 }
 
@@ -649,7 +614,7 @@ test_reopen (void)
   app_window_set_document (window, NULL);
   g_assert_cmpstr (app_window_get_mode (window), ==, "empty");
   app_window_open_stored (window, saved_id);
-  wait_for (reopened, old, 60, "the stored plan");
+  test_ui_wait_for (reopened, old, 60, "the stored plan");
   g_assert_true (planner_plan_equal (plan (), saved_plan));
   /* The user's pin came back as the user's, apart from the policy's. */
   GPtrArray *pins = app_document_get_pins (doc ());
@@ -657,7 +622,7 @@ test_reopen (void)
   g_assert_cmpstr (g_ptr_array_index (pins, 0), ==, EXAMPLE_OP "=[dp,_,_],[_,_]");
   g_assert_cmpstr (app_document_get_policy (doc ()), ==, "megatron");
   g_assert_cmpstr (app_window_get_mode (window), ==, "plan");
-  wait_for (plan_ready, NULL, 60, "the layout of the reopened plan");
+  test_ui_wait_for (plan_ready, NULL, 60, "the layout of the reopened plan");
   g_object_unref (old);
 }
 
@@ -668,7 +633,7 @@ test_compare (void)
   PlannerPlan *before = plan ();
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s", EXAMPLE_OP));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.unpin", NULL));
-  wait_for (plan_differs, before, 60, "the plan after unpinning");
+  test_ui_wait_for (plan_differs, before, 60, "the plan after unpinning");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.compare", NULL));
   g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
   AppCompareView *view = APP_COMPARE_VIEW (app_window_get_part (window, "compare_view"));
@@ -732,7 +697,7 @@ test_ask_before_discarding (void)
   /* A crash now leaves the edits beside the store: a window on a store with such a
    * left-over offers it back, and Restore brings the edited plan back, unsaved. */
   const char *autosave = app_window_get_autosave_path (window);
-  wait_for (file_exists, (gpointer) autosave, 30, "the autosave");
+  test_ui_wait_for (file_exists, (gpointer) autosave, 30, "the autosave");
   app_autosave_flush ();
   g_autofree char *contents = NULL;
   gsize length = 0;
@@ -749,7 +714,7 @@ test_ask_before_discarding (void)
   g_assert_true (app_window_get_offers_recovery (second));
   g_assert_false (app_window_get_offers_recovery (window));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (second), "win.restore-autosave", NULL));
-  wait_for (window_has_plan, second, 60, "the restored plan");
+  test_ui_wait_for (window_has_plan, second, 60, "the restored plan");
   AppDocument *restored = app_window_get_document (second);
   g_assert_true (app_document_get_modified (restored));
   g_assert_true (planner_plan_equal (app_document_get_plan (restored), plan ()));
@@ -759,7 +724,7 @@ test_ask_before_discarding (void)
   g_object_ref (second);
   gtk_window_close (GTK_WINDOW (second));
   answer_in (second, "Save Changes to", NULL, "discard");
-  wait_for (window_gone, second, 10, "the second window to close");
+  test_ui_wait_for (window_gone, second, 10, "the second window to close");
   g_object_unref (second);
   app_autosave_flush ();
   g_assert_false (g_file_test (left, G_FILE_TEST_EXISTS));
@@ -770,20 +735,20 @@ test_ask_before_discarding (void)
   app_window_create_plan (window, "gpt2", "dp=2,mp=4", "h100-sxm", "megatron");
   g_assert_true (doc () == edited);
   answer ("Save Changes to", NULL, "discard");
-  wait_for (new_document, edited, 120, "the new plan");
+  test_ui_wait_for (new_document, edited, 120, "the new plan");
   g_assert_false (app_document_get_modified (doc ()));
   g_assert_cmpint (app_document_get_store_id (doc ()), ==, 0);
-  wait_for (file_gone, (gpointer) autosave, 30, "the autosave's removal");
+  test_ui_wait_for (file_gone, (gpointer) autosave, 30, "the autosave's removal");
 
   /* Save in the question saves first (naming the new plan), then goes on. */
   AppDocument *fresh = doc ();
   PlannerPlan *before = plan ();
   g_assert_true (app_document_pin (fresh, EXAMPLE_OP, "[dp,_,_],[_,_]", &error));
-  wait_for (plan_differs, before, 60, "the plan after the pin");
+  test_ui_wait_for (plan_differs, before, 60, "the plan after the pin");
   app_window_create_plan (window, "gpt2", "dp=2,mp=4", "h100-sxm", "megatron");
   answer ("Save Changes to", NULL, "save");
   answer ("Save the Plan", "gpt2 saved before a new plan", "save");
-  wait_for (new_document, fresh, 120, "the plan after saving");
+  test_ui_wait_for (new_document, fresh, 120, "the plan after saving");
   g_autoptr (GPtrArray) entries = planner_store_list_plans (app_window_get_store (window), NULL);
   gboolean found = FALSE;
   for (guint i = 0; i < entries->len; i++)
@@ -834,7 +799,7 @@ test_export (void)
       g_autoptr (GError) error = NULL;
       g_object_set_data (G_OBJECT (window), "export-done", NULL);
       app_window_export_async (window, cases[i].format, file, export_done, &error);
-      wait_for (export_finished, NULL, 60, cases[i].format);
+      test_ui_wait_for (export_finished, NULL, 60, cases[i].format);
       g_assert_no_error (error);
       g_autofree char *contents = NULL;
       gsize length = 0;
@@ -877,11 +842,11 @@ test_chart_and_store_actions (void)
                                              saved_id, "gpt2 c_fc data-parallel"));
   g_autoptr (PlannerStoreEntry) e = planner_store_get_entry (app_window_get_store (window), saved_id, NULL);
   g_assert_cmpstr (e->name, ==, "gpt2 c_fc data-parallel");
-  wait_for (sidebar_renamed, NULL, 30, "the sidebar after renaming");
+  test_ui_wait_for (sidebar_renamed, NULL, 30, "the sidebar after renaming");
   AppSidebar *sidebar = APP_SIDEBAR (app_window_get_part (window, "sidebar"));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.duplicate-plan", "x", saved_id));
   /* The saved plan, the one saved before a new plan (ask-before-discarding), the copy. */
-  wait_for (sidebar_lists, GUINT_TO_POINTER (3), 60, "the duplicate");
+  test_ui_wait_for (sidebar_lists, GUINT_TO_POINTER (3), 60, "the duplicate");
   g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 3);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.delete-plan", "x", saved_id));
   g_assert_cmpuint (app_sidebar_get_n_visible (sidebar), ==, 2);
@@ -918,14 +883,14 @@ test_toasts (void)
       g_assert_cmpuint (app_window_get_n_toasts (window), >=, 3);
       /* A first dismissal at 0..550 ms into the show animation, another 40 ms later while
        * the next one replaces it. */
-      pump (50 * round);
+      test_ui_pump (50 * round);
       app_window_dismiss_toasts (window);
       g_assert_cmpuint (app_window_get_n_toasts (window), <=, 1);
-      pump (40);
+      test_ui_pump (40);
       app_window_dismiss_toasts (window);
     }
-  wait_for (no_toasts, NULL, 10, "the toasts to go");
-  pump (700);
+  test_ui_wait_for (no_toasts, NULL, 10, "the toasts to go");
+  test_ui_pump (700);
   g_assert_cmpuint (app_window_get_n_toasts (window), ==, 0);
 }
 
@@ -935,11 +900,11 @@ test_screenshot (void)
   /* The README's picture: the plan with an attention projection selected. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s",
                                              "transformer.h.0.attn.c_attn"));
-  wait_for (plan_ready, NULL, 60, "the layout");
+  test_ui_wait_for (plan_ready, NULL, 60, "the layout");
   /* The picture shows the app at rest, without the toasts of the earlier cases. */
   app_window_dismiss_toasts (window);
-  wait_for (no_toasts, NULL, 10, "the toasts to go");
-  pump (500);
+  test_ui_wait_for (no_toasts, NULL, 10, "the toasts to go");
+  test_ui_pump (500);
   GtkWidget *widget = GTK_WIDGET (window);
   int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
   g_assert_cmpint (width, >, 800);
@@ -1077,20 +1042,20 @@ cancel_in (AppTrialDialog *d, const char *phase)
   if (phase)
     {
       g_object_set_data (G_OBJECT (d), "phase", (gpointer) phase);
-      wait_for (progress_says, d, 120, phase);
+      test_ui_wait_for (progress_says, d, 120, phase);
       /* The time left appears once a few percent are done. */
       if (g_str_equal (phase, "sharded"))
         {
           g_object_set_data (G_OBJECT (d), "phase", (gpointer) "left");
-          wait_for (progress_says, d, 120, "the time left");
+          test_ui_wait_for (progress_says, d, 120, "the time left");
         }
     }
   app_trial_dialog_cancel (d);
   g_assert_false (app_trial_dialog_get_running (d));
   g_assert_cmpstr (app_trial_dialog_get_status (d), ==, "Cancelled.");
   /* Run comes back once the cancelled run has let go of its memory. */
-  wait_for (can_run, d, 120, "the cancelled run to end");
-  pump (100);
+  test_ui_wait_for (can_run, d, 120, "the cancelled run to end");
+  test_ui_pump (100);
   g_assert_false (finished);
   g_signal_handler_disconnect (d, id);
 }
@@ -1101,11 +1066,11 @@ test_trial_run (void)
   /* A small model so the CPU backend runs it in moments. */
   AppDocument *old = doc ();
   app_window_load_model (window, "gpt2-tiny", "dp=2,mp=2", "cpu-local", "megatron");
-  wait_for (plan_differs, app_document_get_plan (old), 60, "gpt2-tiny");
-  wait_for (plan_ready, NULL, 60, "gpt2-tiny's plan");
+  test_ui_wait_for (plan_differs, app_document_get_plan (old), 60, "gpt2-tiny");
+  test_ui_wait_for (plan_ready, NULL, 60, "gpt2-tiny's plan");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.save", NULL));
   answer ("Save the Plan", NULL, "save");
-  wait_for (stored, NULL, 60, "the save");
+  test_ui_wait_for (stored, NULL, 60, "the save");
   GtkWidget *dialog = app_trial_dialog_new (GTK_WINDOW (window), plan ());
   AppTrialDialog *d = APP_TRIAL_DIALOG (dialog);
   gtk_window_present (GTK_WINDOW (dialog));
@@ -1125,9 +1090,9 @@ test_trial_run (void)
   app_window_connect_trial_dialog (window, dialog);
   app_trial_dialog_set_repeat (d, 1);
   app_trial_dialog_start (d);
-  wait_for (flag_set, &finished, 300, "the trial run");
+  test_ui_wait_for (flag_set, &finished, 300, "the trial run");
   g_assert_cmpint (finished, ==, 1);
-  wait_for (trial_stored, NULL, 30, "the stored trial run");
+  test_ui_wait_for (trial_stored, NULL, 30, "the stored trial run");
   g_autoptr (GPtrArray) runs = planner_store_list_trial_runs (app_window_get_store (window),
                                                               app_document_get_store_id (doc ()), NULL);
   g_assert_cmpuint (runs->len, ==, 1);
@@ -1191,7 +1156,7 @@ static void
 test_close (void)
 {
   gtk_window_close (GTK_WINDOW (window));
-  pump (200);
+  test_ui_pump (200);
   /* The deletion that was still undoable is final now. */
   g_autoptr (PlannerStore) store = planner_store_open (g_getenv ("SHARDSCOPE_DB"), NULL);
   g_autoptr (GError) error = NULL;
@@ -1209,7 +1174,7 @@ main (int argc, char *argv[])
   g_setenv ("LANGUAGE", "C", TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   gtk_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (log_fatal, NULL);
+  g_test_log_set_fatal_handler (test_ui_log_fatal, NULL);
   app_application_init_environment ();
 
   g_test_add_func ("/ui/app/start", test_start);

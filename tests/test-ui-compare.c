@@ -27,13 +27,12 @@
 #include "planner-redistribute.h"
 
 #include "test-util.h"
+#include "test-ui-util.h"
 
 static AppApplication *app;
 static AppWindow *window;
 static char *tmpdir;
 static PlannerPlan *other_plan; /* the plan compared with the window's */
-
-typedef gboolean (*Condition) (gpointer data);
 
 static gboolean
 timed_out (gpointer data)
@@ -42,34 +41,8 @@ timed_out (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-static void
-wait_for (Condition cond, gpointer data, guint seconds, const char *what)
-{
-  gboolean expired = FALSE;
-  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
-  while (!cond (data) && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  if (expired && !cond (data))
-    g_error ("timed out after %u s waiting for %s", seconds, what);
-}
 
-static void
-pump (guint ms)
-{
-  gint64 end = g_get_monotonic_time () + ms * 1000;
-  while (g_get_monotonic_time () < end)
-    g_main_context_iteration (NULL, FALSE);
-}
 
-static gboolean
-log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  if (strstr (message, "session bus") || strstr (message, "dbus"))
-    return FALSE;
-  return TRUE;
-}
 
 static AppDocument *
 doc (void)
@@ -118,7 +91,7 @@ load (const char *mesh, const char *hardware, guint64 memory)
 {
   app_window_load_model (window, "gpt2-tiny", mesh, hardware, "megatron");
   Wanted want = { mesh, memory };
-  wait_for (plan_is, &want, 60, "gpt2-tiny's plan");
+  test_ui_wait_for (plan_is, &want, 60, "gpt2-tiny's plan");
   g_assert_cmpstr (app_document_get_policy (doc ()), ==, "megatron");
 }
 
@@ -166,36 +139,22 @@ resize (int width, int height)
   if (!window_sized (size))
     g_error ("the window is %dx%d, not %dx%d", gtk_widget_get_width (GTK_WIDGET (window)),
              gtk_widget_get_height (GTK_WIDGET (window)), width, height);
-  pump (200);
+  test_ui_pump (200);
 }
 
 /* @widget as drawn, into the build folder (to look at; nothing is compared). */
 static void
 photograph (GtkWidget *widget, const char *file)
 {
-  pump (200);
-  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
-  if (width <= 0 || height <= 0)
-    return;
-  g_autoptr (GdkPaintable) paintable = gtk_widget_paintable_new (widget);
-  GtkSnapshot *snapshot = gtk_snapshot_new ();
-  gdk_paintable_snapshot (paintable, snapshot, width, height);
-  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snapshot);
-  if (node == NULL)
-    return;
-  GskRenderer *renderer = gtk_native_get_renderer (gtk_widget_get_native (widget));
-  g_autoptr (GdkTexture) texture
-      = gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
-  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_BUILDDIR"), file, NULL);
-  g_assert_true (gdk_texture_save_to_png (texture, path));
-  g_test_message ("wrote %s (%dx%d)", path, width, height);
+  test_ui_pump (200);
+  test_ui_photograph (widget, file);
 }
 
 /* The level bar as drawn: the colour of a pixel in the filled part's middle. */
 static void
 filled_colour (GtkWidget *bar, guchar rgb[3])
 {
-  pump (100);
+  test_ui_pump (100);
   int width = gtk_widget_get_width (bar), height = gtk_widget_get_height (bar);
   g_assert_cmpint (width, >, 8);
   g_assert_cmpint (height, >, 0);
@@ -230,7 +189,7 @@ test_start (void)
   g_assert_true (APP_IS_WINDOW (window));
   resize (1280, 720);
   /* The example first, so that it does not replace the plan asked for. */
-  wait_for (plan_ready, NULL, 120, "the example's plan");
+  test_ui_wait_for (plan_ready, NULL, 120, "the example's plan");
   load ("dp=2,mp=2", "h100-sxm", 80000000000);
 }
 
@@ -253,8 +212,8 @@ enter_compare (void)
                                  app_document_get_hardware (doc ()), NULL, NULL);
   app_window_compare (window, other_plan, "no policy");
   g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
-  wait_for (panes_ready, NULL, 60, "both panes' layouts");
-  pump (200);
+  test_ui_wait_for (panes_ready, NULL, 60, "both panes' layouts");
+  test_ui_pump (200);
   GVariant *state = g_action_group_get_action_state (G_ACTION_GROUP (window), "compare");
   g_assert_true (g_variant_get_boolean (state));
   g_variant_unref (state);
@@ -330,7 +289,7 @@ check_compare (int width, int height)
 
   /* Each legend whole, unscaled, inside the legends' strip under both graphs; side by side
    * under their own panes where they fit, else stacked one above the other. */
-  pump (200);
+  test_ui_pump (200);
   GtkWidget *legends = app_compare_view_get_legends (view);
   g_assert_true (gtk_widget_get_mapped (legends));
   int lw = gtk_widget_get_width (legends), lh = gtk_widget_get_height (legends);
@@ -448,7 +407,7 @@ test_compare (gconstpointer data)
   g_signal_emit_by_name (toggle, "clicked");
   g_assert_cmpstr (app_window_get_mode (window), ==, "compare");
   g_assert_true (gtk_toggle_button_get_active (toggle));
-  wait_for (panes_ready, NULL, 60, "both panes' layouts");
+  test_ui_wait_for (panes_ready, NULL, 60, "both panes' layouts");
   press_escape ();
   assert_left_compare ();
   g_assert_false (gtk_toggle_button_get_active (toggle));
@@ -471,7 +430,7 @@ static void
 assert_labels_whole (int width, int height)
 {
   GtkWidget *bar = GTK_WIDGET (totals_bar ());
-  pump (200);
+  test_ui_pump (200);
   g_assert_true (gtk_widget_get_mapped (bar));
   graphene_rect_t bar_bounds;
   g_assert_true (gtk_widget_compute_bounds (bar, GTK_WIDGET (window), &bar_bounds));
@@ -622,7 +581,7 @@ test_memory_over_budget (void)
   g_assert_cmpuint (planner_hardware_memory_bytes (planner_plan_get_hardware (plan ())), ==,
                     4000000);
   assert_memory (&planner_plan_get_totals (plan ())->memory, &want);
-  pump (200);
+  test_ui_pump (200);
   g_assert_true (app_totals_bar_get_over_budget (bar));
   g_assert_true (gtk_widget_has_css_class (level, "over-budget"));
   g_assert_cmpfloat (gtk_level_bar_get_value (GTK_LEVEL_BAR (level)), ==, 1.0);
@@ -651,7 +610,7 @@ static void
 test_memory_pipeline (void)
 {
   load ("pp=2,dp=1,mp=2", "h100-sxm", 80000000000);
-  pump (200);
+  test_ui_pump (200);
   AppTotalsBar *bar = totals_bar ();
   guint64 s = P, b = 8, t = 2;
   guint64 layer_acts = layer_activations (s, b, H, 4, t);
@@ -703,7 +662,7 @@ main (int argc, char *argv[])
   g_setenv ("LANGUAGE", "C", TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   gtk_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (log_fatal, NULL);
+  g_test_log_set_fatal_handler (test_ui_log_fatal, NULL);
   app_application_init_environment ();
 
   static const int small[2] = { 1280, 720 }, large[2] = { 1920, 1080 };

@@ -30,48 +30,15 @@
 #include "planner-plan.h"
 
 #include "test-util.h"
+#include "test-ui-util.h"
 
 static AppApplication *app;
 static AppWindow *window;
 static char *tmpdir;
 
-typedef gboolean (*Condition) (gpointer data);
 
-static gboolean
-timed_out (gpointer data)
-{
-  *(gboolean *)data = TRUE;
-  return G_SOURCE_REMOVE;
-}
 
-static void
-wait_for (Condition cond, gpointer data, guint seconds, const char *what)
-{
-  gboolean expired = FALSE;
-  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
-  while (!cond (data) && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  if (expired && !cond (data))
-    g_error ("timed out after %u s waiting for %s", seconds, what);
-}
 
-static void
-pump (guint ms)
-{
-  gint64 end = g_get_monotonic_time () + ms * 1000;
-  while (g_get_monotonic_time () < end)
-    g_main_context_iteration (NULL, FALSE);
-}
-
-static gboolean
-log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  if (strstr (message, "session bus") || strstr (message, "dbus"))
-    return FALSE;
-  return TRUE;
-}
 
 static AppDocument *
 doc (void)
@@ -111,9 +78,9 @@ test_start (void)
   g_assert_true (APP_IS_WINDOW (window));
   gtk_window_set_default_size (GTK_WINDOW (window), 1600, 1000);
   app_window_load_model (window, "gpt2-tiny", "dp=2,mp=2", "cpu-local", "megatron");
-  wait_for (plan_ready, NULL, 120, "gpt2-tiny's plan");
+  test_ui_wait_for (plan_ready, NULL, 120, "gpt2-tiny's plan");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.expand-all", NULL));
-  wait_for (plan_ready, NULL, 60, "the unfolded layout");
+  test_ui_wait_for (plan_ready, NULL, 60, "the unfolded layout");
   GraphviewModel *model = graphview_widget_get_model (graph ());
   /* 48 ops, every one its own node. */
   g_assert_cmpuint (graphview_model_get_n_items (model), ==, 48);
@@ -291,7 +258,7 @@ test_type_legend (void)
   cairo_surface_flush (surface);
 
   GtkWidget *widget = GTK_WIDGET (legend);
-  pump (200);
+  test_ui_pump (200);
   GraphviewModel *model = graphview_widget_get_model (graph ());
   PlannerGraph *g = graphview_model_get_graph (model);
   for (guint row = 0; row < app_type_legend_get_n_types (legend); row++)
@@ -342,7 +309,7 @@ test_type_legend (void)
 
   /* It takes its own room: after Fit no node is under it; hidden, it gives the room back. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
-  pump (200);
+  test_ui_pump (200);
   graphene_rect_t cover;
   g_assert_true (gtk_widget_compute_bounds (widget, GTK_WIDGET (graph ()), &cover));
   g_assert_cmpfloat (cover.size.height, >, 100);
@@ -391,8 +358,8 @@ test_search (void)
   GtkWidget *entry = app_window_get_part (window, "search_entry");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.find", NULL));
   gtk_editable_set_text (GTK_EDITABLE (entry), "mlp");
-  wait_for (status_is, "1 of 10", 10, "“1 of 10”");
-  pump (300);
+  test_ui_wait_for (status_is, "1 of 10", 10, "“1 of 10”");
+  test_ui_pump (300);
   keep_photograph (GTK_WIDGET (window), "ui-conventions-search.png");
 
   /* Every op whose name holds "mlp", and no other. */
@@ -446,7 +413,7 @@ test_search (void)
   for (guint op = 0; op < planner_graph_get_n_ops (g); op++)
     g_assert_false (graphview_renderer_op_is_highlighted (renderer (), op));
   app_document_set_selected_op (doc (), -1);
-  wait_for (plan_ready, NULL, 60, "the layout");
+  test_ui_wait_for (plan_ready, NULL, 60, "the layout");
 }
 
 /* ---- picture export ----------------------------------------------------------------- */
@@ -493,7 +460,7 @@ export_png (double scale, const char *name, Export *e)
    * still be the one asked for. */
   g_assert_false (e->done);
   g_timeout_add (1, count_iteration, e);
-  wait_for (export_over, e, 60, name);
+  test_ui_wait_for (export_over, e, 60, name);
   if (!e->ok)
     return NULL;
   cairo_surface_t *png = cairo_image_surface_create_from_png (path);
@@ -613,7 +580,7 @@ test_export_png (void)
   app_window_export_picture_async (window, "png", file, 2, export_done, &two);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.collapse-all", NULL));
   g_timeout_add (1, count_iteration, &two);
-  wait_for (export_over, &two, 60, "two.png");
+  test_ui_wait_for (export_over, &two, 60, "two.png");
   g_assert_no_error (two.error);
   g_assert_true (two.ok);
   cairo_surface_t *png2 = cairo_image_surface_create_from_png (path);
@@ -640,21 +607,21 @@ test_export_png (void)
   g_autofree char *nowhere = g_build_filename (tmpdir, "no-such-dir", "x.png", NULL);
   g_autoptr (GFile) bad_file = g_file_new_for_path (nowhere);
   app_window_export_picture_async (window, "png", bad_file, 1, export_done, &bad);
-  wait_for (export_over, &bad, 60, "the failed export");
+  test_ui_wait_for (export_over, &bad, 60, "the failed export");
   g_assert_false (bad.ok);
   g_assert_nonnull (bad.error);
   g_assert_nonnull (strstr (bad.error->message, "no-such-dir"));
   g_clear_error (&bad.error);
   /* Through the window's own path (where win.export's chooser ends), in a toast. */
   app_window_dismiss_toasts (window);
-  pump (700);
+  test_ui_pump (700);
   app_window_dismiss_toasts (window);
-  pump (100);
+  test_ui_pump (100);
   guint toasts = app_window_get_n_toasts (window);
   app_window_export_file (window, "png", bad_file, 2);
-  wait_for (more_toasts, GUINT_TO_POINTER (toasts), 60, "the failure's toast");
+  test_ui_wait_for (more_toasts, GUINT_TO_POINTER (toasts), 60, "the failure's toast");
   gtk_widget_activate_action (GTK_WIDGET (window), "win.expand-all", NULL);
-  wait_for (plan_ready, NULL, 60, "the unfolded layout again");
+  test_ui_wait_for (plan_ready, NULL, 60, "the unfolded layout again");
 }
 
 /* ---- hardware profile --------------------------------------------------------------- */
@@ -709,7 +676,7 @@ test_hardware (void)
   g_assert_nonnull (app_hardware_dialog_get_text (d, "efficiency.gemm"));
   g_assert_nonnull (app_hardware_dialog_get_text (d, "efficiency.kernel_launch_us"));
 
-  pump (300);
+  test_ui_pump (300);
   keep_photograph (GTK_WIDGET (d), "ui-conventions-hardware.png");
   /* A built-in's name is refused; nonsense too, naming the figure. */
   g_autoptr (GError) error = NULL;
@@ -740,7 +707,7 @@ test_hardware (void)
   g_assert_cmpfloat_with_epsilon (cli_comm_time_us (path), halved, 1e-3);
 
   /* The window re-costs its plan with the profile. */
-  wait_for (plan_ready, before, 60, "the re-costed plan");
+  test_ui_wait_for (plan_ready, before, 60, "the re-costed plan");
   PlannerPlan *after = app_document_get_plan (doc ());
   g_assert_cmpstr (planner_hardware_get_name (planner_plan_get_hardware (after)), ==,
                    "cpu-local-half");
@@ -764,11 +731,11 @@ static void
 test_close (void)
 {
   app_window_dismiss_toasts (window);
-  pump (700);
+  test_ui_pump (700);
   app_window_dismiss_toasts (window);
   /* Destroyed, not closed: the re-costed plan's question is not the point here. */
   gtk_window_destroy (GTK_WINDOW (window));
-  pump (100);
+  test_ui_pump (100);
 }
 
 /* A shortcut does one thing: no accelerator is given to two actions of the application or
@@ -816,7 +783,7 @@ main (int argc, char *argv[])
   g_setenv ("LANGUAGE", "C", TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   gtk_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (log_fatal, NULL);
+  g_test_log_set_fatal_handler (test_ui_log_fatal, NULL);
   app_application_init_environment ();
 
   g_test_add_func ("/ui/conventions/start", test_start);

@@ -21,6 +21,7 @@
 #include "graphview-renderer.h"
 #include "graphview-widget.h"
 #include "test-util.h"
+#include "test-ui-util.h"
 
 static char *tmpdir;
 
@@ -146,8 +147,6 @@ pixels_from_widget (Pixels *p, GtkWidget *widget)
 
 /* Main loop -------------------------------------------------------------------------------- */
 
-typedef gboolean (*Condition) (gpointer data);
-
 static gboolean
 timed_out (gpointer data)
 {
@@ -155,18 +154,6 @@ timed_out (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-static void
-wait_for (Condition cond, gpointer data, guint seconds, const char *what)
-{
-  gboolean expired = FALSE;
-  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
-  while (!cond (data) && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  if (expired && !cond (data))
-    g_error ("timed out after %u s waiting for %s", seconds, what);
-}
 
 static void
 pump (guint ms)
@@ -197,7 +184,7 @@ static void
 wait_for_style (GraphviewWidget *view, gboolean dark)
 {
   want_dark = dark;
-  wait_for (style_reached, view, 20, dark ? "the dark palette" : "the light palette");
+  test_ui_wait_for (style_reached, view, 20, dark ? "the dark palette" : "the light palette");
 }
 
 /* The palettes ----------------------------------------------------------------------------- */
@@ -453,7 +440,7 @@ test_widget_style (void)
   graphview_widget_set_model (GRAPHVIEW_WIDGET (view), model);
   graphview_widget_set_plan (GRAPHVIEW_WIDGET (view), plan);
   gtk_window_present (GTK_WINDOW (window));
-  wait_for (widget_ready, view, 60, "the widget's layout");
+  test_ui_wait_for (widget_ready, view, 60, "the widget's layout");
 
   for (int round = 0; round < 3; round++)
     {
@@ -504,7 +491,7 @@ test_app_without_bus (void)
   g_application_activate (G_APPLICATION (app));
   AppWindow *window = APP_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
   gtk_window_set_default_size (GTK_WINDOW (window), 1200, 800);
-  wait_for (plan_ready, window, 120, "the example's plan and layout");
+  test_ui_wait_for (plan_ready, window, 120, "the example's plan and layout");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s",
                                              "transformer.h.0.attn.c_attn"));
 
@@ -580,8 +567,10 @@ test_app_without_bus (void)
   pump (100);
 }
 
+
 /* GTK and libadwaita say on their own when there is no bus; nothing else may warn (dconf's
- * lost write would). */
+ * lost write would, and its message names dbus-launch: test_ui_log_fatal() would let it
+ * pass). */
 static gboolean
 log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
 {

@@ -19,32 +19,13 @@
 #include "app-window.h"
 
 #include "test-util.h"
+#include "test-ui-util.h"
 
 static AppApplication *app;
 static AppWindow *window;
 static char *tmpdir;
 
-typedef gboolean (*Condition) (gpointer data);
 
-static gboolean
-timed_out (gpointer data)
-{
-  *(gboolean *)data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-static void
-wait_for (Condition cond, gpointer data, guint seconds, const char *what)
-{
-  gboolean expired = FALSE;
-  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
-  while (!cond (data) && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  if (expired && !cond (data))
-    g_error ("timed out after %u s waiting for %s", seconds, what);
-}
 
 /* A plan other than @data, with nothing still running. */
 static gboolean
@@ -62,13 +43,6 @@ error_shown (gpointer data)
   return !app_document_get_busy (doc) && app_document_get_error (doc) != NULL;
 }
 
-static gboolean
-log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  if (strstr (message, "session bus") || strstr (message, "dbus"))
-    return FALSE;
-  return TRUE;
-}
 
 static AppScheduleChart *
 chart (void)
@@ -88,39 +62,10 @@ chart_drawn (gpointer data)
 static void
 wait_replanned (PlannerPlan *before)
 {
-  wait_for (plan_ready, before, 120, "the re-planned document");
-  wait_for (chart_drawn, NULL, 30, "the schedule chart on screen");
+  test_ui_wait_for (plan_ready, before, 120, "the re-planned document");
+  test_ui_wait_for (chart_drawn, NULL, 30, "the schedule chart on screen");
   for (int i = 0; i < 20; i++)
     g_main_context_iteration (NULL, FALSE);
-}
-
-/* The window, into the build folder (to look at; nothing is compared). */
-static void
-photograph (GtkWidget *widget, const char *file)
-{
-  for (int i = 0; i < 100; i++)
-    g_main_context_iteration (NULL, FALSE);
-  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
-  if (width <= 0 || height <= 0)
-    {
-      g_test_message ("%s: %dx%d", file, width, height);
-      return;
-    }
-  g_autoptr (GdkPaintable) paintable = gtk_widget_paintable_new (widget);
-  GtkSnapshot *snapshot = gtk_snapshot_new ();
-  gdk_paintable_snapshot (paintable, snapshot, width, height);
-  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snapshot);
-  if (node == NULL)
-    {
-      g_test_message ("%s: nothing drawn", file);
-      return;
-    }
-  GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (widget));
-  g_autoptr (GdkTexture) texture
-      = gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
-  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_BUILDDIR"), file, NULL);
-  g_assert_true (gdk_texture_save_to_png (texture, path));
-  g_test_message ("wrote %s (%dx%d)", path, width, height);
 }
 
 static PlannerPlan *
@@ -140,8 +85,8 @@ test_start (void)
   window = APP_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
   g_assert_true (APP_IS_WINDOW (window));
   app_window_load_model (window, "llama", "pp=4,mp=2", "h100-sxm", "megatron");
-  wait_for (plan_ready, NULL, 120, "llama's plan");
-  wait_for (chart_drawn, NULL, 30, "the schedule chart on screen");
+  test_ui_wait_for (plan_ready, NULL, 120, "llama's plan");
+  test_ui_wait_for (chart_drawn, NULL, 30, "the schedule chart on screen");
   /* The defaults: one micro-batch of the whole local batch, 1F1B. */
   g_assert_true (gtk_widget_get_visible (GTK_WIDGET (chart ())));
   g_assert_cmpuint (app_schedule_chart_get_n_boxes (chart ()), ==, 2 * 4);
@@ -276,7 +221,7 @@ test_1f1b (void)
   g_assert_cmpuint (graphview_stages_get_n_bands (stages), ==, 4);
   g_assert_cmpstr (graphview_stages_get_band (stages, 2)->label, ==,
                    "stage 2 · layers 16-23 · devices 4-5");
-  photograph (GTK_WIDGET (window), "ui-pipeline-1f1b.png");
+  test_ui_photograph (GTK_WIDGET (window), "ui-pipeline-1f1b.png");
 }
 
 static void
@@ -309,7 +254,7 @@ test_gpipe (void)
    * and its chart stay. */
   before = current_plan ();
   app_schedule_chart_set_micro_batches (chart (), 3);
-  wait_for (error_shown, NULL, 120, "the refusal");
+  test_ui_wait_for (error_shown, NULL, 120, "the refusal");
   g_assert_nonnull (strstr (app_document_get_error (app_window_get_document (window)),
                             "3 micro-batches do not split the 8 sequences"));
   g_assert_true (current_plan () == before);
@@ -341,7 +286,7 @@ test_interleaved (void)
       g_assert_cmpuint (warmup, ==, 2 * (4 - s - 1) + (2 - 1) * 4 + 1);
     }
   g_assert_nonnull (strstr (app_schedule_chart_get_summary (chart ()), "bubble 15.8%"));
-  photograph (GTK_WIDGET (window), "ui-pipeline-interleaved.png");
+  test_ui_photograph (GTK_WIDGET (window), "ui-pipeline-interleaved.png");
   GraphviewStages *stages = graphview_renderer_get_stages (
       graphview_widget_get_renderer (app_window_get_graph (window)));
   g_assert_cmpuint (graphview_stages_get_n_bands (stages), ==, 8);
@@ -352,7 +297,7 @@ test_no_pipeline (void)
 {
   PlannerPlan *before = current_plan ();
   app_window_load_model (window, "gpt2-tiny", "dp=2,mp=2", "h100-sxm", "megatron");
-  wait_for (plan_ready, before, 120, "gpt2-tiny's plan");
+  test_ui_wait_for (plan_ready, before, 120, "gpt2-tiny's plan");
   for (int i = 0; i < 20; i++)
     g_main_context_iteration (NULL, FALSE);
   g_assert_false (gtk_widget_get_visible (GTK_WIDGET (chart ())));
@@ -377,7 +322,7 @@ main (int argc, char *argv[])
   g_setenv ("LANGUAGE", "C", TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   gtk_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (log_fatal, NULL);
+  g_test_log_set_fatal_handler (test_ui_log_fatal, NULL);
   app_application_init_environment ();
 
   g_test_add_func ("/ui/pipeline/start", test_start);

@@ -17,45 +17,15 @@
 #include "graphview-widget.h"
 
 #include "test-util.h"
+#include "test-ui-util.h"
 
 #define SELECTED_OP "model.layers.0.self_attn.q_proj"
 
 static AppApplication *app;
 static AppWindow *window;
 
-typedef gboolean (*Condition) (gpointer data);
 
-static gboolean
-timed_out (gpointer data)
-{
-  *(gboolean *)data = TRUE;
-  return G_SOURCE_REMOVE;
-}
 
-static void
-wait_for (Condition cond, gpointer data, guint seconds, const char *what)
-{
-  gboolean expired = FALSE;
-  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
-  while (!cond (data) && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  if (expired && !cond (data))
-    g_error ("timed out after %u s waiting for %s", seconds, what);
-}
-
-static void
-pump (guint ms)
-{
-  gint64 end = g_get_monotonic_time () + (gint64)ms * 1000;
-  while (g_get_monotonic_time () < end)
-    {
-      while (g_main_context_iteration (NULL, FALSE))
-        ;
-      g_usleep (5000);
-    }
-}
 
 static gboolean
 plan_ready (gpointer data)
@@ -65,30 +35,14 @@ plan_ready (gpointer data)
          && graphview_widget_is_ready (app_window_get_graph (window));
 }
 
-static gboolean
-log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  /* No session bus under Xvfb: the portal's settings are missing, and that is not a
-   * failure of the app. */
-  if (strstr (message, "session bus") || strstr (message, "dbus") || strstr (message, "portal"))
-    return FALSE;
-  return TRUE;
-}
 
 /* @widget as the screen shows it, as a texture. */
 static GdkTexture *
 photograph (GtkWidget *widget)
 {
-  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
-  g_assert_cmpint (width, >, 0);
-  g_assert_cmpint (height, >, 0);
-  g_autoptr (GdkPaintable) paintable = gtk_widget_paintable_new (widget);
-  GtkSnapshot *snapshot = gtk_snapshot_new ();
-  gdk_paintable_snapshot (paintable, snapshot, width, height);
-  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snapshot);
-  g_assert_nonnull (node);
-  GskRenderer *renderer = gtk_native_get_renderer (gtk_widget_get_native (widget));
-  return gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  GdkTexture *texture = test_ui_render (widget);
+  g_assert_nonnull (texture);
+  return texture;
 }
 
 /* The mean luminance (0..255) of @texture's pixels. */
@@ -115,7 +69,7 @@ set_scheme (const char *scheme)
   g_assert_true (g_action_group_has_action (G_ACTION_GROUP (app), "color-scheme"));
   g_action_group_change_action_state (G_ACTION_GROUP (app), "color-scheme",
                                       g_variant_new_string (scheme));
-  pump (300);
+  test_ui_pump (300);
 }
 
 static void
@@ -125,7 +79,7 @@ resize (int width, int height)
   gtk_widget_set_visible (GTK_WIDGET (window), FALSE);
   gtk_window_set_default_size (GTK_WINDOW (window), width, height);
   gtk_window_present (GTK_WINDOW (window));
-  pump (700);
+  test_ui_pump (700);
 }
 
 static void
@@ -157,13 +111,13 @@ test_screenshots (void)
           if (dw != 0 || dh != 0)
             resize (sizes[k][0] + dw, sizes[k][1] + dh);
           g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-fit", NULL));
-          pump (300);
+          test_ui_pump (300);
           g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s",
                                                      SELECTED_OP));
           /* Selecting an op of a folded block unfolds that instance: a new layout. */
-          pump (100);
-          wait_for (plan_ready, NULL, 60, "the layout with the selected op's block open");
-          pump (300);
+          test_ui_pump (100);
+          test_ui_wait_for (plan_ready, NULL, 60, "the layout with the selected op's block open");
+          test_ui_pump (300);
           /* Out from the op to its attention block and its neighbours. */
           /* Out from the op to its attention block and its neighbours: the zoom of two steps
            * out at the first size, the same one at the other (the same graph scale in both). */
@@ -173,16 +127,16 @@ test_screenshots (void)
               for (int z = 0; z < 2; z++)
                 g_assert_true (
                     gtk_widget_activate_action (GTK_WIDGET (window), "win.zoom-out", NULL));
-              pump (300);
+              test_ui_pump (300);
               shot_zoom = graphview_widget_get_zoom (graph);
             }
           else
             graphview_widget_zoom_at (graph, shot_zoom / graphview_widget_get_zoom (graph), 0, 0);
-          pump (300);
+          test_ui_pump (300);
           /* Selecting it again centres the graph on it at this zoom. */
           g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.select-op", "s",
                                                      SELECTED_OP));
-          pump (700);
+          test_ui_pump (700);
           GtkWidget *widget = GTK_WIDGET (window);
           g_assert_cmpint (gtk_widget_get_width (widget), ==, sizes[k][0]);
           g_assert_cmpint (gtk_widget_get_height (widget), ==, sizes[k][1]);
@@ -225,7 +179,10 @@ main (int argc, char **argv)
   g_setenv ("LANGUAGE", "C", TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   gtk_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (log_fatal, NULL);
+  /* No session bus under Xvfb: the portal's settings are missing too, and that is not a
+   * failure of the app. */
+  static const char *const harmless[] = { "portal", NULL };
+  g_test_log_set_fatal_handler (test_ui_log_fatal, (gpointer) harmless);
   app_application_init_environment ();
 
   app = app_application_new ();
@@ -236,7 +193,7 @@ main (int argc, char **argv)
   window = APP_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
   g_assert_true (APP_IS_WINDOW (window));
   app_window_load_model (window, "llama", "dp=2,mp=4", "h100-sxm", "megatron");
-  wait_for (plan_ready, NULL, 120, "llama's plan");
+  test_ui_wait_for (plan_ready, NULL, 120, "llama's plan");
 
   g_test_add_func ("/ui/screenshots", test_screenshots);
   int status = g_test_run ();

@@ -19,32 +19,13 @@
 #include "planner-store.h"
 
 #include "test-util.h"
+#include "test-ui-util.h"
 
 static AppApplication *app;
 static AppWindow *window;
 static char *tmpdir;
 
-typedef gboolean (*Condition) (gpointer data);
 
-static gboolean
-timed_out (gpointer data)
-{
-  *(gboolean *)data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-static void
-wait_for (Condition cond, gpointer data, guint seconds, const char *what)
-{
-  gboolean expired = FALSE;
-  guint id = g_timeout_add_seconds (seconds, timed_out, &expired);
-  while (!cond (data) && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  if (expired && !cond (data))
-    g_error ("timed out after %u s waiting for %s", seconds, what);
-}
 
 static gboolean
 plan_ready (gpointer data)
@@ -60,13 +41,6 @@ search_over (gpointer data)
   return !app_suggest_dialog_get_running (APP_SUGGEST_DIALOG (data));
 }
 
-static gboolean
-log_fatal (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  if (strstr (message, "session bus") || strstr (message, "dbus"))
-    return FALSE;
-  return TRUE;
-}
 
 static AppSuggestDialog *
 find_dialog (void)
@@ -81,29 +55,6 @@ find_dialog (void)
   return NULL;
 }
 
-/* The dialog with its list, into the build folder (to look at; nothing is compared). */
-static void
-photograph (GtkWidget *widget, const char *file)
-{
-  for (int i = 0; i < 100; i++)
-    g_main_context_iteration (NULL, FALSE);
-  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
-  if (width <= 0 || height <= 0)
-    return;
-  g_autoptr (GdkPaintable) paintable = gtk_widget_paintable_new (widget);
-  GtkSnapshot *snapshot = gtk_snapshot_new ();
-  gdk_paintable_snapshot (paintable, snapshot, width, height);
-  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snapshot);
-  if (node == NULL)
-    return;
-  GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (widget));
-  g_autoptr (GdkTexture) texture
-      = gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
-  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_BUILDDIR"), file, NULL);
-  g_assert_true (gdk_texture_save_to_png (texture, path));
-  g_test_message ("wrote %s (%dx%d)", path, width, height);
-}
-
 static void
 test_start (void)
 {
@@ -115,7 +66,7 @@ test_start (void)
   window = APP_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
   g_assert_true (APP_IS_WINDOW (window));
   app_window_load_model (window, "gpt2-tiny", "dp=2,mp=2", "cpu-local", "megatron");
-  wait_for (plan_ready, NULL, 60, "gpt2-tiny's plan");
+  test_ui_wait_for (plan_ready, NULL, 60, "gpt2-tiny's plan");
 }
 
 static void
@@ -147,7 +98,7 @@ test_suggest (void)
   /* The current mesh's device count is the default. */
   g_assert_cmpuint (app_suggest_dialog_get_devices (d), ==, 4);
   app_suggest_dialog_start (d);
-  wait_for (search_over, d, 300, "the search");
+  test_ui_wait_for (search_over, d, 300, "the search");
   const PlannerSearchResult *shown = app_suggest_dialog_get_result (d);
   g_assert_nonnull (shown);
 
@@ -240,7 +191,7 @@ test_suggest (void)
                   ref->candidates->len, want->mesh, want->solved ? "solved" : want->policy,
                   want->step_time_s, want->memory_per_device_bytes);
 
-  photograph (GTK_WIDGET (d), "suggest.png");
+  test_ui_photograph (GTK_WIDGET (d), "suggest.png");
 
   /* Saving it puts it in the store, once per save; the dialog stays. */
   g_assert_true (app_suggest_dialog_save_row (d, (guint)best_row));
@@ -266,7 +217,7 @@ test_suggest (void)
   g_autofree char *mesh = g_strdup (want->mesh);
   double step = want->step_time_s;
   g_assert_true (app_suggest_dialog_open_row (d, (guint)best_row));
-  wait_for (plan_ready, before, 30, "the suggested plan");
+  test_ui_wait_for (plan_ready, before, 30, "the suggested plan");
   g_assert_null (find_dialog ());
   PlannerPlan *now = app_document_get_plan (app_window_get_document (window));
   g_autofree char *now_mesh = planner_mesh_to_string (planner_plan_get_mesh (now));
@@ -293,7 +244,7 @@ main (int argc, char *argv[])
   g_setenv ("LANGUAGE", "C", TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   gtk_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (log_fatal, NULL);
+  g_test_log_set_fatal_handler (test_ui_log_fatal, NULL);
   app_application_init_environment ();
 
   g_test_add_func ("/ui/suggest/start", test_start);
