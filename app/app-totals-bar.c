@@ -138,8 +138,10 @@ update (AppDocumentView *view)
       params, grads, opt, acts, loss, buffers);
   gtk_widget_set_tooltip_text (self->memory_box, mem_tip);
 
-  /* With a pipeline the total is the fullest stage's: say which, and every stage's. */
-  g_autoptr (PlannerPipeline) pipeline = planner_pipeline_new (plan, FALSE, NULL);
+  /* With a pipeline the total is the fullest stage's: say which, and every stage's. The
+   * document made the pipeline with the plan, off the GTK thread. */
+  const PlannerPipeline *pipeline
+      = app_document_get_pipeline (app_document_view_get_document (APP_DOCUMENT_VIEW (self)));
   gtk_widget_set_visible (GTK_WIDGET (self->memory_pipeline), pipeline != NULL);
   if (pipeline)
     {
