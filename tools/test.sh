@@ -59,6 +59,7 @@ import sys
 status, asan_status = int(sys.argv[1]), int(sys.argv[2])
 logs, asan = sys.argv[3:5], sys.argv[5] != "0"
 passed = failed = skipped = 0
+failures = []
 for path in logs:
     if not os.path.exists(path):
         continue
@@ -66,13 +67,24 @@ for path in logs:
         for line in log:
             if not line.strip():
                 continue
-            result = json.loads(line).get("result")
+            entry = json.loads(line)
+            result = entry.get("result")
             if result in ("OK", "EXPECTEDFAIL"):
                 passed += 1
             elif result == "SKIP":
                 skipped += 1
             else:  # FAIL, TIMEOUT, ERROR, UNEXPECTEDPASS
                 failed += 1
+                where = os.path.basename(os.path.dirname(os.path.dirname(path)))
+                failures.append((f"{where}/{entry.get('name')} ({result}, "
+                                 f"{entry.get('duration', 0):.0f} s)",
+                                 (entry.get("stdout") or "").splitlines()[-30:]))
+# CI shows only the tail of the output: repeat what failed, and the end of its log, just above
+# the count.
+for name, tail in failures:
+    print(f"failed: {name}")
+    for text in tail:
+        print(f"  | {text}")
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 # meson test failing with nothing counted (no log, a crash before any test) is a failure too,
 # in either build.
