@@ -145,6 +145,7 @@ test_conflicting_pins (gconstpointer data)
   g_assert_cmpuint (kinds[PLANNER_STEP_ALL_GATHER], >, 0);
   g_autofree char *what = g_strdup_printf ("%s / conflicting pins", model);
   g_autoptr (ExecutorTrialResult) res = check_plan (plan, what);
+  g_assert_nonnull (res);
 }
 
 /* A corrupted step of a real plan is refused, naming the redistribution. */
@@ -350,7 +351,6 @@ test_memory_refused (void)
   g_assert_null (res);
   g_assert_error (error, EXECUTOR_ERROR, EXECUTOR_ERROR_OUT_OF_MEMORY);
   g_autofree char *need_text = planner_format_bytes (need);
-  g_autofree char *have_text = planner_format_bytes (have);
   g_autofree char *expect
       = g_strdup_printf ("the trial run needs about %s of host memory", need_text);
   if (strstr (error->message, expect) == NULL || strstr (error->message, "available") == NULL)

@@ -131,6 +131,7 @@ main (int argc, char **argv)
       g_autoptr (GraphviewLayout) layout
           = graphview_layouter_layout (layouter, model, NULL, &error);
       g_assert_no_error (error);
+      g_assert_nonnull (layout);
       t[r] = bench_ms_since (start);
       n_items = graphview_model_get_n_items (model);
     }

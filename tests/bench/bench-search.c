@@ -71,6 +71,7 @@ main (int argc, char *argv[])
       once[r] = bench_ms_since (start);
       once_cpu[r] = cpu_ms () - cpu;
       g_assert_no_error (error);
+      g_assert_nonnull (a);
     }
   /* The whole graph as one problem takes 20x as long: once. */
   {
@@ -81,6 +82,7 @@ main (int argc, char *argv[])
     g_autoptr (PlannerPlan) b = planner_solve (seed, &options, &whole_report, &error);
     whole[0] = bench_ms_since (start);
     g_assert_no_error (error);
+    g_assert_nonnull (b);
   }
   printf ("model %s, %u ops; mesh %s: %u ops chosen, %u blocks in %u kind(s)\n", model,
           planner_graph_get_n_ops (graph), mesh_text, report.n_vars, report.n_blocks,
