@@ -46,6 +46,9 @@ gboolean executor_train_step_reference (PlannerGraph *graph, ExecutorTensors *so
                                         const ExecutorTrainOptions *options, ExecutorTensors *out,
                                         GError **error);
 
+/* A pipelined step's schedule as it ran (executor-pipeline.h). */
+typedef struct _ExecutorPipelineRun ExecutorPipelineRun;
+
 typedef struct
 {
   double backward_s;  /* the backward pass, slowest device */
@@ -55,11 +58,16 @@ typedef struct
    * redistributions' own estimates. */
   double estimated_backward_s;
   double estimated_grad_sync_s;
+  /* In: NULL, or where a pipelined plan's step records its schedule as it ran (the caller
+   * clears it with executor_pipeline_run_clear()). */
+  ExecutorPipelineRun *pipeline;
 } ExecutorTrainTimes;
 
 /* The same step sharded by @plan on the CPU backend (one thread per device): every op's
  * forward and backward on its local shards, gradients converted between layouts with the
- * collectives the plan's layouts imply, the optimizer on the shards. Adds what
+ * collectives the plan's layouts imply, the optimizer on the shards. A plan with a pipeline
+ * axis runs its schedule (executor_pipeline_train_step(): micro-batches, stages concurrent,
+ * activations and gradients sent between them, gradients accumulated). Adds what
  * executor_train_step_reference() adds, gathered from the shards (not the graph outputs). */
 gboolean executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
                                       const ExecutorTrainOptions *options, ExecutorTensors *out,
