@@ -90,6 +90,8 @@ char *executor_pipeline_run_order (const ExecutorPipelineRun *run, guint stage);
  * pipeline, when set, gets the schedule as it ran. Refuses (EXECUTOR_ERROR_UNSUPPORTED) a
  * graph whose batch cannot be cut into the micro-batches (an op that reduces over the batch,
  * a batch not divisible by m and the data-parallel split). */
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ExecutorPipelineRun, executor_pipeline_run_clear)
+
 gboolean executor_pipeline_train_step (PlannerPlan *plan, ExecutorTensors *sources,
                                        const ExecutorTrainOptions *options, ExecutorTensors *out,
                                        ExecutorTrainTimes *times, GError **error);
