@@ -2,6 +2,7 @@
 
 #include "config.h"
 
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "planner-pipeline.h"
 #include "planner-policy.h"
 #include "planner-propagate.h"
+#include "test-util.h"
 
 /* The pipelined training step (issue 18): the plan's micro-batch schedule on CPU devices,
  * against the unsharded full-batch step. The orders each stage must run are written here by
@@ -219,11 +221,53 @@ test_schedule (gconstpointer data)
   executor_pipeline_run_clear (&run);
 }
 
+/* The issue's command: `run PLAN --train` on a 1F1B plan prints the schedule as it ran. */
+static void
+test_cli (void)
+{
+  if (test_util_skip_without_cli ())
+    return;
+  g_autofree char *dir = test_util_tmp_dir_new ("pipeline-schedule-XXXXXX");
+  g_autofree char *plan = g_build_filename (dir, "plan.json", NULL);
+  const char *const propagate[] = { "propagate", "llama-tiny", "--mesh", "pp=2,mp=2", "--policy",
+                                    "megatron", "--layers", "4", "--seq", "16", "--batch", "4",
+                                    "--micro-batches", "4", "--schedule", "1f1b", "-o", plan,
+                                    NULL };
+  g_assert_cmpint (test_util_run_cli (propagate, NULL, NULL), ==, 0);
+  const char *const run[] = { "run", plan, "--train", "--lr", "0.1", "--repeat", "1", "--json",
+                              NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  int status = test_util_run_cli (run, &out, &err);
+  g_assert_cmpint (status, ==, 0);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *o = test_util_parse_object (parser, out);
+  JsonObject *train = json_object_get_object_member (o, "train");
+  g_assert_true (json_object_get_boolean_member (train, "passed"));
+  JsonObject *pl = json_object_get_object_member (train, "pipeline");
+  g_assert_cmpstr (json_object_get_string_member (pl, "schedule"), ==, "1f1b");
+  g_assert_cmpint (json_object_get_int_member (pl, "micro_batches"), ==, M);
+  g_assert_cmpint (json_object_get_int_member (pl, "sends"), ==, 2 * M);
+  g_assert_cmpint (json_object_get_int_member (pl, "transfers"), ==, 4 * M);
+  g_assert_cmpfloat (json_object_get_double_member (pl, "logits_max_rel_error"), <=, 1e-5);
+  g_assert_cmpfloat (json_object_get_double_member (train, "grad_max_rel_error"), <=, 1e-5);
+  JsonArray *stages = json_object_get_array_member (pl, "stages");
+  g_assert_cmpuint (json_array_get_length (stages), ==, 2);
+  for (guint s = 0; s < 2; s++)
+    {
+      JsonObject *st = json_array_get_object_element (stages, s);
+      g_assert_cmpstr (json_object_get_string_member (st, "order"), ==, order_1f1b[s]);
+      g_assert_cmpuint (json_array_get_length (json_object_get_array_member (st, "events")), ==,
+                        2 * M);
+    }
+  test_util_tmp_dir_remove (dir);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     g_test_add_data_func (cases[i].path, &cases[i], test_schedule);
+  g_test_add_func ("/executor/pipeline-schedule/cli", test_cli);
   return g_test_run ();
 }
