@@ -446,7 +446,7 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
   ExecutorTrainTimes train_times = { 0 };
   /* A pipelined plan's step records its schedule as it ran. */
   g_auto (ExecutorPipelineRun) pipe_run = { 0 };
-  train_times.pipeline = &pipe_run;
+  train_options.pipeline_run = &pipe_run;
   if (train && res->outputs_reference == NULL)
     res->outputs_reference = executor_tensors_new ();
   if (train && res->outputs_sharded == NULL)

@@ -937,12 +937,9 @@ executor_pipeline_train_step (PlannerPlan *plan, ExecutorTensors *sources,
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   guint n_t = planner_graph_get_n_tensors (g), n_ops = planner_graph_get_n_ops (g);
   guint n_dev = (guint)planner_mesh_n_devices (mesh);
-  ExecutorPipelineRun *run = times ? times->pipeline : NULL;
+  ExecutorPipelineRun *run = options->pipeline_run;
   if (times)
-    {
-      memset (times, 0, sizeof *times);
-      times->pipeline = run;
-    }
+    memset (times, 0, sizeof *times);
 
   g_autoptr (GError) local = NULL;
   g_autoptr (PlannerPipeline) pl = planner_pipeline_new (plan, FALSE, &local);

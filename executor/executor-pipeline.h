@@ -86,8 +86,8 @@ void executor_pipeline_run_clear (ExecutorPipelineRun *run);
  * micro-batch 0 through chunk 2). */
 char *executor_pipeline_run_order (const ExecutorPipelineRun *run, guint stage);
 
-/* executor_train_step_sharded() for a plan with a pipeline axis (cpu backend); @times->
- * pipeline, when set, gets the schedule as it ran. Refuses (EXECUTOR_ERROR_UNSUPPORTED) a
+/* executor_train_step_sharded() for a plan with a pipeline axis (cpu backend); @options->
+ * pipeline_run, when set, gets the schedule as it ran. Refuses (EXECUTOR_ERROR_UNSUPPORTED) a
  * graph whose batch cannot be cut into the micro-batches (an op that reduces over the batch,
  * a batch not divisible by m and the data-parallel split). */
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ExecutorPipelineRun, executor_pipeline_run_clear)

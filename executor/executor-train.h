@@ -26,6 +26,9 @@ typedef enum
 /* A label that leaves its row out of the loss (torch's ignore_index). */
 #define EXECUTOR_TRAIN_IGNORE (-100)
 
+/* A pipelined step's schedule as it ran (executor-pipeline.h). */
+typedef struct _ExecutorPipelineRun ExecutorPipelineRun;
+
 typedef struct
 {
   /* One class index (i64) per row of the logits, in their order ([batch, seq] for a language
@@ -35,6 +38,9 @@ typedef struct
   ExecutorOptimizer optimizer;
   double lr;                /* 1e-3 */
   double beta1, beta2, eps; /* Adam: 0.9, 0.999, 1e-8 */
+  /* NULL, or where a pipelined plan's sharded step records its schedule as it ran (not
+   * owned; the caller clears it with executor_pipeline_run_clear()). */
+  ExecutorPipelineRun *pipeline_run;
 } ExecutorTrainOptions;
 
 void executor_train_options_init (ExecutorTrainOptions *options);
@@ -46,9 +52,6 @@ gboolean executor_train_step_reference (PlannerGraph *graph, ExecutorTensors *so
                                         const ExecutorTrainOptions *options, ExecutorTensors *out,
                                         GError **error);
 
-/* A pipelined step's schedule as it ran (executor-pipeline.h). */
-typedef struct _ExecutorPipelineRun ExecutorPipelineRun;
-
 typedef struct
 {
   double backward_s;  /* the backward pass, slowest device */
@@ -58,9 +61,6 @@ typedef struct
    * redistributions' own estimates. */
   double estimated_backward_s;
   double estimated_grad_sync_s;
-  /* In: NULL, or where a pipelined plan's step records its schedule as it ran (the caller
-   * clears it with executor_pipeline_run_clear()). */
-  ExecutorPipelineRun *pipeline;
 } ExecutorTrainTimes;
 
 /* The same step sharded by @plan on the CPU backend (one thread per device): every op's

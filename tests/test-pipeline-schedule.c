@@ -143,8 +143,8 @@ test_schedule (gconstpointer data)
 
   g_autoptr (ExecutorTensors) sharded = executor_tensors_new ();
   ExecutorPipelineRun run = { 0 };
-  ExecutorTrainTimes times = { 0 };
-  times.pipeline = &run;
+  ExecutorTrainTimes times;
+  options.pipeline_run = &run;
   g_assert_true (executor_train_step_sharded (plan, sources, &options, sharded, &times, &error));
   g_assert_no_error (error);
 
