@@ -53,10 +53,14 @@ static GBytes *
 mailbox_take (Mailbox *mb, const char *key, GError **error)
 {
   GBytes *data = NULL;
+  gpointer stolen_key = NULL;
   g_mutex_lock (&mb->mutex);
-  while (!mb->aborted && !g_hash_table_steal_extended (mb->box, key, NULL, (gpointer *)&data))
+  while (!mb->aborted
+         && !g_hash_table_steal_extended (mb->box, key, &stolen_key, (gpointer *)&data))
     g_cond_wait (&mb->cond, &mb->mutex);
   g_mutex_unlock (&mb->mutex);
+  /* Stealing leaves the table's copy of the key to free. */
+  g_free (stolen_key);
   if (data == NULL)
     executor_spmd_aborted_error (error);
   return data;
