@@ -16,7 +16,7 @@
 #include "test-util.h"
 
 /* The pipelined training step (issue 18): the plan's micro-batch schedule on CPU devices,
- * against the unsharded full-batch step. The orders each stage must run are written here by
+ * against the unsharded full-batch step (4-layer llama-tiny; gpt2-tiny for a tied embedding). The orders each stage must run are written here by
  * hand from Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
  * Clusters Using Megatron-LM", section 2.2, figures 3 and 4), not taken from the planner:
  *
@@ -46,6 +46,7 @@ static const char *const order_interleaved[] = {
 typedef struct
 {
   const char *path;
+  const char *model;
   const char *mesh;
   const char *policy;
   gint64 batch;
@@ -57,22 +58,26 @@ typedef struct
 } Case;
 
 static const Case cases[] = {
-  { "/executor/pipeline-schedule/pp2-mp2-1f1b", "pp=2,mp=2", "megatron", 4,
+  { "/executor/pipeline-schedule/pp2-mp2-1f1b", "llama-tiny", "pp=2,mp=2", "megatron", 4,
     PLANNER_SCHEDULE_1F1B, 1, order_1f1b, 1, 2 },
-  { "/executor/pipeline-schedule/pp2-mp2-gpipe", "pp=2,mp=2", "megatron", 4,
+  { "/executor/pipeline-schedule/pp2-mp2-gpipe", "llama-tiny", "pp=2,mp=2", "megatron", 4,
     PLANNER_SCHEDULE_GPIPE, 1, order_gpipe, 1, 2 },
-  { "/executor/pipeline-schedule/dp2-pp2-1f1b", "dp=2,pp=2", "dp", 8, PLANNER_SCHEDULE_1F1B, 1,
+  { "/executor/pipeline-schedule/dp2-pp2-1f1b", "llama-tiny", "dp=2,pp=2", "dp", 8, PLANNER_SCHEDULE_1F1B, 1,
     order_1f1b, 1, 2 },
-  { "/executor/pipeline-schedule/dp2-pp2-gpipe", "dp=2,pp=2", "dp", 8, PLANNER_SCHEDULE_GPIPE, 1,
+  { "/executor/pipeline-schedule/dp2-pp2-gpipe", "llama-tiny", "dp=2,pp=2", "dp", 8, PLANNER_SCHEDULE_GPIPE, 1,
     order_gpipe, 1, 2 },
-  { "/executor/pipeline-schedule/pp2-mp2-interleaved", "pp=2,mp=2", "megatron", 4,
+  { "/executor/pipeline-schedule/pp2-mp2-interleaved", "llama-tiny", "pp=2,mp=2", "megatron", 4,
     PLANNER_SCHEDULE_INTERLEAVED, 2, order_interleaved, 3, 2 },
-  { "/executor/pipeline-schedule/dp2-pp2-interleaved", "dp=2,pp=2", "dp", 8,
+  { "/executor/pipeline-schedule/dp2-pp2-interleaved", "llama-tiny", "dp=2,pp=2", "dp", 8,
     PLANNER_SCHEDULE_INTERLEAVED, 2, order_interleaved, 3, 2 },
+  /* GPT-2 ties the embedding to the head: wte on the first stage and the last, its gradient
+   * the sum of both stages' (an AllReduce over pp after the last backward). */
+  { "/executor/pipeline-schedule/gpt2-tied-pp2-mp2-1f1b", "gpt2-tiny", "pp=2,mp=2", "megatron", 4,
+    PLANNER_SCHEDULE_1F1B, 1, order_1f1b, 1, 2 },
 };
 
 static PlannerPlan *
-tiny_llama_plan (const Case *c)
+tiny_plan (const Case *c)
 {
   g_autoptr (GError) error = NULL;
   PlannerModelOptions options;
@@ -80,7 +85,7 @@ tiny_llama_plan (const Case *c)
   options.layers = 4;
   options.seq = 16;
   options.batch = c->batch;
-  g_autoptr (PlannerGraph) graph = planner_model_load ("llama-tiny", &options, &error);
+  g_autoptr (PlannerGraph) graph = planner_model_load (c->model, &options, &error);
   g_assert_no_error (error);
   g_autoptr (PlannerMesh) mesh = planner_mesh_parse (c->mesh, &error);
   g_assert_no_error (error);
@@ -125,7 +130,7 @@ test_schedule (gconstpointer data)
 {
   const Case *c = data;
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlannerPlan) plan = tiny_llama_plan (c);
+  g_autoptr (PlannerPlan) plan = tiny_plan (c);
   PlannerGraph *graph = planner_plan_get_graph (plan);
   g_autoptr (PlannerPipeline) pl = planner_pipeline_new (plan, FALSE, &error);
   g_assert_no_error (error);
@@ -178,10 +183,10 @@ test_schedule (gconstpointer data)
     }
   g_autofree char *o0 = executor_pipeline_run_order (&run, 0);
   g_autofree char *o1 = executor_pipeline_run_order (&run, 1);
-  g_test_message ("%s on %s, %u micro-batches: loss %.6g (max rel error %.3g), logits %.3g, "
+  g_test_message ("%s, %s on %s, %u micro-batches: loss %.6g (max rel error %.3g), logits %.3g, "
                   "gradients of %u parameters %.3g, updated weights %.3g; %u sends a pipeline, "
                   "%u in all; stages busy %.2f ms in %.2f ms, two at once %.2f ms",
-                  planner_schedule_to_string (c->schedule), c->mesh, M,
+                  c->model, planner_schedule_to_string (c->schedule), c->mesh, M,
                   *(const float *)executor_tensors_lookup (ref, "loss")->data, loss_err,
                   logits_err, n_params, grad_err, updated_err, run.sends, run.transfers,
                   run.busy_s * 1e3, run.wall_s * 1e3, run.overlap_s * 1e3);
