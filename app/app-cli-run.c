@@ -222,6 +222,12 @@ print_human (PlannerPlan *plan, const ExecutorTrialResult *res)
   g_autofree char *e = app_cli_format_seconds (res->estimated_step_s);
   g_autofree char *m = app_cli_format_seconds (res->measured_step_s);
   printf ("\nforward step: estimated %s, measured %s\n", e, m);
+  /* This forward pass runs the stages one after another on the whole batch; the schedule is
+   * the training step's. */
+  if (res->pipeline_sends > 0)
+    printf ("pipeline: the forward pass above ran stage after stage on the whole batch "
+            "(activation sends: %u); --train runs the plan's micro-batch schedule\n",
+            res->pipeline_sends);
 }
 
 /* Hugging Face's defaults for the graph inputs other than the tokens, as its models fill
