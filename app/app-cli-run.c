@@ -17,6 +17,7 @@
 #include "executor-calibrate.h"
 #include "executor-error.h"
 #include "executor-moe.h"
+#include "executor-pipeline.h"
 #include "executor-train.h"
 #include "executor-trial.h"
 #include "planner-cost.h"
@@ -88,6 +89,105 @@ steps_key (PlannerPlan *plan, guint r)
   return g_string_free (s, FALSE);
 }
 
+/* max |a - b| / max |b| over two f32 tensors of the same size; infinity when one is missing. */
+static double
+logits_rel_error (const ExecutorHostTensor *a, const ExecutorHostTensor *b)
+{
+  if (a == NULL || b == NULL || executor_host_tensor_numel (a) != executor_host_tensor_numel (b))
+    return INFINITY;
+  const float *x = a->data, *y = b->data;
+  double diff = 0, scale = 0;
+  for (gint64 i = 0; i < executor_host_tensor_numel (b); i++)
+    {
+      diff = MAX (diff, fabs ((double)x[i] - y[i]));
+      scale = MAX (scale, fabs ((double)y[i]));
+    }
+  return scale > 0 ? diff / scale : diff;
+}
+
+/* The "pipeline" member of --train's JSON: the schedule as it ran. */
+static void
+add_pipeline_json (JsonBuilder *b, const ExecutorPipelineRun *run, double logits_err)
+{
+  json_builder_set_member_name (b, "pipeline");
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "schedule");
+  json_builder_add_string_value (b, planner_schedule_to_string (run->schedule));
+  const char *names[] = { "pp", "virtual_stages", "micro_batches", "sends", "transfers" };
+  guint values[] = { run->p, run->v, run->m, run->sends, run->transfers };
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      json_builder_set_member_name (b, names[i]);
+      json_builder_add_int_value (b, values[i]);
+    }
+  json_builder_set_member_name (b, "logits_max_rel_error");
+  json_builder_add_double_value (b, isfinite (logits_err) ? logits_err : -1);
+  const char *times[] = { "wall_us", "busy_us", "overlap_us" };
+  double t[] = { run->wall_s, run->busy_s, run->overlap_s };
+  for (guint i = 0; i < G_N_ELEMENTS (times); i++)
+    {
+      json_builder_set_member_name (b, times[i]);
+      json_builder_add_double_value (b, t[i] * 1e6);
+    }
+  json_builder_set_member_name (b, "stages");
+  json_builder_begin_array (b);
+  for (guint s = 0; s < run->p; s++)
+    {
+      g_autofree char *order = executor_pipeline_run_order (run, s);
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "stage");
+      json_builder_add_int_value (b, s);
+      json_builder_set_member_name (b, "order");
+      json_builder_add_string_value (b, order);
+      json_builder_set_member_name (b, "events");
+      json_builder_begin_array (b);
+      for (guint i = 0; i < run->events->len; i++)
+        {
+          const ExecutorPipelineEvent *e = &g_array_index (run->events, ExecutorPipelineEvent, i);
+          if (e->stage != s)
+            continue;
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "pass");
+          json_builder_add_string_value (b, e->backward ? "backward" : "forward");
+          json_builder_set_member_name (b, "micro_batch");
+          json_builder_add_int_value (b, e->micro_batch);
+          json_builder_set_member_name (b, "chunk");
+          json_builder_add_int_value (b, e->chunk);
+          json_builder_set_member_name (b, "start_us");
+          json_builder_add_double_value (b, e->start_s * 1e6);
+          json_builder_set_member_name (b, "end_us");
+          json_builder_add_double_value (b, e->end_s * 1e6);
+          json_builder_end_object (b);
+        }
+      json_builder_end_array (b);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+}
+
+static void
+add_pipeline_text (GString *tx, const ExecutorPipelineRun *run, double logits_err)
+{
+  g_autofree char *wall = app_cli_format_seconds (run->wall_s);
+  g_autofree char *busy = app_cli_format_seconds (run->busy_s);
+  g_autofree char *overlap = app_cli_format_seconds (run->overlap_s);
+  g_string_append_printf (tx, "  pipeline: %s over pp=%u", planner_schedule_to_string (run->schedule),
+                          run->p);
+  if (run->v > 1)
+    g_string_append_printf (tx, " (%u virtual stages)", run->v);
+  g_string_append_printf (tx, ", %u micro-batches: %u sends a pipeline (%u in all), logits "
+                              "from the micro-batches: max rel error %.3g\n",
+                          run->m, run->sends, run->transfers, logits_err);
+  for (guint s = 0; s < run->p; s++)
+    {
+      g_autofree char *order = executor_pipeline_run_order (run, s);
+      g_string_append_printf (tx, "    stage %u: %s\n", s, order);
+    }
+  g_string_append_printf (tx, "  stages computed %s in %s, two or more at once for %s\n", busy,
+                          wall, overlap);
+}
+
 static void
 print_human (PlannerPlan *plan, const ExecutorTrialResult *res)
 {
@@ -122,6 +222,12 @@ print_human (PlannerPlan *plan, const ExecutorTrialResult *res)
   g_autofree char *e = app_cli_format_seconds (res->estimated_step_s);
   g_autofree char *m = app_cli_format_seconds (res->measured_step_s);
   printf ("\nforward step: estimated %s, measured %s\n", e, m);
+  /* This forward pass runs the stages one after another on the whole batch; the schedule is
+   * the training step's. */
+  if (res->pipeline_sends > 0)
+    printf ("pipeline: the forward pass above ran stage after stage on the whole batch "
+            "(activation sends: %u); --train runs the plan's micro-batch schedule\n",
+            res->pipeline_sends);
 }
 
 /* Hugging Face's defaults for the graph inputs other than the tokens, as its models fill
@@ -344,6 +450,9 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
    * join the reference's and the sharded run's outputs. */
   g_autoptr (ExecutorTensors) all_sources = NULL;
   ExecutorTrainTimes train_times = { 0 };
+  /* A pipelined plan's step records its schedule as it ran. */
+  g_auto (ExecutorPipelineRun) pipe_run = { 0 };
+  train_options.pipeline_run = &pipe_run;
   if (train && res->outputs_reference == NULL)
     res->outputs_reference = executor_tensors_new ();
   if (train && res->outputs_sharded == NULL)
@@ -430,6 +539,15 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
           json_builder_set_member_name (b, names[n++]);
           json_builder_add_double_value (b, t[k] * 1e6);
         }
+      double logits_err = 0;
+      if (pipe_run.events != NULL)
+        {
+          logits_err = logits_rel_error (executor_tensors_lookup (pipe_run.outputs, "logits"),
+                                         executor_tensors_lookup (res->outputs_reference,
+                                                                  "logits"));
+          train_ok &= logits_err <= tolerance;
+          add_pipeline_json (b, &pipe_run, logits_err);
+        }
       json_builder_end_object (b);
       g_autofree char *bw = app_cli_format_seconds (train_times.backward_s);
       g_autofree char *gs = app_cli_format_seconds (train_times.grad_sync_s);
@@ -452,6 +570,8 @@ app_cli_run (const AppCliCommand *command, int argc, char **argv)
       g_string_append_printf (tx, "  of which gradient redistributions: estimated %s, measured "
                                  "%s\n",
                               egs, gs);
+      if (pipe_run.events != NULL)
+        add_pipeline_text (tx, &pipe_run, logits_err);
     }
   if (json)
     {

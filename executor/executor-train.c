@@ -8,8 +8,10 @@
 #include "executor-backward.h"
 #include "executor-error.h"
 #include "executor-op-util.h"
+#include "executor-pipeline.h"
 #include "executor-redistribute.h"
 #include "executor-train.h"
+#include "executor-train-private.h"
 
 /* One training step on one CPU device: every tensor whole, every op's kernel and backward
  * kernel on it in graph order and back. */
@@ -824,6 +826,10 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   guint n_t = planner_graph_get_n_tensors (g), n_ops = planner_graph_get_n_ops (g);
   guint n_dev = (guint)planner_mesh_n_devices (mesh);
+  /* A pipelined plan runs its micro-batch schedule (executor-pipeline-train.c). */
+  if (planner_mesh_pipeline_axis (mesh) >= 0
+      && mesh->sizes[planner_mesh_pipeline_axis (mesh)] > 1)
+    return executor_pipeline_train_step (plan, sources, options, out, times, error);
   Sharded sh = { plan, g, mesh, sources, options };
   g_autofree gint64 *labels = find_labels (g, sources, options->labels, &sh.logits, error);
   if (labels == NULL)
@@ -953,4 +959,58 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
   g_free (sh.param_grad);
   g_free (sh.param_new);
   return ok;
+}
+
+/* ---- shared with the pipelined step (executor-train-private.h) ---- */
+
+gint64 *
+executor_train_find_labels (PlannerGraph *graph, ExecutorTensors *sources,
+                            const ExecutorHostTensor *given, int *logits, GError **error)
+{
+  return find_labels (graph, sources, given, logits, error);
+}
+
+gsize
+executor_train_local_bytes (const PlannerLayout *l, const PlannerMesh *mesh,
+                            const PlannerTensor *t)
+{
+  return local_bytes (l, mesh, t);
+}
+
+void
+executor_train_local_arg (ExecutorTensorArg *a, const PlannerLayout *l, const PlannerMesh *mesh,
+                          const PlannerTensor *t, ExecutorBuffer *buf)
+{
+  local_arg (a, l, mesh, t, buf);
+}
+
+ExecutorBuffer *
+executor_train_convert (ExecutorDevice *dev, const PlannerRedistPath *path,
+                        const PlannerLayout *from, const PlannerMesh *mesh,
+                        const PlannerTensor *t, ExecutorBuffer *in, GError **error)
+{
+  return convert (dev, path, from, mesh, t, in, error);
+}
+
+gboolean
+executor_train_add_into (ExecutorDevice *dev, ExecutorBuffer *acc, ExecutorBuffer *add,
+                         gsize bytes, GError **error)
+{
+  return add_into (dev, acc, add, bytes, error);
+}
+
+const PlannerRedistPath *
+executor_train_find_path (PlannerRedistributor *r, const PlannerLayout *from,
+                          const PlannerLayout *to, const PlannerTensor *t, const char *what,
+                          GError **error)
+{
+  return find_path (r, from, to, t, what, error);
+}
+
+void
+executor_train_block_copy (guint8 *global, const gint64 *gshape, guint rank,
+                           const gint64 *offset, const gint64 *local, gsize es, guint8 *block,
+                           gboolean to_global)
+{
+  block_copy (global, gshape, rank, offset, local, es, block, to_global);
 }

@@ -26,6 +26,9 @@ typedef enum
 /* A label that leaves its row out of the loss (torch's ignore_index). */
 #define EXECUTOR_TRAIN_IGNORE (-100)
 
+/* A pipelined step's schedule as it ran (executor-pipeline.h). */
+typedef struct _ExecutorPipelineRun ExecutorPipelineRun;
+
 typedef struct
 {
   /* One class index (i64) per row of the logits, in their order ([batch, seq] for a language
@@ -35,6 +38,9 @@ typedef struct
   ExecutorOptimizer optimizer;
   double lr;                /* 1e-3 */
   double beta1, beta2, eps; /* Adam: 0.9, 0.999, 1e-8 */
+  /* NULL, or where a pipelined plan's sharded step records its schedule as it ran (not
+   * owned; the caller clears it with executor_pipeline_run_clear()). */
+  ExecutorPipelineRun *pipeline_run;
 } ExecutorTrainOptions;
 
 void executor_train_options_init (ExecutorTrainOptions *options);
@@ -59,7 +65,9 @@ typedef struct
 
 /* The same step sharded by @plan on the CPU backend (one thread per device): every op's
  * forward and backward on its local shards, gradients converted between layouts with the
- * collectives the plan's layouts imply, the optimizer on the shards. Adds what
+ * collectives the plan's layouts imply, the optimizer on the shards. A plan with a pipeline
+ * axis runs its schedule (executor_pipeline_train_step(): micro-batches, stages concurrent,
+ * activations and gradients sent between them, gradients accumulated). Adds what
  * executor_train_step_reference() adds, gathered from the shards (not the graph outputs). */
 gboolean executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
                                       const ExecutorTrainOptions *options, ExecutorTensors *out,

@@ -1,0 +1,45 @@
+/* executor-train-private.h: what executor-train.c shares with the pipelined training step
+ * (executor-pipeline-train.c): the labels, the conversions along a redistribution path and
+ * the host block copies. Not installed, not API. */
+#pragma once
+
+#include "executor-backend.h"
+#include "executor-tensors.h"
+#include "executor-train.h"
+#include "planner-plan.h"
+#include "planner-redistribute.h"
+
+G_BEGIN_DECLS
+
+/* The graph's logits output (@logits) and the label of each of its rows (a new array), as
+ * executor-train.h describes them; NULL with @error. */
+gint64 *executor_train_find_labels (PlannerGraph *graph, ExecutorTensors *sources,
+                                    const ExecutorHostTensor *given, int *logits, GError **error);
+/* Bytes of @t's local shard under @l. */
+gsize executor_train_local_bytes (const PlannerLayout *l, const PlannerMesh *mesh,
+                                  const PlannerTensor *t);
+/* @a: @t's local shard under @l in @buf. */
+void executor_train_local_arg (ExecutorTensorArg *a, const PlannerLayout *l,
+                               const PlannerMesh *mesh, const PlannerTensor *t,
+                               ExecutorBuffer *buf);
+/* A new buffer holding @in (laid out as @from) converted along @path. */
+ExecutorBuffer *executor_train_convert (ExecutorDevice *dev, const PlannerRedistPath *path,
+                                        const PlannerLayout *from, const PlannerMesh *mesh,
+                                        const PlannerTensor *t, ExecutorBuffer *in,
+                                        GError **error);
+/* @acc += @add, f32, @bytes. */
+gboolean executor_train_add_into (ExecutorDevice *dev, ExecutorBuffer *acc, ExecutorBuffer *add,
+                                  gsize bytes, GError **error);
+/* The redistributor's path for @t from @from to @to; NULL with @error naming @what. */
+const PlannerRedistPath *executor_train_find_path (PlannerRedistributor *r,
+                                                   const PlannerLayout *from,
+                                                   const PlannerLayout *to,
+                                                   const PlannerTensor *t, const char *what,
+                                                   GError **error);
+/* The block at @offset of @local shape out of a row-major global array, or into it
+ * (@to_global). */
+void executor_train_block_copy (guint8 *global, const gint64 *gshape, guint rank,
+                                const gint64 *offset, const gint64 *local, gsize es,
+                                guint8 *block, gboolean to_global);
+
+G_END_DECLS
