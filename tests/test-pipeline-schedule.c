@@ -125,6 +125,25 @@ rel_error (const ExecutorHostTensor *a, const ExecutorHostTensor *b, double floo
   return scale > 0 ? diff / scale : diff;
 }
 
+/* Stage 0 began a later micro-batch's forward before stage 1 ended an earlier one's, and
+ * two stages computed at once for some time. */
+static gboolean
+ran_ahead (const ExecutorPipelineRun *run)
+{
+  if (run->overlap_s <= 0)
+    return FALSE;
+  for (guint i = 0; i < run->events->len; i++)
+    for (guint j = 0; j < run->events->len; j++)
+      {
+        const ExecutorPipelineEvent *a = &g_array_index (run->events, ExecutorPipelineEvent, i);
+        const ExecutorPipelineEvent *b = &g_array_index (run->events, ExecutorPipelineEvent, j);
+        if (a->stage == 0 && b->stage == 1 && !a->backward && !b->backward
+            && a->micro_batch > b->micro_batch && a->start_s < b->end_s)
+          return TRUE;
+      }
+  return FALSE;
+}
+
 static void
 test_schedule (gconstpointer data)
 {
@@ -210,18 +229,21 @@ test_schedule (gconstpointer data)
   g_assert_cmpuint (run.transfers, ==, 2 * M * c->boundaries * c->pipelines);
 
   /* The stages ran at once: stage 0 on a later micro-batch while stage 1 works on an
-   * earlier one (no barrier between them, only the messages). */
-  g_assert_cmpfloat (run.overlap_s, >, 0);
-  gboolean ahead = FALSE;
-  for (guint i = 0; i < run.events->len; i++)
-    for (guint j = 0; j < run.events->len; j++)
-      {
-        const ExecutorPipelineEvent *a = &g_array_index (run.events, ExecutorPipelineEvent, i);
-        const ExecutorPipelineEvent *b = &g_array_index (run.events, ExecutorPipelineEvent, j);
-        if (a->stage == 0 && b->stage == 1 && !a->backward && !b->backward
-            && a->micro_batch > b->micro_batch && a->start_s < b->end_s)
-          ahead = TRUE;
-      }
+   * earlier one (no barrier between them, only the messages). Whether a given step shows it
+   * depends on the threads' scheduling: on a loaded machine stage 0's thread may sleep
+   * through all of stage 1's short forward. Up to 8 steps are run for it; with stages in
+   * lockstep none ever shows it. */
+  gboolean ahead = ran_ahead (&run);
+  for (guint again = 0; again < 8 && !ahead; again++)
+    {
+      ExecutorPipelineRun other = { 0 };
+      g_autoptr (ExecutorTensors) out = executor_tensors_new ();
+      options.pipeline_run = &other;
+      g_assert_true (executor_train_step_sharded (plan, sources, &options, out, &times, &error));
+      ahead = ran_ahead (&other);
+      g_test_message ("step %u again: stage 0 ran ahead %s", again + 1, ahead ? "yes" : "no");
+      executor_pipeline_run_clear (&other);
+    }
   g_assert_true (ahead);
   executor_pipeline_run_clear (&run);
 }
