@@ -76,7 +76,9 @@ candidate_set_plan (PlannerSearchCandidate *c, PlannerPlan *plan, guint64 limit)
   c->plan = plan;
   c->step_time_s = t->step_time_s;
   c->memory_per_device_bytes = t->memory_per_device_bytes;
-  c->fits = t->memory_per_device_bytes <= limit;
+  /* The reserved total (the tensors, the caching allocator's rounding, the CUDA context,
+   * cuBLAS's and NCCL's buffers), as `fits` (issue 12). */
+  c->fits = t->memory.reserved_total <= limit;
   /* The schedule's bubble, (p - 1) / (v m + p - 1) with v = 1: the m the pipeline ran (the
    * totals'), without building the pipeline a second time. */
   if (c->pp > 1)
