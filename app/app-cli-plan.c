@@ -170,7 +170,7 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output,
 
   guint64 capacity = planner_hardware_memory_bytes (hw);
   g_autofree char *capacity_text = app_cli_format_bytes (capacity);
-  printf ("Memory/device:   %s of tensors of %s = %g GB (%.1f%%)\n", text.memory, capacity_text,
+  printf ("Memory/device:   %s of %s = %g GB (%.1f%%), the tensors\n", text.memory, capacity_text,
           planner_hardware_get_memory_GB (hw),
           capacity ? 100.0 * (double)t->memory.total / (double)capacity : 0.0);
   const struct
