@@ -187,7 +187,17 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
           = planner_request_propagate (base, graph, mesh, hw, NULL, NULL, &local);
       PlannerSolveOptions solve;
       planner_solve_options_init (&solve);
-      solve.memory_limit = result->memory_limit;
+      /* The solver bounds the tensors' total; a candidate fits by its reserved total. Leave
+       * the solver room for what the device holds beside the tensors, the seed's (the CUDA
+       * context, cuBLAS's and NCCL's buffers depend on the mesh alone, the allocator's
+       * rounding on the plan a little), so that a solved plan under its bound fits too. */
+      guint64 beside = 0;
+      if (seed)
+        {
+          const PlannerMemory *sm = &planner_plan_get_totals (seed)->memory;
+          beside = sm->reserved_total - MIN (sm->reserved_total, sm->total);
+        }
+      solve.memory_limit = result->memory_limit > beside ? result->memory_limit - beside : 1;
       solve.cancellable = options->cancellable;
       PlannerPlan *plan = seed ? planner_solve (seed, &solve, &c->report, &local) : NULL;
       if (plan == NULL)
