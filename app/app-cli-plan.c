@@ -80,10 +80,10 @@ print_pipeline (PlannerPlan *plan)
     {
       const PlannerPipelineStage *st = &pl->stages[s];
       g_autofree char *layers = planner_pipeline_stage_layers (pl, s);
-      g_autofree char *memory = app_cli_format_bytes (st->memory.total);
+      g_autofree char *memory = app_cli_format_bytes (st->memory.reserved_total);
       g_autofree char *micro = app_cli_format_seconds (st->micro_batch_s);
       printf ("  stage %u: layers %s, %" G_GUINT64_FORMAT " devices, %g micro-batches in flight, "
-              "memory %s, %s per micro-batch\n",
+              "reserved memory %s, %s per micro-batch\n",
               s, layers, st->n_devices, st->in_flight, memory, micro);
     }
   for (guint k = 0; k < pl->n_sends; k++)
@@ -170,10 +170,9 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output,
 
   guint64 capacity = planner_hardware_memory_bytes (hw);
   g_autofree char *capacity_text = app_cli_format_bytes (capacity);
-  printf ("Memory/device:   %s of %s = %g GB (%.1f%%)%s\n", text.memory, capacity_text,
+  printf ("Memory/device:   %s of %s = %g GB (%.1f%%), the tensors\n", text.memory, capacity_text,
           planner_hardware_get_memory_GB (hw),
-          capacity ? 100.0 * (double)t->memory.total / (double)capacity : 0.0,
-          t->memory.total > capacity ? ": DOES NOT FIT" : "");
+          capacity ? 100.0 * (double)t->memory.total / (double)capacity : 0.0);
   const struct
   {
     const char *name;
@@ -196,6 +195,28 @@ print_text (PlannerPlan *plan, gboolean trace, const char *output,
       g_autofree char *v = app_cli_format_bytes (mem[i].bytes);
       printf ("  %-32s %s\n", mem[i].name, v);
     }
+  /* What the device holds beside the tensors (issue 12), and the fit check on the sum. */
+  const struct
+  {
+    const char *name;
+    guint64 bytes;
+  } reserved[] = {
+    { "caching allocator (rounding)", t->memory.allocator },
+    { "CUDA context", t->memory.cuda_context },
+    { "cuBLAS workspace", t->memory.cublas_workspace },
+    { "NCCL buffers", t->memory.nccl_buffers },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (reserved); i++)
+    if (reserved[i].bytes > 0)
+      {
+        g_autofree char *v = app_cli_format_bytes (reserved[i].bytes);
+        printf ("  %-32s %s\n", reserved[i].name, v);
+      }
+  g_autofree char *reserved_text = app_cli_format_bytes (t->memory.reserved_total);
+  printf ("Reserved/device: %s of %s (%.1f%%, as nvidia-smi counts it)%s\n", reserved_text,
+          capacity_text,
+          capacity ? 100.0 * (double)t->memory.reserved_total / (double)capacity : 0.0,
+          t->memory.reserved_total > capacity ? ": DOES NOT FIT" : "");
   printf ("Propagation:     %.3f ms\n", planner_plan_get_propagate_ms (plan));
   if (solve)
     {

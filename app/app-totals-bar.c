@@ -21,6 +21,7 @@ struct _AppTotalsBar
   GtkLabel *memory_breakdown;
   GtkLabel *memory_pipeline;
   GtkLabel *memory_extra;
+  GtkLabel *memory_reserved;
   gboolean over_budget;
 };
 
@@ -94,8 +95,11 @@ update (AppDocumentView *view)
   guint64 total = t->memory.total;
   g_autofree char *used = planner_format_bytes (total);
   g_autofree char *cap = planner_format_bytes (capacity);
-  double fraction = capacity ? (double) total / capacity : 0;
-  self->over_budget = total > capacity;
+  /* The figure is the tensors'; the bar and the fit check are what the device really holds
+   * beside them, the reserved total (issue 12): a plan whose tensors fit but whose CUDA
+   * context, library buffers and allocator rounding do not is shown as not fitting. */
+  double fraction = capacity ? (double)t->memory.reserved_total / capacity : 0;
+  self->over_budget = t->memory.reserved_total > capacity;
   /* A plan that cannot fit says so in words, not only in colour. */
   g_autofree char *mem = g_strdup_printf (self->over_budget ? _("%s of %s: does not fit")
                                                             : _("%s of %s"),
@@ -132,10 +136,23 @@ update (AppDocumentView *view)
                                : g_strdup_printf (_("Loss temporaries %s · ZeRO buckets %s"),
                                                   loss, buffers);
   gtk_label_set_text (self->memory_extra, extra);
+  guint64 beside = t->memory.reserved_total - MIN (t->memory.reserved_total, total);
+  gtk_widget_set_visible (GTK_WIDGET (self->memory_reserved), beside > 0);
+  g_autofree char *reserved = planner_format_bytes (t->memory.reserved_total);
+  g_autofree char *allocator = planner_format_bytes (t->memory.allocator);
+  g_autofree char *context = planner_format_bytes (t->memory.cuda_context);
+  g_autofree char *cublas = planner_format_bytes (t->memory.cublas_workspace);
+  g_autofree char *nccl = planner_format_bytes (t->memory.nccl_buffers);
+  g_autofree char *reserved_text = g_strdup_printf (
+      _("Reserved %s: allocator %s · CUDA context %s · cuBLAS %s · NCCL %s"), reserved,
+      allocator, context, cublas, nccl);
+  gtk_label_set_text (self->memory_reserved, reserved_text);
   g_autofree char *mem_tip = g_strdup_printf (
       _("Parameters %s, gradients %s, optimizer states %s, activations %s (the micro-batches "
-        "in flight), loss temporaries %s, ZeRO bucket buffers %s"),
-      params, grads, opt, acts, loss, buffers);
+        "in flight), loss temporaries %s, ZeRO bucket buffers %s. Reserved as nvidia-smi "
+        "counts it, %s: the caching allocator's rounding %s, the CUDA context %s, cuBLAS's "
+        "workspace %s, NCCL's buffers %s; the fit check uses it"),
+      params, grads, opt, acts, loss, buffers, reserved, allocator, context, cublas, nccl);
   gtk_widget_set_tooltip_text (self->memory_box, mem_tip);
 
   /* With a pipeline the total is the fullest stage's: say which, and every stage's. The
@@ -176,11 +193,23 @@ char *
 app_totals_bar_dup_text (AppTotalsBar *self)
 {
   g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
-  gboolean pipeline = gtk_widget_get_visible (GTK_WIDGET (self->memory_pipeline));
-  return g_strjoin ("\n", gtk_label_get_text (self->step), gtk_label_get_text (self->compute),
-                    gtk_label_get_text (self->comm), gtk_label_get_text (self->collectives),
-                    gtk_label_get_text (self->memory), gtk_label_get_text (self->memory_breakdown),
-                    pipeline ? gtk_label_get_text (self->memory_pipeline) : NULL, NULL);
+  GtkLabel *labels[] = { self->step,   self->compute,          self->comm,
+                         self->collectives, self->memory,      self->memory_breakdown,
+                         self->memory_reserved, self->memory_pipeline };
+  g_autoptr (GString) text = g_string_new (NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (labels); i++)
+    if (i < 6 || gtk_widget_get_visible (GTK_WIDGET (labels[i])))
+      g_string_append_printf (text, "%s%s", i ? "\n" : "", gtk_label_get_text (labels[i]));
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+const char *
+app_totals_bar_get_memory_reserved (AppTotalsBar *self)
+{
+  g_return_val_if_fail (APP_IS_TOTALS_BAR (self), NULL);
+  return gtk_widget_get_visible (GTK_WIDGET (self->memory_reserved))
+             ? gtk_label_get_text (self->memory_reserved)
+             : NULL;
 }
 
 gboolean
@@ -384,6 +413,10 @@ app_totals_bar_init (AppTotalsBar *self)
   gtk_widget_add_css_class (GTK_WIDGET (self->memory_extra), "caption");
   gtk_widget_set_visible (GTK_WIDGET (self->memory_extra), FALSE);
   gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory_extra));
+  self->memory_reserved = new_label ();
+  gtk_widget_add_css_class (GTK_WIDGET (self->memory_reserved), "caption");
+  gtk_widget_set_visible (GTK_WIDGET (self->memory_reserved), FALSE);
+  gtk_box_append (GTK_BOX (self->memory_box), GTK_WIDGET (self->memory_reserved));
   self->memory_pipeline = new_label ();
   gtk_widget_add_css_class (GTK_WIDGET (self->memory_pipeline), "caption");
   gtk_widget_set_visible (GTK_WIDGET (self->memory_pipeline), FALSE);

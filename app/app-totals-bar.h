@@ -24,5 +24,8 @@ GtkLevelBar *app_totals_bar_get_memory_bar (AppTotalsBar *self);
  * pipeline the stages' line (NULL without one). */
 const char *app_totals_bar_get_memory_breakdown (AppTotalsBar *self);
 const char *app_totals_bar_get_memory_pipeline (AppTotalsBar *self);
+/* What the device holds beside the tensors, as nvidia-smi counts it (issue 12): "Reserved
+ * 12.2 GiB: allocator … · CUDA context … · cuBLAS … · NCCL …" (NULL when nothing is). */
+const char *app_totals_bar_get_memory_reserved (AppTotalsBar *self);
 
 G_END_DECLS

@@ -788,3 +788,120 @@ planner_cost_moe_dropped (const PlannerCostMoe *moe, double imbalance)
   double load = MIN (imbalance * moe->balanced_load, (double)moe->tokens);
   return load <= (double)moe->capacity ? 0.0 : 1.0 - (double)moe->capacity / load;
 }
+
+void
+planner_memory_finish (PlannerMemory *memory)
+{
+  g_return_if_fail (memory != NULL);
+  memory->total = memory->parameters + memory->gradients + memory->optimizer
+                  + memory->activations + memory->loss + memory->buffers;
+  memory->runtime = memory->cuda_context + memory->cublas_workspace + memory->nccl_buffers;
+  memory->reserved_total = memory->total + memory->allocator + memory->runtime;
+}
+
+/* One pool of the caching allocator: its free blocks, sorted by size (ascending). */
+typedef struct
+{
+  GArray *free; /* guint64 */
+  guint64 split_above; /* a block is split when more than this remains (kMinBlockSize - 1 for
+                        * the small pool, kSmallSize for the large one) */
+} AllocatorPool;
+
+static void
+pool_insert (AllocatorPool *pool, guint64 size)
+{
+  guint lo = 0, hi = pool->free->len;
+  while (lo < hi)
+    {
+      guint mid = (lo + hi) / 2;
+      if (g_array_index (pool->free, guint64, mid) < size)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  g_array_insert_val (pool->free, lo, size);
+}
+
+/* The smallest free block of at least @size (BlockPool's lower_bound), removed; 0: none. */
+static guint64
+pool_take (AllocatorPool *pool, guint64 size)
+{
+  guint lo = 0, hi = pool->free->len;
+  while (lo < hi)
+    {
+      guint mid = (lo + hi) / 2;
+      if (g_array_index (pool->free, guint64, mid) < size)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo == pool->free->len)
+    return 0;
+  guint64 block = g_array_index (pool->free, guint64, lo);
+  g_array_remove_index (pool->free, lo);
+  return block;
+}
+
+guint64
+planner_cost_allocator_reserved (const PlannerEfficiency *e, const guint64 *sizes, guint n)
+{
+  g_return_val_if_fail (e != NULL && (sizes != NULL || n == 0), 0);
+  if (e->allocator_min_block_B <= 0)
+    return 0;
+  /* c10/cuda/CUDACachingAllocator.cpp: round_size, get_allocation_size, get_free_block and
+   * should_split, with every block alive (nothing freed): what the tensors of one moment
+   * take in segments, not the blocks left cached by the order of earlier frees. */
+  guint64 min_block = (guint64)e->allocator_min_block_B;
+  guint64 small_size = (guint64)(e->allocator_small_size_KiB * 1024);
+  guint64 small_segment = (guint64)(e->allocator_small_segment_KiB * 1024);
+  guint64 large_segment = (guint64)(e->allocator_large_segment_KiB * 1024);
+  guint64 min_large = (guint64)(e->allocator_min_large_alloc_KiB * 1024);
+  guint64 round_large = (guint64)(e->allocator_round_large_KiB * 1024);
+  AllocatorPool pools[2] = {
+    { g_array_new (FALSE, FALSE, sizeof (guint64)), min_block - 1 },
+    { g_array_new (FALSE, FALSE, sizeof (guint64)), small_size },
+  };
+  guint64 reserved = 0;
+  for (guint i = 0; i < n; i++)
+    {
+      if (sizes[i] == 0)
+        continue;
+      guint64 size = sizes[i] < min_block ? min_block
+                                          : (sizes[i] + min_block - 1) / min_block * min_block;
+      AllocatorPool *pool = &pools[size <= small_size ? 0 : 1];
+      guint64 block = pool_take (pool, size);
+      if (block == 0)
+        {
+          block = size <= small_size ? small_segment
+                  : size < min_large ? large_segment
+                                     : (size + round_large - 1) / round_large * round_large;
+          block = MAX (block, size);
+          reserved += block;
+        }
+      if (block - size > pool->split_above)
+        pool_insert (pool, block - size);
+    }
+  g_array_unref (pools[0].free);
+  g_array_unref (pools[1].free);
+  return reserved;
+}
+
+/* NCCL_STEPS (src/include/device.h): the slots of each connection's buffer. */
+#define NCCL_STEPS 8
+
+guint64
+planner_cost_nccl_buffers (const PlannerEfficiency *e, guint ranks, guint node_ranks)
+{
+  g_return_val_if_fail (e != NULL, 0);
+  if (ranks < 2)
+    return 0;
+  /* A ring channel connects each rank to its next: one connection's buffers (LL, LL128 and
+   * Simple, src/transport/p2p.cc; on the receiver, or Simple on the sender with P2P read)
+   * per channel and device. */
+  double bytes = e->nccl_channels * e->nccl_buffer_KiB * 1024;
+  /* NVLS (src/transport/nvls.cc, ncclNvlsBufferSetup): nChannels x 2 x (chunk x NCCL_STEPS)
+   * per head, one head per GPU of the node. */
+  if (e->nvls_bandwidth_GBps > 0 && node_ranks >= 2)
+    bytes += e->nvls_channels * 2 * e->nvls_max_chunk_KiB * 1024 * NCCL_STEPS * node_ranks;
+  return (guint64)llround (bytes);
+}

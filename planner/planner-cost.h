@@ -200,8 +200,35 @@ typedef struct
   guint64 activations;
   guint64 loss;    /* the loss path's fp32 temporaries at their peak (issue 12) */
   guint64 buffers; /* ZeRO's gradient bucket buffers */
-  guint64 total;
+  guint64 total;   /* the tensors' bytes: parameters .. buffers */
+  /* What a device holds beyond its tensors (planner/README.md, "Reserved memory"): the
+   * caching allocator's rounding and segment packing of the tensors alive at the peak, of
+   * which the activations' part (scaled with the micro-batches a pipeline stage holds); the
+   * CUDA context, cuBLAS's workspace and NCCL's buffers (runtime = their sum); and
+   * reserved_total = total + allocator + runtime, what nvidia-smi shows and what `fits`
+   * compares with the device's memory. */
+  guint64 allocator;
+  guint64 allocator_activations;
+  guint64 cuda_context;
+  guint64 cublas_workspace;
+  guint64 nccl_buffers;
+  guint64 runtime;
+  guint64 reserved_total;
 } PlannerMemory;
+
+/* Sets @memory's total, runtime and reserved_total from its parts. */
+void planner_memory_finish (PlannerMemory *memory);
+
+/* What PyTorch's caching allocator reserves (c10/cuda/CUDACachingAllocator.cpp) for @n
+ * allocations of @sizes bytes made in that order and all alive at once, with the profile's
+ * allocator constants (@efficiency; allocator_min_block_B 0: 0, no allocator modelled). */
+guint64 planner_cost_allocator_reserved (const PlannerEfficiency *efficiency,
+                                         const guint64 *sizes, guint n);
+/* NCCL's buffers on one device for one communicator of @ranks ranks of which @node_ranks
+ * share a node (planner/README.md, "Reserved memory"): the ring's channels x one
+ * connection's buffers of each protocol, plus NVLS's when the profile has NVLS. */
+guint64 planner_cost_nccl_buffers (const PlannerEfficiency *efficiency, guint ranks,
+                                   guint node_ranks);
 
 /* Model states of @n_params local parameter elements of @dtype, whose gradients are synced
  * over @dp devices (the data-parallel axes the parameter is replicated on): weights and

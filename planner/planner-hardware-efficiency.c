@@ -45,6 +45,34 @@ static const struct
 
 #define COLLECTIVE_NUMBER(e, i) G_STRUCT_MEMBER (double, (e), collective_numbers[i].offset)
 
+/* The profile's "runtime_memory" object (planner/README.md, "Reserved memory"): what a device
+ * holds beyond the plan's tensors. Each optional, >= 0 and at most its bound; 0 leaves it
+ * out (allocator_min_block_B 0: no caching allocator modelled). */
+static const struct
+{
+  const char *name;
+  gsize offset;
+  double max;
+} runtime_numbers[] = {
+  { "cuda_context_MiB", G_STRUCT_OFFSET (PlannerEfficiency, cuda_context_MiB), 1 << 20 },
+  { "cublas_workspace_KiB", G_STRUCT_OFFSET (PlannerEfficiency, cublas_workspace_KiB), 1 << 24 },
+  { "nccl_channels", G_STRUCT_OFFSET (PlannerEfficiency, nccl_channels), 64 },
+  { "nccl_buffer_KiB", G_STRUCT_OFFSET (PlannerEfficiency, nccl_buffer_KiB), 1 << 24 },
+  { "allocator_min_block_B", G_STRUCT_OFFSET (PlannerEfficiency, allocator_min_block_B), 1 << 20 },
+  { "allocator_small_size_KiB", G_STRUCT_OFFSET (PlannerEfficiency, allocator_small_size_KiB),
+    1 << 20 },
+  { "allocator_small_segment_KiB",
+    G_STRUCT_OFFSET (PlannerEfficiency, allocator_small_segment_KiB), 1 << 20 },
+  { "allocator_large_segment_KiB",
+    G_STRUCT_OFFSET (PlannerEfficiency, allocator_large_segment_KiB), 1 << 22 },
+  { "allocator_min_large_alloc_KiB",
+    G_STRUCT_OFFSET (PlannerEfficiency, allocator_min_large_alloc_KiB), 1 << 22 },
+  { "allocator_round_large_KiB", G_STRUCT_OFFSET (PlannerEfficiency, allocator_round_large_KiB),
+    1 << 22 },
+};
+
+#define RUNTIME_NUMBER(e, i) G_STRUCT_MEMBER (double, (e), runtime_numbers[i].offset)
+
 void
 planner_hardware_efficiency_init (PlannerEfficiency *efficiency)
 {
@@ -55,12 +83,16 @@ planner_hardware_efficiency_init (PlannerEfficiency *efficiency)
   efficiency->memory_bound = 1;
 }
 
+static void clear_runtime_numbers (PlannerEfficiency *e);
+
+/* The "efficiency" object's part only: the runtime numbers are written apart. */
 gboolean
 planner_hardware_efficiency_is_default (const PlannerEfficiency *efficiency)
 {
-  PlannerEfficiency d;
+  PlannerEfficiency d, e = *efficiency;
   planner_hardware_efficiency_init (&d);
-  return planner_hardware_efficiency_equal (efficiency, &d);
+  clear_runtime_numbers (&e);
+  return planner_hardware_efficiency_equal (&e, &d);
 }
 
 gboolean
@@ -74,6 +106,9 @@ planner_hardware_efficiency_equal (const PlannerEfficiency *a, const PlannerEffi
     return FALSE;
   for (guint i = 0; i < G_N_ELEMENTS (collective_numbers); i++)
     if (COLLECTIVE_NUMBER (a, i) != COLLECTIVE_NUMBER (b, i))
+      return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS (runtime_numbers); i++)
+    if (RUNTIME_NUMBER (a, i) != RUNTIME_NUMBER (b, i))
       return FALSE;
   for (guint i = 0; i < a->n_gemm; i++)
     if (a->gemm_size[i] != b->gemm_size[i] || a->gemm_efficiency[i] != b->gemm_efficiency[i])
@@ -347,5 +382,77 @@ planner_hardware_append_efficiency (GString *out, const PlannerEfficiency *e)
     if (COLLECTIVE_NUMBER (e, i) != 0)
       append_number (out, collective_numbers[i].name, COLLECTIVE_NUMBER (e, i), FALSE);
   append_number (out, "overlap_slowdown", e->overlap_slowdown, TRUE);
+  g_string_append (out, "  }");
+}
+
+static void
+clear_runtime_numbers (PlannerEfficiency *e)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (runtime_numbers); i++)
+    RUNTIME_NUMBER (e, i) = 0;
+}
+
+gboolean
+planner_hardware_runtime_memory_is_default (const PlannerEfficiency *e)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (runtime_numbers); i++)
+    if (RUNTIME_NUMBER (e, i) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+planner_hardware_read_runtime_memory (PlannerJsonReader *r, JsonObject *profile,
+                                      PlannerEfficiency *e)
+{
+  const char *known[G_N_ELEMENTS (runtime_numbers) + 1];
+  for (guint i = 0; i < G_N_ELEMENTS (runtime_numbers); i++)
+    known[i] = runtime_numbers[i].name;
+  known[G_N_ELEMENTS (runtime_numbers)] = NULL;
+  JsonObject *o = planner_json_get_object (r, profile, "runtime_memory");
+  if (o == NULL)
+    return FALSE;
+  gsize mark = planner_json_push (r, "runtime_memory");
+  if (!planner_json_check_members (r, o, known))
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS (runtime_numbers); i++)
+    {
+      const char *name = runtime_numbers[i].name;
+      double value;
+      if (!json_object_has_member (o, name))
+        continue;
+      if (!planner_json_read_number (r, json_object_get_member (o, name), name, &value))
+        return FALSE;
+      if (!isfinite (value) || value < 0 || value > runtime_numbers[i].max)
+        return planner_json_fail (r, name, "must be in [0, %g] (0: not counted), got %g",
+                                  runtime_numbers[i].max, value);
+      RUNTIME_NUMBER (e, i) = value;
+    }
+  /* The allocator's sizes are one set: a block size with a missing segment would put every
+   * allocation in a segment of 0 bytes. */
+  if (e->allocator_min_block_B > 0
+      && (e->allocator_small_size_KiB <= 0 || e->allocator_small_segment_KiB <= 0
+          || e->allocator_large_segment_KiB <= 0 || e->allocator_min_large_alloc_KiB <= 0
+          || e->allocator_round_large_KiB <= 0))
+    return planner_json_fail (r, "allocator_min_block_B",
+                              "needs allocator_small_size_KiB, allocator_small_segment_KiB, "
+                              "allocator_large_segment_KiB, allocator_min_large_alloc_KiB and "
+                              "allocator_round_large_KiB > 0 (PyTorch's: 1024, 2048, 20480, "
+                              "10240, 2048), or 0 for no allocator");
+  planner_json_pop (r, mark);
+  return TRUE;
+}
+
+void
+planner_hardware_append_runtime_memory (GString *out, const PlannerEfficiency *e)
+{
+  g_string_append (out, "  \"runtime_memory\": {\n");
+  guint last = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (runtime_numbers); i++)
+    if (RUNTIME_NUMBER (e, i) != 0)
+      last = i;
+  for (guint i = 0; i < G_N_ELEMENTS (runtime_numbers); i++)
+    if (RUNTIME_NUMBER (e, i) != 0)
+      append_number (out, runtime_numbers[i].name, RUNTIME_NUMBER (e, i), i == last);
   g_string_append (out, "  }");
 }

@@ -18,5 +18,11 @@ gboolean planner_hardware_read_efficiency (PlannerJsonReader *r, JsonObject *pro
                                            PlannerEfficiency *efficiency);
 /* "  \"efficiency\": {...}" without a trailing comma or newline. */
 void planner_hardware_append_efficiency (GString *out, const PlannerEfficiency *efficiency);
+/* The member "runtime_memory" of @profile into @efficiency's runtime and allocator numbers,
+ * and back ("  \"runtime_memory\": {...}" without a trailing comma or newline). */
+gboolean planner_hardware_runtime_memory_is_default (const PlannerEfficiency *efficiency);
+gboolean planner_hardware_read_runtime_memory (PlannerJsonReader *r, JsonObject *profile,
+                                               PlannerEfficiency *efficiency);
+void planner_hardware_append_runtime_memory (GString *out, const PlannerEfficiency *efficiency);
 
 G_END_DECLS

@@ -709,7 +709,8 @@ planner_hardware_from_json (const char *text, GError **error)
 {
   static const char *const known[] = {
     "shardscope_hardware", "name",      "description", "peak_tflops",  "memory_bandwidth_GBps",
-    "memory_GB",           "node_size", "links",       "measurements", "efficiency", NULL,
+    "memory_GB",           "node_size", "links",       "measurements", "efficiency",
+    "runtime_memory",      NULL,
   };
   static const char *const known_links[] = { "intra", "inter", NULL };
   g_auto (PlannerJsonReader) r = { "hardware profile", NULL, error };
@@ -795,6 +796,9 @@ planner_hardware_from_json (const char *text, GError **error)
   if (json_object_has_member (object, "efficiency")
       && !planner_hardware_read_efficiency (&r, object, &hw->efficiency))
     return NULL;
+  if (json_object_has_member (object, "runtime_memory")
+      && !planner_hardware_read_runtime_memory (&r, object, &hw->efficiency))
+    return NULL;
 
   return g_steal_pointer (&hw);
 }
@@ -870,6 +874,11 @@ planner_hardware_to_json (const PlannerHardware *hw)
     {
       g_string_append (out, ",\n");
       planner_hardware_append_efficiency (out, &hw->efficiency);
+    }
+  if (!planner_hardware_runtime_memory_is_default (&hw->efficiency))
+    {
+      g_string_append (out, ",\n");
+      planner_hardware_append_runtime_memory (out, &hw->efficiency);
     }
   g_string_append (out, hw->curves->len > 0 ? ",\n" : "\n");
 

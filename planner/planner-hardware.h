@@ -117,6 +117,18 @@ typedef struct
   guint n_attention;          /* 0: fused attention at flash_forward / flash_backward */
   PlannerAttentionCurve attention[PLANNER_MAX_ATTENTION_CURVES];
   double overlap_slowdown; /* compute slows by this fraction while a collective overlaps it */
+  /* The profile's "runtime_memory" object (planner/README.md, "Reserved memory"); 0: not
+   * counted. */
+  double cuda_context_MiB;      /* per process and device */
+  double cublas_workspace_KiB;  /* PyTorch's cuBLAS workspace per handle and stream */
+  double nccl_channels;         /* ring channels of a communicator */
+  double nccl_buffer_KiB;       /* one ring connection's buffers, all protocols */
+  double allocator_min_block_B; /* PyTorch's caching allocator: kMinBlockSize .. */
+  double allocator_small_size_KiB;
+  double allocator_small_segment_KiB;
+  double allocator_large_segment_KiB;
+  double allocator_min_large_alloc_KiB;
+  double allocator_round_large_KiB;
 } PlannerEfficiency;
 
 typedef struct _PlannerHardware PlannerHardware;

@@ -459,8 +459,16 @@ planner_pipeline_new (PlannerPlan *plan, gboolean set_op_times, GError **error)
       double once = MIN (scope.activations_once, (double)tot.memory.activations);
       st->memory.activations
           = (guint64)llround (st->in_flight * ((double)tot.memory.activations - once) + once);
-      st->memory.total = st->memory.parameters + st->memory.gradients + st->memory.optimizer
-                         + st->memory.activations + st->memory.loss + st->memory.buffers;
+      /* The allocator's rounding of the activations grows with them. */
+      if (tot.memory.activations > 0)
+        {
+          guint64 act = (guint64)llround ((double)tot.memory.allocator_activations
+                                          * (double)st->memory.activations
+                                          / (double)tot.memory.activations);
+          st->memory.allocator = tot.memory.allocator - tot.memory.allocator_activations + act;
+          st->memory.allocator_activations = act;
+        }
+      planner_memory_finish (&st->memory);
       const PlannerStepBreakdown *b = &st->breakdown;
       st->micro_batch_s = (b->forward + b->backward + b->recompute + b->tp_comm_exposed) / pl->m;
       for (guint k = 0; k < pl->n_sends; k++)
@@ -477,7 +485,7 @@ planner_pipeline_new (PlannerPlan *plan, gboolean set_op_times, GError **error)
       st->busy_s = pl->m * st->micro_batch_s + b->dp_sync_exposed + b->overhead + st->shared_sync_s;
       if (s == 0 || st->busy_s > pl->stages[pl->bottleneck].busy_s)
         pl->bottleneck = s;
-      if (s == 0 || st->memory.total > pl->memory.total)
+      if (s == 0 || st->memory.reserved_total > pl->memory.reserved_total)
         pl->memory = st->memory;
       if (s == pl->bottleneck)
         {
@@ -821,16 +829,7 @@ planner_pipeline_add_json (PlannerPlan *plan, JsonBuilder *b)
       json_builder_end_array (b);
       planner_json_add_double (b, "flops", st->flops);
       planner_json_add_double (b, "in_flight_micro_batches", st->in_flight);
-      json_builder_set_member_name (b, "memory");
-      json_builder_begin_object (b);
-      planner_json_add_int (b, "parameters", (gint64)st->memory.parameters);
-      planner_json_add_int (b, "gradients", (gint64)st->memory.gradients);
-      planner_json_add_int (b, "optimizer", (gint64)st->memory.optimizer);
-      planner_json_add_int (b, "activations", (gint64)st->memory.activations);
-      planner_json_add_int (b, "loss", (gint64)st->memory.loss);
-      planner_json_add_int (b, "buffers", (gint64)st->memory.buffers);
-      planner_json_add_int (b, "total", (gint64)st->memory.total);
-      json_builder_end_object (b);
+      planner_plan_json_add_memory (b, &st->memory);
       planner_json_add_double (b, "micro_batch_us", st->micro_batch_s * 1e6);
       planner_json_add_double (b, "comm_us", st->comm_s * 1e6);
       planner_json_add_double (b, "shared_sync_us", st->shared_sync_s * 1e6);

@@ -139,14 +139,9 @@ add_total_fields (JsonBuilder *b, const PlannerPlanTotals *t, guint first, guint
     }
 }
 
-/* The training model's figures: "memory" (bytes per device) and the step breakdown in
- * seconds x @scale under @breakdown_name, then the micro-batch counts. */
-static void
-add_training (JsonBuilder *b, const PlannerPlanTotals *t, double scale, const char *breakdown_name)
+void
+planner_plan_json_add_memory (JsonBuilder *b, const PlannerMemory *m)
 {
-  const PlannerMemory *m = &t->memory;
-  const PlannerStepBreakdown *s = &t->breakdown;
-
   json_builder_set_member_name (b, "memory");
   json_builder_begin_object (b);
   planner_json_add_int (b, "parameters", (gint64)m->parameters);
@@ -156,7 +151,25 @@ add_training (JsonBuilder *b, const PlannerPlanTotals *t, double scale, const ch
   planner_json_add_int (b, "loss", (gint64)m->loss);
   planner_json_add_int (b, "buffers", (gint64)m->buffers);
   planner_json_add_int (b, "total", (gint64)m->total);
+  planner_json_add_int (b, "allocator", (gint64)m->allocator);
+  planner_json_add_int (b, "allocator_activations", (gint64)m->allocator_activations);
+  planner_json_add_int (b, "cuda_context", (gint64)m->cuda_context);
+  planner_json_add_int (b, "cublas_workspace", (gint64)m->cublas_workspace);
+  planner_json_add_int (b, "nccl_buffers", (gint64)m->nccl_buffers);
+  planner_json_add_int (b, "runtime", (gint64)m->runtime);
+  planner_json_add_int (b, "reserved_total", (gint64)m->reserved_total);
   json_builder_end_object (b);
+}
+
+/* The training model's figures: "memory" (bytes per device) and the step breakdown in
+ * seconds x @scale under @breakdown_name, then the micro-batch counts. */
+static void
+add_training (JsonBuilder *b, const PlannerPlanTotals *t, double scale, const char *breakdown_name)
+{
+  const PlannerMemory *m = &t->memory;
+  const PlannerStepBreakdown *s = &t->breakdown;
+
+  planner_plan_json_add_memory (b, m);
   json_builder_set_member_name (b, breakdown_name);
   json_builder_begin_object (b);
   planner_json_add_double (b, "forward", s->forward * scale);
@@ -205,9 +218,13 @@ planner_plan_summary_to_json (PlannerPlan *plan)
   planner_json_add_int (b, "memory_capacity_bytes",
                         (gint64)planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
   add_training (b, t, 1e6, "step_breakdown_us");
+  /* What the device really holds, the tensors and what the runtime and the allocator take
+   * beside them, against its memory (issue 12): a plan whose tensors fit but whose reserved
+   * total does not is shown as not fitting. */
   json_builder_set_member_name (b, "fits");
   json_builder_add_boolean_value (
-      b, t->memory.total <= planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
+      b, t->memory.reserved_total
+             <= planner_hardware_memory_bytes (planner_plan_get_hardware (plan)));
   planner_pipeline_add_json (plan, b);
   planner_json_add_double (b, "propagate_ms", planner_plan_get_propagate_ms (plan));
   json_builder_end_object (b);
@@ -928,7 +945,13 @@ static gboolean
 read_training (Reader *r, JsonObject *o, PlannerPlanTotals *t, gboolean *present)
 {
   static const char *const known_memory[]
-      = { "parameters", "gradients", "optimizer", "activations", "loss", "buffers", "total", NULL };
+      = { "parameters",   "gradients",        "optimizer",    "activations",
+          "loss",         "buffers",          "total",        "allocator",
+          "allocator_activations", "cuda_context", "cublas_workspace", "nccl_buffers",
+          "runtime",      "reserved_total",   NULL };
+  static const char *const reserved_parts[]
+      = { "allocator", "allocator_activations", "cuda_context", "cublas_workspace",
+          "nccl_buffers", NULL };
   static const char *const known_breakdown[]
       = { "forward",         "backward",       "recompute", "tp_comm_exposed",
           "dp_sync_exposed", "dp_sync_hidden", "overhead",  "pipeline_bubble",
@@ -949,6 +972,17 @@ read_training (Reader *r, JsonObject *o, PlannerPlanTotals *t, gboolean *present
       || (json_object_has_member (mem, "buffers")
           && !get_u64_member (r, mem, "buffers", &t->memory.buffers)))
     return FALSE;
+  /* Added with issue 12's reserved estimate: absent from older files (0). */
+  guint64 *parts[] = { &t->memory.allocator, &t->memory.allocator_activations,
+                       &t->memory.cuda_context, &t->memory.cublas_workspace,
+                       &t->memory.nccl_buffers };
+  for (guint k = 0; reserved_parts[k] != NULL; k++)
+    if (json_object_has_member (mem, reserved_parts[k])
+        && !get_u64_member (r, mem, reserved_parts[k], parts[k]))
+      return FALSE;
+  t->memory.runtime
+      = t->memory.cuda_context + t->memory.cublas_workspace + t->memory.nccl_buffers;
+  t->memory.reserved_total = t->memory.total + t->memory.allocator + t->memory.runtime;
   planner_json_pop (&r->json, m);
   JsonObject *s = planner_json_enter_member (&r->json, o, "step_breakdown_s", &m);
   if (s == NULL || !known_members (r, s, known_breakdown) || !get_double (r, s, "forward", &t->breakdown.forward)

@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <json-glib/json-glib.h>
+
 #include "planner-plan.h"
 
 G_BEGIN_DECLS
@@ -84,5 +86,10 @@ extern const PlannerTotalField planner_total_fields[PLANNER_N_TOTAL_FIELDS];
 
 /* The member of totals @t that field @f describes, as an lvalue of @type. */
 #define PLANNER_TOTAL(t, f, type) (*(type *)((guint8 *)(t) + (f)->offset))
+
+/* The "memory" object of `propagate --json`, the plan file and each pipeline stage
+ * (planner-plan-json.c): the tensors' parts and total, then allocator, cuda_context,
+ * cublas_workspace, nccl_buffers, runtime and reserved_total (planner/README.md). */
+void planner_plan_json_add_memory (JsonBuilder *b, const PlannerMemory *memory);
 
 G_END_DECLS

@@ -97,6 +97,53 @@ local_numel (const Model *m, const PlannerTensor *t, const PlannerLayout *layout
   return local_bytes (m, t, layout) / planner_dtype_size (t->dtype);
 }
 
+static void
+append_size (GArray *sizes, double bytes)
+{
+  guint64 n = (guint64)llround (bytes);
+  if (n > 0)
+    g_array_append_val (sizes, n);
+}
+
+/* One parameter's model states as separate tensors, as eager PyTorch holds them: its weights,
+ * its gradient, and the optimizer's fp32 master copy (16-bit training) and states, each as
+ * large as the others (flat ZeRO / FSDP buffers round less: this is the upper end). */
+static void
+add_model_state_sizes (const Model *m, const PlannerMemory *one, PlannerDType dtype,
+                       GArray *weights, GArray *states)
+{
+  append_size (weights, (double)one->parameters);
+  append_size (states, (double)one->gradients);
+  guint pieces = m->c->optimizer_states + (planner_dtype_size (dtype) < 4 ? 1 : 0);
+  for (guint k = 0; k < pieces; k++)
+    append_size (states, (double)one->optimizer / pieces);
+}
+
+/* The CUDA context, cuBLAS's workspace and NCCL's buffers of one device (planner/README.md,
+ * "Reserved memory"): one NCCL communicator per mesh axis of more than one device, as
+ * DeviceMesh makes one process group per dimension. */
+static void
+add_runtime_memory (const Model *m, PlannerMemory *mem)
+{
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (m->hw);
+  guint node = MAX (planner_hardware_get_node_size (m->hw), 1u);
+  mem->cuda_context = (guint64)llround (e->cuda_context_MiB * 1048576);
+  /* One workspace: the backward pass runs its GEMMs on the forward's stream; the
+   * communication streams run no GEMM. */
+  mem->cublas_workspace = (guint64)llround (e->cublas_workspace_KiB * 1024);
+  mem->nccl_buffers = 0;
+  guint64 minor = 1;
+  for (guint a = m->mesh->n_axes; a-- > 0;)
+    {
+      guint ranks = m->mesh->sizes[a];
+      /* The axis's ranks that share a node: all of them while the more minor axes leave room
+       * in the node, one once they fill it. */
+      guint node_ranks = minor >= node ? 1 : (guint)MIN ((guint64)ranks, node / minor);
+      mem->nccl_buffers += planner_cost_nccl_buffers (e, ranks, node_ranks);
+      minor *= ranks;
+    }
+}
+
 /* Ops that are views in eager PyTorch and in the fused kernels that read strided inputs: they
  * move no data and launch nothing. */
 static gboolean
@@ -579,6 +626,12 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   /* ---- memory ---- */
   PlannerMemory mem = { 0 };
   g_autoptr (GArray) groups = g_array_new (FALSE, FALSE, sizeof (SyncGroup));
+  /* The allocations alive at the peak, in the order a step makes them, for the caching
+   * allocator's estimate: weights, gradients, optimizer states, then ZeRO's buckets, the
+   * activations of one micro-batch and the loss's temporaries. */
+  g_autoptr (GArray) weight_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr (GArray) state_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr (GArray) act_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
   double optimizer_params = 0;
   for (guint t = 0; t < n_tensors; t++)
     {
@@ -600,7 +653,12 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
         if (shard & (1u << a))
           dp *= m.mesh->sizes[a];
       guint64 n = local_numel (&m, x, layout);
-      planner_cost_model_states (m.c, n, x->dtype, dp, &mem);
+      PlannerMemory one = { 0 };
+      planner_cost_model_states (m.c, n, x->dtype, dp, &one);
+      mem.parameters += one.parameters;
+      mem.gradients += one.gradients;
+      mem.optimizer += one.optimizer;
+      add_model_state_sizes (&m, &one, x->dtype, weight_sizes, state_sizes);
       optimizer_params += m.c->zero >= 1 ? (double)n / dp : (double)n;
       if (sync == 0)
         continue;
@@ -671,6 +729,7 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       g_autofree double *per_layer = g_new0 (double, MAX (n_layers, 1));
       g_autofree gboolean *counted = g_new0 (gboolean, n_tensors);
       double inputs = 0, outside = 0, largest = 0;
+      int largest_layer = -1;
       for (guint t = 0; t < n_tensors; t++)
         {
           if (kp.kept[t] == 0)
@@ -679,7 +738,10 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
           if (owner >= 0)
             per_layer[owner] += kp.kept[t];
           else
-            outside += kp.kept[t];
+            {
+              outside += kp.kept[t];
+              append_size (act_sizes, (double)kp.kept[t] / m.accum);
+            }
         }
       for (guint i = 0; i < n_ops; i++)
         {
@@ -689,6 +751,7 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
           if (layer[i] < 0)
             {
               outside += kp.extra[i];
+              append_size (act_sizes, (double)kp.extra[i] / m.accum);
               continue;
             }
           per_layer[layer[i]] += kp.extra[i];
@@ -700,11 +763,24 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
                   || (x->producer >= 0 && layer[x->producer] == layer[i]))
                 continue;
               counted[t] = TRUE;
-              inputs += local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
+              guint64 bytes = local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
+              inputs += bytes;
+              append_size (act_sizes, (double)bytes / m.accum);
             }
         }
       for (int l = 0; l < n_layers; l++)
-        largest = MAX (largest, per_layer[l]);
+        if (per_layer[l] > largest)
+          {
+            largest = per_layer[l];
+            largest_layer = l;
+          }
+      /* The layer being recomputed holds its whole set beside every layer's input. */
+      for (guint t = 0; t < n_tensors && largest_layer >= 0; t++)
+        if (kp.kept[t] > 0 && kp.keeper[t] >= 0 && layer[kp.keeper[t]] == largest_layer)
+          append_size (act_sizes, (double)kp.kept[t] / m.accum);
+      for (guint i = 0; i < n_ops && largest_layer >= 0; i++)
+        if (in_scope (&m, (int)i) && layer[i] == largest_layer)
+          append_size (act_sizes, (double)kp.extra[i] / m.accum);
       activations = inputs + largest + outside;
       /* The loss's temporaries are gone before the first layer is recomputed: they add to
        * the peak only what they exceed that layer's set by. */
@@ -715,9 +791,15 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   else
     {
       for (guint t = 0; t < n_tensors; t++)
-        activations += kp.kept[t];
+        {
+          activations += kp.kept[t];
+          append_size (act_sizes, (double)kp.kept[t] / m.accum);
+        }
       for (guint i = 0; i < n_ops; i++)
-        activations += kp.extra[i];
+        {
+          activations += kp.extra[i];
+          append_size (act_sizes, (double)kp.extra[i] / m.accum);
+        }
     }
   g_free (kp.kept);
   g_free (kp.keeper);
@@ -744,9 +826,36 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
         size = 4;
       guint buffers = m.c->zero == 2 && m.c->dp_overlap ? 2 : 1;
       mem.buffers = (guint64)llround (buffers * m.c->zero_bucket_elements * size);
+      for (guint k = 0; k < buffers; k++)
+        append_size (weight_sizes, m.c->zero_bucket_elements * size);
     }
-  mem.total
-      = mem.parameters + mem.gradients + mem.optimizer + mem.activations + mem.loss + mem.buffers;
+  /* The loss's peak is three fp32 tensors as large as the logits (above). */
+  for (guint k = 0; k < 3; k++)
+    append_size (act_sizes, (double)mem.loss / 3);
+  {
+    const PlannerEfficiency *e = planner_hardware_get_efficiency (m.hw);
+    g_array_append_vals (weight_sizes, state_sizes->data, state_sizes->len);
+    guint n_states = weight_sizes->len;
+    guint64 states_bytes = 0, all_bytes;
+    for (guint k = 0; k < n_states; k++)
+      states_bytes += g_array_index (weight_sizes, guint64, k);
+    all_bytes = states_bytes;
+    for (guint k = 0; k < act_sizes->len; k++)
+      all_bytes += g_array_index (act_sizes, guint64, k);
+    guint64 states_reserved
+        = planner_cost_allocator_reserved (e, (const guint64 *)weight_sizes->data, n_states);
+    g_array_append_vals (weight_sizes, act_sizes->data, act_sizes->len);
+    guint64 all_reserved = planner_cost_allocator_reserved (
+        e, (const guint64 *)weight_sizes->data, weight_sizes->len);
+    if (all_reserved > 0)
+      {
+        mem.allocator = all_reserved - MIN (all_reserved, all_bytes);
+        guint64 states_part = states_reserved - MIN (states_reserved, states_bytes);
+        mem.allocator_activations = mem.allocator - MIN (mem.allocator, states_part);
+      }
+  }
+  add_runtime_memory (&m, &mem);
+  planner_memory_finish (&mem);
 
   /* ---- time, per micro-batch ---- */
   PlannerStepBreakdown b = { 0 };

@@ -76,7 +76,9 @@ candidate_set_plan (PlannerSearchCandidate *c, PlannerPlan *plan, guint64 limit)
   c->plan = plan;
   c->step_time_s = t->step_time_s;
   c->memory_per_device_bytes = t->memory_per_device_bytes;
-  c->fits = t->memory_per_device_bytes <= limit;
+  /* The reserved total (the tensors, the caching allocator's rounding, the CUDA context,
+   * cuBLAS's and NCCL's buffers), as `fits` (issue 12). */
+  c->fits = t->memory.reserved_total <= limit;
   /* The schedule's bubble, (p - 1) / (v m + p - 1) with v = 1: the m the pipeline ran (the
    * totals'), without building the pipeline a second time. */
   if (c->pp > 1)
@@ -185,7 +187,17 @@ planner_search (PlannerGraph *graph, const PlannerHardware *hw, const PlannerSea
           = planner_request_propagate (base, graph, mesh, hw, NULL, NULL, &local);
       PlannerSolveOptions solve;
       planner_solve_options_init (&solve);
-      solve.memory_limit = result->memory_limit;
+      /* The solver bounds the tensors' total; a candidate fits by its reserved total. Leave
+       * the solver room for what the device holds beside the tensors, the seed's (the CUDA
+       * context, cuBLAS's and NCCL's buffers depend on the mesh alone, the allocator's
+       * rounding on the plan a little), so that a solved plan under its bound fits too. */
+      guint64 beside = 0;
+      if (seed)
+        {
+          const PlannerMemory *sm = &planner_plan_get_totals (seed)->memory;
+          beside = sm->reserved_total - MIN (sm->reserved_total, sm->total);
+        }
+      solve.memory_limit = result->memory_limit > beside ? result->memory_limit - beside : 1;
       solve.cancellable = options->cancellable;
       PlannerPlan *plan = seed ? planner_solve (seed, &solve, &c->report, &local) : NULL;
       if (plan == NULL)
