@@ -404,7 +404,11 @@ def main():
         w("The last two columns are NCCL's own tuning model (`src/graph/tuning.cc`: per protocol "
           "LL / LL128 / Simple a base latency, a latency per ring step and a bandwidth, NVLS with "
           "its 25 us; the constants are in `tools/validate.py`), computed with the same profile "
-          "bandwidths: a check of what a faithful copy of NCCL's model would estimate.")
+          "bandwidths: a check of what a faithful copy of NCCL's model would estimate. The "
+          "estimate takes the same LL, LL128 and Simple-ring constants (the profiles' `ll_*`, "
+          "`ll128_*` and `ring_*`), so the two agree where NVLS is not in play (`a100-sxm`, "
+          "AllGather, ReduceScatter); for AllReduce on `h100-sxm` and `h200-sxm` they differ by "
+          "NVLS, which the estimate models by chunks.")
         w("")
         w("| row | GPUs, profile | collective | size | measured | measured / estimated (us) | "
           "ratio | within 15% | NCCL's model (us) | its ratio |")
