@@ -136,7 +136,7 @@ def estimated_text(row, step_s):
 
 def collective_graph(step, nbytes):
     """A graph JSON and pins whose plan on mp=N moves @nbytes (f32) in one @step."""
-    cols = 1024
+    cols = 1024 if nbytes >= 4096 else nbytes // 4  # a 1 KiB row holds 256 floats
     rows = nbytes // 4 // cols
     if step == "AllGather":
         # ReLU split on rows, then a ReLU that needs the whole tensor: one AllGather.
@@ -209,6 +209,8 @@ def nccl_model_time(row, profile):
 
 
 def size_text(nbytes):
+    if nbytes < MiB:
+        return "%d KiB" % (nbytes // 1024)
     return "%d GiB" % (nbytes // (1024 * MiB)) if nbytes >= 1024 * MiB else "%d MiB" % (
         nbytes // MiB)
 
