@@ -220,18 +220,19 @@ formula_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n,
   return latency_steps * link->latency_us * 1e-6 + steps / p * n / (link->bandwidth_GBps * 1e9);
 }
 
-/* NCCL's LL protocol on a ring (src/graph/tuning.cc): a lower latency at a fraction of the
- * link's busbw, capped; NCCL takes it for small messages. */
+/* One of NCCL's protocols on the intra-node ring (src/graph/tuning.cc, ncclTopoTuneModel):
+ * a base latency once, a latency per ring step, and the ring's bytes at a fraction of the
+ * link's busbw, capped. */
 static double
-ll_time (const PlannerLink *link, const PlannerEfficiency *e, PlannerStepKind kind, guint p,
-         guint64 n)
+protocol_time (const PlannerLink *link, PlannerStepKind kind, guint p, guint64 n, double base_us,
+               double step_us, double factor, double cap_GBps)
 {
   double steps = kind == PLANNER_STEP_ALL_REDUCE ? 2.0 * (p - 1) : p - 1;
-  double busbw = link->bandwidth_GBps * e->ll_bandwidth_factor;
+  double busbw = link->bandwidth_GBps * factor;
 
-  if (e->ll_bandwidth_GBps > 0)
-    busbw = MIN (busbw, e->ll_bandwidth_GBps);
-  return (e->ll_base_us + steps * e->ll_step_us) * 1e-6 + steps / p * n / (busbw * 1e9);
+  if (cap_GBps > 0)
+    busbw = MIN (busbw, cap_GBps);
+  return (base_us + steps * step_us) * 1e-6 + steps / p * n / (busbw * 1e9);
 }
 
 /* The chunk NCCL's NVLS AllReduce moves per channel and head (src/enqueue.cc,
@@ -291,12 +292,20 @@ planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, P
   if (points != NULL)
     return curve_time (points, n_points, n);
   const PlannerEfficiency *e = planner_hardware_get_efficiency (hw);
-  double t
-      = formula_time (planner_hardware_get_link (hw, link), kind, p, n, link == PLANNER_LINK_INTER);
+  const PlannerLink *l_hw = planner_hardware_get_link (hw, link);
+  gboolean ring_protocols = link == PLANNER_LINK_INTRA && kind != PLANNER_STEP_ALL_TO_ALL;
+  double t;
+
+  /* NCCL's Simple ring inside a node costs its own base latency once plus one per ring step
+   * (tuning.cc: 8.4 us and 3.4 us on NVLink), not the profile's bare latency a step: that
+   * latency is what keeps a ring of a few MiB from its asymptotic busbw. */
+  if (ring_protocols && (e->ring_base_us > 0 || e->ring_step_us > 0))
+    t = protocol_time (l_hw, kind, p, n, e->ring_base_us, e->ring_step_us, 1, 0);
+  else
+    t = formula_time (l_hw, kind, p, n, link == PLANNER_LINK_INTER);
   /* NVLink SHARP: inside a node with NVSwitch, NCCL reduces in the switch (algorithm NVLS) for
    * AllReduce over more than 4 devices, at a busbw above the ring's; the faster is taken. (With
-   * the profiles' 2.5 us per ring step the ring is the faster from 4 to 32 MiB, by at most 10%;
-   * it stays in, as a ReduceScatter and an AllGather would take its place anyway.) */
+   * NCCL's own ring latencies NVLS is the faster from 4 MiB up on h100-sxm and h200-sxm.) */
   if (kind == PLANNER_STEP_ALL_REDUCE && link == PLANNER_LINK_INTRA && p > NVLS_MIN_DEVICES
       && e->nvls_bandwidth_GBps > 0)
     {
@@ -309,9 +318,14 @@ planner_cost_collective_time (const PlannerHardware *hw, PlannerStepKind kind, P
           t = MIN (t, formula_time (&l, kind, p, n, FALSE));
         }
     }
-  /* Inside a node NCCL also has the LL protocol for its ring collectives; it takes the faster. */
-  if (link == PLANNER_LINK_INTRA && e->ll_bandwidth_factor > 0 && kind != PLANNER_STEP_ALL_TO_ALL)
-    t = MIN (t, ll_time (planner_hardware_get_link (hw, link), e, kind, p, n));
+  /* Inside a node NCCL also has the LL and LL128 protocols for its ring collectives; it takes
+   * the fastest. */
+  if (ring_protocols && e->ll_bandwidth_factor > 0)
+    t = MIN (t, protocol_time (l_hw, kind, p, n, e->ll_base_us, e->ll_step_us,
+                               e->ll_bandwidth_factor, e->ll_bandwidth_GBps));
+  if (ring_protocols && e->ll128_bandwidth_factor > 0)
+    t = MIN (t, protocol_time (l_hw, kind, p, n, e->ll128_base_us, e->ll128_step_us,
+                               e->ll128_bandwidth_factor, e->ll128_bandwidth_GBps));
   return t;
 }
 

@@ -107,6 +107,16 @@ typedef struct
   double ll_step_us;
   double ll_bandwidth_factor;
   double ll_bandwidth_GBps; /* the cap; 0: none */
+  /* NCCL's LL128 protocol on the same ring: base + per-step latency, busbw = factor x the
+   * link's, capped (NCCL: channels x perChMaxRingLL128Bw); factor 0: no LL128. */
+  double ll128_base_us;
+  double ll128_step_us;
+  double ll128_bandwidth_factor;
+  double ll128_bandwidth_GBps; /* the cap; 0: none */
+  /* NCCL's own latencies of its Simple-protocol ring inside a node: a base once plus one per
+   * ring step, in place of links.intra.latency_us a step; both 0: latency_us as before. */
+  double ring_base_us;
+  double ring_step_us;
   /* NVLS by chunk: NCCL's chunk size for the message, a fixed cost per round of chunks and
    * the rounds the pipeline takes to fill; channels 0: NVLS as the ring formula at its busbw. */
   double nvls_latency_us;

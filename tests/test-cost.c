@@ -45,16 +45,18 @@ static const CollectiveCase collective_cases[] = {
    * (nccl-tests on one DGX H100 node, the curve the chunk constants come from: 324.7 us) */
   { "/planner/cost/all-reduce", "h100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB, 64 * MiB,
     335.0463e-6, 8, 117440512 },
-  /* The same over mp=4: NCCL rings groups of 4 or fewer (no NVLS), 370 GB/s:
-   *   latency   2 * 3 * 2.5 us = 15 us
+  /* The same over mp=4: NCCL rings groups of 4 or fewer (no NVLS), 370 GB/s, at NCCL's
+   * Simple-ring latencies (8.4 us once, 3.4 us a step):
+   *   latency   8.4 + 2 * 3 * 3.4 us = 28.8 us
    *   bandwidth 1.5 * 67108864 / 370e9 = 100663296 / 370e9 = 272.0630 us
-   *   total     287.0630 us */
+   *   total     300.8630 us (LL128: 25.4 + 100663296 / 340.4e9 = 321.1206 us) */
   { "/planner/cost/all-reduce-ring", "h100-sxm", "mp=4", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB,
-    64 * MiB, 287.0630e-6, 4, 100663296 },
+    64 * MiB, 300.8630e-6, 4, 100663296 },
   /* a100-sxm has no NVLink SHARP: 8 GPUs ring at 225 GB/s:
-   *   35 us + 117440512 / 225e9 = 35 + 521.9578 = 556.9578 us */
+   *   8.4 + 14 * 3.4 = 56 us + 117440512 / 225e9 = 56 + 521.9578 = 577.9578 us
+   *   (LL128: 40.6 + 117440512 / 207e9 = 607.9455 us) */
   { "/planner/cost/all-reduce-a100", "a100-sxm", "mp=8", PLANNER_STEP_ALL_REDUCE, 0, 64 * MiB,
-    64 * MiB, 556.9578e-6, 8, 117440512 },
+    64 * MiB, 577.9578e-6, 8, 117440512 },
   /* AllGather on dp of dp=4,mp=8 on h100-sxm: dp crosses nodes (NDR IB: 47 GB/s, 8 us/step),
    * n_in 4 MiB -> n_out 16 MiB:
    *   latency   (p-1) alpha = 3 * 8 us = 24 us
@@ -62,12 +64,13 @@ static const CollectiveCase collective_cases[] = {
    *   total     291.7215 us */
   { "/planner/cost/all-gather", "h100-sxm", "dp=4,mp=8", PLANNER_STEP_ALL_GATHER, 0, 4 * MiB,
     16 * MiB, 291.7215e-6, 4, 12582912 },
-  /* ReduceScatter on mp of dp=4,mp=8 on h100-sxm, intra, n_in 8 MiB -> n_out 1 MiB:
-   *   latency   7 * 2.5 us = 17.5 us
-   *   bandwidth 0.875 * 8388608 / 370e9 = 7340032 / 370e9 = 19.83792 us
-   *   total     37.33792 us */
+  /* ReduceScatter on mp of dp=4,mp=8 on h100-sxm, intra, n_in 8 MiB -> n_out 1 MiB; NCCL's
+   * LL128 is the fastest:
+   *   latency   14 + 7 * 1.9 us = 27.3 us
+   *   bandwidth 0.875 * 8388608 / (0.92 * 370e9) = 7340032 / 340.4e9 = 21.56296 us
+   *   total     48.86296 us (the Simple ring: 8.4 + 7 * 3.4 + 19.83792 = 52.03792 us) */
   { "/planner/cost/reduce-scatter", "h100-sxm", "dp=4,mp=8", PLANNER_STEP_REDUCE_SCATTER, 1,
-    8 * MiB, MiB, 37.33792e-6, 8, 7340032 },
+    8 * MiB, MiB, 48.86296e-6, 8, 7340032 },
   /* AllToAll on mp=4 on a100-sxm, intra (NVLink 3: 225 GB/s, 2.5 us/step), 4 MiB local:
    *   latency   3 * 2.5 us = 7.5 us
    *   bandwidth 0.75 * 4194304 / 225e9 = 3145728 / 225e9 = 13.98101 us
@@ -167,12 +170,13 @@ test_link_choice (void)
     link.bandwidth_GBps = 185;
     link.latency_us = 0;
     planner_hardware_set_link (hw, PLANNER_LINK_INTRA, &link);
-    /* With NVLink SHARP off the ring is what runs: 1.75 * 67108864 / 185e9 = 634.8135 us */
+    /* With NVLink SHARP off the ring is what runs, at NCCL's own latencies (ring_*, not the
+     * link's): 56 us + 1.75 * 67108864 / 185e9 = 56 + 634.8135 = 690.8135 us */
     PlannerEfficiency e = *planner_hardware_get_efficiency (hw);
     e.nvls_bandwidth_GBps = 0;
     planner_hardware_set_efficiency (hw, &e);
     assert_close (planner_cost_step_time (hw, m, PLANNER_STEP_ALL_REDUCE, 1, 64 * MiB, 64 * MiB),
-                  634.8135e-6, 1e-6);
+                  690.8135e-6, 1e-6);
   }
 }
 
@@ -185,7 +189,7 @@ test_ll (void)
   g_autoptr (PlannerHardware) a100 = test_util_hardware ("a100-sxm");
 
   /* AllReduce of 1 MiB over 8 H100s: LL 6.6 + 14 x 0.6 = 15 us + 1.75 x 1048576 / min(185, 141)
-   * GB/s = 15 + 1835008 / 141e9 = 28.01424 us; the ring 35 + 1835008 / 370e9 = 39.95954 us,
+   * GB/s = 15 + 1835008 / 141e9 = 28.01424 us; the Simple ring 56 + 1835008 / 370e9 = 60.95954 us,
    * NVLS (16 KiB chunks, half a round) 9.5 + 2.4 x (4.6 + 7.070866) = 37.51008 us. */
   assert_close (
       planner_cost_collective_time (h100, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTRA, 8, MiB),
@@ -196,11 +200,11 @@ test_ll (void)
   assert_close (planner_cost_collective_time (a100, PLANNER_STEP_REDUCE_SCATTER, PLANNER_LINK_INTRA,
                                               8, 64 * 1024),
                 11.45387e-6, 1e-6);
-  /* Large messages stay on the ring: 64 MiB AllGather over 8 A100s, 17.5 + 58720256 / 225e9 =
-   * 278.4789 us (LL: 10.8 + 58720256 / 87.7e9 = 680.3622 us). */
+  /* Large messages stay on the ring: 64 MiB AllGather over 8 A100s, 8.4 + 7 x 3.4 = 32.2 us +
+   * 58720256 / 225e9 = 293.1789 us (LL: 10.8 + 58720256 / 87.7e9 = 680.3622 us). */
   assert_close (
       planner_cost_collective_time (a100, PLANNER_STEP_ALL_GATHER, PLANNER_LINK_INTRA, 8, 64 * MiB),
-      278.4789e-6, 1e-6);
+      293.1789e-6, 1e-6);
   /* Not across nodes (NCCL's network latencies differ), nor for AllToAll (point to point):
    * with LL off nothing changes there. */
   {
@@ -217,10 +221,11 @@ test_ll (void)
     g_assert_cmpfloat (planner_cost_collective_time (a100, PLANNER_STEP_ALL_TO_ALL,
                                                      PLANNER_LINK_INTRA, 8, 64 * 1024),
                        ==, a2a);
-    /* ... and inside the node the ring is back: 17.75486 us. */
+    /* ... and inside the node LL128 is next: 27.3 + 57344 / 207e9 = 27.57702 us (the Simple
+     * ring: 32.2 + 57344 / 225e9 = 32.45486 us). */
     assert_close (planner_cost_collective_time (a100, PLANNER_STEP_REDUCE_SCATTER,
                                                 PLANNER_LINK_INTRA, 8, 64 * 1024),
-                  17.75486e-6, 1e-6);
+                  27.57702e-6, 1e-6);
   }
 }
 
@@ -360,10 +365,10 @@ test_interpolation (void)
                 35e-6, 1e-12);
   assert_close (planner_cost_step_time (hw, dp, PLANNER_STEP_ALL_REDUCE, 1, 3 * MiB, 3 * MiB),
                 35e-6, 1e-12);
-  /* Another p, another link or another step has no curve: the formula
-   * (6 * 2.5 us + 1.5 * 3145728 / 370e9 = 15 + 12.75295 us). */
+  /* Another p, another link or another step has no curve: the model, here LL128
+   * (14 + 6 * 1.9 us + 1.5 * 3145728 / 340.4e9 = 25.4 + 13.86190 us). */
   assert_close (planner_cost_step_time (hw, m4, PLANNER_STEP_ALL_REDUCE, 0, 3 * MiB, 3 * MiB),
-                27.75295e-6, 1e-6);
+                39.26190e-6, 1e-6);
   g_assert_cmpfloat (
       planner_cost_step_time (hw, dp, PLANNER_STEP_ALL_REDUCE, 0, 3 * MiB, 3 * MiB), ==,
       planner_cost_collective_time (hw, PLANNER_STEP_ALL_REDUCE, PLANNER_LINK_INTER, 2, 3 * MiB));

@@ -92,9 +92,10 @@ test_redistribute_equivalence (void)
   g_assert_cmpuint (none->n_steps, ==, 0);
   g_assert_cmpfloat (none->time_s, ==, 0);
 
-  /* [_,_,mp] -> [_,_,_] is one AllGather over mp, from either form of the target:
-   * (p-1) alpha + (p-1)/p n_out / B with p = 2, n_out = 8*128*64*4 bytes, costs.md. */
-  double expected = 2.5e-6 + 0.5 * 262144.0 / 370e9;
+  /* [_,_,mp] -> [_,_,_] is one AllGather over mp, from either form of the target, p = 2,
+   * n_out = 8*128*64*4 bytes: NCCL's LL protocol is the fastest at this size, 6.6 + 0.6 us +
+   * (p-1)/p n_out / 141 GB/s = 8.129589 us (the Simple ring: 8.4 + 3.4 + 0.354 = 12.15 us). */
+  double expected = (6.6 + 0.6) * 1e-6 + 0.5 * 262144.0 / 141e9;
   const PlannerRedistPath *a
       = planner_redistributor_find (r, &split, &raw, shape, 3, PLANNER_DTYPE_F32);
   const PlannerRedistPath *b
@@ -412,7 +413,7 @@ test_all_size1 (gconstpointer data)
  * (hidden 64, batch 8, sequence 128, f32) under megatron on dp=1,mp=2 reduces the partial
  * sums of the vocab-parallel embedding and of the two row-parallel projections of each of the
  * two layers: 5 AllReduces over mp of the whole [8,128,64] activation, n = 262144 bytes,
- * 2(p-1) alpha + 2(p-1)/p n/B each; and the weights of 141,056 parameters (wte 512x64, wpe
+ * each on NCCL's LL protocol (below); and the weights of 141,056 parameters (wte 512x64, wpe
  * 128x64, per layer 2x128 norm + 64x192+192 + 64x64+64 + 64x256+256 + 256x64+64, ln_f 128),
  * f32, the tied lm_head counted once, are whole on each device under dp=2,mp=1. */
 static void
@@ -424,7 +425,10 @@ test_hand_figures (void)
   g_assert_cmpuint (t->n_redistributions, ==, 5);
   g_assert_cmpuint (t->coll_count[PLANNER_STEP_ALL_REDUCE], ==, 5);
   g_assert_cmpuint (t->coll_bytes[PLANNER_STEP_ALL_REDUCE], ==, 5 * 262144);
-  g_assert_cmpfloat_with_epsilon (t->comm_time_s, 5 * (2 * 2.5e-6 + 262144.0 / 370e9), 1e-15);
+  /* Each on NCCL's LL, the fastest at 256 KiB: 6.6 + 2 x 0.6 us + 262144 / 141e9 = 9.659149 us
+   * (the Simple ring: 8.4 + 2 x 3.4 + 262144 / 370e9 = 15.90849 us). */
+  g_assert_cmpfloat_with_epsilon (t->comm_time_s, 5 * ((6.6 + 2 * 0.6) * 1e-6 + 262144.0 / 141e9),
+                                  1e-15);
   /* Everything over mp, nothing over dp. */
   g_assert_cmpuint (t->axis_bytes[0], ==, 0);
   g_assert_cmpuint (t->axis_bytes[1], ==, 5 * 262144);

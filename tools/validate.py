@@ -136,7 +136,7 @@ def estimated_text(row, step_s):
 
 def collective_graph(step, nbytes):
     """A graph JSON and pins whose plan on mp=N moves @nbytes (f32) in one @step."""
-    cols = 1024
+    cols = 1024 if nbytes >= 4096 else nbytes // 4  # a 1 KiB row holds 256 floats
     rows = nbytes // 4 // cols
     if step == "AllGather":
         # ReLU split on rows, then a ReLU that needs the whole tensor: one AllGather.
@@ -209,6 +209,8 @@ def nccl_model_time(row, profile):
 
 
 def size_text(nbytes):
+    if nbytes < MiB:
+        return "%d KiB" % (nbytes // 1024)
     return "%d GiB" % (nbytes // (1024 * MiB)) if nbytes >= 1024 * MiB else "%d MiB" % (
         nbytes // MiB)
 
@@ -420,7 +422,11 @@ def main():
         w("The last two columns are NCCL's own tuning model (`src/graph/tuning.cc`: per protocol "
           "LL / LL128 / Simple a base latency, a latency per ring step and a bandwidth, NVLS with "
           "its 25 us; the constants are in `tools/validate.py`), computed with the same profile "
-          "bandwidths: a check of what a faithful copy of NCCL's model would estimate.")
+          "bandwidths: a check of what a faithful copy of NCCL's model would estimate. The "
+          "estimate takes the same LL, LL128 and Simple-ring constants (the profiles' `ll_*`, "
+          "`ll128_*` and `ring_*`), so the two agree where NVLS is not in play (`a100-sxm`, "
+          "AllGather, ReduceScatter); for AllReduce on `h100-sxm` and `h200-sxm` they differ by "
+          "NVLS, which the estimate models by chunks.")
         w("")
         w("| row | GPUs, profile | collective | size | measured | measured / estimated (us) | "
           "ratio | within 15% | NCCL's model (us) | its ratio |")
