@@ -58,6 +58,7 @@ enum
   PROP_STORE_ID,
   PROP_MODIFIED,
   PROP_HARDWARE_NAME,
+  PROP_PINS,
   PROP_PLAN,
   PROP_BUSY,
   PROP_ERROR,
@@ -110,6 +111,7 @@ app_document_get_property (GObject *object, guint prop_id, GValue *value, GParam
     case PROP_STORE_ID: g_value_set_int64 (value, self->store_id); break;
     case PROP_MODIFIED: g_value_set_boolean (value, self->modified); break;
     case PROP_HARDWARE_NAME: g_value_set_string (value, planner_hardware_get_name (self->hw)); break;
+    case PROP_PINS: g_value_set_boxed (value, self->pins); break;
     case PROP_PLAN: g_value_set_object (value, self->plan); break;
     case PROP_BUSY: g_value_set_boolean (value, self->running > 0); break;
     case PROP_ERROR: g_value_set_string (value, self->error); break;
@@ -151,6 +153,8 @@ app_document_class_init (AppDocumentClass *klass)
   properties[PROP_MODIFIED] = g_param_spec_boolean ("modified", NULL, NULL, FALSE, ro);
   /* The profile's name, notified when app_document_set_hardware() gives another. */
   properties[PROP_HARDWARE_NAME] = g_param_spec_string ("hardware-name", NULL, NULL, NULL, ro);
+  /* The user's pins (char*), notified at every edit, undo and redo. */
+  properties[PROP_PINS] = g_param_spec_boxed ("pins", NULL, NULL, G_TYPE_PTR_ARRAY, ro);
   properties[PROP_PLAN] = g_param_spec_object ("plan", NULL, NULL, PLANNER_TYPE_PLAN, ro);
   properties[PROP_BUSY] = g_param_spec_boolean ("busy", NULL, NULL, FALSE, ro);
   properties[PROP_ERROR] = g_param_spec_string ("error", NULL, NULL, NULL, ro);
@@ -421,6 +425,7 @@ replace_pins (AppDocument *self, GPtrArray *pins)
   g_ptr_array_add (self->undo, self->pins);
   self->pins = pins;
   g_ptr_array_set_size (self->redo, 0);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PINS]);
   notify_history (self);
   set_modified (self, TRUE);
   app_document_replan (self);
@@ -504,6 +509,7 @@ move_history (AppDocument *self, GPtrArray *from, GPtrArray *to)
   GPtrArray *pins = g_ptr_array_steal_index (from, from->len - 1);
   g_ptr_array_add (to, self->pins);
   self->pins = pins;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PINS]);
   notify_history (self);
   set_modified (self, TRUE);
   app_document_replan (self);

@@ -692,7 +692,7 @@ app_window_init (AppWindow *self)
   /* What the window's bound state is derived from (the plan, the selection: above). */
   static const char *const state_signals[]
       = { "notify::error", "notify::can-undo", "notify::can-redo", "notify::modified",
-          "notify::name", "notify::hardware-name" };
+          "notify::name", "notify::hardware-name", "notify::pins" };
   for (guint i = 0; i < G_N_ELEMENTS (state_signals); i++)
     g_signal_group_connect_swapped (self->document_signals, state_signals[i],
                                     G_CALLBACK (app_window_sync_state), self);

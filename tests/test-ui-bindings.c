@@ -17,6 +17,7 @@
 
 #include "app-application.h"
 #include "app-autosave.h"
+#include "app-timeline.h"
 #include "app-window.h"
 #include "planner-store.h"
 
@@ -85,6 +86,56 @@ find_button (GtkWidget *widget, const char *action)
         return found;
     }
   return NULL;
+}
+
+static GtkWidget *
+find_type (GtkWidget *widget, GType type)
+{
+  if (G_TYPE_CHECK_INSTANCE_TYPE (widget, type))
+    return widget;
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_type (child, type);
+      if (found)
+        return found;
+    }
+  return NULL;
+}
+
+/* The timeline's description: its one label with markup (the speed dropdown has one
+ * without). */
+static GtkWidget *
+find_label (GtkWidget *widget)
+{
+  if (GTK_IS_LABEL (widget) && gtk_label_get_use_markup (GTK_LABEL (widget)))
+    return widget;
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_label (child);
+      if (found)
+        return found;
+    }
+  return NULL;
+}
+
+/* The timeline's one toggle (play). */
+
+static GtkWidget *
+find_toggle (GtkWidget *timeline)
+{
+  return find_type (timeline, GTK_TYPE_TOGGLE_BUTTON);
+}
+
+/* Whether the timeline's controls can be used (its box is bound to "has-steps"). */
+static gboolean
+timeline_sensitive (void)
+{
+  GtkWidget *play = find_toggle (part ("timeline"));
+  GtkWidget *scale = find_type (part ("timeline"), GTK_TYPE_SCALE);
+  g_assert_cmpint (gtk_widget_is_sensitive (play), ==, gtk_widget_is_sensitive (scale));
+  return gtk_widget_is_sensitive (play);
 }
 
 static gboolean
@@ -181,6 +232,9 @@ test_empty (void)
   g_assert_false (revealed ("error_revealer"));
   g_assert_false (revealed ("recovery_revealer"));
   g_assert_false (gtk_widget_get_visible (part ("trial_results")));
+  g_assert_false (gtk_widget_get_visible (part ("totals_bar")));
+  g_assert_false (gtk_widget_get_visible (part ("cost_chart")));
+  g_assert_false (timeline_sensitive ());
 }
 
 /* A store whose autosave a session that did not end left: the bar offers it back; Discard
@@ -243,6 +297,8 @@ test_document (void)
   g_assert_false (action_enabled ("save-as"));
   g_assert_false (button_sensitive ("win.trial-run"));
   g_assert_false (button_sensitive ("win.save"));
+  g_assert_false (gtk_widget_get_visible (part ("totals_bar")));
+  g_assert_false (gtk_widget_get_visible (part ("cost_chart")));
   /* No plan yet: still the empty page. */
   g_assert_cmpuint (n_mode, ==, 0);
   g_assert_cmpstr (gtk_stack_get_visible_child_name (GTK_STACK (part ("mode_stack"))), ==,
@@ -261,6 +317,8 @@ test_document (void)
   g_assert_true (button_sensitive ("win.trial-run"));
   g_assert_true (action_enabled ("export"));
   g_assert_true (action_enabled ("compare"));
+  g_assert_true (gtk_widget_get_visible (part ("totals_bar")));
+  g_assert_true (gtk_widget_get_visible (part ("cost_chart")));
   g_assert_cmpuint (n_mode, ==, 1);
   g_assert_cmpstr (app_window_get_mode (window), ==, "plan");
   g_assert_cmpstr (gtk_stack_get_visible_child_name (GTK_STACK (part ("mode_stack"))), ==,
@@ -347,11 +405,26 @@ test_pins (void)
   g_assert_cmpuint (n_unpin, ==, 1);
   wait_idle (document);
 
+  /* Unpinned: Unpin goes at once, before the new plan, though Undo stays as it was. */
+  g_assert_true (app_document_unpin (document, PIN_OP));
+  g_assert_false (get_bool ("can-unpin"));
+  g_assert_cmpuint (n_unpin, ==, 2);
+  g_assert_false (action_enabled ("unpin"));
+  g_assert_cmpuint (n_undo, ==, 1);
+  wait_idle (document);
+  /* The unpin undone: pinned again. */
+  app_document_undo (document);
+  g_assert_true (get_bool ("can-unpin"));
+  g_assert_cmpuint (n_unpin, ==, 3);
+  wait_idle (document);
+
   app_document_undo (document);
   g_assert_true (get_bool ("can-redo"));
   g_assert_cmpuint (n_redo, ==, 1);
   g_assert_true (button_sensitive ("win.redo"));
   g_assert_true (button_sensitive ("win.undo"));
+  /* Pinned still (the first layout). */
+  g_assert_true (get_bool ("can-unpin"));
   app_document_undo (document);
   g_assert_false (get_bool ("can-undo"));
   g_assert_cmpuint (n_undo, ==, 2);
@@ -359,7 +432,7 @@ test_pins (void)
   g_assert_false (button_sensitive ("win.undo"));
   /* Back to no pin on the op. */
   g_assert_false (get_bool ("can-unpin"));
-  g_assert_cmpuint (n_unpin, ==, 2);
+  g_assert_cmpuint (n_unpin, ==, 4);
   wait_idle (document);
 
   app_document_set_selected_op (document, -1);
@@ -416,6 +489,78 @@ test_error (void)
   unwatch (window, &n_error);
   unwatch (window, &n_text);
 
+  app_window_set_document (window, document);
+}
+
+/* The timeline: sensitive while the plan has steps; the label and its tooltip say the
+ * step; the play button's icon says whether it plays. */
+static void
+test_timeline (void)
+{
+  AppTimeline *timeline = APP_TIMELINE (part ("timeline"));
+  /* Megatron's pins give the propagation steps to walk. */
+  g_autoptr (PlannerMesh) mp_mesh = test_util_mesh ("dp=2,mp=2");
+  g_autoptr (PlannerHardware) h100 = test_util_hardware ("h100-sxm");
+  g_autoptr (AppDocument) traced = app_document_new (graph, mp_mesh, h100, "megatron");
+  app_window_set_document (window, traced);
+  app_document_replan (traced);
+  wait_idle (traced);
+  PlannerPlan *plan = app_document_get_plan (traced);
+  guint n_steps = planner_plan_get_n_trace_steps (plan);
+  g_assert_cmpuint (n_steps, >, 1);
+  g_assert_true (timeline_sensitive ());
+  GtkWidget *label = find_label (GTK_WIDGET (timeline));
+  g_autofree char *whole = g_strdup_printf ("Whole plan: %u steps · ", n_steps);
+  g_assert_true (g_str_has_prefix (gtk_label_get_text (GTK_LABEL (label)), whole));
+  g_assert_cmpstr (app_timeline_get_description (timeline), ==,
+                   gtk_label_get_text (GTK_LABEL (label)));
+
+  guint n = 0;
+  watch (timeline, "description", &n);
+  app_document_set_step (traced, 0);
+  g_assert_cmpuint (n, ==, 1);
+  g_autofree char *first = g_strdup_printf ("Step 1/%u ", n_steps);
+  g_assert_true (g_str_has_prefix (gtk_label_get_text (GTK_LABEL (label)), first));
+  /* The whole line, without its markup, in the tooltip. */
+  g_assert_cmpstr (gtk_widget_get_tooltip_text (label), ==,
+                   gtk_label_get_text (GTK_LABEL (label)));
+  g_autofree char *markup = NULL;
+  g_object_get (timeline, "description", &markup, NULL);
+  g_assert_true (g_str_has_prefix (markup, "<b>Step 1/"));
+  app_document_set_step (traced, 1);
+  g_assert_cmpuint (n, ==, 2);
+  g_autofree char *second = g_strdup_printf ("Step 2/%u ", n_steps);
+  g_assert_true (g_str_has_prefix (gtk_label_get_text (GTK_LABEL (label)), second));
+
+  GtkWidget *play = find_toggle (GTK_WIDGET (timeline));
+  g_assert_cmpstr (gtk_button_get_icon_name (GTK_BUTTON (play)), ==,
+                   "media-playback-start-symbolic");
+  app_timeline_set_playing (timeline, TRUE);
+  g_assert_cmpstr (gtk_button_get_icon_name (GTK_BUTTON (play)), ==,
+                   "media-playback-pause-symbolic");
+  app_timeline_set_playing (timeline, FALSE);
+  g_assert_cmpstr (gtk_button_get_icon_name (GTK_BUTTON (play)), ==,
+                   "media-playback-start-symbolic");
+  app_document_set_step (traced, -1);
+  g_assert_true (g_str_has_prefix (gtk_label_get_text (GTK_LABEL (label)), whole));
+  unwatch (timeline, &n);
+
+  /* A document without a plan: nothing to walk, nothing said. */
+  guint n_steps_notify = 0;
+  watch (timeline, "has-steps", &n_steps_notify);
+  g_autoptr (PlannerMesh) mesh = test_util_mesh ("dp=2");
+  g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm");
+  g_autoptr (AppDocument) unplanned = app_document_new (graph, mesh, hw, NULL);
+  app_window_set_document (window, unplanned);
+  g_assert_false (timeline_sensitive ());
+  g_assert_cmpuint (n_steps_notify, ==, 1);
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (label)), ==, "");
+  g_assert_false (gtk_widget_get_visible (part ("totals_bar")));
+  app_window_set_document (window, traced);
+  g_assert_true (timeline_sensitive ());
+  g_assert_cmpuint (n_steps_notify, ==, 2);
+  g_assert_true (gtk_widget_get_visible (part ("totals_bar")));
+  unwatch (timeline, &n_steps_notify);
   app_window_set_document (window, document);
 }
 
@@ -528,6 +673,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/bindings/title", test_title);
   g_test_add_func ("/ui/bindings/pins", test_pins);
   g_test_add_func ("/ui/bindings/error", test_error);
+  g_test_add_func ("/ui/bindings/timeline", test_timeline);
   g_test_add_func ("/ui/bindings/busy-follows-document", test_busy_follows_document);
   g_test_add_func ("/ui/bindings/compare", test_compare);
   g_test_add_func ("/ui/bindings/trial-card", test_trial_card);
