@@ -17,6 +17,8 @@
 
 #include "app-application.h"
 #include "app-autosave.h"
+#include "app-suggest-dialog.h"
+#include "app-trial-dialog.h"
 #include "app-timeline.h"
 #include "app-window.h"
 #include "planner-store.h"
@@ -645,6 +647,88 @@ test_trial_card (void)
   app_window_set_document (window, document);
 }
 
+static GtkWidget *
+dialog_part (gpointer dialog, GType type, const char *name)
+{
+  GObject *child = gtk_widget_get_template_child (GTK_WIDGET (dialog), type, name);
+  g_assert_true (GTK_IS_WIDGET (child));
+  return GTK_WIDGET (child);
+}
+
+static const char *
+button_label (gpointer dialog, GType type)
+{
+  return gtk_button_get_label (GTK_BUTTON (dialog_part (dialog, type, "cancel_button")));
+}
+
+static gboolean
+trial_can_run (gpointer data)
+{
+  return app_trial_dialog_get_can_run (APP_TRIAL_DIALOG (data));
+}
+
+/* The dialogs' "running" (and the trial's "can-run"): the controls and Run follow, the
+ * cancel button says Cancel while a run or search goes and Close otherwise. */
+static void
+test_dialogs (void)
+{
+  GType trial_type = APP_TYPE_TRIAL_DIALOG;
+  AppTrialDialog *trial = APP_TRIAL_DIALOG (
+      app_trial_dialog_new (GTK_WINDOW (window), app_document_get_plan (document)));
+  gtk_window_present (GTK_WINDOW (trial));
+  const char *controls[] = { "backend_row", "repeat_spin", "train_switch" };
+  g_assert_cmpstr (button_label (trial, trial_type), ==, "_Close");
+  g_assert_true (gtk_widget_get_sensitive (dialog_part (trial, trial_type, "run_button")));
+  for (guint i = 0; i < G_N_ELEMENTS (controls); i++)
+    g_assert_true (gtk_widget_get_sensitive (dialog_part (trial, trial_type, controls[i])));
+  guint n_running = 0, n_can_run = 0;
+  watch (trial, "running", &n_running);
+  watch (trial, "can-run", &n_can_run);
+  app_trial_dialog_start (trial);
+  g_assert_true (app_trial_dialog_get_running (trial));
+  g_assert_cmpuint (n_running, ==, 1);
+  g_assert_cmpuint (n_can_run, ==, 1);
+  g_assert_cmpstr (button_label (trial, trial_type), ==, "_Cancel");
+  g_assert_false (gtk_widget_get_sensitive (dialog_part (trial, trial_type, "run_button")));
+  for (guint i = 0; i < G_N_ELEMENTS (controls); i++)
+    g_assert_false (gtk_widget_get_sensitive (dialog_part (trial, trial_type, controls[i])));
+  app_trial_dialog_cancel (trial);
+  g_assert_cmpuint (n_running, ==, 2);
+  g_assert_cmpstr (button_label (trial, trial_type), ==, "_Close");
+  for (guint i = 0; i < G_N_ELEMENTS (controls); i++)
+    g_assert_true (gtk_widget_get_sensitive (dialog_part (trial, trial_type, controls[i])));
+  /* Run comes back once the cancelled run has let go of its memory. */
+  test_ui_wait_for (trial_can_run, trial, 120, "the cancelled run to drain");
+  g_assert_cmpuint (n_can_run, ==, 2);
+  g_assert_true (gtk_widget_get_sensitive (dialog_part (trial, trial_type, "run_button")));
+  unwatch (trial, &n_running);
+  unwatch (trial, &n_can_run);
+  gtk_window_destroy (GTK_WINDOW (trial));
+
+  GType suggest_type = APP_TYPE_SUGGEST_DIALOG;
+  AppSuggestDialog *suggest
+      = APP_SUGGEST_DIALOG (app_suggest_dialog_new (GTK_WINDOW (window), document));
+  gtk_window_present (GTK_WINDOW (suggest));
+  const char *suggest_controls[] = { "search_button", "devices_spin", "list" };
+  g_assert_cmpstr (button_label (suggest, suggest_type), ==, "_Close");
+  watch (suggest, "running", &n_running);
+  app_suggest_dialog_start (suggest);
+  g_assert_cmpuint (n_running, ==, 1);
+  g_assert_cmpstr (button_label (suggest, suggest_type), ==, "_Cancel");
+  for (guint i = 0; i < G_N_ELEMENTS (suggest_controls); i++)
+    g_assert_false (
+        gtk_widget_get_sensitive (dialog_part (suggest, suggest_type, suggest_controls[i])));
+  app_suggest_dialog_cancel (suggest);
+  g_assert_cmpuint (n_running, ==, 2);
+  g_assert_cmpstr (button_label (suggest, suggest_type), ==, "_Close");
+  for (guint i = 0; i < G_N_ELEMENTS (suggest_controls); i++)
+    g_assert_true (
+        gtk_widget_get_sensitive (dialog_part (suggest, suggest_type, suggest_controls[i])));
+  unwatch (suggest, &n_running);
+  gtk_window_destroy (GTK_WINDOW (suggest));
+  test_ui_pump (100);
+}
+
 static void
 test_close (void)
 {
@@ -677,6 +761,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/bindings/busy-follows-document", test_busy_follows_document);
   g_test_add_func ("/ui/bindings/compare", test_compare);
   g_test_add_func ("/ui/bindings/trial-card", test_trial_card);
+  g_test_add_func ("/ui/bindings/dialogs", test_dialogs);
   g_test_add_func ("/ui/bindings/close", test_close);
   int status = g_test_run ();
   g_clear_object (&app);
