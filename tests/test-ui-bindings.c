@@ -14,9 +14,11 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <string.h>
 
 #include "app-application.h"
 #include "app-autosave.h"
+#include "app-inspector.h"
 #include "app-suggest-dialog.h"
 #include "app-trial-dialog.h"
 #include "app-timeline.h"
@@ -128,6 +130,15 @@ static GtkWidget *
 find_toggle (GtkWidget *timeline)
 {
   return find_type (timeline, GTK_TYPE_TOGGLE_BUTTON);
+}
+
+/* The template child @name of @widget, of the template of @type. */
+static GtkWidget *
+dialog_part (gpointer widget, GType type, const char *name)
+{
+  GObject *child = gtk_widget_get_template_child (GTK_WIDGET (widget), type, name);
+  g_assert_true (GTK_IS_WIDGET (child));
+  return GTK_WIDGET (child);
 }
 
 /* Whether the timeline's controls can be used (its box is bound to "has-steps"). */
@@ -448,6 +459,46 @@ test_pins (void)
   unwatch (document, &n_doc_undo);
 }
 
+/* A pin the inspector refuses: the reason under the entry, gone with the next good pin. */
+static void
+test_inspector_error (void)
+{
+  GtkWidget *inspector = part ("inspector");
+  GtkWidget *entry = dialog_part (inspector, APP_TYPE_INSPECTOR, "pin_entry");
+  GtkWidget *label = dialog_part (inspector, APP_TYPE_INSPECTOR,
+                                  "pin_error_label");
+  app_document_set_selected_op (document, planner_graph_find_op (graph, PIN_OP));
+  g_assert_false (gtk_widget_get_visible (label));
+  guint n = 0, n_has = 0;
+  watch (inspector, "pin-error", &n);
+  watch (inspector, "has-pin-error", &n_has);
+  /* An axis the mesh dp=2 has not. */
+  gtk_editable_set_text (GTK_EDITABLE (entry), "[mp,_,_],[_,_]");
+  g_signal_emit_by_name (entry, "activate");
+  g_autofree char *error = NULL;
+  g_object_get (inspector, "pin-error", &error, NULL);
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error, "mp"));
+  g_assert_cmpuint (n, ==, 1);
+  g_assert_cmpuint (n_has, ==, 1);
+  g_assert_true (gtk_widget_get_visible (label));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (label)), ==, error);
+  g_assert_true (gtk_widget_has_css_class (entry, "error"));
+
+  gtk_editable_set_text (GTK_EDITABLE (entry), "[dp,_,_],[_,_]");
+  g_signal_emit_by_name (entry, "activate");
+  g_assert_cmpuint (n, ==, 2);
+  g_assert_cmpuint (n_has, ==, 2);
+  g_assert_false (gtk_widget_get_visible (label));
+  g_assert_false (gtk_widget_has_css_class (entry, "error"));
+  unwatch (inspector, &n);
+  unwatch (inspector, &n_has);
+  wait_idle (document);
+  app_document_undo (document);
+  wait_idle (document);
+  app_document_set_selected_op (document, -1);
+}
+
 /* A refused plan shows the planner's reason in the bar; the next plan hides the bar. */
 static void
 test_error (void)
@@ -647,14 +698,6 @@ test_trial_card (void)
   app_window_set_document (window, document);
 }
 
-static GtkWidget *
-dialog_part (gpointer dialog, GType type, const char *name)
-{
-  GObject *child = gtk_widget_get_template_child (GTK_WIDGET (dialog), type, name);
-  g_assert_true (GTK_IS_WIDGET (child));
-  return GTK_WIDGET (child);
-}
-
 static const char *
 button_label (gpointer dialog, GType type)
 {
@@ -756,6 +799,7 @@ main (int argc, char *argv[])
   g_test_add_func ("/ui/bindings/document", test_document);
   g_test_add_func ("/ui/bindings/title", test_title);
   g_test_add_func ("/ui/bindings/pins", test_pins);
+  g_test_add_func ("/ui/bindings/inspector-error", test_inspector_error);
   g_test_add_func ("/ui/bindings/error", test_error);
   g_test_add_func ("/ui/bindings/timeline", test_timeline);
   g_test_add_func ("/ui/bindings/busy-follows-document", test_busy_follows_document);
