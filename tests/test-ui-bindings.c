@@ -19,6 +19,7 @@
 #include "app-application.h"
 #include "app-autosave.h"
 #include "app-inspector.h"
+#include "app-schedule-chart.h"
 #include "app-suggest-dialog.h"
 #include "app-trial-dialog.h"
 #include "app-timeline.h"
@@ -512,6 +513,14 @@ test_error (void)
   wait_idle (piped);
   g_assert_nonnull (app_document_get_plan (piped));
   g_assert_false (revealed ("error_revealer"));
+  /* A pp axis: the schedule chart shows, its summary in its label ("1F1B · 2 stages × 1
+   * micro-batches · ..."). */
+  GtkWidget *chart = part ("schedule_chart");
+  GtkWidget *summary = dialog_part (chart, APP_TYPE_SCHEDULE_CHART, "summary_label");
+  g_assert_true (gtk_widget_get_visible (chart));
+  g_assert_true (g_str_has_prefix (gtk_label_get_text (GTK_LABEL (summary)), "1F1B · 2 stages"));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (summary)), ==,
+                   app_schedule_chart_get_summary (APP_SCHEDULE_CHART (chart)));
 
   guint n_error = 0, n_text = 0;
   watch (window, "has-error", &n_error);
@@ -542,7 +551,14 @@ test_error (void)
   unwatch (window, &n_error);
   unwatch (window, &n_text);
 
+  /* No pp axis: no chart. */
+  guint n_pipeline = 0;
+  watch (chart, "has-pipeline", &n_pipeline);
   app_window_set_document (window, document);
+  g_assert_false (gtk_widget_get_visible (chart));
+  g_assert_cmpuint (n_pipeline, ==, 1);
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (summary)), ==, "");
+  unwatch (chart, &n_pipeline);
 }
 
 /* The timeline: sensitive while the plan has steps; the label and its tooltip say the
