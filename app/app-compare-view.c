@@ -612,6 +612,12 @@ static void
 app_compare_view_dispose (GObject *object)
 {
   AppCompareView *self = APP_COMPARE_VIEW (object);
+  /* A pane's layout may still finish after the view is gone (the window closed while it
+   * ran): its signals must not reach a view whose panes are cleared. */
+  if (self->a_view)
+    g_signal_handlers_disconnect_by_data (self->a_view, self);
+  if (self->b_view)
+    g_signal_handlers_disconnect_by_data (self->b_view, self);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_COMPARE_VIEW);
   /* The template's root is no bound child, so disposing the template leaves it parented. */
   GtkWidget *root;

@@ -87,7 +87,7 @@ rebuild (AppDocumentView *view)
             g_array_index (self->layers, Layer, layer_of[op]).comm_s += red->time_s;
         }
     }
-  gtk_widget_set_visible (GTK_WIDGET (self), plan != NULL);
+  /* Shown while there is a plan: app-window.ui binds "visible" to the window's "has-plan". */
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
@@ -268,5 +268,4 @@ app_cost_chart_init (AppCostChart *self)
   app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (rebuild));
   app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::selected-op",
                             G_CALLBACK (gtk_widget_queue_draw));
-  gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
 }

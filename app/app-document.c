@@ -24,6 +24,8 @@ struct _AppDocument
   char *name;
   gint64 store_id;
   gboolean modified;
+  /* What "can-undo" and "can-redo" last said, so that each is notified once per change. */
+  gboolean could_undo, could_redo;
 
   GPtrArray *pins;   /* char* */
   /* The training options every propagation is finished with (schedule, micro-batches, ...). */
@@ -55,6 +57,8 @@ enum
   PROP_NAME,
   PROP_STORE_ID,
   PROP_MODIFIED,
+  PROP_HARDWARE_NAME,
+  PROP_PINS,
   PROP_PLAN,
   PROP_BUSY,
   PROP_ERROR,
@@ -106,6 +110,8 @@ app_document_get_property (GObject *object, guint prop_id, GValue *value, GParam
     case PROP_NAME: g_value_set_string (value, self->name); break;
     case PROP_STORE_ID: g_value_set_int64 (value, self->store_id); break;
     case PROP_MODIFIED: g_value_set_boolean (value, self->modified); break;
+    case PROP_HARDWARE_NAME: g_value_set_string (value, planner_hardware_get_name (self->hw)); break;
+    case PROP_PINS: g_value_set_boxed (value, self->pins); break;
     case PROP_PLAN: g_value_set_object (value, self->plan); break;
     case PROP_BUSY: g_value_set_boolean (value, self->running > 0); break;
     case PROP_ERROR: g_value_set_string (value, self->error); break;
@@ -145,6 +151,10 @@ app_document_class_init (AppDocumentClass *klass)
   properties[PROP_NAME] = g_param_spec_string ("name", NULL, NULL, NULL, rw);
   properties[PROP_STORE_ID] = g_param_spec_int64 ("store-id", NULL, NULL, 0, G_MAXINT64, 0, rw);
   properties[PROP_MODIFIED] = g_param_spec_boolean ("modified", NULL, NULL, FALSE, ro);
+  /* The profile's name, notified when app_document_set_hardware() gives another. */
+  properties[PROP_HARDWARE_NAME] = g_param_spec_string ("hardware-name", NULL, NULL, NULL, ro);
+  /* The user's pins (char*), notified at every edit, undo and redo. */
+  properties[PROP_PINS] = g_param_spec_boxed ("pins", NULL, NULL, G_TYPE_PTR_ARRAY, ro);
   properties[PROP_PLAN] = g_param_spec_object ("plan", NULL, NULL, PLANNER_TYPE_PLAN, ro);
   properties[PROP_BUSY] = g_param_spec_boolean ("busy", NULL, NULL, FALSE, ro);
   properties[PROP_ERROR] = g_param_spec_string ("error", NULL, NULL, NULL, ro);
@@ -254,8 +264,12 @@ app_document_set_hardware (AppDocument *self, const PlannerHardware *hw)
 {
   g_return_if_fail (APP_IS_DOCUMENT (self));
   g_return_if_fail (hw != NULL);
+  gboolean renamed = g_strcmp0 (planner_hardware_get_name (self->hw),
+                                planner_hardware_get_name (hw)) != 0;
   g_clear_pointer (&self->hw, planner_hardware_free);
   self->hw = planner_hardware_copy (hw);
+  if (renamed)
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HARDWARE_NAME]);
   app_document_mark_modified (self);
   app_document_replan (self);
 }
@@ -386,11 +400,22 @@ app_document_get_op_pin (AppDocument *self, const char *op_name)
   return i < 0 ? NULL : g_ptr_array_index (self->pins, i);
 }
 
+/* Notifies "can-undo" and "can-redo" when they change, not at every edit: the window's
+ * actions and buttons are bound to them. */
 static void
 notify_history (AppDocument *self)
 {
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_CAN_UNDO]);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_CAN_REDO]);
+  gboolean can_undo = self->undo->len > 0, can_redo = self->redo->len > 0;
+  if (can_undo != self->could_undo)
+    {
+      self->could_undo = can_undo;
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_CAN_UNDO]);
+    }
+  if (can_redo != self->could_redo)
+    {
+      self->could_redo = can_redo;
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_CAN_REDO]);
+    }
 }
 
 /* Every edit goes through here: the old pins go on the undo stack, redo is forgotten. */
@@ -400,6 +425,7 @@ replace_pins (AppDocument *self, GPtrArray *pins)
   g_ptr_array_add (self->undo, self->pins);
   self->pins = pins;
   g_ptr_array_set_size (self->redo, 0);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PINS]);
   notify_history (self);
   set_modified (self, TRUE);
   app_document_replan (self);
@@ -483,6 +509,7 @@ move_history (AppDocument *self, GPtrArray *from, GPtrArray *to)
   GPtrArray *pins = g_ptr_array_steal_index (from, from->len - 1);
   g_ptr_array_add (to, self->pins);
   self->pins = pins;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PINS]);
   notify_history (self);
   set_modified (self, TRUE);
   app_document_replan (self);

@@ -3,8 +3,9 @@
  * Holds what a plan is made from (graph, mesh, hardware profile, policy and the user's pins)
  * and the plan propagation made of it. Every pin edit re-plans off the GTK thread (a GTask)
  * and is undoable. The window, inspector, timeline, totals and chart bind to its properties
- * ("plan", "selected-op", "step", "busy", "error", "can-undo", "can-redo") instead of
- * keeping copies.
+ * ("plan", "selected-op", "step", "busy", "error", "can-undo", "can-redo", "modified",
+ * "name", "hardware-name", "pins") instead of keeping copies; each is notified when it changes
+ * (can-undo and can-redo too, not at every edit).
  */
 #pragma once
 

@@ -33,7 +33,6 @@ struct _AppInspector
   GtkLabel *why_label;
   GtkEntry *pin_entry;
   GtkButton *pin_button;
-  GtkLabel *pin_error_label;
   GtkLabel *candidates_heading;
   GtkListBox *candidates;
 
@@ -42,6 +41,17 @@ struct _AppInspector
 };
 
 G_DEFINE_FINAL_TYPE (AppInspector, app_inspector, APP_TYPE_DOCUMENT_VIEW)
+
+/* Why the last pin typed was refused: app-inspector.ui shows it under the entry. */
+enum
+{
+  PROP_0,
+  PROP_PIN_ERROR,
+  PROP_HAS_PIN_ERROR,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
 
 static AppDocument *
 get_document (AppInspector *self)
@@ -52,10 +62,15 @@ get_document (AppInspector *self)
 static void
 set_pin_error (AppInspector *self, const char *message)
 {
+  if (g_strcmp0 (self->pin_error, message) == 0)
+    return;
+  gboolean had = self->pin_error != NULL;
   g_free (self->pin_error);
   self->pin_error = g_strdup (message);
-  gtk_label_set_text (self->pin_error_label, message ? message : "");
-  gtk_widget_set_visible (GTK_WIDGET (self->pin_error_label), message != NULL);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PIN_ERROR]);
+  if (had != (message != NULL))
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HAS_PIN_ERROR]);
+  /* A style class is no property a binding could set without replacing the others. */
   if (message)
     gtk_widget_add_css_class (GTK_WIDGET (self->pin_entry), "error");
   else
@@ -484,11 +499,29 @@ app_inspector_dispose (GObject *object)
 }
 
 static void
+app_inspector_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  AppInspector *self = APP_INSPECTOR (object);
+  switch (prop_id)
+    {
+    case PROP_PIN_ERROR: g_value_set_string (value, self->pin_error); break;
+    case PROP_HAS_PIN_ERROR: g_value_set_boolean (value, self->pin_error != NULL); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
 app_inspector_class_init (AppInspectorClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_inspector_dispose;
+  object_class->get_property = app_inspector_get_property;
+  GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+  properties[PROP_PIN_ERROR] = g_param_spec_string ("pin-error", NULL, NULL, NULL, ro);
+  properties[PROP_HAS_PIN_ERROR]
+      = g_param_spec_boolean ("has-pin-error", NULL, NULL, FALSE, ro);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
   APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = update;
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
@@ -504,7 +537,8 @@ app_inspector_class_init (AppInspectorClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppInspector, why_label);
   gtk_widget_class_bind_template_child (widget_class, AppInspector, pin_entry);
   gtk_widget_class_bind_template_child (widget_class, AppInspector, pin_button);
-  gtk_widget_class_bind_template_child (widget_class, AppInspector, pin_error_label);
+  /* Bound to "pin-error" in the template; named for the tests. */
+  gtk_widget_class_bind_template_child_full (widget_class, "pin_error_label", FALSE, 0);
   gtk_widget_class_bind_template_child (widget_class, AppInspector, candidates_heading);
   gtk_widget_class_bind_template_child (widget_class, AppInspector, candidates);
 }

@@ -14,7 +14,6 @@ struct _AppScheduleChart
   GtkDropDown *schedule_dropdown;
   GtkSpinButton *micro_batches_spin;
   GtkSpinButton *virtual_stages_spin;
-  GtkLabel *summary_label;
   GtkDrawingArea *area;
 
   /* The plan's schedule: its slots and length, and the pipeline's shape. */
@@ -22,10 +21,23 @@ struct _AppScheduleChart
   double length_s;
   guint p, v, m;
   char *summary;
+  gboolean has_pipeline;
   gboolean syncing; /* the controls are being set from the plan */
 };
 
 G_DEFINE_FINAL_TYPE (AppScheduleChart, app_schedule_chart, APP_TYPE_DOCUMENT_VIEW)
+
+/* Bound in the templates: the summary line (app-schedule-chart.ui) and, in app-window.ui,
+ * the chart's visibility (a plan with a pipeline). */
+enum
+{
+  PROP_0,
+  PROP_SUMMARY,
+  PROP_HAS_PIPELINE,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
 
 /* The plot inside the area: stage names on the left, the time axis below. */
 #define PAD_LEFT 58.0
@@ -53,7 +65,7 @@ rebuild (AppDocumentView *view)
 {
   AppScheduleChart *self = APP_SCHEDULE_CHART (view);
   g_array_set_size (self->slots, 0);
-  g_clear_pointer (&self->summary, g_free);
+  g_autofree char *old_summary = g_steal_pointer (&self->summary);
   self->length_s = 0;
   PlannerPlan *plan = app_document_view_get_plan (view);
   AppDocument *doc = app_document_view_get_document (view);
@@ -77,8 +89,13 @@ rebuild (AppDocumentView *view)
                                        100 * pl->bubble_fraction);
       sync_controls (self, planner_plan_get_constants (plan));
     }
-  gtk_label_set_text (self->summary_label, self->summary ? self->summary : "");
-  gtk_widget_set_visible (GTK_WIDGET (self), pl != NULL);
+  if (g_strcmp0 (old_summary, self->summary) != 0)
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SUMMARY]);
+  if (self->has_pipeline != (pl != NULL))
+    {
+      self->has_pipeline = pl != NULL;
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HAS_PIPELINE]);
+    }
   gtk_widget_queue_draw (GTK_WIDGET (self->area));
 }
 
@@ -316,11 +333,30 @@ app_schedule_chart_finalize (GObject *object)
 }
 
 static void
+app_schedule_chart_get_property (GObject *object, guint prop_id, GValue *value,
+                                 GParamSpec *pspec)
+{
+  AppScheduleChart *self = APP_SCHEDULE_CHART (object);
+  switch (prop_id)
+    {
+    case PROP_SUMMARY: g_value_set_string (value, self->summary); break;
+    case PROP_HAS_PIPELINE: g_value_set_boolean (value, self->has_pipeline); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
 app_schedule_chart_class_init (AppScheduleChartClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_schedule_chart_dispose;
+  object_class->get_property = app_schedule_chart_get_property;
+  GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+  /* NULL without a pipeline. */
+  properties[PROP_SUMMARY] = g_param_spec_string ("summary", NULL, NULL, NULL, ro);
+  properties[PROP_HAS_PIPELINE] = g_param_spec_boolean ("has-pipeline", NULL, NULL, FALSE, ro);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
   object_class->finalize = app_schedule_chart_finalize;
   APP_DOCUMENT_VIEW_CLASS (klass)->document_changed = rebuild;
   gtk_widget_class_set_template_from_resource (
@@ -328,7 +364,7 @@ app_schedule_chart_class_init (AppScheduleChartClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppScheduleChart, schedule_dropdown);
   gtk_widget_class_bind_template_child (widget_class, AppScheduleChart, micro_batches_spin);
   gtk_widget_class_bind_template_child (widget_class, AppScheduleChart, virtual_stages_spin);
-  gtk_widget_class_bind_template_child (widget_class, AppScheduleChart, summary_label);
+  gtk_widget_class_bind_template_child_full (widget_class, "summary_label", FALSE, 0);
   gtk_widget_class_bind_template_child (widget_class, AppScheduleChart, area);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "schedulechart");
@@ -348,5 +384,4 @@ app_schedule_chart_init (AppScheduleChart *self)
   g_signal_connect_swapped (self->virtual_stages_spin, "value-changed",
                             G_CALLBACK (on_virtual_stages_changed), self);
   app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (rebuild));
-  gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
 }

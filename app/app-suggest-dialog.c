@@ -26,9 +26,39 @@ struct _AppSuggestDialog
   /* Candidate indices, in list order. */
   GArray *rows;
   int best_row;
+  /* "running" (update_sensitivity()). */
+  gboolean running;
 };
 
 G_DEFINE_FINAL_TYPE (AppSuggestDialog, app_suggest_dialog, ADW_TYPE_WINDOW)
+
+/* The dialog's state, bound in its template: the controls are insensitive while
+ * "running" (a search runs), the cancel button says Cancel or Close. */
+enum
+{
+  PROP_0,
+  PROP_RUNNING,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+/* Takes a boolean field of the dialog to @value, notifying @prop once if it changed. */
+static void
+set_state (GObject *self, gboolean *field, gboolean value, guint prop)
+{
+  if (*field == !!value)
+    return;
+  *field = !!value;
+  g_object_notify_by_pspec (self, properties[prop]);
+}
+
+/* The cancel button's label in the template, from "running". */
+static char *
+cancel_label (gpointer this_object, gboolean running)
+{
+  return g_strdup (running ? _("_Cancel") : _("_Close"));
+}
 
 enum
 {
@@ -123,11 +153,7 @@ search_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
 static void
 update_sensitivity (AppSuggestDialog *self)
 {
-  gboolean running = self->cancellable != NULL;
-  gtk_widget_set_sensitive (GTK_WIDGET (self->search_button), !running);
-  gtk_widget_set_sensitive (GTK_WIDGET (self->devices_spin), !running);
-  gtk_widget_set_sensitive (GTK_WIDGET (self->list), !running);
-  gtk_button_set_label (self->cancel_button, running ? _ ("_Cancel") : _ ("_Close"));
+  set_state (G_OBJECT (self), &self->running, self->cancellable != NULL, PROP_RUNNING);
 }
 
 static char *
@@ -468,11 +494,28 @@ app_suggest_dialog_dispose (GObject *object)
 }
 
 static void
+app_suggest_dialog_get_property (GObject *object, guint prop_id, GValue *value,
+                                 GParamSpec *pspec)
+{
+  AppSuggestDialog *self = APP_SUGGEST_DIALOG (object);
+  switch (prop_id)
+    {
+    case PROP_RUNNING: g_value_set_boolean (value, self->running); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
 app_suggest_dialog_class_init (AppSuggestDialogClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_suggest_dialog_dispose;
+  object_class->get_property = app_suggest_dialog_get_property;
+  properties[PROP_RUNNING] = g_param_spec_boolean (
+      "running", NULL, NULL, FALSE,
+      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
   GTK_WINDOW_CLASS (klass)->close_request = app_suggest_dialog_close_request;
   /* A PlannerPlan*, borrowed for the emission. */
   signals[SIGNAL_OPEN_PLAN]
@@ -490,6 +533,7 @@ app_suggest_dialog_class_init (AppSuggestDialogClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppSuggestDialog, progress);
   gtk_widget_class_bind_template_child (widget_class, AppSuggestDialog, status);
   gtk_widget_class_bind_template_child (widget_class, AppSuggestDialog, list);
+  gtk_widget_class_bind_template_callback (widget_class, cancel_label);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "window.close", NULL);
 }
 

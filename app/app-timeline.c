@@ -19,11 +19,18 @@ struct _AppTimeline
   GtkScale *scale;
   GtkAdjustment *adjustment;
   GtkDropDown *speed_dropdown;
-  GtkLabel *description;
+  GtkLabel *description_label;
 
   double speed;
   guint timeout_id;
   gboolean updating;
+  /* What app-timeline.ui binds: the whole timeline is sensitive while the plan has steps;
+   * the label shows the description (markup). */
+  gboolean has_steps;
+  /* The play button's state ("playing"), kept here: the template's bindings read it while
+   * the template is built, before the button is bound to play_button. */
+  gboolean playing;
+  char *description;
 };
 
 G_DEFINE_FINAL_TYPE (AppTimeline, app_timeline, APP_TYPE_DOCUMENT_VIEW)
@@ -33,6 +40,8 @@ enum
   PROP_0,
   PROP_PLAYING,
   PROP_SPEED,
+  PROP_HAS_STEPS,
+  PROP_DESCRIPTION,
   N_PROPS
 };
 
@@ -59,29 +68,21 @@ current_step (AppTimeline *self)
   return doc ? app_document_get_step (doc) : -1;
 }
 
-static void
-update_description (AppTimeline *self)
+/* The current step's description, markup: the whole plan's counts, or the step's op, its
+ * strategy and costs; "" without a plan. */
+static char *
+dup_description (AppTimeline *self)
 {
   PlannerPlan *plan = app_document_view_get_plan (APP_DOCUMENT_VIEW (self));
   int step = current_step (self);
   if (plan == NULL)
-    {
-      gtk_label_set_text (self->description, "");
-      return;
-    }
+    return g_strdup ("");
   const PlannerPlanTotals *totals = planner_plan_get_totals (plan);
   if (step < 0)
-    {
-      g_autofree char *text = g_markup_printf_escaped (
-          _("<b>Whole plan</b>: %u steps · %u pinned, %u propagated, %u defaulted · %u redistributions"),
-          planner_plan_get_n_trace_steps (plan), totals->n_pinned, totals->n_propagated,
-          totals->n_defaulted, totals->n_redistributions);
-      gtk_label_set_markup (self->description, text);
-      /* Ellipsized in a narrow window: the whole line in the tooltip, as for a step. */
-      gtk_widget_set_tooltip_text (GTK_WIDGET (self->description),
-                                   gtk_label_get_text (self->description));
-      return;
-    }
+    return g_markup_printf_escaped (
+        _("<b>Whole plan</b>: %u steps · %u pinned, %u propagated, %u defaulted · %u redistributions"),
+        planner_plan_get_n_trace_steps (plan), totals->n_pinned, totals->n_propagated,
+        totals->n_defaulted, totals->n_redistributions);
   PlannerGraph *graph = planner_plan_get_graph (plan);
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   const PlannerTraceStep *t = planner_plan_get_trace_step (plan, step);
@@ -89,17 +90,17 @@ update_description (AppTimeline *self)
   g_autofree char *strategy = planner_strategy_to_string (&t->strategy, &op->rule, mesh);
   g_autofree char *cost = planner_format_time (t->edge_cost_s);
   const char *from = t->from_op >= 0 ? planner_graph_get_op (graph, t->from_op)->name : "?";
-  g_autofree char *text = g_markup_printf_escaped (
+  return g_markup_printf_escaped (
       t->forward ? _("<b>Step %u/%u</b> %s ← %s (forward): <tt>%s</tt>, edges %s, %u candidates")
                  : _("<b>Step %u/%u</b> %s ← %s (backward): <tt>%s</tt>, edges %s, %u candidates"),
       step + 1, planner_plan_get_n_trace_steps (plan), op->name, from, strategy, cost,
       t->n_candidates);
-  gtk_label_set_markup (self->description, text);
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->description),
-                               gtk_label_get_text (self->description));
 }
 
-/* The slider runs 0..n: value k < n is trace step k, n is the whole plan. */
+/* The slider runs 0..n: value k < n is trace step k, n is the whole plan. Its value and
+ * bounds are set here together (gtk_adjustment_configure()), not bound: a value is clamped
+ * to the bounds it finds, so separate bindings of value and upper would depend on the order
+ * they run in. */
 static void
 sync_from_document (AppTimeline *self)
 {
@@ -109,8 +110,18 @@ sync_from_document (AppTimeline *self)
   gtk_adjustment_configure (self->adjustment, step < 0 ? n : (double) step, 0, MAX (n, 1), 1, 10,
                             0);
   self->updating = FALSE;
-  gtk_widget_set_sensitive (GTK_WIDGET (self), n > 0);
-  update_description (self);
+  if (self->has_steps != (n > 0))
+    {
+      self->has_steps = n > 0;
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HAS_STEPS]);
+    }
+  g_autofree char *description = dup_description (self);
+  if (g_strcmp0 (description, self->description) != 0)
+    {
+      g_free (self->description);
+      self->description = g_steal_pointer (&description);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DESCRIPTION]);
+    }
 }
 
 static void
@@ -165,7 +176,7 @@ gboolean
 app_timeline_get_playing (AppTimeline *self)
 {
   g_return_val_if_fail (APP_IS_TIMELINE (self), FALSE);
-  return gtk_toggle_button_get_active (self->play_button);
+  return self->playing;
 }
 
 void
@@ -179,9 +190,7 @@ static void
 on_play_toggled (AppTimeline *self)
 {
   gboolean playing = gtk_toggle_button_get_active (self->play_button);
-  gtk_button_set_icon_name (GTK_BUTTON (self->play_button),
-                            playing ? "media-playback-pause-symbolic"
-                                    : "media-playback-start-symbolic");
+  self->playing = playing;
   /* Playing from the whole plan starts over. */
   AppDocument *doc = get_document (self);
   if (playing && doc && app_document_get_step (doc) < 0)
@@ -226,7 +235,14 @@ const char *
 app_timeline_get_description (AppTimeline *self)
 {
   g_return_val_if_fail (APP_IS_TIMELINE (self), NULL);
-  return gtk_label_get_text (self->description);
+  return gtk_label_get_text (self->description_label);
+}
+
+/* The play button's icon in app-timeline.ui, from "playing". */
+static char *
+play_icon_name (gpointer this_object, gboolean playing)
+{
+  return g_strdup (playing ? "media-playback-pause-symbolic" : "media-playback-start-symbolic");
 }
 
 GtkWidget *
@@ -249,6 +265,7 @@ app_timeline_dispose (GObject *object)
   AppTimeline *self = APP_TIMELINE (object);
   g_clear_handle_id (&self->timeout_id, g_source_remove);
   gtk_widget_dispose_template (GTK_WIDGET (self), APP_TYPE_TIMELINE);
+  g_clear_pointer (&self->description, g_free);
   G_OBJECT_CLASS (app_timeline_parent_class)->dispose (object);
 }
 
@@ -260,6 +277,8 @@ app_timeline_get_property (GObject *object, guint prop_id, GValue *value, GParam
     {
     case PROP_PLAYING: g_value_set_boolean (value, app_timeline_get_playing (self)); break;
     case PROP_SPEED: g_value_set_double (value, self->speed); break;
+    case PROP_HAS_STEPS: g_value_set_boolean (value, self->has_steps); break;
+    case PROP_DESCRIPTION: g_value_set_string (value, self->description); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -289,6 +308,11 @@ app_timeline_class_init (AppTimelineClass *klass)
   GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
   properties[PROP_PLAYING] = g_param_spec_boolean ("playing", NULL, NULL, FALSE, rw);
   properties[PROP_SPEED] = g_param_spec_double ("speed", NULL, NULL, 0.25, MAX_SPEED, 4, rw);
+  GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+  /* The plan has trace steps to walk. */
+  properties[PROP_HAS_STEPS] = g_param_spec_boolean ("has-steps", NULL, NULL, FALSE, ro);
+  /* The current step's description, Pango markup. */
+  properties[PROP_DESCRIPTION] = g_param_spec_string ("description", NULL, NULL, "", ro);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
@@ -299,12 +323,15 @@ app_timeline_class_init (AppTimelineClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppTimeline, scale);
   gtk_widget_class_bind_template_child (widget_class, AppTimeline, adjustment);
   gtk_widget_class_bind_template_child (widget_class, AppTimeline, speed_dropdown);
-  gtk_widget_class_bind_template_child (widget_class, AppTimeline, description);
+  gtk_widget_class_bind_template_child_full (widget_class, "description", FALSE,
+                                             G_STRUCT_OFFSET (AppTimeline, description_label));
+  gtk_widget_class_bind_template_callback (widget_class, play_icon_name);
 }
 
 static void
 app_timeline_init (AppTimeline *self)
 {
+  self->description = g_strdup ("");
   gtk_widget_init_template (GTK_WIDGET (self));
   self->speed = 4;
   gtk_drop_down_set_selected (self->speed_dropdown, 1);
@@ -317,5 +344,4 @@ app_timeline_init (AppTimeline *self)
   g_signal_connect_swapped (self->play_button, "toggled", G_CALLBACK (on_play_toggled), self);
   g_signal_connect_swapped (self->speed_dropdown, "notify::selected",
                             G_CALLBACK (on_speed_selected), self);
-  gtk_widget_set_sensitive (GTK_WIDGET (self), FALSE);
 }

@@ -1,5 +1,7 @@
 /* app-timeline.h: the propagation timeline under the graph: step slider, play/pause, speed and
- * the current step's description. Drives the document's "step". */
+ * the current step's description. Drives the document's "step". Its "has-steps" (the
+ * controls' sensitivity), "description" (markup: the label and its tooltip) and "playing"
+ * (the play icon) are bound in app-timeline.ui. */
 #pragma once
 
 #include <adwaita.h>

@@ -39,7 +39,7 @@ update (AppDocumentView *view)
 {
   AppTotalsBar *self = APP_TOTALS_BAR (view);
   PlannerPlan *plan = app_document_view_get_plan (view);
-  gtk_widget_set_visible (GTK_WIDGET (self), plan != NULL);
+  /* Shown while there is a plan: app-window.ui binds "visible" to the window's "has-plan". */
   if (plan == NULL)
     return;
   const PlannerPlanTotals *t = planner_plan_get_totals (plan);
@@ -424,5 +424,4 @@ app_totals_bar_init (AppTotalsBar *self)
   add_child (self, self->memory_box);
 
   app_document_view_follow (APP_DOCUMENT_VIEW (self), "notify::plan", G_CALLBACK (update));
-  gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
 }

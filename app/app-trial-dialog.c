@@ -37,9 +37,42 @@ struct _AppTrialDialog
   guint64 memory_needed;
   gboolean refused;
   AppTrialTrain *train;
+  /* "running" and "can-run" (update_sensitivity()). */
+  gboolean running;
+  gboolean can_run;
 };
 
 G_DEFINE_FINAL_TYPE (AppTrialDialog, app_trial_dialog, ADW_TYPE_WINDOW)
+
+/* The dialog's state, bound in its template: the controls are insensitive while
+ * "running" and Run while no run may start (one runs, a cancelled one still holds its
+ * memory, or it would not fit: "can-run"), the cancel button says Cancel or Close. */
+enum
+{
+  PROP_0,
+  PROP_RUNNING,
+  PROP_CAN_RUN,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+/* Takes a boolean field of the dialog to @value, notifying @prop once if it changed. */
+static void
+set_state (GObject *self, gboolean *field, gboolean value, guint prop)
+{
+  if (*field == !!value)
+    return;
+  *field = !!value;
+  g_object_notify_by_pspec (self, properties[prop]);
+}
+
+/* The cancel button's label in the template, from "running". */
+static char *
+cancel_label (gpointer this_object, gboolean running)
+{
+  return g_strdup (running ? _("_Cancel") : _("_Close"));
+}
 
 enum
 {
@@ -208,12 +241,11 @@ static void
 update_sensitivity (AppTrialDialog *self)
 {
   gboolean running = self->cancellable != NULL;
-  gtk_widget_set_sensitive (GTK_WIDGET (self->run_button),
-                            !running && !self->draining && !self->refused);
-  gtk_widget_set_sensitive (GTK_WIDGET (self->backend_row), !running);
-  gtk_widget_set_sensitive (GTK_WIDGET (self->repeat_spin), !running);
-  gtk_widget_set_sensitive (GTK_WIDGET (self->train_switch), !running);
-  gtk_button_set_label (self->cancel_button, running ? _("_Cancel") : _("_Close"));
+  g_object_freeze_notify (G_OBJECT (self));
+  set_state (G_OBJECT (self), &self->running, running, PROP_RUNNING);
+  set_state (G_OBJECT (self), &self->can_run, !running && !self->draining && !self->refused,
+             PROP_CAN_RUN);
+  g_object_thaw_notify (G_OBJECT (self));
 }
 
 /* What the run will hold and take, said before it starts; a run that cannot fit in the
@@ -525,11 +557,29 @@ app_trial_dialog_dispose (GObject *object)
 }
 
 static void
+app_trial_dialog_get_property (GObject *object, guint prop_id, GValue *value,
+                               GParamSpec *pspec)
+{
+  AppTrialDialog *self = APP_TRIAL_DIALOG (object);
+  switch (prop_id)
+    {
+    case PROP_RUNNING: g_value_set_boolean (value, self->running); break;
+    case PROP_CAN_RUN: g_value_set_boolean (value, self->can_run); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
 app_trial_dialog_class_init (AppTrialDialogClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   object_class->dispose = app_trial_dialog_dispose;
+  object_class->get_property = app_trial_dialog_get_property;
+  GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+  properties[PROP_RUNNING] = g_param_spec_boolean ("running", NULL, NULL, FALSE, ro);
+  properties[PROP_CAN_RUN] = g_param_spec_boolean ("can-run", NULL, NULL, TRUE, ro);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
   GTK_WINDOW_CLASS (klass)->close_request = app_trial_dialog_close_request;
   /* An ExecutorTrialResult* and an AppTrialTrain* (NULL without the training step), both
    * borrowed for the emission. */
@@ -549,12 +599,15 @@ app_trial_dialog_class_init (AppTrialDialogClass *klass)
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, estimate);
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, progress);
   gtk_widget_class_bind_template_child (widget_class, AppTrialDialog, status);
+  gtk_widget_class_bind_template_callback (widget_class, cancel_label);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "window.close", NULL);
 }
 
 static void
 app_trial_dialog_init (AppTrialDialog *self)
 {
+  /* What the template's bindings read when they are made: idle, Run offered. */
+  self->can_run = TRUE;
   gtk_widget_init_template (GTK_WIDGET (self));
   g_autoptr (GtkStringList) backends
       = gtk_string_list_new ((const char *const *) executor_backend_names ());

@@ -25,7 +25,9 @@ void app_trial_dialog_set_train (AppTrialDialog *self, gboolean train, gboolean 
 void app_trial_dialog_set_memory_available (AppTrialDialog *self, guint64 bytes);
 
 gboolean app_trial_dialog_get_running (AppTrialDialog *self);
-/* Whether Run is offered: no run in flight or still draining, nothing refused. */
+/* Whether Run is offered: no run in flight or still draining, nothing refused (the Run
+ * button's sensitivity, which app-trial-dialog.ui binds to "can-run"; "running" makes the
+ * other controls insensitive and the cancel button say Cancel). */
 gboolean app_trial_dialog_get_can_run (AppTrialDialog *self);
 /* The host memory the run needs, as the estimate says. */
 guint64 app_trial_dialog_get_memory_needed (AppTrialDialog *self);

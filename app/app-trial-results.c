@@ -29,9 +29,13 @@ app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *
                               const AppTrialTrain *train)
 {
   g_return_if_fail (APP_IS_TRIAL_RESULTS (self));
-  gtk_widget_set_visible (GTK_WIDGET (self), result != NULL);
+  /* Whether the card shows is its "visible", which the window binds ("show-trial-results"). */
   if (result == NULL)
-    return;
+    {
+      gtk_label_set_text (self->title, "");
+      gtk_label_set_text (self->body, "");
+      return;
+    }
   g_autofree char *title = g_markup_printf_escaped (
       "%s <b>%s</b> · %s, %u devices",
       result->passed ? "✔" : "✘", result->passed ? _("Trial run matches") : _("Trial run differs"),

@@ -16,7 +16,8 @@ G_DECLARE_FINAL_TYPE (AppTrialResults, app_trial_results, APP, TRIAL_RESULTS, Gt
 
 GtkWidget *app_trial_results_new (void);
 /* @result (and the training step @train, may be NULL) is copied into the view's rows; NULL
- * hides it. */
+ * empties them. Whether the card shows is its "visible" property (the window binds it to
+ * its "show-trial-results"); its close button hides it. */
 void app_trial_results_set_result (AppTrialResults *self, const ExecutorTrialResult *result,
                                    const AppTrialTrain *train);
 

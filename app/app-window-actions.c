@@ -559,17 +559,16 @@ app_window_compare (AppWindow *self, PlannerPlan *a, const char *a_label)
       app_window_show_error (self, _("Cannot compare"), error);
       return;
     }
-  gtk_stack_set_visible_child_name (self->mode_stack, "compare");
+  app_window_set_mode (self, "compare");
 }
 
 static void
 action_compare (GtkWidget *widget, const char *name, GVariant *param)
 {
   AppWindow *self = APP_WINDOW (widget);
-  if (g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "compare") == 0)
+  if (g_str_equal (self->mode, "compare"))
     {
-      gtk_stack_set_visible_child_name (self->mode_stack,
-                                        self->document ? "plan" : "empty");
+      app_window_set_mode (self, self->document ? "plan" : "empty");
       return;
     }
   if (self->document == NULL)
@@ -587,17 +586,8 @@ action_compare (GtkWidget *widget, const char *name, GVariant *param)
 static void
 on_compare_close (AppWindow *self)
 {
-  if (g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "compare") == 0)
-    gtk_stack_set_visible_child_name (self->mode_stack, self->document ? "plan" : "empty");
-}
-
-static void
-on_mode_changed (AppWindow *self)
-{
-  GAction *action = g_action_map_lookup_action (G_ACTION_MAP (self), "compare");
-  gboolean on = g_strcmp0 (gtk_stack_get_visible_child_name (self->mode_stack), "compare") == 0;
-  if (action)
-    g_simple_action_set_state (G_SIMPLE_ACTION (action), g_variant_new_boolean (on));
+  if (g_str_equal (self->mode, "compare"))
+    app_window_set_mode (self, self->document ? "plan" : "empty");
 }
 
 /* Each node shows its op's measured against estimated time and error. */
@@ -634,7 +624,7 @@ trial_finished (AppWindow *self, gpointer result_ptr, gpointer train_ptr)
   const ExecutorTrialResult *result = result_ptr;
   app_trial_results_set_result (self->trial_results, result, train_ptr);
   app_window_show_trial_on_nodes (self, result);
-  gtk_widget_set_visible (GTK_WIDGET (self->trial_results), TRUE);
+  app_window_set_show_trial_results (self, TRUE);
   AppDocument *doc = self->document;
   if (doc == NULL || self->store == NULL || app_document_get_store_id (doc) == 0)
     {
@@ -736,7 +726,6 @@ hardware_saved (AppWindow *self, const PlannerHardware *hw, const char *path)
   if (self->document == NULL)
     return;
   app_document_set_hardware (self->document, hw);
-  app_window_update_title (self);
   g_autofree char *escaped = g_markup_escape_text (path, -1);
   g_autofree char *text = g_strdup_printf (_("Profile saved to %s; the plan is re-costed with it"),
                                            escaped);
@@ -776,7 +765,6 @@ action_rename_plan (GtkWidget *widget, const char *name, GVariant *param)
   if (self->document && app_document_get_store_id (self->document) == id)
     app_document_set_name (self->document, new_name);
   app_sidebar_reload (self->sidebar);
-  app_window_update_title (self);
 }
 
 static void
@@ -990,6 +978,13 @@ static const GActionEntry win_entries[] = {
 
 typedef void (*WidgetActionFunc) (GtkWidget *, const char *, GVariant *);
 
+static gboolean
+boolean_to_variant (GBinding *binding, const GValue *from, GValue *to, gpointer data)
+{
+  g_value_set_variant (to, g_variant_new_boolean (g_value_get_boolean (from)));
+  return TRUE;
+}
+
 static void
 forward_action (GSimpleAction *action, GVariant *param, gpointer user_data)
 {
@@ -1076,8 +1071,27 @@ app_window_init_actions (AppWindow *self)
   g_signal_connect_swapped (self->sidebar, "plan-activated", G_CALLBACK (on_plan_activated),
                             self);
   g_signal_connect_swapped (self->compare_view, "close", G_CALLBACK (on_compare_close), self);
-  g_signal_connect_swapped (self->mode_stack, "notify::visible-child-name",
-                            G_CALLBACK (on_mode_changed), self);
+  /* Each action is enabled while the window's property says it can run (README.md). */
+  static const struct
+  {
+    const char *action, *property;
+  } enabled_by[] = {
+    { "undo", "can-undo" },          { "redo", "can-redo" },
+    { "save", "can-save" },          { "save-as", "has-plan" },
+    { "export", "has-plan" },        { "trial-run", "has-plan" },
+    { "compare", "has-plan" },       { "pin", "can-pin" },
+    { "unpin", "can-unpin" },        { "suggest-plans", "has-document" },
+    { "edit-hardware", "has-document" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (enabled_by); i++)
+    g_object_bind_property (self, enabled_by[i].property,
+                            g_action_map_lookup_action (G_ACTION_MAP (self), enabled_by[i].action),
+                            "enabled", G_BINDING_SYNC_CREATE);
+  /* The header's Compare toggle shows the mode however it was left (Escape, Close Compare). */
+  g_object_bind_property_full (self, "compare-mode",
+                               g_action_map_lookup_action (G_ACTION_MAP (self), "compare"),
+                               "state", G_BINDING_SYNC_CREATE, boolean_to_variant, NULL, NULL,
+                               NULL);
 }
 
 static const struct

@@ -57,7 +57,7 @@ app_window_set_autosave_path (AppWindow *self, const char *store_path)
       if (g_file_test (self->autosave_path, G_FILE_TEST_IS_REGULAR))
         g_rename (self->autosave_path, recovered);
       if (g_file_test (recovered, G_FILE_TEST_IS_REGULAR))
-        gtk_revealer_set_reveal_child (self->recovery_revealer, TRUE);
+        app_window_set_offers_recovery (self, TRUE);
     }
   app_autosave_claim (self->autosave_path, TRUE);
   app_window_update_autosave (self);
@@ -74,7 +74,7 @@ gboolean
 app_window_get_offers_recovery (AppWindow *self)
 {
   g_return_val_if_fail (APP_IS_WINDOW (self), FALSE);
-  return gtk_revealer_get_reveal_child (self->recovery_revealer);
+  return self->offers_recovery;
 }
 
 /* ---- asking before discarding ---------------------------------------------------------- */
@@ -496,7 +496,6 @@ save_done (GObject *source, GAsyncResult *result, gpointer user_data)
   app_sidebar_set_current_id (self->sidebar, id);
   g_autofree char *text = g_strdup_printf (_("Saved as “%s”"), planner_plan_get_name (req->plan));
   app_window_show_toast (self, text);
-  app_window_update_title (self);
   proceed_run (self, g_steal_pointer (&req->then));
 }
 
@@ -584,7 +583,7 @@ app_window_save (AppWindow *self)
 static void
 restore_proceed (AppWindow *self, gpointer data)
 {
-  gtk_revealer_set_reveal_child (self->recovery_revealer, FALSE);
+  app_window_set_offers_recovery (self, FALSE);
   LoadRequest *req = g_new0 (LoadRequest, 1);
   req->autosave = recovered_path (self);
   start_load (self, req);
@@ -603,7 +602,7 @@ void
 app_window_action_discard_autosave (GtkWidget *widget, const char *name, GVariant *param)
 {
   AppWindow *self = APP_WINDOW (widget);
-  gtk_revealer_set_reveal_child (self->recovery_revealer, FALSE);
+  app_window_set_offers_recovery (self, FALSE);
   if (self->autosave_path)
     {
       g_autofree char *recovered = recovered_path (self);

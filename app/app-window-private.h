@@ -25,20 +25,15 @@ struct _AppWindow
 {
   AdwApplicationWindow parent_instance;
 
-  AdwWindowTitle *window_title;
-  GtkRevealer *error_revealer;
-  GtkLabel *error_label;
   AdwToastOverlay *toast_overlay;
   AdwFlap *flap;
   AppSidebar *sidebar;
-  GtkStack *mode_stack;
   GtkSearchBar *search_bar;
   GtkSearchEntry *search_entry;
   GtkLabel *search_status;
   GraphviewWidget *graph;
   AppMinimap *minimap;
   GtkWidget *graph_buttons;
-  GtkSpinner *spinner;
   AppTrialResults *trial_results;
   AppTypeLegend *type_legend;
   AppTimeline *timeline;
@@ -69,16 +64,39 @@ struct _AppWindow
   char *autosave_path;
   gboolean autosaved;
   gboolean close_confirmed;
-  GtkRevealer *recovery_revealer;
-  GtkLabel *recovery_label;
+
+  /* The state app-window.ui binds its widgets to (the window's properties, README.md),
+   * derived from the document and the store by app_window_sync_state(). */
+  gboolean has_document;
+  gboolean has_plan;
+  gboolean can_save;
+  gboolean can_undo;
+  gboolean can_redo;
+  gboolean can_pin;
+  gboolean can_unpin;
+  char *display_title;
+  char *display_subtitle;
+  gboolean has_error;
+  char *error_text;
+  /* "empty", "plan" or "compare" (static strings). */
+  const char *mode;
+  gboolean offers_recovery;
+  gboolean show_trial_results;
 };
 
 /* app-window.c */
 void app_window_show_error (AppWindow *self, const char *what, const GError *error);
 /* Kept until shown and gone, so that app_window_dismiss_toasts() reaches them all. */
 void app_window_add_toast (AppWindow *self, AdwToast *toast);
-void app_window_update_title (AppWindow *self);
-void app_window_update_actions (AppWindow *self);
+/* Derives the bound state from the document and the store again, and notifies each property
+ * that changed, once. */
+void app_window_sync_state (AppWindow *self);
+/* "empty", "plan" or "compare": the "mode" property, which the mode stack follows. */
+void app_window_set_mode (AppWindow *self, const char *mode);
+/* The recovery bar ("offers-recovery"). */
+void app_window_set_offers_recovery (AppWindow *self, gboolean offers);
+/* The trial results card ("show-trial-results"). */
+void app_window_set_show_trial_results (AppWindow *self, gboolean show);
 
 /* app-window-document.c */
 /* What to do once the user agreed (or had nothing to lose). */
@@ -101,8 +119,8 @@ char *app_window_free_plan_name (GPtrArray *entries, const char *base);
 
 /* app-window-actions.c */
 void app_window_class_init_actions (GtkWidgetClass *widget_class);
-/* The actions whose enabled state follows the document, and the search and sidebar
- * signals. */
+/* The actions, their enabled state bound to the window's properties, and the search and
+ * sidebar signals. */
 void app_window_init_actions (AppWindow *self);
 /* Each node shows its op's measured against estimated time and error; NULL clears. */
 void app_window_show_trial_on_nodes (AppWindow *self, const ExecutorTrialResult *result);

@@ -4,6 +4,12 @@
  * chart under it, the inspector on the right; compare mode replaces the middle. Everything
  * the window does is a GAction ("win.*") with an accelerator; the functions below are what
  * those actions call, public so the ui tests drive the same paths.
+ *
+ * What the widgets show of the document is the window's read-only properties, each notified
+ * once per change and bound in app-window.ui (app/README.md, "The window's state"):
+ * "has-document", "has-plan", "can-save", "can-undo", "can-redo", "can-pin", "can-unpin",
+ * "display-title", "display-subtitle", "has-error", "error-text", "mode", "compare-mode",
+ * "offers-recovery", and "show-trial-results" (read-write: the trial card's visibility).
  */
 #pragma once
 
@@ -94,9 +100,11 @@ guint app_window_get_n_toasts (AppWindow *self);
 /* Parts, for the tests. */
 GraphviewWidget *app_window_get_graph (AppWindow *self);
 /* The part @name: "inspector", "timeline", "totals_bar", "cost_chart", "sidebar",
- * "compare_view" (the template's ids). */
+ * "compare_view", and those bound to the window's properties: "window_title", "mode_stack",
+ * "spinner", "error_revealer", "error_label", "recovery_revealer", "recovery_label" (the
+ * template's ids). */
 GtkWidget *app_window_get_part (AppWindow *self, const char *name);
-/* "empty", "plan" or "compare". */
+/* "empty", "plan" or "compare" (the "mode" property). */
 const char *app_window_get_mode (AppWindow *self);
 
 G_END_DECLS
