@@ -134,16 +134,71 @@ def parallelize(model, mesh=None, device_type="cuda"):
             for name in names:
                 module, _, attr = name.rpartition(".")
                 setattr(model.get_submodule(module), attr, keep)
+    experts = _expert_parallel(model, mesh, rename)
     dp = [axis for axis in DP_DIMS if mesh[axis].size() > 1]
     if dp:
         from torch.distributed.fsdp import fully_shard
 
+        # The expert weights are split over EP_DIM, not FSDP's: _expert_parallel reduces their
+        # gradients itself.
+        ignored = {p for m in experts for p in m.parameters()}
         dp_mesh = mesh[dp[0]] if len(dp) == 1 else mesh[tuple(dp)]
         for pattern in map(rename, FSDP_BLOCKS):
             for _, block in _modules(model, pattern):
-                fully_shard(block, mesh=dp_mesh)
-        fully_shard(model, mesh=dp_mesh)
+                fully_shard(block, mesh=dp_mesh, ignored_params=ignored)
+        fully_shard(model, mesh=dp_mesh, ignored_params=ignored)
     return mesh
+
+
+def _expert_parallel(model, mesh, rename):
+    """EXPERTS on mesh[EP_DIM] (ExpertParallel): each rank keeps its experts' weights, the
+    tokens go to them and back by all_to_all. Returns the experts modules.
+
+    The batch is split over every axis of DP_DIMS, EP_DIM among them, and the loss is each
+    rank's mean: an expert weight's gradient arrives as the sum over the ranks of EP_DIM of
+    their tokens' gradients (the backward all_to_all), so it is summed over the other
+    data-parallel axes and divided by the number of data-parallel ranks, which makes it the
+    gradient of the global mean, as FSDP's average does for every other parameter."""
+    if EP_DIM is None or not EXPERTS:
+        return []
+    import torch.distributed as dist
+
+    ep = mesh[EP_DIM]
+    others = [axis for axis in DP_DIMS if axis != EP_DIM and mesh[axis].size() > 1]
+    replicas = 1
+    for axis in DP_DIMS:
+        replicas *= mesh[axis].size()
+    group = None
+    if others:
+        group = (mesh[others[0]] if len(others) == 1 else mesh[tuple(others)]._flatten()).get_group()
+    found = []
+    for key, style in EXPERTS.items():
+        key = rename(key)
+        modules = _modules(model, key)
+        if not modules and PP_DIM is None:
+            raise ValueError("parallelize: no module of the model is named %s; the plan was made "
+                             "for %s" % (key, MODEL))
+        for name, m in modules:
+            parallelize_module(m, ep, style)
+            parent = model.get_submodule(name.rpartition(".")[0])
+
+            # The routing groups are the batch rows: the experts get the tokens flattened.
+            def rows(block, args, kwargs, m=m):
+                x = args[0] if args else next(iter(kwargs.values()))
+                m.expert_rows = x.shape[0] if x.dim() == 3 else 1
+                return None
+
+            parent.register_forward_pre_hook(rows, with_kwargs=True)
+            for p in m.parameters():
+                def reduce(p):
+                    g = p.grad.to_local() if isinstance(p.grad, DTensor) else p.grad
+                    if group is not None:
+                        dist.all_reduce(g, group=group)
+                    g.div_(replicas)
+
+                p.register_post_accumulate_grad_hook(reduce)
+            found.append(m)
+    return found
 
 
 def positions(input_ids):
