@@ -180,15 +180,8 @@ def _expert_parallel(model, mesh, rename):
                              "for %s" % (key, MODEL))
         for name, m in modules:
             parallelize_module(m, ep, style)
-            parent = model.get_submodule(name.rpartition(".")[0])
-
             # The routing groups are the batch rows: the experts get the tokens flattened.
-            def rows(block, args, kwargs, m=m):
-                x = args[0] if args else next(iter(kwargs.values()))
-                m.expert_rows = x.shape[0] if x.dim() == 3 else 1
-                return None
-
-            parent.register_forward_pre_hook(rows, with_kwargs=True)
+            expert_rows(model.get_submodule(name.rpartition(".")[0]), m)
             for p in m.parameters():
                 def reduce(p):
                     g = p.grad.to_local() if isinstance(p.grad, DTensor) else p.grad
@@ -251,6 +244,36 @@ def _randomize(model, seed):
                 p.copy_(1.0 + 0.1 * r)
 
 
+def _plan_capacity(reference, config, seq):
+    """The unsharded model with the plan's capacity, from the config rather than from EXPERTS
+    (so a wrong capacity in the script shows): C = min(seq, ceil(capacity_factor x top_k x seq
+    / experts)) slots per expert and batch row, capacity_factor Shardscope's field of the
+    config (1.25 when absent). Where C < seq a token past an expert's C slots gets nothing
+    from it, in the plan and so in the reference, which runs that routing on one rank with
+    every expert (moe_experts() without the exchange); otherwise (dropless) the experts keep
+    Hugging Face's own forward."""
+    import math
+
+    if EP_DIM is None:
+        return
+    factor = getattr(config, "capacity_factor", None)
+    factor = 1.25 if factor is None else float(factor)
+    rename = _renamer(reference)
+    for key, style in EXPERTS.items():
+        for name, m in _modules(reference, rename(key)):
+            experts, top_k = m.gate_up_proj.shape[0], config.num_experts_per_tok
+            capacity = min(seq, math.ceil(factor * top_k * seq / experts))
+            if capacity >= seq:
+                continue
+
+            def forward(hidden_states, top_k_index, top_k_weights, m=m, capacity=capacity):
+                return moe_experts(m, hidden_states, top_k_index, top_k_weights, experts=m.gate_up_proj.shape[0],
+                                   capacity=capacity, rows=m.expert_rows)
+
+            m.forward = forward
+            expert_rows(reference.get_submodule(name.rpartition(".")[0]), m)
+
+
 def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tolerance=1e-4, device_type="cpu",
                mesh=None):
     """Runs the plan against the unsharded model on random weights: logits, loss, every
@@ -279,6 +302,7 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     _randomize(reference, seed)
     reference.eval()  # dropout off on both sides
     model = copy.deepcopy(reference)
+    _plan_capacity(reference, config, seq)
     if PP_DIM is None:
         mesh = parallelize(model, mesh=mesh, device_type=device_type)
     else:  # this rank's chunks, parallelized each
