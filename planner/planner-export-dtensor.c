@@ -435,6 +435,16 @@ find_experts (Dtensor *x)
         }
       if (!split || other)
         continue;
+      /* Not run with pipeline stages: say so rather than write a script nothing checked. */
+      if (planner_mesh_pipeline_axis (x->mesh) >= 0)
+        {
+          planner_export_note (&x->refusals, module,
+                               g_strdup_printf ("its experts are split over %s on a mesh with a "
+                                                "pipeline axis; the script runs expert "
+                                                "parallelism without pipeline stages only",
+                                                x->mesh->names[axis]));
+          continue;
+        }
       if (x->ep >= 0 && x->ep != axis)
         {
           planner_export_note (&x->refusals, module,

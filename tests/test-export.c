@@ -481,6 +481,14 @@ test_dtensor_experts (void)
   g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY);
   assert_contains (error->message, "model.layers.*.mlp.combine -> model.layers.*.add_mlp:1: "
                                    "Replicate() to Shard(0) on mp at the experts");
+  /* Not with pipeline stages (nothing runs that). */
+  g_clear_error (&error);
+  g_autoptr (PlannerPlan) pp = plan_of_graph (graph, "pp=2,ep=2", "megatron-ep", NULL);
+  g_autofree char *staged = planner_export_dtensor (pp, NULL, &error);
+  g_assert_null (staged);
+  g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY);
+  assert_contains (error->message, "model.layers.*.mlp.experts: its experts are split over ep on "
+                                   "a mesh with a pipeline axis");
   /* A plan without experts has none. */
   g_autoptr (PlannerPlan) dense = make_plan ("gpt2-tiny", "dp=4", "dp");
   g_autofree char *plain = planner_export_dtensor (dense, NULL, NULL);

@@ -168,9 +168,18 @@ def _expert_parallel(model, mesh, rename):
     replicas = 1
     for axis in DP_DIMS:
         replicas *= mesh[axis].size()
-    group = None
-    if others:
-        group = (mesh[others[0]] if len(others) == 1 else mesh[tuple(others)]._flatten()).get_group()
+    # Summed over each other data-parallel axis in turn: over all of them together.
+    groups = [mesh[axis].get_group() for axis in others]
+
+    # On each gradient as it arrives (a tensor hook, not the accumulated .grad), so that
+    # accumulating over several backward passes stays a sum of means.
+    def reduce(g):
+        g = g / replicas
+        local = g.to_local() if isinstance(g, DTensor) else g
+        for group in groups:
+            dist.all_reduce(local, group=group)
+        return g
+
     found = []
     for key, style in EXPERTS.items():
         key = rename(key)
@@ -183,13 +192,7 @@ def _expert_parallel(model, mesh, rename):
             # The routing groups are the batch rows: the experts get the tokens flattened.
             expert_rows(model.get_submodule(name.rpartition(".")[0]), m)
             for p in m.parameters():
-                def reduce(p):
-                    g = p.grad.to_local() if isinstance(p.grad, DTensor) else p.grad
-                    if group is not None:
-                        dist.all_reduce(g, group=group)
-                    g.div_(replicas)
-
-                p.register_post_accumulate_grad_hook(reduce)
+                p.register_hook(reduce)
             found.append(m)
     return found
 

@@ -22,7 +22,7 @@ and every parameter after one SGD step within 1e-4 relative. Besides, on every r
   unsharded model with the same capacity (which differs from Hugging Face's dropless one);
 - controls: the Mixtral dp=2,ep=2 script with the tokens handed to the wrong local expert
   after the dispatch, or with the expert gradients not divided by the data-parallel ranks,
-  must fail the check;
+  and the Qwen2-MoE one with them not summed over dp, must fail the check;
 - one script runs unchanged as `torchrun -m MODULE --config config.json`;
 - on ep=2,mp=2 megatron-ep's plan splits the residual stream's batch over mp around the
   experts, which the script cannot do: the export refuses with the reasons.
@@ -58,7 +58,9 @@ REFUSED = [("mixtral", "ep=2,mp=2"), ("qwen2-moe", "ep=2,mp=2")]
 CONTROLS = [("mixtral", "dp=2,ep=2", "mapping",
              "got.reshape(ranks, local, rows, C, hidden).transpose(0, 1)",
              "got.reshape(local, ranks, rows, C, hidden)"),
-            ("mixtral", "dp=2,ep=2", "undivided", "g.div_(replicas)", "g.div_(1)")]
+            ("mixtral", "dp=2,ep=2", "undivided", "g = g / replicas", "g = g / 1"),
+            ("qwen2-moe", "dp=2,ep=2", "unreduced", "dist.all_reduce(local, group=group)",
+             "local")]
 
 
 def write_configs(folder):
