@@ -23,8 +23,11 @@ and every parameter after one SGD step within 1e-4 relative. Besides, on every r
 - controls: the Mixtral dp=2,ep=2 script with the tokens handed to the wrong local expert
   after the dispatch, or with the expert gradients not divided by the data-parallel ranks,
   and the Qwen2-MoE one with them not summed over dp, must fail the check;
+- ep=2,mp=2 with three pins (the norms and the router batch-split over ep only): attention,
+  embedding, lm_head and Qwen2-MoE's shared expert tensor-parallel over mp, the experts over
+  ep, checked the same way;
 - one script runs unchanged as `torchrun -m MODULE --config config.json`;
-- on ep=2,mp=2 megatron-ep's plan splits the residual stream's batch over mp around the
+- on ep=2,mp=2 megatron-ep's plan alone splits the residual stream's batch over mp around the
   experts, which the script cannot do: the export refuses with the reasons.
 
     test-export-dtensor-moe.py        ($SHARDSCOPE_CLI is the built shardscope-cli)
@@ -51,8 +54,14 @@ MODELS = {"mixtral": ("mixtral-tiny.json", {}),
           "qwen2-moe": ("qwen2-moe-tiny.json", {}),
           # 1.25 x top 2 x 8 tokens / 8 experts: 3 slots of a sequence of 8.
           "mixtral-cap": ("mixtral-tiny.json", {"capacity_factor": 1.25})}
-RUNS = [("mixtral", "dp=2,ep=2"), ("mixtral", "ep=4"), ("qwen2-moe", "dp=2,ep=2"),
-        ("qwen2-moe", "ep=4"), ("mixtral-cap", "dp=2,ep=2")]
+# On ep=2,mp=2 megatron-ep alone splits the residual's batch over mp next to the experts (the
+# export refuses that plan, REFUSED); with the norms and the router batch-split over ep only,
+# attention (and Qwen2-MoE's shared expert) is tensor-parallel over mp as in megatron and the
+# experts take their tokens whole on mp.
+MP_PINS = ["*layernorm=[ep,_,_]", "model.norm=[ep,_,_]", "*.mlp.gate=[ep,_,_],[_,_]"]
+RUNS = [("mixtral", "dp=2,ep=2", []), ("mixtral", "ep=4", []), ("qwen2-moe", "dp=2,ep=2", []),
+        ("qwen2-moe", "ep=4", []), ("mixtral-cap", "dp=2,ep=2", []),
+        ("mixtral", "ep=2,mp=2", MP_PINS), ("qwen2-moe", "ep=2,mp=2", MP_PINS)]
 REFUSED = [("mixtral", "ep=2,mp=2"), ("qwen2-moe", "ep=2,mp=2")]
 # (model, mesh, tag, text in the script, its replacement)
 CONTROLS = [("mixtral", "dp=2,ep=2", "mapping",
@@ -210,13 +219,15 @@ def main():
             os.makedirs(tmp, exist_ok=True)
         configs = write_configs(tmp)
         scripts = {}
-        for model, mesh in RUNS:
+        for model, mesh, pins in RUNS:
             name = "plan_%s_%s" % (model.replace("-", "_"),
                                    mesh.replace("=", "").replace(",", "_"))
             plan = os.path.join(tmp, name + ".json")
             script = os.path.join(tmp, name + ".py")
-            what = "%s under megatron-ep on %s" % (model, mesh)
+            what = "%s under megatron-ep%s on %s" % (model, " + %d pins" % len(pins) if pins else "",
+                                                     mesh)
             p = cli("propagate", configs[model], "--mesh", mesh, "--policy", "megatron-ep",
+                    *sum((["--pin", x] for x in pins), []),
                     "--batch", str(B), "--seq", str(S), "-o", plan)
             if p.returncode != 0:
                 results.append((False, "%s: propagate failed: %s" % (what, p.stderr.strip())))
@@ -229,10 +240,14 @@ def main():
                 text = f.read()
             # The plan's AllToAlls are the style's (the CLI's notes say so), and the header
             # names the expert parallelism.
+            tp = "mp" in mesh
             results.append(("ExpertParallel's all_to_all over ep" in p.stderr
-                             and "Expert parallelism over ep" in text,
+                             and "Expert parallelism over ep" in text
+                             and ("TP_DIM = 'mp'" in text and "RowwiseParallel()" in text
+                                  if tp else "TP_DIM = None" in text),
                              "%s: the dispatch and combine AllToAlls are ExpertParallel's "
-                             "(notes and header)" % what))
+                             "(notes and header)%s" % (what, ", attention tensor-parallel over "
+                                                       "mp" if tp else "")))
             scripts[(model, mesh)] = script
             jobs.append({"what": what, "model": model, "mesh": mesh, "module": name,
                          "script": script, "config": configs[model]})
