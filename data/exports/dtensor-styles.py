@@ -400,6 +400,15 @@ class ExpertParallel(ParallelStyle):
         group = device_mesh.get_group()
         style = self
 
+        # moe_experts() computes act(gate) * up from gate_up_proj [gate; up] rows and
+        # down_proj, untransposed, without biases: transformers' layout for Mixtral and
+        # Qwen2-MoE; another layout is refused rather than computed wrongly.
+        if (getattr(module, "is_transposed", False) or getattr(module, "has_bias", False)
+                or getattr(module, "is_concatenated", True) is not True
+                or not all(hasattr(module, a) for a in ("gate_up_proj", "down_proj", "act_fn"))):
+            raise ValueError("ExpertParallel: %s is not an experts module with stacked "
+                             "gate_up_proj [E, 2I, H] and down_proj [E, H, I]" % type(module).__name__)
+
         def partition(name, mod, mesh):
             for pname, p in list(mod.named_parameters(recurse=False)):
                 if p.dim() < 1 or p.shape[0] != style.experts:
