@@ -18,6 +18,7 @@ and every parameter after one SGD step within 1e-4 relative. Besides, on every r
 - each experts module holds only its E/ep experts: the local elements of gate_up_proj and
   down_proj are 1/ep of the model's, and they are experts r E/ep ... (r + 1) E/ep - 1 of the
   unsharded weights for the rank r on ep;
+- gradients accumulated over two backward passes (Mixtral on dp=2,ep=2) still match;
 - Mixtral with capacity factor 1.25 (3 slots of 8 tokens: tokens are dropped) against the
   unsharded model with the same capacity (which differs from Hugging Face's dropless one);
 - controls: the Mixtral dp=2,ep=2 script with the tokens handed to the wrong local expert
@@ -132,6 +133,35 @@ def expert_shards(plan, config_path, mesh):
             "wrong": wrong}
 
 
+def accumulated(plan, config_path, mesh):
+    """Two backward passes on two batches without a step between, as gradient accumulation
+    does: the worst relative error of the expert weights' gradients and of all of them
+    against the unsharded model's accumulated gradients."""
+    import copy
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(config_path)
+    torch.manual_seed(0)
+    reference = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plan._randomize(reference, 0)
+    model = copy.deepcopy(reference)
+    mesh = plan.parallelize(model, mesh=mesh, device_type="cpu")
+    rows = plan.local_rows(mesh, B)
+    g = torch.Generator().manual_seed(2)
+    for _ in range(2):
+        ids = torch.randint(0, config.vocab_size, (B, S), generator=g)
+        pos = plan.positions(ids)
+        plan.causal_lm_loss(reference(ids, position_ids=pos).logits, ids).backward()
+        plan.causal_lm_loss(model(ids[rows], position_ids=pos).logits, ids[rows]).backward()
+    floor = 1e-2 * max(p.grad.abs().max().item() for p in reference.parameters())
+    errors = {n: plan._rel(plan._full(p.grad), reference.get_parameter(n).grad, floor)
+              for n, p in model.named_parameters()}
+    return {"experts": max(e for n, e in errors.items() if ".experts." in n),
+            "all": max(errors.values())}
+
+
 def dropped_differs(plan, config_path):
     """Whether the plan's capacity changes the unsharded model's logits (tokens dropped)."""
     import copy
@@ -173,6 +203,11 @@ def worker(jobs_file):
                 shards = [None] * dist.get_world_size()
                 dist.all_gather_object(shards, expert_shards(plan, job["config"], mesh))
                 figures["shards"] = shards
+            if job["model"] == "mixtral" and job["mesh"] == "dp=2,ep=2" and not job.get("control"):
+                acc = accumulated(plan, job["config"], mesh)
+                worst = [None] * dist.get_world_size()
+                dist.all_gather_object(worst, acc)
+                figures["accumulated"] = {k: max(w[k] for w in worst) for k in acc}
             if job["model"] == "mixtral-cap":
                 figures["dropped"] = dropped_differs(plan, job["config"])
         except Exception as e:  # a script that crashes is a failure, reported as such
@@ -294,6 +329,11 @@ def main():
                                             fig["parameters"], fig["grads"], fig["worst_grad"],
                                             fig["params"], TOL)))
                         results.append(shard_result(job, fig["shards"]))
+                        if "accumulated" in fig:
+                            acc = fig["accumulated"]
+                            results.append((acc["all"] < TOL, "%s: gradients accumulated over two "
+                                            "backward passes: experts rel %.2g, all rel %.2g"
+                                            % (job["what"], acc["experts"], acc["all"])))
                         if "dropped" in fig:
                             results.append((fig["dropped"] > 1e-3,
                                             "%s: the plan's 3 slots drop tokens: its unsharded "
