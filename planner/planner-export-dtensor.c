@@ -73,6 +73,16 @@ typedef struct
   Place prepare_out, prepare_out_desired;
 } OpStyle;
 
+/* One MoE layer's experts module under expert parallelism (ExpertParallel): the graph's
+ * dispatch, experts.* and combine ops run inside it. */
+typedef struct
+{
+  char *name;     /* "model.layers.0.mlp.experts" */
+  gint64 experts; /* E */
+  gint64 slots;   /* C, the capacity per expert and batch row */
+  gint64 seq;     /* S: C == S is dropless */
+} Experts;
+
 /* One redistribution of a block's input that serves every projection in the block. */
 typedef struct
 {
@@ -86,6 +96,9 @@ typedef struct
   PlannerGraph *graph;
   const PlannerMesh *mesh;
   int tp;
+  int ep;             /* the axis the experts' weights are split over, or -1 */
+  gboolean *expert_op; /* per op: runs inside an ExpertParallel module */
+  GArray *experts;     /* Experts */
   OpStyle *styles;
   Place *eff;                  /* per tensor: its TP placement as the styles leave it */
   gboolean *in_chain;          /* per tensor: partial sums a RowwiseParallel output reduces */
@@ -374,6 +387,145 @@ weight_in_dim (const PlannerOpRule *rule)
   return -1;
 }
 
+/* "a.b.c" -> "a.b" (a new string), "" for a top-level name. */
+static char *parent_of (const char *name);
+
+/* The MoE layers whose expert weights the plan splits on their expert dim (dim 0 of
+ * gate_up_proj [E, 2I, H] and down_proj [E, H, I]) over one axis: that axis is EP_DIM, each
+ * layer's experts module an ExpertParallel entry, and the dispatch, the experts' ops and the
+ * combine run inside it (x->expert_op). Layers whose experts are split otherwise (tensor
+ * parallel under megatron) are left to the styles, which refuse them. */
+static void
+find_experts (Dtensor *x)
+{
+  guint n_ops = planner_graph_get_n_ops (x->graph);
+
+  x->ep = -1;
+  x->expert_op = g_new0 (gboolean, n_ops);
+  x->experts = g_array_new (FALSE, TRUE, sizeof (Experts));
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (x->graph, i);
+      if (op->type != PLANNER_OP_MOE_DISPATCH || op->n_outputs != 1 || op->n_inputs < 1)
+        continue;
+      g_autofree char *block = parent_of (op->name);
+      g_autofree char *module = g_strconcat (block, block[0] != '\0' ? "." : "", "experts", NULL);
+      g_autofree char *prefix = g_strconcat (module, ".", NULL);
+      int axis = -1;
+      gboolean split = FALSE, other = FALSE;
+
+      /* The experts' parameters: on dim 0 over one axis, nothing else split. */
+      for (guint t = 0; t < planner_graph_get_n_tensors (x->graph); t++)
+        {
+          const PlannerTensor *pt = planner_graph_get_tensor (x->graph, t);
+          if (pt->kind != PLANNER_TENSOR_PARAMETER || !g_str_has_prefix (pt->name, prefix))
+            continue;
+          const PlannerLayout *l = planner_plan_get_tensor_layout (x->plan, t);
+          for (guint a = 0; a < x->mesh->n_axes; a++)
+            {
+              int d = planner_layout_dim_of_axis (l, a);
+              if (d == 0 && (axis < 0 || axis == (int)a))
+                {
+                  axis = (int)a;
+                  split = TRUE;
+                }
+              else if (d >= 0 || (l->partial & (1u << a)))
+                other = TRUE;
+            }
+        }
+      if (!split || other)
+        continue;
+      /* Not run with pipeline stages: say so rather than write a script nothing checked. */
+      if (planner_mesh_pipeline_axis (x->mesh) >= 0)
+        {
+          planner_export_note (&x->refusals, module,
+                               g_strdup_printf ("its experts are split over %s on a mesh with a "
+                                                "pipeline axis; the script runs expert "
+                                                "parallelism without pipeline stages only",
+                                                x->mesh->names[axis]));
+          continue;
+        }
+      if (x->ep >= 0 && x->ep != axis)
+        {
+          planner_export_note (&x->refusals, module,
+                               g_strdup_printf ("its experts are split over %s, another layer's "
+                                                "over %s; the script has one expert-parallel "
+                                                "axis",
+                                                x->mesh->names[axis], x->mesh->names[x->ep]));
+          continue;
+        }
+      x->ep = axis;
+      const PlannerTensor *slots = planner_graph_get_tensor (x->graph, op->outputs[0]);
+      const PlannerTensor *tokens = planner_graph_get_tensor (x->graph, op->inputs[0]);
+      Experts e = { g_strdup (module), slots->rank == 4 ? slots->shape[1] : 0,
+                    slots->rank == 4 ? slots->shape[2] : 0,
+                    tokens->rank == 3 ? tokens->shape[1] : 0 };
+      g_array_append_val (x->experts, e);
+      x->expert_op[i] = TRUE;
+      g_autofree char *combine = g_strconcat (block, block[0] != '\0' ? "." : "", "combine", NULL);
+      for (guint j = 0; j < n_ops; j++)
+        {
+          const PlannerOp *o = planner_graph_get_op (x->graph, j);
+          if (g_str_has_prefix (o->name, prefix)
+              || (o->type == PLANNER_OP_MOE_COMBINE && strcmp (o->name, combine) == 0))
+            x->expert_op[j] = TRUE;
+        }
+    }
+}
+
+/* An op inside an experts module: ExpertParallel runs it, each rank's experts whole on the
+ * tokens the dispatch's all_to_all brings from every rank of the ep axis. So on ep the
+ * dispatch and the combine split the batch (each rank's rows in and out), the ops between
+ * the experts (dim 1 of their activations [B, E, C, ...], dim 0 of the weights); on the
+ * other axes only the batch; on the tensor-parallel axis nothing. */
+static void
+classify_expert (Dtensor *x, guint i)
+{
+  const PlannerOp *op = planner_graph_get_op (x->graph, i);
+  const PlannerOpRule *rule = &op->rule;
+  const PlannerStrategy *strategy = &planner_plan_get_op (x->plan, i)->strategy;
+  int batch = planner_export_batch_factor (rule);
+  gboolean ends = op->type == PLANNER_OP_MOE_DISPATCH || op->type == PLANNER_OP_MOE_COMBINE;
+
+  for (guint a = 0; a < x->mesh->n_axes; a++)
+    {
+      int fa = planner_export_factor_of_axis (strategy, a);
+      if ((int)a == x->ep)
+        {
+          gboolean expert_dim = fa >= 0 && op->n_inputs > 0
+                                && planner_export_operand_dim_of_factor (&rule->inputs[0], fa) == 1;
+          if (ends ? fa == batch && fa >= 0 : expert_dim)
+            continue;
+          unsupported (x, i,
+                       g_strdup_printf ("%s over %s; ExpertParallel takes each rank's rows of "
+                                        "the batch into the dispatch and out of the combine, "
+                                        "and splits the experts' ops by expert (dim 1)",
+                                        fa >= 0 ? rule->factors[fa].name : "nothing split",
+                                        x->mesh->names[a]));
+          return;
+        }
+      if (fa < 0 || x->mesh->sizes[a] <= 1)
+        continue;
+      if ((int)a == x->tp)
+        {
+          unsupported (x, i,
+                       g_strdup_printf ("splits factor %s over %s; ExpertParallel runs each "
+                                        "expert whole on every rank of the tensor-parallel axis",
+                                        rule->factors[fa].name, x->mesh->names[a]));
+          return;
+        }
+      if (fa != batch)
+        {
+          unsupported (x, i,
+                       g_strdup_printf ("splits factor %s over %s; besides the experts over %s, "
+                                        "the script splits only the batch there",
+                                        rule->factors[fa].name, x->mesh->names[a],
+                                        x->mesh->names[x->ep]));
+          return;
+        }
+    }
+}
+
 /* Which style, if any, gives op @i its strategy on the TP axis. */
 static void
 classify (Dtensor *x, guint i)
@@ -385,6 +537,11 @@ classify (Dtensor *x, guint i)
   int batch = planner_export_batch_factor (rule);
   int f;
 
+  if (x->expert_op[i])
+    {
+      classify_expert (x, i);
+      return;
+    }
   for (guint a = 0; a < x->mesh->n_axes; a++)
     {
       int fa = planner_export_factor_of_axis (&p->strategy, a);
@@ -678,7 +835,6 @@ activation_position (Dtensor *x, const PlannerOp *op, guint slot)
   return position;
 }
 
-/* "a.b.c" -> "a.b" (a new string), "" for a top-level name. */
 static char *
 parent_of (const char *name)
 {
@@ -833,6 +989,16 @@ place_edge (Dtensor *x, guint tensor, guint c, guint slot, Place produced, Place
   /* The op itself is refused already, with its reason. */
   if (cs->kind == STYLE_UNSUPPORTED || (ps != NULL && ps->kind == STYLE_UNSUPPORTED))
     return;
+  /* ExpertParallel takes the tokens and hands its output over as plain tensors of the
+   * rank's rows, whole on the tensor-parallel axis. */
+  if (x->expert_op[c] || (t->producer >= 0 && x->expert_op[t->producer]))
+    {
+      planner_export_note (&x->refusals, name,
+                           g_strdup_printf ("%s to %s on %s at the experts, which take and give "
+                                            "their tokens whole on that axis",
+                                            from, to, x->mesh->names[x->tp]));
+      return;
+    }
   /* The consumer's style takes it in: input_layouts. */
   if (style_name (cs) != NULL && position == 0 && place_equal (required, style_desired_input (cs)))
     {
@@ -969,6 +1135,18 @@ place_other_axes (Dtensor *x)
           g_autofree char *text = planner_redist_step_describe (step, x->mesh);
           gboolean reduces
               = step->kind == PLANNER_STEP_ALL_REDUCE || step->kind == PLANNER_STEP_REDUCE_SCATTER;
+          int producer = planner_graph_get_tensor (x->graph, red->tensor)->producer;
+          gboolean experts = (producer >= 0 && x->expert_op[producer])
+                             || (red->consumer >= 0 && x->expert_op[red->consumer]);
+          /* The dispatch's rows to the experts' ranks and back: ExpertParallel's two
+           * all_to_alls, on the same [B, E, C, H] slots. */
+          if (experts && (int)step->axis == x->ep && step->kind == PLANNER_STEP_ALL_TO_ALL)
+            {
+              planner_export_note (&x->notes, name,
+                                   g_strdup_printf ("%s is ExpertParallel's all_to_all over %s",
+                                                    text, x->mesh->names[step->axis]));
+              continue;
+            }
           planner_export_note (
               reduces ? &x->refusals : &x->notes, name,
               reduces ? g_strdup_printf ("%s reduces over %s, where the script only splits "
@@ -1170,7 +1348,7 @@ collect_entries (Dtensor *x, Entries *e)
 /* The axis that splits the most non-batch factors, the one named tp or mp first; -1 when
  * every axis splits only the batch (then all of them are data parallel). */
 static int
-choose_tp_axis (PlannerPlan *plan)
+choose_tp_axis (PlannerPlan *plan, int ep, const gboolean *expert_op)
 {
   const PlannerMesh *mesh = planner_plan_get_mesh (plan);
   PlannerGraph *graph = planner_plan_get_graph (plan);
@@ -1181,9 +1359,14 @@ choose_tp_axis (PlannerPlan *plan)
     {
       const PlannerOp *op = planner_graph_get_op (graph, i);
       const PlannerStrategy *s = &planner_plan_get_op (plan, i)->strategy;
+      /* The experts are ExpertParallel's, on their own axis. */
+      if (expert_op[i])
+        continue;
       for (guint a = 0; a < mesh->n_axes; a++)
         {
           int f = planner_export_factor_of_axis (s, a);
+          if ((int)a == ep)
+            continue;
           if (f >= 0 && f != planner_export_batch_factor (&op->rule))
             uses[a]++;
         }
@@ -1302,6 +1485,52 @@ dtensor_clear (Dtensor *x)
     g_free (x->hoisted[t]);
   g_free (x->hoisted);
   g_free (x->part_of);
+  for (guint e = 0; e < x->experts->len; e++)
+    g_free (g_array_index (x->experts, Experts, e).name);
+  g_array_unref (x->experts);
+  g_free (x->expert_op);
+}
+
+/* EP_DIM and EXPERTS, the ExpertParallel entries: one key for the layers when they are
+ * alike (the pattern reaches only experts modules: a dense layer's MLP has none). */
+static void
+append_experts (GString *out, Dtensor *x)
+{
+  g_autoptr (GPtrArray) texts = g_ptr_array_new_with_free_func (g_free);
+  gboolean alike = TRUE;
+
+  g_string_append (out, "EP_DIM = ");
+  if (x->ep >= 0)
+    planner_export_append_python_string (out, x->mesh->names[x->ep]);
+  else
+    g_string_append (out, "None");
+  g_string_append (out, "\nEXPERTS = {\n");
+  for (guint e = 0; e < x->experts->len; e++)
+    {
+      const Experts *ex = &g_array_index (x->experts, Experts, e);
+      g_ptr_array_add (texts,
+                       g_strdup_printf ("ExpertParallel(experts=%" G_GINT64_FORMAT
+                                        ", capacity=%" G_GINT64_FORMAT ", dropless=%s)",
+                                        ex->experts, ex->slots,
+                                        ex->slots >= ex->seq ? "True" : "False"));
+      alike &= strcmp (g_ptr_array_index (texts, e), g_ptr_array_index (texts, 0)) == 0;
+    }
+  g_autofree char *shared = x->experts->len > 1 && alike
+                                ? planner_export_block_pattern (
+                                      g_array_index (x->experts, Experts, 0).name, TRUE)
+                                : NULL;
+  for (guint e = 0; e < x->experts->len; e++)
+    {
+      g_autofree char *key
+          = shared != NULL ? g_strdup (shared)
+                           : planner_export_literal_key (g_array_index (x->experts, Experts, e).name);
+      g_string_append (out, "    ");
+      planner_export_append_python_string (out, key);
+      g_string_append_printf (out, ": %s,\n", (const char *)g_ptr_array_index (texts, e));
+      if (shared != NULL)
+        break;
+    }
+  g_string_append (out, "}\n");
 }
 
 /* The data the fixed Python reads: mesh, axes, PLAN and what parallelize() needs besides. */
@@ -1453,6 +1682,7 @@ append_data (GString *out, Dtensor *x, GString *entries)
                           heads->str);
   g_string_append_len (out, entries->str, entries->len);
   g_string_append (out, "}\n");
+  append_experts (out, x);
 }
 
 static void
@@ -1513,6 +1743,20 @@ append_header (GString *out, Dtensor *x, GPtrArray *lines)
           axes->str, x->tp >= 0 ? ", 2-D with the tensor parallelism" : "");
       append_comment (out, line);
       g_string_free (axes, TRUE);
+    }
+  if (x->ep >= 0)
+    {
+      const Experts *ex = &g_array_index (x->experts, Experts, 0);
+      guint n = x->mesh->sizes[x->ep];
+      g_autofree char *line = g_strdup_printf (
+          "Expert parallelism over %s: EXPERTS, ExpertParallel on mesh['%s'] (%u MoE layer%s, %"
+          G_GINT64_FORMAT " experts each, %" G_GINT64_FORMAT " per rank, %" G_GINT64_FORMAT
+          " slots per expert and batch row%s); the tokens go to their experts' ranks and back "
+          "with one all_to_all each way; the router runs whole on every rank.",
+          x->mesh->names[x->ep], x->mesh->names[x->ep], x->experts->len,
+          x->experts->len == 1 ? "" : "s", ex->experts, ex->experts / (gint64)n, ex->slots,
+          ex->slots >= ex->seq ? ", dropless" : ", tokens beyond them dropped as in the plan");
+      append_comment (out, line);
     }
   if (pipeline)
     append_comment (out, pipeline);
@@ -1580,7 +1824,10 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
   x.plan = plan;
   x.graph = planner_plan_get_graph (plan);
   x.mesh = planner_plan_get_mesh (plan);
-  x.tp = choose_tp_axis (plan);
+  planner_export_notes_init (&x.refusals);
+  planner_export_notes_init (&x.notes);
+  find_experts (&x);
+  x.tp = choose_tp_axis (plan, x.ep, x.expert_op);
   n_ops = planner_graph_get_n_ops (x.graph);
   n_tensors = planner_graph_get_n_tensors (x.graph);
   x.styles = g_new0 (OpStyle, n_ops);
@@ -1589,8 +1836,6 @@ planner_export_dtensor (PlannerPlan *plan, GPtrArray *notes, GError **error)
   x.hoisted = g_new0 (char *, n_tensors);
   x.blocks = g_array_new (FALSE, TRUE, sizeof (BlockInput));
   x.part_of = find_parts (x.graph);
-  planner_export_notes_init (&x.refusals);
-  planner_export_notes_init (&x.notes);
 
   for (guint i = 0; i < n_ops; i++)
     classify (&x, i);

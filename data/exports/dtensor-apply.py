@@ -134,16 +134,67 @@ def parallelize(model, mesh=None, device_type="cuda"):
             for name in names:
                 module, _, attr = name.rpartition(".")
                 setattr(model.get_submodule(module), attr, keep)
+    experts = _expert_parallel(model, mesh, rename)
     dp = [axis for axis in DP_DIMS if mesh[axis].size() > 1]
     if dp:
         from torch.distributed.fsdp import fully_shard
 
+        # The expert weights are split over EP_DIM, not FSDP's: _expert_parallel reduces their
+        # gradients itself.
+        ignored = {p for m in experts for p in m.parameters()}
         dp_mesh = mesh[dp[0]] if len(dp) == 1 else mesh[tuple(dp)]
         for pattern in map(rename, FSDP_BLOCKS):
             for _, block in _modules(model, pattern):
-                fully_shard(block, mesh=dp_mesh)
-        fully_shard(model, mesh=dp_mesh)
+                fully_shard(block, mesh=dp_mesh, ignored_params=ignored)
+        fully_shard(model, mesh=dp_mesh, ignored_params=ignored)
     return mesh
+
+
+def _expert_parallel(model, mesh, rename):
+    """EXPERTS on mesh[EP_DIM] (ExpertParallel): each rank keeps its experts' weights, the
+    tokens go to them and back by all_to_all. Returns the experts modules.
+
+    The batch is split over every axis of DP_DIMS, EP_DIM among them, and the loss is each
+    rank's mean: an expert weight's gradient arrives as the sum over the ranks of EP_DIM of
+    their tokens' gradients (the backward all_to_all), so it is summed over the other
+    data-parallel axes and divided by the number of data-parallel ranks, which makes it the
+    gradient of the global mean, as FSDP's average does for every other parameter."""
+    if EP_DIM is None or not EXPERTS:
+        return []
+    import torch.distributed as dist
+
+    ep = mesh[EP_DIM]
+    others = [axis for axis in DP_DIMS if axis != EP_DIM and mesh[axis].size() > 1]
+    replicas = 1
+    for axis in DP_DIMS:
+        replicas *= mesh[axis].size()
+    # Summed over each other data-parallel axis in turn: over all of them together.
+    groups = [mesh[axis].get_group() for axis in others]
+
+    # On each gradient as it arrives (a tensor hook, not the accumulated .grad), so that
+    # accumulating over several backward passes stays a sum of means.
+    def reduce(g):
+        g = g / replicas
+        local = g.to_local() if isinstance(g, DTensor) else g
+        for group in groups:
+            dist.all_reduce(local, group=group)
+        return g
+
+    found = []
+    for key, style in EXPERTS.items():
+        key = rename(key)
+        modules = _modules(model, key)
+        if not modules and PP_DIM is None:
+            raise ValueError("parallelize: no module of the model is named %s; the plan was made "
+                             "for %s" % (key, MODEL))
+        for name, m in modules:
+            parallelize_module(m, ep, style)
+            # The routing groups are the batch rows: the experts get the tokens flattened.
+            expert_rows(model.get_submodule(name.rpartition(".")[0]), m)
+            for p in m.parameters():
+                p.register_hook(reduce)
+            found.append(m)
+    return found
 
 
 def positions(input_ids):
@@ -196,6 +247,36 @@ def _randomize(model, seed):
                 p.copy_(1.0 + 0.1 * r)
 
 
+def _plan_capacity(reference, config, seq):
+    """The unsharded model with the plan's capacity, from the config rather than from EXPERTS
+    (so a wrong capacity in the script shows): C = min(seq, ceil(capacity_factor x top_k x seq
+    / experts)) slots per expert and batch row, capacity_factor Shardscope's field of the
+    config (1.25 when absent). Where C < seq a token past an expert's C slots gets nothing
+    from it, in the plan and so in the reference, which runs that routing on one rank with
+    every expert (moe_experts() without the exchange); otherwise (dropless) the experts keep
+    Hugging Face's own forward."""
+    import math
+
+    if EP_DIM is None:
+        return
+    factor = getattr(config, "capacity_factor", None)
+    factor = 1.25 if factor is None else float(factor)
+    rename = _renamer(reference)
+    for key, style in EXPERTS.items():
+        for name, m in _modules(reference, rename(key)):
+            experts, top_k = m.gate_up_proj.shape[0], config.num_experts_per_tok
+            capacity = min(seq, math.ceil(factor * top_k * seq / experts))
+            if capacity >= seq:
+                continue
+
+            def forward(hidden_states, top_k_index, top_k_weights, m=m, capacity=capacity):
+                return moe_experts(m, hidden_states, top_k_index, top_k_weights, experts=m.gate_up_proj.shape[0],
+                                   capacity=capacity, rows=m.expert_rows)
+
+            m.forward = forward
+            expert_rows(reference.get_submodule(name.rpartition(".")[0]), m)
+
+
 def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tolerance=1e-4, device_type="cpu",
                mesh=None):
     """Runs the plan against the unsharded model on random weights: logits, loss, every
@@ -224,6 +305,7 @@ def self_check(config, *, layers=None, batch=None, seq=None, seed=0, lr=0.1, tol
     _randomize(reference, seed)
     reference.eval()  # dropout off on both sides
     model = copy.deepcopy(reference)
+    _plan_capacity(reference, config, seq)
     if PP_DIM is None:
         mesh = parallelize(model, mesh=mesh, device_type=device_type)
     else:  # this rank's chunks, parallelized each

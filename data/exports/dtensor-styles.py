@@ -300,3 +300,130 @@ class ActivationParallel(ParallelStyle):
             return out.to_local() if self.use_local_output else out
 
         return distribute_module(module, device_mesh, partition, input_fn, output_fn)
+
+
+def _all_to_all(x, group):
+    """x [ranks * n, ...] -> [ranks * n, ...]: chunk j to rank j, chunk i from rank i (equal
+    chunks), differentiable: the backward is the reverse exchange."""
+    from torch.distributed import _functional_collectives as funcol
+
+    out = funcol.all_to_all_single_autograd(x.contiguous(), None, None, group)
+    return funcol.wait_tensor(out)
+
+
+def moe_experts(module, hidden_states, top_k_index, top_k_weights, *, experts, capacity, rows,
+                group=None, ranks=1):
+    """The plan's MoE layer on a Hugging Face experts module (weights stacked by expert on dim
+    0: gate_up_proj [E, 2I, H], down_proj [E, H, I]), on this rank's tokens hidden_states
+    [rows * seq, H] routed by top_k_index / top_k_weights [rows * seq, k]. Each batch row is a
+    routing group whose token s takes slot c at expert e, c the number of earlier tokens of
+    the row routed to e, kept when c < @capacity (a token past it gets nothing from e). The
+    slots [rows, E, C, H] go to the experts' ranks with one all_to_all over @group (@ranks
+    ranks, each holding E / ranks experts: its local gate_up_proj and down_proj), each rank
+    runs its experts on every rank's rows, and a second all_to_all brings the outputs back,
+    summed per token with the router's weights. @group None: one rank with all experts."""
+    tokens, hidden = hidden_states.shape
+    seq, k, E = tokens // rows, top_k_index.shape[-1], experts
+    C = min(capacity, seq)
+    local = E // ranks
+    x = hidden_states.view(rows, seq, hidden)
+    index = top_k_index.view(rows, seq, k)
+    with torch.no_grad():
+        routed = F.one_hot(index, E).sum(2)  # [rows, seq, E], 0 or 1
+        slot = routed.cumsum(1) - routed  # earlier tokens of the row sent to e
+        kept = (routed > 0) & (slot < C)
+        trash = E * C  # one extra slot for the dropped
+        position = torch.where(kept, torch.arange(E, device=x.device) * C + slot,
+                               torch.full_like(slot, trash))  # [rows, seq, E]
+        source = torch.full((rows, trash + 1), seq, dtype=torch.long, device=x.device)
+        tok = torch.arange(seq, device=x.device).view(1, seq, 1).expand(rows, seq, E)
+        source.scatter_(1, position.reshape(rows, -1), tok.reshape(rows, -1))
+        source = source[:, :trash]  # [rows, E * C]: the token in each slot, seq if none
+        back = torch.gather(position, 2, index)  # [rows, seq, k]: each choice's slot
+    padded = torch.cat([x, x.new_zeros(rows, 1, hidden)], 1)
+    slots = torch.gather(padded, 1, source.unsqueeze(-1).expand(-1, -1, hidden))
+    # Dispatch: [rows, E, C, H] as [E, rows, C, H], chunk j (rank j's experts) to rank j.
+    slots = slots.view(rows, E, C, hidden).transpose(0, 1)
+    got = _all_to_all(slots, group) if group is not None else slots
+    # [source rank, local expert, rows, C, H] -> each local expert's slots of every rank's rows
+    got = got.reshape(ranks, local, rows, C, hidden).transpose(0, 1).reshape(local, ranks * rows * C, hidden)
+    gate_up, down = module.gate_up_proj, module.down_proj
+    if isinstance(gate_up, DTensor):
+        gate_up, down = gate_up.to_local(), down.to_local()
+    gate, up = torch.bmm(got, gate_up.transpose(1, 2)).chunk(2, dim=-1)
+    y = torch.bmm(module.act_fn(gate) * up, down.transpose(1, 2))  # [local, ranks rows C, H]
+    # Combine: back to the ranks whose tokens they are.
+    y = y.view(local, ranks, rows, C, hidden).transpose(0, 1).reshape(E, rows, C, hidden)
+    if group is not None:
+        y = _all_to_all(y, group)
+    y = y.transpose(0, 1).reshape(rows, E * C, hidden)
+    y = torch.cat([y, y.new_zeros(rows, 1, hidden)], 1)
+    picked = torch.gather(y, 1, back.reshape(rows, seq * k, 1).expand(-1, -1, hidden))
+    weights = top_k_weights.view(rows, seq, k, 1).to(picked.dtype)
+    out = (picked.view(rows, seq, k, hidden) * weights).sum(2)
+    return out.reshape(tokens, hidden).to(hidden_states.dtype)
+
+
+def expert_rows(block, experts):
+    """A pre-hook on the MoE block @block that tells @experts how many batch rows its
+    flattened tokens are (the routing groups)."""
+    def hook(_, args, kwargs):
+        x = args[0] if args else next(iter(kwargs.values()))
+        experts.expert_rows = x.shape[0] if x.dim() == 3 else 1
+        return None
+
+    block.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+class ExpertParallel(ParallelStyle):
+    """Expert parallelism for a Hugging Face experts module whose weights are stacked by
+    expert on dim 0 (transformers 5's MixtralExperts, Qwen2MoeExperts; forward(hidden_states
+    [T, H], top_k_index [T, k], top_k_weights [T, k])): its parameters Shard(0) over the mesh
+    (rank r holds experts r E/n ... (r + 1) E/n - 1), its forward moe_experts() with the
+    dispatch and combine as all_to_all over the mesh. The router before it stays whole on
+    every rank. @capacity: the plan's slots per expert and batch row; @dropless: a slot for
+    every token of the sequence (Hugging Face's model), whatever the sequence. The gradients
+    of the expert weights are each rank's sum over the ranks' tokens (the backward
+    all_to_all); parallelize() adds their data-parallel reduction. The parent module must
+    set expert_rows (expert_rows())."""
+
+    def __init__(self, *, experts, capacity, dropless=False):
+        super().__init__()
+        self.experts = experts
+        self.capacity = capacity
+        self.dropless = dropless
+
+    def _apply(self, module, device_mesh):
+        n = device_mesh.size()
+        if self.experts % n:
+            raise ValueError("ExpertParallel: %d experts do not split over %d ranks" % (self.experts, n))
+        group = device_mesh.get_group()
+        style = self
+
+        # moe_experts() computes act(gate) * up from gate_up_proj [gate; up] rows and
+        # down_proj, untransposed, without biases: transformers' layout for Mixtral and
+        # Qwen2-MoE; another layout is refused rather than computed wrongly.
+        if (getattr(module, "is_transposed", False) or getattr(module, "has_bias", False)
+                or getattr(module, "is_concatenated", True) is not True
+                or not all(hasattr(module, a) for a in ("gate_up_proj", "down_proj", "act_fn"))):
+            raise ValueError("ExpertParallel: %s is not an experts module with stacked "
+                             "gate_up_proj [E, 2I, H] and down_proj [E, H, I]" % type(module).__name__)
+
+        def partition(name, mod, mesh):
+            for pname, p in list(mod.named_parameters(recurse=False)):
+                if p.dim() < 1 or p.shape[0] != style.experts:
+                    raise ValueError("ExpertParallel: %s.%s %s is not stacked by expert on dim 0"
+                                     % (name, pname, tuple(p.shape)))
+                mod.register_parameter(
+                    pname, nn.Parameter(distribute_tensor(p.detach(), mesh, [Shard(0)]), requires_grad=p.requires_grad)
+                )
+
+        distribute_module(module, device_mesh, partition)
+
+        def forward(hidden_states, top_k_index, top_k_weights):
+            capacity = hidden_states.shape[0] if style.dropless else style.capacity
+            return moe_experts(module, hidden_states, top_k_index, top_k_weights, experts=style.experts,
+                               capacity=capacity, rows=module.expert_rows, group=group, ranks=n)
+
+        module.forward = forward
+        return module
