@@ -75,6 +75,12 @@ void graphview_widget_set_viewport (GraphviewWidget *self, double zoom, double x
 void graphview_widget_to_world (GraphviewWidget *self, double x, double y, double *wx, double *wy);
 int graphview_widget_item_at (GraphviewWidget *self, double x, double y);
 
+/* Folds or unfolds @item as a double click or Return does (a block node unfolds its first
+ * block, an op folds its block), and once the new layout is shown selects the item showing the
+ * same op, with its group's top-centre under the widget point the item's top-centre was: the
+ * view does not jump. */
+void graphview_widget_activate_item (GraphviewWidget *self, guint item);
+
 int graphview_widget_get_selected (GraphviewWidget *self);
 /* Selects @item (-1: none) and scrolls it into view; emits "selection-changed". */
 void graphview_widget_set_selected (GraphviewWidget *self, int item);
