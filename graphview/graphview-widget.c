@@ -349,6 +349,24 @@ graphview_widget_item_at (GraphviewWidget *self, double x, double y)
   return graphview_layout_item_at (graphview_renderer_get_layout (self->renderer), wx, wy);
 }
 
+guint
+graphview_widget_count_items_in (GraphviewWidget *self, const graphene_rect_t *area)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), 0);
+  g_return_val_if_fail (area != NULL, 0);
+  if (!graphview_widget_is_ready (self))
+    return 0;
+  GraphviewLayout *layout = graphview_renderer_get_layout (self->renderer);
+  /* @area in world coordinates, against every item's box. */
+  GraphviewRect world = { self->x + area->origin.x / self->scale,
+                          self->y + area->origin.y / self->scale, area->size.width / self->scale,
+                          area->size.height / self->scale };
+  guint n = 0;
+  for (guint i = 0; i < graphview_layout_get_n_items (layout); i++)
+    n += graphview_rect_intersects (graphview_layout_get_item_rect (layout, i), &world);
+  return n;
+}
+
 void
 graphview_widget_center_on_item (GraphviewWidget *self, guint item)
 {
