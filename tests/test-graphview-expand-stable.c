@@ -6,6 +6,7 @@
 
 #include "graphview-layouter.h"
 #include "graphview-model.h"
+#include "graphview-private.h"
 #include "test-util.h"
 
 /* Stable expansion (graphview/README.md, "Stable expansion"; issue 15 item 4): unfolding one
@@ -196,6 +197,44 @@ test_llama_layer_37 (void)
   g_assert_cmpuint (graphview_layout_get_n_frames (closed), ==, 0);
 }
 
+/* Thirty random unfolds and folds, each laid out from the one before: never an overlap, and
+ * the run stays one column 36 points apart, so the places depend only on the folding, not
+ * on the way there: the last layout equals the one made in one step from the folded layout,
+ * and folding everything gives the folded layout back. */
+static void
+test_random_path (void)
+{
+  g_autoptr (PlannerGraph) graph = test_util_model ("llama-70b", NULL);
+  g_autoptr (GraphviewModel) model = graphview_model_new (graph);
+  g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
+  g_autoptr (GraphviewLayout) folded = stable_layout (layouter, model, NULL);
+  GraphviewLayout *layout = graphview_layout_ref (folded);
+  g_autoptr (GRand) rand = g_rand_new_with_seed (15);
+  for (guint step = 0; step < 30; step++)
+    {
+      guint block = g_rand_int_range (rand, 0, 80);
+      graphview_model_set_expanded (model, 0, block,
+                                    !graphview_model_get_expanded (model, 0, block));
+      GraphviewLayout *next = stable_layout (layouter, model, layout);
+      g_assert_true (graphview_layout_is_stable (next));
+      assert_no_overlap (next);
+      graphview_layout_unref (layout);
+      layout = next;
+    }
+  g_test_message ("after 30 steps: %u layers unfolded, %u items",
+                  graphview_layout_get_n_frames (layout), graphview_layout_get_n_items (layout));
+  g_assert_cmpuint (graphview_layout_get_n_frames (layout), >=, 5);
+  GraphviewFolding *folding = graphview_model_dup_folding (model);
+  g_autoptr (GraphviewModel) direct = graphview_model_new_folded (graph, folding);
+  graphview_folding_free (folding);
+  g_autoptr (GraphviewLayout) once = stable_layout (layouter, direct, folded);
+  assert_same_layout (once, layout);
+  graphview_model_collapse_all (model);
+  g_autoptr (GraphviewLayout) closed = stable_layout (layouter, model, layout);
+  assert_same_layout (folded, closed);
+  graphview_layout_unref (layout);
+}
+
 /* A layout of other items (another graph) is no base: dot places everything. */
 static void
 test_other_graph (void)
@@ -217,6 +256,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/graphview/expand-stable/llama-layer-37", test_llama_layer_37);
+  g_test_add_func ("/graphview/expand-stable/random-path", test_random_path);
   g_test_add_func ("/graphview/expand-stable/other-graph", test_other_graph);
   return g_test_run ();
 }
