@@ -398,6 +398,43 @@ same_item (const GraphviewItem *a, const GraphviewItem *b)
          && a->run == b->run && a->first_block == b->first_block && a->n_blocks == b->n_blocks;
 }
 
+/* The unfolded blocks of @n items, in order, as run << 32 | block, each once. */
+static GArray *
+unfolded_blocks (const GraphviewItem *items, guint n)
+{
+  GArray *keys = g_array_new (FALSE, FALSE, sizeof (guint64));
+  for (guint i = 0; i < n; i++)
+    if (items[i].kind == GRAPHVIEW_ITEM_OP && items[i].run >= 0)
+      {
+        guint64 key = ((guint64)items[i].run << 32) | items[i].first_block;
+        if (keys->len == 0 || g_array_index (keys, guint64, keys->len - 1) != key)
+          g_array_append_val (keys, key);
+      }
+  return keys;
+}
+
+/* How many blocks are unfolded in one range of items and not in the other: the blocks a
+ * change folded or unfolded. Both lists are in op order, so a merge counts them. */
+static guint
+changed_blocks (const GraphviewItem *a, guint na, const GraphviewItem *b, guint nb)
+{
+  g_autoptr (GArray) ka = unfolded_blocks (a, na);
+  g_autoptr (GArray) kb = unfolded_blocks (b, nb);
+  guint i = 0, j = 0, n = 0;
+  while (i < ka->len || j < kb->len)
+    {
+      guint64 x = i < ka->len ? g_array_index (ka, guint64, i) : G_MAXUINT64;
+      guint64 y = j < kb->len ? g_array_index (kb, guint64, j) : G_MAXUINT64;
+      if (x == y)
+        i++, j++;
+      else if (x < y)
+        i++, n++;
+      else
+        j++, n++;
+    }
+  return n;
+}
+
 /* Stable expansion (README "Stable expansion"): places the groups from the previous layout
  * instead of the skeleton. The items the change left alone at the start (P) keep their
  * groups' boxes, those at the end (Q) keep their x and move by one whole-point shift, and the
@@ -405,7 +442,8 @@ same_item (const GraphviewItem *a, const GraphviewItem *b)
  * apart, centred on the x the first group of X was centred on (kept inside the margin).
  * Folding Y back stacks X again from the same top on the same axis, with the opposite shift,
  * so collapsing restores the places exactly. Returns FALSE (dot places everything) when the
- * previous layout is of other items or Y would overlap a group that keeps its place. */
+ * previous layout is of other items, the change folds or unfolds more than one block, or Y
+ * would overlap a group that keeps its place. */
 static gboolean
 place_stable (const Request *request, const double *sizes, double *boxes, double *axes,
               double *width, double *height, double *base_width)
@@ -454,6 +492,20 @@ place_stable (const Request *request, const double *sizes, double *boxes, double
   guint x_end = n_groups - qu, y_end = n_units - qu;
   if ((pu == x_end) != (pu == y_end))
     return FALSE;
+  /* One block folded or unfolded, as a click, Return or a named block does; several at once
+   * (Expand All, a glob) get dot's layout, the one shardscope-cli render draws. */
+  if (pu < y_end)
+    {
+      guint x_first = graphview_layout_get_group (prev, pu)->first_item;
+      const GraphviewGroup *x_last = graphview_layout_get_group (prev, x_end - 1);
+      const Unit *y_first = g_ptr_array_index (request->units, pu);
+      const Unit *y_last = g_ptr_array_index (request->units, y_end - 1);
+      if (changed_blocks (old + x_first, x_last->first_item + x_last->n_items - x_first,
+                          new + y_first->first_item,
+                          y_last->first_item + y_last->n_nodes - y_first->first_item)
+          > 1)
+        return FALSE;
+    }
 
   double shift = 0;
   if (pu < y_end)

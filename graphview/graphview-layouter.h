@@ -38,8 +38,10 @@ GraphviewLayout *graphview_layouter_layout (GraphviewLayouter *self, GraphviewMo
  * places @previous (a layout of an earlier folding of the same model, or NULL) gave the items
  * the change left alone: those before the changed groups keep their boxes, those after keep
  * their x and move by one shift that makes room for what was unfolded; no skeleton dot run.
- * Falls back to the plain layout (graphview_layout_is_stable() FALSE) when @previous is NULL,
- * of other items, or the unfolded groups would overlap a group that keeps its place. */
+ * Only for a change of one block (a click, Return, a named block): Expand All, Collapse All
+ * and globs get the plain layout (graphview_layout_is_stable() FALSE), the one the CLI draws,
+ * as do a NULL @previous, one of other items, and a change whose groups would overlap a group
+ * that keeps its place. */
 void graphview_layouter_layout_stable_async (GraphviewLayouter *self, GraphviewModel *model,
                                              GraphviewLayout *previous, GCancellable *cancellable,
                                              GAsyncReadyCallback callback, gpointer user_data);

@@ -6,7 +6,6 @@
 
 #include "graphview-layouter.h"
 #include "graphview-model.h"
-#include "graphview-private.h"
 #include "test-util.h"
 
 /* Stable expansion (graphview/README.md, "Stable expansion"; issue 15 item 4): unfolding one
@@ -199,8 +198,8 @@ test_llama_layer_37 (void)
 
 /* Thirty random unfolds and folds, each laid out from the one before: never an overlap, and
  * the run stays one column 36 points apart, so the places depend only on the folding, not
- * on the way there: the last layout equals the one made in one step from the folded layout,
- * and folding everything gives the folded layout back. */
+ * on the way there: the last layout equals the one reached by unfolding the same layers
+ * from the bottom up, and folding everything gives the folded layout back. */
 static void
 test_random_path (void)
 {
@@ -224,15 +223,42 @@ test_random_path (void)
   g_test_message ("after 30 steps: %u layers unfolded, %u items",
                   graphview_layout_get_n_frames (layout), graphview_layout_get_n_items (layout));
   g_assert_cmpuint (graphview_layout_get_n_frames (layout), >=, 5);
-  GraphviewFolding *folding = graphview_model_dup_folding (model);
-  g_autoptr (GraphviewModel) direct = graphview_model_new_folded (graph, folding);
-  graphview_folding_free (folding);
-  g_autoptr (GraphviewLayout) once = stable_layout (layouter, direct, folded);
-  assert_same_layout (once, layout);
+  /* The same folding reached another way: its layers unfolded from the bottom up. */
+  g_autoptr (GraphviewModel) other = graphview_model_new (graph);
+  g_autoptr (GraphviewLayout) start = stable_layout (layouter, other, NULL);
+  GraphviewLayout *replay = graphview_layout_ref (start);
+  for (guint b = 80; b-- > 0;)
+    if (graphview_model_get_expanded (model, 0, b))
+      {
+        graphview_model_set_expanded (other, 0, b, TRUE);
+        GraphviewLayout *next = stable_layout (layouter, other, replay);
+        g_assert_true (graphview_layout_is_stable (next));
+        graphview_layout_unref (replay);
+        replay = next;
+      }
+  assert_same_layout (replay, layout);
+  graphview_layout_unref (replay);
+  /* Folding everything at once is dot's layout again: the folded one. */
   graphview_model_collapse_all (model);
   g_autoptr (GraphviewLayout) closed = stable_layout (layouter, model, layout);
+  g_assert_false (graphview_layout_is_stable (closed));
   assert_same_layout (folded, closed);
   graphview_layout_unref (layout);
+}
+
+/* Several blocks at once (Expand All, a glob) get dot's layout, the CLI's. */
+static void
+test_many_at_once (void)
+{
+  g_autoptr (PlannerGraph) graph = test_util_model_sized ("llama-70b", 6, 0);
+  g_autoptr (GraphviewModel) model = graphview_model_new (graph);
+  g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
+  g_autoptr (GraphviewLayout) folded = stable_layout (layouter, model, NULL);
+  graphview_model_expand_all (model);
+  g_autoptr (GraphviewLayout) all = stable_layout (layouter, model, folded);
+  g_assert_false (graphview_layout_is_stable (all));
+  g_autoptr (GraphviewLayout) plain = stable_layout (layouter, model, NULL);
+  assert_same_layout (plain, all);
 }
 
 /* A layout of other items (another graph) is no base: dot places everything. */
@@ -257,6 +283,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/graphview/expand-stable/llama-layer-37", test_llama_layer_37);
   g_test_add_func ("/graphview/expand-stable/random-path", test_random_path);
+  g_test_add_func ("/graphview/expand-stable/many-at-once", test_many_at_once);
   g_test_add_func ("/graphview/expand-stable/other-graph", test_other_graph);
   return g_test_run ();
 }
