@@ -103,6 +103,7 @@ one_instance (GraphviewModel *model, guint repeats, gboolean stable, double *unf
           = graphview_layouter_layout_stable (layouter, model, stable ? open : NULL, NULL, &error);
       g_assert_no_error (error);
       f[r] = bench_ms_since (start);
+      g_assert_true (graphview_layout_is_stable (closed) == stable);
     }
   *cold_ms = u[0];
   *unfold_ms = bench_median (u + 1, repeats);
