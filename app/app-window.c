@@ -306,7 +306,7 @@ on_layout_ready (AppWindow *self)
    * the user was looking (graphview_widget_activate_item()): centring it now would make the
    * view jump. */
   guint item = graphview_model_get_item_of_op (self->graph_model, op);
-  if (graphview_widget_get_selected (self->graph) == (int) item && item_in_view (self->graph, item))
+  if (graphview_widget_get_selected (self->graph) == (int)item && item_in_view (self->graph, item))
     return;
   /* The selected node may have moved in the new layout: scroll to it again. */
   reveal_op (self, op);

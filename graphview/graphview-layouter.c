@@ -52,8 +52,8 @@ typedef struct
   GArray *cross;      /* model edges between units */
   GArray *skeleton;   /* pairs of unit indices, each once */
   PlannerGraph *flat; /* set for graphview_layouter_time_flat() jobs only */
-  GraphviewItem *items;       /* the model's items, for the result and for stable expansion */
-  GraphviewLayout *previous;  /* stable expansion: the layout to keep the places of, or NULL */
+  GraphviewItem *items;      /* the model's items, for the result and for stable expansion */
+  GraphviewLayout *previous; /* stable expansion: the layout to keep the places of, or NULL */
 } Request;
 
 static void
@@ -457,7 +457,8 @@ place_stable (const Request *request, const double *sizes, double *boxes, double
     return FALSE;
   /* Items of the same graph cover the same ops. */
   if (old[0].first_op != new[0].first_op
-      || old[n_old - 1].first_op + old[n_old - 1].n_ops != new[n_new - 1].first_op + new[n_new - 1].n_ops)
+      || old[n_old - 1].first_op + old[n_old - 1].n_ops
+             != new[n_new - 1].first_op + new[n_new - 1].n_ops)
     return FALSE;
 
   guint p = 0, q = 0;
@@ -666,8 +667,9 @@ run_layout (GVC_t *gvc, Job *job, GError **error)
       Unit *unit = g_ptr_array_index (request->units, u);
       UnitLayout *ul = g_ptr_array_index (layouts, u);
       double x0 = boxes[2 * u], y0 = boxes[2 * u + 1];
-      GraphviewGroup group
-          = { unit->first_item, unit->n_nodes, { x0, y0, sizes[2 * u], sizes[2 * u + 1] }, axes[u] };
+      GraphviewGroup group = {
+        unit->first_item, unit->n_nodes, { x0, y0, sizes[2 * u], sizes[2 * u + 1] }, axes[u]
+      };
       graphview_layout_add_group (layout, &group);
       if (unit->framed)
         {

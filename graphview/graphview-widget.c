@@ -358,9 +358,9 @@ graphview_widget_count_items_in (GraphviewWidget *self, const graphene_rect_t *a
     return 0;
   GraphviewLayout *layout = graphview_renderer_get_layout (self->renderer);
   /* @area in world coordinates, against every item's box. */
-  GraphviewRect world = { self->x + area->origin.x / self->scale,
-                          self->y + area->origin.y / self->scale, area->size.width / self->scale,
-                          area->size.height / self->scale };
+  GraphviewRect world
+      = { self->x + area->origin.x / self->scale, self->y + area->origin.y / self->scale,
+          area->size.width / self->scale, area->size.height / self->scale };
   guint n = 0;
   for (guint i = 0; i < graphview_layout_get_n_items (layout); i++)
     n += graphview_rect_intersects (graphview_layout_get_item_rect (layout, i), &world);
@@ -487,7 +487,7 @@ graphview_widget_activate_item (GraphviewWidget *self, guint item)
   g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
   if (self->model == NULL || item >= graphview_model_get_n_items (self->model))
     return;
-  activate_item (self, (int) item);
+  activate_item (self, (int)item);
 }
 
 /* Layout ----------------------------------------------------------------------------------- */
@@ -533,9 +533,9 @@ layout_done (GObject *source, GAsyncResult *result, gpointer user_data)
       self->x = wx - self->anchor_sx / self->scale;
       self->y = g.y - self->anchor_sy / self->scale;
       clamp_view (self);
-      self->selected = (int) item;
-      graphview_renderer_set_selected (self->renderer, (int) item);
-      g_signal_emit (self, signals[SIGNAL_SELECTION_CHANGED], 0, (int) item);
+      self->selected = (int)item;
+      graphview_renderer_set_selected (self->renderer, (int)item);
+      g_signal_emit (self, signals[SIGNAL_SELECTION_CHANGED], 0, (int)item);
     }
   static_changed (self);
   g_signal_emit (self, signals[SIGNAL_LAYOUT_READY], 0);

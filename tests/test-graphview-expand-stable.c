@@ -41,7 +41,7 @@ block_item (GraphviewModel *model, guint first_block)
     {
       const GraphviewItem *it = graphview_model_get_item (model, i);
       if (it->kind == GRAPHVIEW_ITEM_BLOCK && it->first_block == first_block)
-        return (int) i;
+        return (int)i;
     }
   return -1;
 }
@@ -51,8 +51,8 @@ assert_rect_equal (const GraphviewRect *a, const GraphviewRect *b, double dx, do
                    const char *what, guint index)
 {
   if (a->x + dx != b->x || a->y + dy != b->y || a->width != b->width || a->height != b->height)
-    g_error ("%s %u: expected (%g,%g %gx%g) moved by (%g,%g), got (%g,%g %gx%g)", what, index,
-             a->x, a->y, a->width, a->height, dx, dy, b->x, b->y, b->width, b->height);
+    g_error ("%s %u: expected (%g,%g %gx%g) moved by (%g,%g), got (%g,%g %gx%g)", what, index, a->x,
+             a->y, a->width, a->height, dx, dy, b->x, b->y, b->width, b->height);
 }
 
 static void
@@ -104,7 +104,7 @@ test_llama_layer_37 (void)
   guint n0 = graphview_model_get_n_items (model);
   int b = block_item (model, 0);
   g_assert_cmpint (b, >, 0);
-  g_assert_cmpint (b, <, (int) n0 - 1);
+  g_assert_cmpint (b, <, (int)n0 - 1);
   GraphviewRect old_block = *graphview_layout_get_item_rect (folded, b);
   double w0, h0;
   graphview_layout_get_bounds (folded, &w0, &h0);
@@ -122,7 +122,7 @@ test_llama_layer_37 (void)
   /* The pieces: 0-36 x37 where 0-79 x80 was, layer 37's ops, 38-79 x42. */
   g_assert_cmpint (block_item (model, 0), ==, b);
   int rest = block_item (model, 38);
-  g_assert_cmpint (rest, ==, b + 1 + (int) run->ops_per_block);
+  g_assert_cmpint (rest, ==, b + 1 + (int)run->ops_per_block);
   g_autofree char *rest_label = graphview_model_dup_item_label (model, rest);
   g_assert_cmpstr (rest_label, ==, "model.layers.38-79 x42");
   g_assert_cmpuint (graphview_layout_get_n_frames (open), ==, 1);
@@ -132,8 +132,8 @@ test_llama_layer_37 (void)
 
   /* The room layer 37 takes, from the boxes alone. */
   double shift = GAP + ceil (frame->rect.height) + GAP + rest_rect->height;
-  g_test_message ("frame %gx%g, block node %gx%g, shift %g", frame->rect.width,
-                  frame->rect.height, rest_rect->width, rest_rect->height, shift);
+  g_test_message ("frame %gx%g, block node %gx%g, shift %g", frame->rect.width, frame->rect.height,
+                  rest_rect->width, rest_rect->height, shift);
   g_assert_cmpfloat (shift, >, old_block.height + 2 * GAP);
   double w1, h1;
   graphview_layout_get_bounds (open, &w1, &h1);
@@ -141,13 +141,13 @@ test_llama_layer_37 (void)
   g_assert_cmpfloat (w1, >=, w0);
 
   /* Above: the same boxes. Below: the same x, moved down by the shift. */
-  for (guint i = 0; i < (guint) b; i++)
+  for (guint i = 0; i < (guint)b; i++)
     assert_rect_equal (graphview_layout_get_item_rect (folded, i),
                        graphview_layout_get_item_rect (open, i), 0, 0, "item above", i);
   for (guint i = b + 1; i < n0; i++)
     assert_rect_equal (graphview_layout_get_item_rect (folded, i),
-                       graphview_layout_get_item_rect (open, i + (n1 - n0)), 0, shift,
-                       "item below", i);
+                       graphview_layout_get_item_rect (open, i + (n1 - n0)), 0, shift, "item below",
+                       i);
   assert_rect_equal (&old_block, graphview_layout_get_item_rect (open, b), 0, 0, "block node", b);
   assert_rect_equal (&old_block, rest_rect, 0, shift, "block node", rest);
   /* The frame right under 0-36, centred on the block nodes' middle (or kept in the margin). */
@@ -176,13 +176,13 @@ test_llama_layer_37 (void)
   guint n2 = graphview_model_get_n_items (model);
   g_assert_cmpuint (graphview_layout_get_n_frames (two), ==, 2);
   double shift2 = ceil (graphview_layout_get_frame (two, 1)->rect.height) + GAP;
-  for (guint i = 0; i < (guint) rest; i++)
+  for (guint i = 0; i < (guint)rest; i++)
     assert_rect_equal (graphview_layout_get_item_rect (open, i),
                        graphview_layout_get_item_rect (two, i), 0, 0, "item above", i);
   for (guint i = rest; i < n1; i++)
     assert_rect_equal (graphview_layout_get_item_rect (open, i),
-                       graphview_layout_get_item_rect (two, i + (n2 - n1)), 0, shift2,
-                       "item below", i);
+                       graphview_layout_get_item_rect (two, i + (n2 - n1)), 0, shift2, "item below",
+                       i);
 
   /* Folding back restores each earlier layout exactly. */
   graphview_model_set_expanded (model, 0, 38, FALSE);

@@ -8,11 +8,11 @@
 
 /* Unfolding and folding one instance from the canvas does not move the view (issue 15 item
  * 4): LLaMA-2-70B in a 1280x720 window with layer 37 unfolded, zoomed to 1 with
- * "model.layers.38-79 x42" right of and below the middle. Activating that node (a double click, Return) unfolds layer 38:
- * the zoom and the origin stay as they were, so every item that kept its place (graphview's
- * stable expansion) is under the same pixels, and layer 38's frame starts where the node's top
- * was. Folding it again from one of its ops puts "38-79 x42" back where it was, its top under
- * the point where that op's top was. */
+ * "model.layers.38-79 x42" right of and below the middle. Activating that node (a double click,
+ * Return) unfolds layer 38: the zoom and the origin stay as they were, so every item that kept its
+ * place (graphview's stable expansion) is under the same pixels, and layer 38's frame starts where
+ * the node's top was. Folding it again from one of its ops puts "38-79 x42" back where it was, its
+ * top under the point where that op's top was. */
 
 typedef struct
 {
@@ -133,7 +133,7 @@ test_viewport_stays (void)
   guint first38 = graphview_model_get_item_of_op (
       model, graphview_model_get_run (model, 0)->first_op
                  + 38 * graphview_model_get_run (model, 0)->ops_per_block);
-  g_assert_cmpint (graphview_widget_get_selected (f->view), ==, (int) first38);
+  g_assert_cmpint (graphview_widget_get_selected (f->view), ==, (int)first38);
 
   /* Fold it again from one of its ops. */
   guint down38 = graphview_model_get_item_of_op (
@@ -157,7 +157,7 @@ test_viewport_stays (void)
   g_assert_cmpfloat_with_epsilon (by, dy, 1e-6);
   g_assert_cmpfloat (bx, <=, dx + 1e-6);
   g_assert_cmpfloat (bx + r->width * zoom, >=, dx - 1e-6);
-  g_assert_cmpint (graphview_widget_get_selected (f->view), ==, (int) back);
+  g_assert_cmpint (graphview_widget_get_selected (f->view), ==, (int)back);
 
   gtk_window_destroy (GTK_WINDOW (window));
 }

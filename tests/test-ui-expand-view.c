@@ -91,8 +91,8 @@ test_expand_keeps_view (void)
   AppDocument *doc = app_window_get_document (window);
   PlannerGraph *g = graphview_model_get_graph (model);
 
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.expand-block", "s",
-                                             "model.layers.37"));
+  g_assert_true (
+      gtk_widget_activate_action (GTK_WIDGET (window), "win.expand-block", "s", "model.layers.37"));
   Folding open37 = { 37, TRUE };
   test_ui_wait_for (folded_as, &open37, 60, "the layout with layer 37 unfolded");
   test_ui_pump (300);
@@ -141,7 +141,7 @@ test_expand_keeps_view (void)
   /* The window follows the canvas's selection: layer 38's first op. */
   const GraphviewRun *run = graphview_model_get_run (model, 0);
   g_assert_cmpint (app_document_get_selected_op (doc), ==,
-                   (int) (run->first_op + 38 * run->ops_per_block));
+                   (int)(run->first_op + 38 * run->ops_per_block));
 
   /* Fold it again from one of its ops. */
   guint down = graphview_model_get_item_of_op (
@@ -177,7 +177,7 @@ main (int argc, char **argv)
   g_setenv ("GTK_A11Y", "none", TRUE);
   gtk_test_init (&argc, &argv, NULL);
   static const char *const harmless[] = { "portal", NULL };
-  g_test_log_set_fatal_handler (test_ui_log_fatal, (gpointer) harmless);
+  g_test_log_set_fatal_handler (test_ui_log_fatal, (gpointer)harmless);
   app_application_init_environment ();
 
   app = app_application_new ();

@@ -3,8 +3,8 @@
  * LLaMA-2-70B with layer 37 unfolded in a 1280x720 window, the minimap in the bottom right
  * corner over the graph as the app's window has it (registered with
  * graphview_widget_add_overlay()). After Fit no node lies under it and it shows; zoomed in
- * to 2 with a node of layer 37 under the corner, nodes lie under it (counted here from the layout's boxes and the
- * view, not by the widget) and it steps aside: a click there picks the graph, not the
+ * to 2 with a node of layer 37 under the corner, nodes lie under it (counted here from the layout's
+ * boxes and the view, not by the widget) and it steps aside: a click there picks the graph, not the
  * minimap; panned so that the corner shows no node, it is back and takes clicks again. Its
  * shortcut, Ctrl+M, stays the app's own (ui-conventions' unique-accels checks that).
  */
@@ -80,7 +80,8 @@ test_steps_aside (void)
   graphene_rect_t corner;
   g_assert_true (gtk_widget_compute_bounds (GTK_WIDGET (minimap), GTK_WIDGET (view), &corner));
   g_assert_cmpfloat (corner.size.width, >, 100);
-  double cx = corner.origin.x + corner.size.width / 2, cy = corner.origin.y + corner.size.height / 2;
+  double cx = corner.origin.x + corner.size.width / 2,
+         cy = corner.origin.y + corner.size.height / 2;
 
   /* Fit: the graph beside the minimap, which shows and takes clicks. */
   graphview_widget_zoom_to_fit (view);
@@ -98,7 +99,8 @@ test_steps_aside (void)
   for (guint i = 0; i < graphview_layout_get_n_items (layout); i++)
     {
       const GraphviewRect *r = graphview_layout_get_item_rect (layout, i);
-      if (graphview_rect_intersects (r, frame) && (right == NULL || r->x + r->width > right->x + right->width))
+      if (graphview_rect_intersects (r, frame)
+          && (right == NULL || r->x + r->width > right->x + right->width))
         right = r;
     }
   g_assert_nonnull (right);
