@@ -1,5 +1,6 @@
 /* app-minimap.h: the whole graph in small with the visible part framed; click or drag to move
- * the view there. */
+ * the view there. It steps aside (fades out, lets clicks through) while nodes of the view lie
+ * under it. */
 #pragma once
 
 #include <adwaita.h>
@@ -16,5 +17,8 @@ G_DECLARE_FINAL_TYPE (AppMinimap, app_minimap, APP, MINIMAP, GtkWidget)
 GtkWidget *app_minimap_new (void);
 GraphviewWidget *app_minimap_get_view (AppMinimap *self);
 void app_minimap_set_view (AppMinimap *self, GraphviewWidget *view);
+/* TRUE while it has stepped aside (transparent, clicks pass through) because nodes of the
+ * view lie under it. */
+gboolean app_minimap_get_aside (AppMinimap *self);
 
 G_END_DECLS

@@ -324,12 +324,36 @@ on_graph_selection_changed (AppWindow *self, int item)
   self->syncing_selection = FALSE;
 }
 
+/* Whether @item's node lies wholly inside the graph view. */
+static gboolean
+item_in_view (GraphviewWidget *graph, guint item)
+{
+  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (graph));
+  if (layout == NULL || item >= graphview_layout_get_n_items (layout))
+    return FALSE;
+  const GraphviewRect *r = graphview_layout_get_item_rect (layout, item);
+  double zoom = graphview_widget_get_zoom (graph), x, y;
+  graphview_widget_get_origin (graph, &x, &y);
+  double x0 = (r->x - x) * zoom, y0 = (r->y - y) * zoom;
+  return x0 >= 0 && y0 >= 0 && x0 + r->width * zoom <= gtk_widget_get_width (GTK_WIDGET (graph))
+         && y0 + r->height * zoom <= gtk_widget_get_height (GTK_WIDGET (graph));
+}
+
 static void
 on_layout_ready (AppWindow *self)
 {
+  if (self->document == NULL || self->graph_model == NULL
+      || app_document_get_selected_op (self->document) < 0)
+    return;
+  int op = app_document_get_selected_op (self->document);
+  /* A fold change from the canvas already selected the op's node and kept the view where
+   * the user was looking (graphview_widget_activate_item()): centring it now would make the
+   * view jump. */
+  guint item = graphview_model_get_item_of_op (self->graph_model, op);
+  if (graphview_widget_get_selected (self->graph) == (int)item && item_in_view (self->graph, item))
+    return;
   /* The selected node may have moved in the new layout: scroll to it again. */
-  if (self->document && app_document_get_selected_op (self->document) >= 0)
-    reveal_op (self, app_document_get_selected_op (self->document));
+  reveal_op (self, op);
 }
 
 AppDocument *

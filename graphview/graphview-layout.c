@@ -22,6 +22,10 @@ struct _GraphviewLayout
   guint n_edges;
   EdgeRoute *edges;
   GArray *frames;
+  GraphviewItem *item_ids; /* the model's items it was made for */
+  GArray *groups;          /* GraphviewGroup */
+  double base_width;
+  gboolean stable;
 };
 
 GraphviewLayout *
@@ -35,6 +39,7 @@ graphview_layout_new (guint serial, guint n_items, guint n_edges)
   self->n_edges = n_edges;
   self->edges = g_new0 (EdgeRoute, MAX (n_edges, 1));
   self->frames = g_array_new (FALSE, FALSE, sizeof (GraphviewFrame));
+  self->groups = g_array_new (FALSE, FALSE, sizeof (GraphviewGroup));
   return self;
 }
 
@@ -57,6 +62,8 @@ graphview_layout_unref (GraphviewLayout *self)
   g_free (self->edges);
   g_free (self->items);
   g_array_unref (self->frames);
+  g_array_unref (self->groups);
+  g_free (self->item_ids);
   g_free (self);
 }
 
@@ -216,4 +223,61 @@ graphview_rect_intersects (const GraphviewRect *a, const GraphviewRect *b)
 {
   return a->x < b->x + b->width && b->x < a->x + a->width && a->y < b->y + b->height
          && b->y < a->y + a->height;
+}
+
+void
+graphview_layout_set_items (GraphviewLayout *self, const GraphviewItem *items)
+{
+  g_free (self->item_ids);
+  self->item_ids = g_memdup2 (items, sizeof (GraphviewItem) * MAX (self->n_items, 1));
+}
+
+const GraphviewItem *
+graphview_layout_peek_items (GraphviewLayout *self)
+{
+  return self->item_ids;
+}
+
+void
+graphview_layout_add_group (GraphviewLayout *self, const GraphviewGroup *group)
+{
+  g_array_append_val (self->groups, *group);
+}
+
+guint
+graphview_layout_get_n_groups (GraphviewLayout *self)
+{
+  return self->groups->len;
+}
+
+const GraphviewGroup *
+graphview_layout_get_group (GraphviewLayout *self, guint group)
+{
+  g_assert (group < self->groups->len);
+  return &g_array_index (self->groups, GraphviewGroup, group);
+}
+
+void
+graphview_layout_set_base_width (GraphviewLayout *self, double width)
+{
+  self->base_width = width;
+}
+
+double
+graphview_layout_get_base_width (GraphviewLayout *self)
+{
+  return self->base_width;
+}
+
+void
+graphview_layout_set_stable (GraphviewLayout *self, gboolean stable)
+{
+  self->stable = stable;
+}
+
+gboolean
+graphview_layout_is_stable (GraphviewLayout *self)
+{
+  g_return_val_if_fail (self != NULL, FALSE);
+  return self->stable;
 }

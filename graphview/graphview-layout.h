@@ -48,6 +48,10 @@ void graphview_layout_get_edge_midpoint (GraphviewLayout *self, guint edge, doub
 guint graphview_layout_get_n_frames (GraphviewLayout *self);
 const GraphviewFrame *graphview_layout_get_frame (GraphviewLayout *self, guint frame);
 
+/* TRUE when the layouter placed this layout from the one shown before it (stable expansion:
+ * the groups the change did not touch kept their places), FALSE when dot placed every group. */
+gboolean graphview_layout_is_stable (GraphviewLayout *self);
+
 /* Rectangles intersect (touching edges do not count). */
 gboolean graphview_rect_intersects (const GraphviewRect *a, const GraphviewRect *b);
 

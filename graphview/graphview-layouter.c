@@ -15,6 +15,9 @@
 #define FRAME_TOP 24.0
 #define FRAME_BOTTOM 10.0
 #define OUTER_MARGIN 24.0
+/* The gap between groups stacked by a stable expansion: dot's ranksep (0.5 in), the gap the
+ * skeleton leaves between a chain's ranks. */
+#define STACK_GAP 36.0
 
 /* Snapshot of a model for the worker ------------------------------------------------------- */
 
@@ -49,6 +52,8 @@ typedef struct
   GArray *cross;      /* model edges between units */
   GArray *skeleton;   /* pairs of unit indices, each once */
   PlannerGraph *flat; /* set for graphview_layouter_time_flat() jobs only */
+  GraphviewItem *items;      /* the model's items, for the result and for stable expansion */
+  GraphviewLayout *previous; /* stable expansion: the layout to keep the places of, or NULL */
 } Request;
 
 static void
@@ -72,6 +77,8 @@ request_free (gpointer data)
   g_clear_pointer (&request->cross, g_array_unref);
   g_clear_pointer (&request->skeleton, g_array_unref);
   g_clear_object (&request->flat);
+  g_free (request->items);
+  g_clear_pointer (&request->previous, graphview_layout_unref);
   g_free (request);
 }
 
@@ -99,11 +106,13 @@ request_new (GraphviewModel *model)
   request->edge_target = g_new0 (guint, MAX (request->n_edges, 1));
   request->cross = g_array_new (FALSE, FALSE, sizeof (guint));
   request->skeleton = g_array_new (FALSE, FALSE, sizeof (guint) * 2);
+  request->items = g_new (GraphviewItem, MAX (request->n_items, 1));
 
   Unit *current = NULL;
   for (guint i = 0; i < request->n_items; i++)
     {
       const GraphviewItem *item = graphview_model_get_item (model, i);
+      request->items[i] = *item;
       gboolean in_block = item->kind == GRAPHVIEW_ITEM_OP && item->run >= 0;
       gboolean joins
           = current != NULL && item->kind == GRAPHVIEW_ITEM_OP && current->key != NULL
@@ -382,6 +391,190 @@ layout_skeleton (GVC_t *gvc, Request *request, const double *sizes, double *cent
   agclose (g);
 }
 
+static gboolean
+same_item (const GraphviewItem *a, const GraphviewItem *b)
+{
+  return a->kind == b->kind && a->first_op == b->first_op && a->n_ops == b->n_ops
+         && a->run == b->run && a->first_block == b->first_block && a->n_blocks == b->n_blocks;
+}
+
+/* The unfolded blocks of @n items, in order, as run << 32 | block, each once. */
+static GArray *
+unfolded_blocks (const GraphviewItem *items, guint n)
+{
+  GArray *keys = g_array_new (FALSE, FALSE, sizeof (guint64));
+  for (guint i = 0; i < n; i++)
+    if (items[i].kind == GRAPHVIEW_ITEM_OP && items[i].run >= 0)
+      {
+        guint64 key = ((guint64)items[i].run << 32) | items[i].first_block;
+        if (keys->len == 0 || g_array_index (keys, guint64, keys->len - 1) != key)
+          g_array_append_val (keys, key);
+      }
+  return keys;
+}
+
+/* How many blocks are unfolded in one range of items and not in the other: the blocks a
+ * change folded or unfolded. Both lists are in op order, so a merge counts them. */
+static guint
+changed_blocks (const GraphviewItem *a, guint na, const GraphviewItem *b, guint nb)
+{
+  g_autoptr (GArray) ka = unfolded_blocks (a, na);
+  g_autoptr (GArray) kb = unfolded_blocks (b, nb);
+  guint i = 0, j = 0, n = 0;
+  while (i < ka->len || j < kb->len)
+    {
+      guint64 x = i < ka->len ? g_array_index (ka, guint64, i) : G_MAXUINT64;
+      guint64 y = j < kb->len ? g_array_index (kb, guint64, j) : G_MAXUINT64;
+      if (x == y)
+        i++, j++;
+      else if (x < y)
+        i++, n++;
+      else
+        j++, n++;
+    }
+  return n;
+}
+
+/* Stable expansion (README "Stable expansion"): places the groups from the previous layout
+ * instead of the skeleton. The items the change left alone at the start (P) keep their
+ * groups' boxes, those at the end (Q) keep their x and move by one whole-point shift, and the
+ * groups in between (Y, which replace the old groups X) are stacked from X's top, STACK_GAP
+ * apart, centred on the x the first group of X was centred on (kept inside the margin).
+ * Folding Y back stacks X again from the same top on the same axis, with the opposite shift,
+ * so collapsing restores the places exactly. Returns FALSE (dot places everything) when the
+ * previous layout is of other items, the change folds or unfolds more than one block, or Y
+ * would overlap a group that keeps its place. */
+static gboolean
+place_stable (const Request *request, const double *sizes, double *boxes, double *axes,
+              double *width, double *height, double *base_width)
+{
+  GraphviewLayout *prev = request->previous;
+  const GraphviewItem *old = graphview_layout_peek_items (prev);
+  const GraphviewItem *new = request->items;
+  guint n_old = graphview_layout_get_n_items (prev), n_new = request->n_items;
+  guint n_groups = graphview_layout_get_n_groups (prev), n_units = request->units->len;
+  if (old == NULL || n_old == 0 || n_new == 0 || n_groups == 0 || n_units == 0)
+    return FALSE;
+  /* Items of the same graph cover the same ops. */
+  if (old[0].first_op != new[0].first_op
+      || old[n_old - 1].first_op + old[n_old - 1].n_ops
+             != new[n_new - 1].first_op + new[n_new - 1].n_ops)
+    return FALSE;
+
+  guint p = 0, q = 0;
+  while (p < n_old && p < n_new && same_item (&old[p], &new[p]))
+    p++;
+  while (q < n_old - p && q < n_new - p && same_item (&old[n_old - 1 - q], &new[n_new - 1 - q]))
+    q++;
+
+  /* Whole groups inside the common prefix and suffix that were groups before too. */
+  guint pu = 0, qu = 0;
+  while (pu < n_units && pu < n_groups)
+    {
+      const Unit *unit = g_ptr_array_index (request->units, pu);
+      const GraphviewGroup *g = graphview_layout_get_group (prev, pu);
+      if (unit->first_item + unit->n_nodes > p || g->first_item != unit->first_item
+          || g->n_items != unit->n_nodes || fabs (g->box.width - sizes[2 * pu]) > 0.5
+          || fabs (g->box.height - sizes[2 * pu + 1]) > 0.5)
+        break;
+      pu++;
+    }
+  while (qu < n_units - pu && qu < n_groups - pu)
+    {
+      guint u = n_units - 1 - qu;
+      const Unit *unit = g_ptr_array_index (request->units, u);
+      const GraphviewGroup *g = graphview_layout_get_group (prev, n_groups - 1 - qu);
+      if (unit->first_item < n_new - q || g->first_item + n_new != unit->first_item + n_old
+          || g->n_items != unit->n_nodes || fabs (g->box.width - sizes[2 * u]) > 0.5
+          || fabs (g->box.height - sizes[2 * u + 1]) > 0.5)
+        break;
+      qu++;
+    }
+  guint x_end = n_groups - qu, y_end = n_units - qu;
+  if ((pu == x_end) != (pu == y_end))
+    return FALSE;
+  /* One block folded or unfolded, as a click, Return or a named block does; several at once
+   * (Expand All, a glob) get dot's layout, the one shardscope-cli render draws. */
+  if (pu < y_end)
+    {
+      guint x_first = graphview_layout_get_group (prev, pu)->first_item;
+      const GraphviewGroup *x_last = graphview_layout_get_group (prev, x_end - 1);
+      const Unit *y_first = g_ptr_array_index (request->units, pu);
+      const Unit *y_last = g_ptr_array_index (request->units, y_end - 1);
+      if (changed_blocks (old + x_first, x_last->first_item + x_last->n_items - x_first,
+                          new + y_first->first_item,
+                          y_last->first_item + y_last->n_nodes - y_first->first_item)
+          > 1)
+        return FALSE;
+    }
+
+  double shift = 0;
+  if (pu < y_end)
+    {
+      double top = G_MAXDOUBLE, bottom = -G_MAXDOUBLE;
+      for (guint g = pu; g < x_end; g++)
+        {
+          const GraphviewRect *box = &graphview_layout_get_group (prev, g)->box;
+          top = MIN (top, box->y);
+          bottom = MAX (bottom, box->y + ceil (box->height));
+        }
+      double axis = graphview_layout_get_group (prev, pu)->axis;
+      double y = top;
+      for (guint u = pu; u < y_end; u++)
+        {
+          boxes[2 * u] = MAX (OUTER_MARGIN, round (axis - sizes[2 * u] / 2));
+          boxes[2 * u + 1] = y;
+          axes[u] = axis;
+          y += ceil (sizes[2 * u + 1]) + STACK_GAP;
+        }
+      shift = (y - STACK_GAP) - bottom;
+    }
+  for (guint u = 0; u < pu; u++)
+    {
+      const GraphviewGroup *g = graphview_layout_get_group (prev, u);
+      boxes[2 * u] = g->box.x;
+      boxes[2 * u + 1] = g->box.y;
+      axes[u] = g->axis;
+    }
+  for (guint u = y_end; u < n_units; u++)
+    {
+      const GraphviewGroup *g = graphview_layout_get_group (prev, u - y_end + x_end);
+      boxes[2 * u] = g->box.x;
+      boxes[2 * u + 1] = g->box.y + shift;
+      axes[u] = g->axis;
+    }
+
+  /* What moved (Y, and Q when the shift is not 0) must not land on what did not. */
+  for (guint u = pu; u < n_units; u++)
+    {
+      if (u >= y_end && shift == 0)
+        break;
+      GraphviewRect a = { boxes[2 * u], boxes[2 * u + 1], sizes[2 * u], sizes[2 * u + 1] };
+      guint others_end = u < y_end ? n_units : pu;
+      for (guint v = 0; v < others_end; v++)
+        {
+          if (v >= pu && v < y_end)
+            continue;
+          GraphviewRect b = { boxes[2 * v], boxes[2 * v + 1], sizes[2 * v], sizes[2 * v + 1] };
+          if (graphview_rect_intersects (&a, &b))
+            return FALSE;
+        }
+    }
+
+  double right = 0, low = 0;
+  for (guint u = 0; u < n_units; u++)
+    {
+      right = MAX (right, boxes[2 * u] + sizes[2 * u]);
+      low = MAX (low, boxes[2 * u + 1] + sizes[2 * u + 1]);
+    }
+  double prev_height;
+  graphview_layout_get_bounds (prev, NULL, &prev_height);
+  *base_width = graphview_layout_get_base_width (prev);
+  *width = MAX (*base_width, right + OUTER_MARGIN);
+  *height = MAX (prev_height + shift, low + OUTER_MARGIN);
+  return TRUE;
+}
+
 static GraphviewLayout *
 run_layout (GVC_t *gvc, Job *job, GError **error)
 {
@@ -427,31 +620,57 @@ run_layout (GVC_t *gvc, Job *job, GError **error)
   if (g_cancellable_set_error_if_cancelled (job->cancellable, error))
     return NULL;
 
-  g_autofree double *centers = g_new (double, 2 * MAX (n_units, 1));
-  double width = 0, height = 0;
-  if (n_units > 1)
+  /* Each group's box (top-left, whole points) and the x it is centred on. */
+  g_autofree double *boxes = g_new (double, 2 * MAX (n_units, 1));
+  g_autofree double *axes = g_new (double, MAX (n_units, 1));
+  double width = 0, height = 0, base_width = 0;
+  gboolean stable = request->previous != NULL
+                    && place_stable (request, sizes, boxes, axes, &width, &height, &base_width);
+  if (!stable)
     {
-      layout_skeleton (gvc, request, sizes, centers, &width, &height);
-      g_atomic_int_inc (job->dot_runs);
-    }
-  else if (n_units == 1)
-    {
-      width = sizes[0];
-      height = sizes[1];
-      centers[0] = width / 2;
-      centers[1] = height / 2;
+      g_autofree double *centers = g_new (double, 2 * MAX (n_units, 1));
+      if (n_units > 1)
+        {
+          layout_skeleton (gvc, request, sizes, centers, &width, &height);
+          g_atomic_int_inc (job->dot_runs);
+        }
+      else if (n_units == 1)
+        {
+          width = sizes[0];
+          height = sizes[1];
+          centers[0] = width / 2;
+          centers[1] = height / 2;
+        }
+      width += 2 * OUTER_MARGIN;
+      height += 2 * OUTER_MARGIN;
+      for (guint u = 0; u < n_units; u++)
+        {
+          /* Whole points, so that every copy of a group is the same picture moved. */
+          boxes[2 * u] = round (OUTER_MARGIN + centers[2 * u] - sizes[2 * u] / 2);
+          boxes[2 * u + 1] = round (OUTER_MARGIN + centers[2 * u + 1] - sizes[2 * u + 1] / 2);
+          axes[u] = OUTER_MARGIN + centers[2 * u];
+          /* Rounding may move a box half a point past dot's bounding box. */
+          width = MAX (width, boxes[2 * u] + sizes[2 * u] + OUTER_MARGIN);
+          height = MAX (height, boxes[2 * u + 1] + sizes[2 * u + 1] + OUTER_MARGIN);
+        }
+      base_width = width;
     }
 
   GraphviewLayout *layout
       = graphview_layout_new (request->serial, request->n_items, request->n_edges);
-  graphview_layout_set_bounds (layout, width + 2 * OUTER_MARGIN, height + 2 * OUTER_MARGIN);
+  graphview_layout_set_bounds (layout, width, height);
+  graphview_layout_set_items (layout, request->items);
+  graphview_layout_set_base_width (layout, base_width);
+  graphview_layout_set_stable (layout, stable);
   for (guint u = 0; u < n_units; u++)
     {
       Unit *unit = g_ptr_array_index (request->units, u);
       UnitLayout *ul = g_ptr_array_index (layouts, u);
-      /* Whole points, so that every copy of a group is the same picture moved. */
-      double x0 = round (OUTER_MARGIN + centers[2 * u] - sizes[2 * u] / 2);
-      double y0 = round (OUTER_MARGIN + centers[2 * u + 1] - sizes[2 * u + 1] / 2);
+      double x0 = boxes[2 * u], y0 = boxes[2 * u + 1];
+      GraphviewGroup group = {
+        unit->first_item, unit->n_nodes, { x0, y0, sizes[2 * u], sizes[2 * u + 1] }, axes[u]
+      };
+      graphview_layout_add_group (layout, &group);
       if (unit->framed)
         {
           GraphviewFrame frame
@@ -659,11 +878,20 @@ graphview_layouter_layout_async (GraphviewLayouter *self, GraphviewModel *model,
                                  GCancellable *cancellable, GAsyncReadyCallback callback,
                                  gpointer user_data)
 {
+  graphview_layouter_layout_stable_async (self, model, NULL, cancellable, callback, user_data);
+}
+
+void
+graphview_layouter_layout_stable_async (GraphviewLayouter *self, GraphviewModel *model,
+                                        GraphviewLayout *previous, GCancellable *cancellable,
+                                        GAsyncReadyCallback callback, gpointer user_data)
+{
   g_return_if_fail (GRAPHVIEW_IS_LAYOUTER (self));
   g_return_if_fail (GRAPHVIEW_IS_MODEL (model));
   GTask *task = g_task_new (self, cancellable, callback, user_data);
   g_task_set_source_tag (task, graphview_layouter_layout_async);
   Request *request = request_new (model);
+  request->previous = previous ? graphview_layout_ref (previous) : NULL;
   g_task_set_task_data (task, request, request_free);
   Job *job = job_new (self, request, cancellable);
   g_mutex_clear (&job->mutex);
@@ -684,10 +912,20 @@ GraphviewLayout *
 graphview_layouter_layout (GraphviewLayouter *self, GraphviewModel *model,
                            GCancellable *cancellable, GError **error)
 {
+  return graphview_layouter_layout_stable (self, model, NULL, cancellable, error);
+}
+
+GraphviewLayout *
+graphview_layouter_layout_stable (GraphviewLayouter *self, GraphviewModel *model,
+                                  GraphviewLayout *previous, GCancellable *cancellable,
+                                  GError **error)
+{
   g_return_val_if_fail (GRAPHVIEW_IS_LAYOUTER (self), NULL);
   g_return_val_if_fail (GRAPHVIEW_IS_MODEL (model), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
-  Job *job = job_new (self, request_new (model), cancellable);
+  Request *request = request_new (model);
+  request->previous = previous ? graphview_layout_ref (previous) : NULL;
+  Job *job = job_new (self, request, cancellable);
   push_job (job);
   GraphviewLayout *result;
   g_mutex_lock (&job->mutex);

@@ -34,6 +34,21 @@ GraphviewLayout *graphview_layouter_layout_finish (GraphviewLayouter *self, GAsy
 GraphviewLayout *graphview_layouter_layout (GraphviewLayouter *self, GraphviewModel *model,
                                             GCancellable *cancellable, GError **error);
 
+/* Stable expansion (README "Stable expansion"): lays out @model's current folding keeping the
+ * places @previous (a layout of an earlier folding of the same model, or NULL) gave the items
+ * the change left alone: those before the changed groups keep their boxes, those after keep
+ * their x and move by one shift that makes room for what was unfolded; no skeleton dot run.
+ * Only for a change of one block (a click, Return, a named block): Expand All, Collapse All
+ * and globs get the plain layout (graphview_layout_is_stable() FALSE), the one the CLI draws,
+ * as do a NULL @previous, one of other items, and a change whose groups would overlap a group
+ * that keeps its place. */
+void graphview_layouter_layout_stable_async (GraphviewLayouter *self, GraphviewModel *model,
+                                             GraphviewLayout *previous, GCancellable *cancellable,
+                                             GAsyncReadyCallback callback, gpointer user_data);
+GraphviewLayout *graphview_layouter_layout_stable (GraphviewLayouter *self, GraphviewModel *model,
+                                                   GraphviewLayout *previous,
+                                                   GCancellable *cancellable, GError **error);
+
 /* How many times this layouter ran dot (groups and skeletons), and how many group layouts it
  * holds for reuse. */
 guint graphview_layouter_get_n_dot_runs (GraphviewLayouter *self);

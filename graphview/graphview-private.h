@@ -74,4 +74,26 @@ void graphview_layout_take_edge_points (GraphviewLayout *self, guint edge, doubl
                                         guint n_points);
 void graphview_layout_add_frame (GraphviewLayout *self, const GraphviewFrame *frame);
 
+/* What a later layout of the same model needs to keep this one's places (stable expansion,
+ * README "Stable expansion"): the items it was made for, and its groups (the layouter's
+ * units: a run of items laid out together) with their boxes and the x they are centred on. */
+typedef struct
+{
+  guint first_item;
+  guint n_items;
+  GraphviewRect box; /* the frame of an expanded block, the group's own box otherwise */
+  double axis;       /* the x the box is centred on, before keeping it inside the margin */
+} GraphviewGroup;
+
+void graphview_layout_set_items (GraphviewLayout *self, const GraphviewItem *items);
+const GraphviewItem *graphview_layout_peek_items (GraphviewLayout *self);
+void graphview_layout_add_group (GraphviewLayout *self, const GraphviewGroup *group);
+guint graphview_layout_get_n_groups (GraphviewLayout *self);
+const GraphviewGroup *graphview_layout_get_group (GraphviewLayout *self, guint group);
+/* The width dot gave the layout this one was derived from: a stable layout is never narrower,
+ * and is exactly as wide once what it unfolded is folded again. */
+void graphview_layout_set_base_width (GraphviewLayout *self, double width);
+double graphview_layout_get_base_width (GraphviewLayout *self);
+void graphview_layout_set_stable (GraphviewLayout *self, gboolean stable);
+
 G_END_DECLS

@@ -22,7 +22,10 @@ struct _GraphviewWidget
   GraphviewRenderer *renderer;
   GCancellable *cancellable;
   gboolean fitted; /* the view has been fitted once the first layout arrived */
-  int focus_op;    /* after a fold change, the op to keep in view, or -1 */
+  int focus_op;    /* after a fold change from the canvas, the op to select, or -1 */
+  /* Where the toggled item's top-centre was then, in world x and widget coordinates: the
+   * group that shows focus_op afterwards goes under that point. */
+  double anchor_wx, anchor_sx, anchor_sy;
 
   double scale; /* device pixels per world point */
   double x, y;  /* world point at the widget's top-left */
@@ -346,6 +349,24 @@ graphview_widget_item_at (GraphviewWidget *self, double x, double y)
   return graphview_layout_item_at (graphview_renderer_get_layout (self->renderer), wx, wy);
 }
 
+guint
+graphview_widget_count_items_in (GraphviewWidget *self, const graphene_rect_t *area)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), 0);
+  g_return_val_if_fail (area != NULL, 0);
+  if (!graphview_widget_is_ready (self))
+    return 0;
+  GraphviewLayout *layout = graphview_renderer_get_layout (self->renderer);
+  /* @area in world coordinates, against every item's box. */
+  GraphviewRect world
+      = { self->x + area->origin.x / self->scale, self->y + area->origin.y / self->scale,
+          area->size.width / self->scale, area->size.height / self->scale };
+  guint n = 0;
+  for (guint i = 0; i < graphview_layout_get_n_items (layout); i++)
+    n += graphview_rect_intersects (graphview_layout_get_item_rect (layout, i), &world);
+  return n;
+}
+
 void
 graphview_widget_center_on_item (GraphviewWidget *self, guint item)
 {
@@ -423,6 +444,22 @@ set_hover (GraphviewWidget *self, int item)
   g_signal_emit (self, signals[SIGNAL_ITEM_HOVERED], 0, item);
 }
 
+/* The box of what @item belongs to: the frame of the unfolded block an op node is in, else the
+ * item's own box. */
+static GraphviewRect
+group_rect (GraphviewModel *model, GraphviewLayout *layout, guint item)
+{
+  const GraphviewItem *it = graphview_model_get_item (model, item);
+  if (it->kind == GRAPHVIEW_ITEM_OP && it->run >= 0)
+    for (guint f = 0; f < graphview_layout_get_n_frames (layout); f++)
+      {
+        const GraphviewFrame *frame = graphview_layout_get_frame (layout, f);
+        if (frame->run == it->run && frame->block == it->first_block)
+          return frame->rect;
+      }
+  return *graphview_layout_get_item_rect (layout, item);
+}
+
 static void
 activate_item (GraphviewWidget *self, int item)
 {
@@ -430,9 +467,27 @@ activate_item (GraphviewWidget *self, int item)
     return;
   g_signal_emit (self, signals[SIGNAL_ITEM_ACTIVATED], 0, item);
   const GraphviewItem *it = graphview_model_get_item (self->model, item);
+  if (it->run < 0)
+    return; /* a loose op neither folds nor unfolds */
   self->focus_op = it->first_op;
+  /* The toggled item's top-centre stays under the same widget point: unfolding a block node
+   * grows its frame down from where the node was, folding puts the node where the op was. */
+  const GraphviewRect *r
+      = graphview_layout_get_item_rect (graphview_renderer_get_layout (self->renderer), item);
+  self->anchor_wx = r->x + r->width / 2;
+  self->anchor_sx = (self->anchor_wx - self->x) * self->scale;
+  self->anchor_sy = (r->y - self->y) * self->scale;
   /* Folding changes the items: the model emits "changed" and a new layout follows. */
   graphview_model_toggle_item (self->model, item);
+}
+
+void
+graphview_widget_activate_item (GraphviewWidget *self, guint item)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  if (self->model == NULL || item >= graphview_model_get_n_items (self->model))
+    return;
+  activate_item (self, (int)item);
 }
 
 /* Layout ----------------------------------------------------------------------------------- */
@@ -462,15 +517,25 @@ layout_done (GObject *source, GAsyncResult *result, gpointer user_data)
       self->fitted = TRUE;
       graphview_widget_zoom_to_fit (self);
     }
-  else
+  else if (self->focus_op < 0)
     clamp_view (self);
   if (self->focus_op >= 0)
     {
       guint item = graphview_model_get_item_of_op (self->model, self->focus_op);
       self->focus_op = -1;
-      self->selected = -1;
-      graphview_widget_set_selected (self, item);
-      center_on_item (self, item);
+      clamp_view_only (self); /* the zoom first: folding may raise the fit zoom */
+      /* The group now showing the op goes under the anchor: its top at the anchor's height,
+       * and horizontally the same world x if the group spans it (then, with a stable layout,
+       * the view does not move at all), else its nearest side. No centring: the view stays
+       * where the user was looking. */
+      GraphviewRect g = group_rect (self->model, layout, item);
+      double wx = CLAMP (self->anchor_wx, g.x, g.x + g.width);
+      self->x = wx - self->anchor_sx / self->scale;
+      self->y = g.y - self->anchor_sy / self->scale;
+      clamp_view (self);
+      self->selected = (int)item;
+      graphview_renderer_set_selected (self->renderer, (int)item);
+      g_signal_emit (self, signals[SIGNAL_SELECTION_CHANGED], 0, (int)item);
     }
   static_changed (self);
   g_signal_emit (self, signals[SIGNAL_LAYOUT_READY], 0);
@@ -484,8 +549,10 @@ request_layout (GraphviewWidget *self)
   if (self->model == NULL)
     return;
   self->cancellable = g_cancellable_new ();
-  graphview_layouter_layout_async (self->layouter, self->model, self->cancellable, layout_done,
-                                   g_object_ref (self));
+  /* From the layout shown, so that a fold change keeps what it did not touch in place. */
+  GraphviewLayout *shown = self->renderer ? graphview_renderer_get_layout (self->renderer) : NULL;
+  graphview_layouter_layout_stable_async (self->layouter, self->model, shown, self->cancellable,
+                                          layout_done, g_object_ref (self));
 }
 
 static void

@@ -74,6 +74,15 @@ void graphview_widget_set_viewport (GraphviewWidget *self, double zoom, double x
 /* Widget coordinates to world and back. */
 void graphview_widget_to_world (GraphviewWidget *self, double x, double y, double *wx, double *wy);
 int graphview_widget_item_at (GraphviewWidget *self, double x, double y);
+/* How many nodes (items) of the layout shown lie at least partly under @area (widget
+ * coordinates) at the current view: what an overlay there would cover. */
+guint graphview_widget_count_items_in (GraphviewWidget *self, const graphene_rect_t *area);
+
+/* Folds or unfolds @item as a double click or Return does (a block node unfolds its first
+ * block, an op folds its block), and once the new layout is shown selects the item showing the
+ * same op, with its group's top-centre under the widget point the item's top-centre was: the
+ * view does not jump. */
+void graphview_widget_activate_item (GraphviewWidget *self, guint item);
 
 int graphview_widget_get_selected (GraphviewWidget *self);
 /* Selects @item (-1: none) and scrolls it into view; emits "selection-changed". */

@@ -18,7 +18,10 @@
  *   2. layout with every block expanded (target <= 3 s), against plain dot on the same flat
  *      graph in the same run;
  *   3. one frame with about 5k nodes visible (target <= 16 ms): the same model with 208
- *      layers, every block expanded, the whole graph in a 1920x1080 view.
+ *      layers, every block expanded, the whole graph in a 1920x1080 view;
+ *   4. unfolding and folding layer 37 alone (issue 15): the plain layout (dot places the
+ *      groups again) against the stable one (from the layout shown), with layer 37's group
+ *      cached and cold, folded and with 20 other layers unfolded.
  * Usage: bench-graphview [REPEATS] [--no-flat] */
 
 #define MESH "dp=2,mp=8"
@@ -71,6 +74,42 @@ frame_ms (GraphviewRenderer *renderer, cairo_t *cr, const GraphviewViewport *vp)
   graphview_renderer_draw (renderer, cr, vp);
   cairo_surface_flush (cairo_get_target (cr));
   return bench_ms_since (start);
+}
+
+/* Median ms of laying out @model's folding with layer 37 unfolded and then folded again,
+ * from @base (made for the folding without it), stably or plainly; *@cold_ms is the first
+ * unfold on a fresh layouter (layer 37's group laid out with dot too). */
+static void
+one_instance (GraphviewModel *model, guint repeats, gboolean stable, double *unfold_ms,
+              double *fold_ms, double *cold_ms)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GraphviewLayouter) layouter = graphview_layouter_new ();
+  g_autoptr (GraphviewLayout) base = graphview_layouter_layout (layouter, model, NULL, &error);
+  g_assert_no_error (error);
+  double *u = g_new (double, repeats + 1), *f = g_new (double, repeats + 1);
+  for (guint r = 0; r <= repeats; r++)
+    {
+      graphview_model_set_expanded (model, 0, 37, TRUE);
+      gint64 start = g_get_monotonic_time ();
+      g_autoptr (GraphviewLayout) open
+          = graphview_layouter_layout_stable (layouter, model, stable ? base : NULL, NULL, &error);
+      g_assert_no_error (error);
+      u[r] = bench_ms_since (start);
+      g_assert_true (graphview_layout_is_stable (open) == stable);
+      graphview_model_set_expanded (model, 0, 37, FALSE);
+      start = g_get_monotonic_time ();
+      g_autoptr (GraphviewLayout) closed
+          = graphview_layouter_layout_stable (layouter, model, stable ? open : NULL, NULL, &error);
+      g_assert_no_error (error);
+      f[r] = bench_ms_since (start);
+      g_assert_true (graphview_layout_is_stable (closed) == stable);
+    }
+  *cold_ms = u[0];
+  *unfold_ms = bench_median (u + 1, repeats);
+  *fold_ms = bench_median (f + 1, repeats);
+  g_free (u);
+  g_free (f);
 }
 
 static guint
@@ -177,6 +216,22 @@ main (int argc, char **argv)
     f[r] = frame_ms (renderer, cr, &vp);
   printf ("frame, zoom 1: %.2f ms (median of %u; %u items visible)\n", bench_median (f, frames),
           frames, visible_items (layout, &vp));
+
+  /* 4. One instance, plain against stable. */
+  for (guint others = 0; others <= 20; others += 20)
+    {
+      g_autoptr (GraphviewModel) m = graphview_model_new (graph);
+      for (guint b = 0; b < others; b++)
+        graphview_model_set_expanded (m, 0, 2 * b + (2 * b >= 36 ? 3 : 0), TRUE);
+      for (int stable = 0; stable <= 1; stable++)
+        {
+          double unfold, fold, cold;
+          one_instance (m, repeats, stable, &unfold, &fold, &cold);
+          printf ("layer 37, %u others unfolded, %s: unfold %.2f ms, fold %.2f ms (median of %u); "
+                  "first unfold %.1f ms\n",
+                  others, stable ? "stable" : "plain", unfold, fold, repeats, cold);
+        }
+    }
 
   g_free (f);
   g_free (t);
