@@ -137,8 +137,8 @@ static const char *const migrations[] = {
   "PRAGMA user_version = 2;",
 
   /* 2 -> 3: the training options (planner_cost_training_to_string); NULL: the defaults. */
-  "ALTER TABLE plans ADD COLUMN training TEXT;"
-  "PRAGMA user_version = 3;",
+  ("ALTER TABLE plans ADD COLUMN training TEXT;"
+   "PRAGMA user_version = 3;"),
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (migrations) == PLANNER_STORE_SCHEMA_VERSION);
