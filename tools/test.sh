@@ -22,11 +22,13 @@ rm -f "$testlog" "$asan_testlog" "$testlog.first" "$asan_testlog.first"
 failed_tests() {
   python3 -c '
 import json, sys
-for line in open(sys.argv[1], encoding="utf-8"):
-    if line.strip():
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
         entry = json.loads(line)
-        if entry.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
-            print(entry["name"].split(" / ")[-1])
+    except json.JSONDecodeError:
+        continue
+    if entry.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
+        print(entry["name"].split(" / ")[-1])
 ' "$1"
 }
 
@@ -100,9 +102,22 @@ passed = failed = skipped = 0
 failures, flaky = [], []
 
 
+unreadable = []
+
+
 def entries(path):
-    with open(path, encoding="utf-8") as log:
-        return [json.loads(line) for line in log if line.strip()]
+    """The log's entries; a line that is not JSON (a log two runs wrote at once) is named and
+    fails the run rather than the summary."""
+    found = []
+    with open(path, encoding="utf-8", errors="replace") as log:
+        for number, line in enumerate(log, 1):
+            if not line.strip():
+                continue
+            try:
+                found.append(json.loads(line))
+            except json.JSONDecodeError:
+                unreadable.append(f"{path}:{number}")
+    return found
 
 
 def tail(entry):
@@ -141,11 +156,13 @@ for label, items in (("flaky, passed when run again", flaky), ("failed", failure
         print(f"{label}: {name}")
         for text in lines:
             print(f"  | {text}")
+for where in unreadable:
+    print(f"unreadable test log line: {where}")
 if flaky:
     print(f"flaky: {len(flaky)} test(s) failed once and passed alone; mend them")
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 # meson test failing with nothing counted (no log, a crash before any test) is a failure too,
 # in either build.
 missing = not os.path.exists(logs[0]) or (asan and not os.path.exists(logs[1]))
-sys.exit(1 if failed or status != 0 or asan_status != 0 or missing else 0)
+sys.exit(1 if failed or unreadable or status != 0 or asan_status != 0 or missing else 0)
 PY
