@@ -77,15 +77,7 @@ mailbox_abort (Mailbox *mb)
 
 /* ---- the step ---- */
 
-typedef struct
-{
-  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
-  PlannerLayout contrib[PLANNER_MAX_OPERANDS];
-  const PlannerRedistPath *fwd_in[PLANNER_MAX_OPERANDS];  /* stored -> in */
-  const PlannerRedistPath *fwd_out[PLANNER_MAX_OPERANDS]; /* out -> stored */
-  const PlannerRedistPath *bwd_in[PLANNER_MAX_OPERANDS];  /* contrib -> grad layout */
-  guint32 out_partial;
-} OpLower;
+typedef ExecutorTrainOpLower OpLower;
 
 typedef struct
 {
@@ -1032,52 +1024,8 @@ executor_pipeline_train_step (PlannerPlan *plan, ExecutorTensors *sources,
   /* Within a stage, the sharded step's lowering on the micro-batch's shapes. */
   g_autoptr (PlannerRedistributor) r
       = planner_redistributor_new (mesh, planner_plan_get_hardware (plan));
-  for (guint i = 0; i < n_ops; i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (g, i);
-      planner_plan_op_layouts (plan, i, ops[i].in, ops[i].out);
-      for (guint k = 0; k < op->n_outputs; k++)
-        {
-          grad_layout[op->outputs[k]] = whole_partials (&ops[i].out[k]);
-          ops[i].out_partial |= ops[i].out[k].partial;
-        }
-    }
-  for (guint i = 0; i < n_ops; i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (g, i);
-      OpLower *lo = &ops[i];
-      guint32 used = lo->out_partial;
-      for (guint k = 0; k < op->n_inputs; k++)
-        used |= planner_layout_split_mask (&lo->in[k]);
-      for (guint k = 0; k < op->n_outputs; k++)
-        used |= planner_layout_split_mask (&lo->out[k]);
-      for (guint k = 0; k < op->n_inputs; k++)
-        {
-          const PlannerTensor *t = &mt[op->inputs[k]];
-          lo->contrib[k] = lo->in[k];
-          lo->contrib[k].partial
-              = used & ~planner_layout_split_mask (&lo->in[k]) & ~lo->in[k].partial;
-          if (!(lo->fwd_in[k] = executor_train_find_path (r, &stored[op->inputs[k]], &lo->in[k],
-                                                          t, op->name, error)))
-            return FALSE;
-          if (t->dtype != PLANNER_DTYPE_I64
-              && !(lo->bwd_in[k] = executor_train_find_path (r, &lo->contrib[k],
-                                                             &grad_layout[op->inputs[k]], t,
-                                                             op->name, error)))
-            return FALSE;
-        }
-      if (times)
-        {
-          times->estimated_backward_s += 2 * planner_plan_get_op (plan, i)->compute_time_s;
-          for (guint k = 0; k < op->n_inputs; k++)
-            if (lo->bwd_in[k])
-              times->estimated_grad_sync_s += pp.m * lo->bwd_in[k]->time_s;
-        }
-      for (guint k = 0; k < op->n_outputs; k++)
-        if (!(lo->fwd_out[k] = executor_train_find_path (r, &lo->out[k], &stored[op->outputs[k]],
-                                                         &mt[op->outputs[k]], op->name, error)))
-          return FALSE;
-    }
+  if (!executor_train_lower_ops (plan, r, mt, pp.m, ops, stored, grad_layout, times, error))
+    return FALSE;
   const PlannerTensor *lt = &mt[pp.logits];
   PlannerLayout rep;
   planner_layout_init_replicated (&rep, lt->rank);

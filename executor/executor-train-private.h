@@ -11,6 +11,19 @@
 
 G_BEGIN_DECLS
 
+/* One op of the sharded training step, lowered: the layouts its strategy needs, what its
+ * inputs contribute to the backward pass, and the redistribution paths between them and the
+ * plan's stored layouts. */
+typedef struct
+{
+  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
+  PlannerLayout contrib[PLANNER_MAX_OPERANDS];
+  const PlannerRedistPath *fwd_in[PLANNER_MAX_OPERANDS];  /* stored -> in */
+  const PlannerRedistPath *fwd_out[PLANNER_MAX_OPERANDS]; /* out -> stored */
+  const PlannerRedistPath *bwd_in[PLANNER_MAX_OPERANDS];  /* contrib -> grad layout */
+  guint32 out_partial;
+} ExecutorTrainOpLower;
+
 /* The graph's logits output (@logits) and the label of each of its rows (a new array), as
  * executor-train.h describes them; NULL with @error. */
 gint64 *executor_train_find_labels (PlannerGraph *graph, ExecutorTensors *sources,
@@ -36,6 +49,13 @@ const PlannerRedistPath *executor_train_find_path (PlannerRedistributor *r,
                                                    const PlannerLayout *to,
                                                    const PlannerTensor *t, const char *what,
                                                    GError **error);
+/* Lowers every op of @plan (executor-train.c says how), on the shapes of @tensors (NULL: the
+ * graph's); FALSE with @error naming the op whose path the redistributor cannot make. */
+gboolean executor_train_lower_ops (PlannerPlan *plan, PlannerRedistributor *r,
+                                   const PlannerTensor *tensors, double sync_scale,
+                                   ExecutorTrainOpLower *ops, const PlannerLayout *stored,
+                                   PlannerLayout *grad_layout, ExecutorTrainTimes *times,
+                                   GError **error);
 /* The block at @offset of @local shape out of a row-major global array, or into it
  * (@to_global). */
 void executor_train_block_copy (guint8 *global, const gint64 *gshape, guint rank,

@@ -462,15 +462,7 @@ block_copy (guint8 *global, const gint64 *gshape, guint rank, const gint64 *offs
  * sum) and is converted, with collectives, to the layout its tensor's gradient is kept in.
  * Parameters end in their stored layout, whole; the optimizer updates the shards. */
 
-typedef struct
-{
-  PlannerLayout in[PLANNER_MAX_OPERANDS], out[PLANNER_MAX_OPERANDS];
-  PlannerLayout contrib[PLANNER_MAX_OPERANDS];
-  const PlannerRedistPath *fwd_in[PLANNER_MAX_OPERANDS];  /* stored -> in */
-  const PlannerRedistPath *fwd_out[PLANNER_MAX_OPERANDS]; /* out -> stored */
-  const PlannerRedistPath *bwd_in[PLANNER_MAX_OPERANDS];  /* contrib -> grad layout */
-  guint32 out_partial;
-} OpLower;
+typedef ExecutorTrainOpLower OpLower;
 
 typedef struct
 {
@@ -850,52 +842,8 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
       stored[t] = *planner_plan_get_tensor_layout (plan, t);
       grad_layout[t] = whole_partials (&stored[t]);
     }
-  for (guint i = 0; i < n_ops; i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (g, i);
-      planner_plan_op_layouts (plan, i, ops[i].in, ops[i].out);
-      for (guint k = 0; k < op->n_outputs; k++)
-        {
-          grad_layout[op->outputs[k]] = whole_partials (&ops[i].out[k]);
-          ops[i].out_partial |= ops[i].out[k].partial;
-        }
-    }
-  for (guint i = 0; i < n_ops; i++)
-    {
-      const PlannerOp *op = planner_graph_get_op (g, i);
-      OpLower *lo = &ops[i];
-      guint32 used = lo->out_partial;
-      for (guint k = 0; k < op->n_inputs; k++)
-        used |= planner_layout_split_mask (&lo->in[k]);
-      for (guint k = 0; k < op->n_outputs; k++)
-        used |= planner_layout_split_mask (&lo->out[k]);
-      for (guint k = 0; k < op->n_inputs; k++)
-        {
-          const PlannerTensor *t = planner_graph_get_tensor (g, op->inputs[k]);
-          lo->contrib[k] = lo->in[k];
-          lo->contrib[k].partial
-              = used & ~planner_layout_split_mask (&lo->in[k]) & ~lo->in[k].partial;
-          if (!(lo->fwd_in[k]
-                = find_path (r, &stored[op->inputs[k]], &lo->in[k], t, op->name, error)))
-            return FALSE;
-          if (t->dtype != PLANNER_DTYPE_I64
-              && !(lo->bwd_in[k] = find_path (r, &lo->contrib[k], &grad_layout[op->inputs[k]], t,
-                                              op->name, error)))
-            return FALSE;
-        }
-      if (times)
-        {
-          times->estimated_backward_s += 2 * planner_plan_get_op (plan, i)->compute_time_s;
-          for (guint k = 0; k < op->n_inputs; k++)
-            if (lo->bwd_in[k])
-              times->estimated_grad_sync_s += lo->bwd_in[k]->time_s;
-        }
-      for (guint k = 0; k < op->n_outputs; k++)
-        if (!(lo->fwd_out[k]
-              = find_path (r, &lo->out[k], &stored[op->outputs[k]],
-                           planner_graph_get_tensor (g, op->outputs[k]), op->name, error)))
-          return FALSE;
-    }
+  if (!executor_train_lower_ops (plan, r, NULL, 1, ops, stored, grad_layout, times, error))
+    return FALSE;
   const PlannerTensor *lt = planner_graph_get_tensor (g, (guint)sh.logits);
   PlannerLayout rep;
   planner_layout_init_replicated (&rep, lt->rank);
@@ -1005,6 +953,71 @@ executor_train_find_path (PlannerRedistributor *r, const PlannerLayout *from,
                           GError **error)
 {
   return find_path (r, from, to, t, what, error);
+}
+
+/* Each op's lowering: its layouts, what each input contributes to the backward pass (partial
+ * over the axes the strategy uses but the input does not split: tensor parallelism's f/g
+ * operators, the data-parallel gradient sum) and the redistributor's paths forward and back,
+ * on the shapes of @tensors (the graph's when NULL; a micro-batch's for the pipelined step).
+ * @grad_layout gets each op output's gradient layout (the output with its partial axes made
+ * whole). @times (may be NULL) gains the estimated backward compute and @sync_scale times
+ * the backward collectives (once per micro-batch in a pipeline). */
+gboolean
+executor_train_lower_ops (PlannerPlan *plan, PlannerRedistributor *r,
+                          const PlannerTensor *tensors, double sync_scale,
+                          ExecutorTrainOpLower *ops, const PlannerLayout *stored,
+                          PlannerLayout *grad_layout, ExecutorTrainTimes *times, GError **error)
+{
+  PlannerGraph *g = planner_plan_get_graph (plan);
+  guint n_ops = planner_graph_get_n_ops (g);
+#define TENSOR(id) (tensors ? &tensors[id] : planner_graph_get_tensor (g, id))
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      planner_plan_op_layouts (plan, i, ops[i].in, ops[i].out);
+      for (guint k = 0; k < op->n_outputs; k++)
+        {
+          grad_layout[op->outputs[k]] = whole_partials (&ops[i].out[k]);
+          ops[i].out_partial |= ops[i].out[k].partial;
+        }
+    }
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (g, i);
+      ExecutorTrainOpLower *lo = &ops[i];
+      guint32 used = lo->out_partial;
+      for (guint k = 0; k < op->n_inputs; k++)
+        used |= planner_layout_split_mask (&lo->in[k]);
+      for (guint k = 0; k < op->n_outputs; k++)
+        used |= planner_layout_split_mask (&lo->out[k]);
+      for (guint k = 0; k < op->n_inputs; k++)
+        {
+          const PlannerTensor *t = TENSOR (op->inputs[k]);
+          lo->contrib[k] = lo->in[k];
+          lo->contrib[k].partial
+              = used & ~planner_layout_split_mask (&lo->in[k]) & ~lo->in[k].partial;
+          if (!(lo->fwd_in[k]
+                = find_path (r, &stored[op->inputs[k]], &lo->in[k], t, op->name, error)))
+            return FALSE;
+          if (t->dtype != PLANNER_DTYPE_I64
+              && !(lo->bwd_in[k] = find_path (r, &lo->contrib[k], &grad_layout[op->inputs[k]], t,
+                                              op->name, error)))
+            return FALSE;
+        }
+      if (times)
+        {
+          times->estimated_backward_s += 2 * planner_plan_get_op (plan, i)->compute_time_s;
+          for (guint k = 0; k < op->n_inputs; k++)
+            if (lo->bwd_in[k])
+              times->estimated_grad_sync_s += sync_scale * lo->bwd_in[k]->time_s;
+        }
+      for (guint k = 0; k < op->n_outputs; k++)
+        if (!(lo->fwd_out[k] = find_path (r, &lo->out[k], &stored[op->outputs[k]],
+                                          TENSOR (op->outputs[k]), op->name, error)))
+          return FALSE;
+    }
+#undef TENSOR
+  return TRUE;
 }
 
 void
