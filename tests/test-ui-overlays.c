@@ -9,13 +9,19 @@
  * not by the widget) and none has stepped aside. Then, one overlay after the other, the view
  * is zoomed to 2 with a node's centre brought under the overlay's centre, as panning there
  * does: that overlay steps aside (style class "aside", no target), so a click at its centre
- * reaches the graph, whose item there is that node; panned so that no node lies under it, it
- * is back and takes clicks again. Held (the minimap's drag), an overlay stays while nodes
+ * reaches the graph, whose item there is that node, and with the app's stylesheet loaded
+ * nothing of it is drawn over the graph any more (the window's picture equals the graph
+ * view's own in its rectangle; after Fit thousands of its pixels differ), the legend is not
+ * drawn; panned so that no node lies under it, it is back and takes clicks again. Pictures of
+ * each aside state go to overlays-aside-N.png in the build's tests folder, to look at. Held (the minimap's drag), an overlay stays while nodes
  * come under it and steps aside when let go.
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "app-minimap.h"
+#include "app-resources.h"
 #include "app-trial-results.h"
 #include "app-type-legend.h"
 #include "graphview-widget.h"
@@ -89,6 +95,29 @@ click_reaches (GtkWidget *stack, GtkWidget *target, double x, double y)
 {
   GtkWidget *picked = gtk_widget_pick (stack, x, y, GTK_PICK_DEFAULT);
   return picked == target || (picked != NULL && gtk_widget_is_ancestor (picked, target));
+}
+
+/* How many pixels of @area the overlay stack shows otherwise than the graph view alone:
+ * what the overlays draw there. */
+static guint
+pixels_drawn_over (GtkWidget *stack, GraphviewWidget *view, const graphene_rect_t *area)
+{
+  g_autoptr (GdkTexture) all = test_ui_render (stack);
+  g_autoptr (GdkTexture) graph = test_ui_render (GTK_WIDGET (view));
+  g_assert_nonnull (all);
+  g_assert_nonnull (graph);
+  int w = gdk_texture_get_width (all), h = gdk_texture_get_height (all);
+  g_assert_cmpint (gdk_texture_get_width (graph), ==, w);
+  g_assert_cmpint (gdk_texture_get_height (graph), ==, h);
+  g_autofree guchar *a = g_malloc ((gsize) w * h * 4);
+  g_autofree guchar *b = g_malloc ((gsize) w * h * 4);
+  gdk_texture_download (all, a, w * 4);
+  gdk_texture_download (graph, b, w * 4);
+  guint n = 0;
+  for (int y = MAX (0, (int) area->origin.y); y < MIN (h, (int) (area->origin.y + area->size.height)); y++)
+    for (int x = MAX (0, (int) area->origin.x); x < MIN (w, (int) (area->origin.x + area->size.width)); x++)
+      n += memcmp (a + ((gsize) y * w + x) * 4, b + ((gsize) y * w + x) * 4, 4) != 0;
+  return n;
 }
 
 static GtkWidget *
@@ -200,8 +229,14 @@ test_overlays (void)
       g_assert_cmpuint (nodes_under (view, &r), ==, 0);
       g_assert_false (aside (view, o));
       if (o->widget)
-        g_assert_true (click_reaches (stack, o->widget, r.origin.x + r.size.width / 2,
-                                      r.origin.y + r.size.height / 2));
+        {
+          g_assert_true (click_reaches (stack, o->widget, r.origin.x + r.size.width / 2,
+                                        r.origin.y + r.size.height / 2));
+          /* Drawn: what the check below, aside, sees as nothing. */
+          guint drawn = pixels_drawn_over (stack, view, &r);
+          g_test_message ("%s: %u pixels drawn over the graph", o->name, drawn);
+          g_assert_cmpuint (drawn, >, 100);
+        }
     }
 
   GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (view));
@@ -223,6 +258,14 @@ test_overlays (void)
       g_assert_cmpint (graphview_widget_item_at (view, cx, cy), ==, node);
       g_assert_true (aside (view, o));
       g_assert_true (click_reaches (stack, GTK_WIDGET (view), cx, cy));
+      if (o->widget)
+        {
+          /* Faded out (the app's CSS, 150 ms): nothing of it drawn over the node. */
+          test_ui_pump (300);
+          g_assert_cmpuint (pixels_drawn_over (stack, view, &r), ==, 0);
+        }
+      g_autofree char *file = g_strdup_printf ("overlays-aside-%u.png", i);
+      test_ui_photograph (stack, file);
 
       /* Panned so that the half of the view it sits in shows no graph (world y < 0 above,
        * past the graph's bottom below): it is back. */
@@ -269,6 +312,13 @@ main (int argc, char **argv)
   g_setenv ("GSK_RENDERER", "cairo", FALSE);
   gtk_test_init (&argc, &argv, NULL);
   g_test_log_set_fatal_handler (test_ui_log_fatal, NULL);
+  /* The app's stylesheet: it is what fades an overlay that steps aside. */
+  app_register_resource ();
+  g_autoptr (GtkCssProvider) css = gtk_css_provider_new ();
+  gtk_css_provider_load_from_resource (css, "/io/github/shardscope/Shardscope/style.css");
+  gtk_style_context_add_provider_for_display (gdk_display_get_default (),
+                                              GTK_STYLE_PROVIDER (css),
+                                              GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
   g_test_add_func ("/ui/overlays/step-aside", test_overlays);
   return g_test_run ();
 }
