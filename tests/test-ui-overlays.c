@@ -20,10 +20,11 @@
 
 #include <string.h>
 
+#include "app-application.h"
 #include "app-minimap.h"
-#include "app-resources.h"
 #include "app-trial-results.h"
 #include "app-type-legend.h"
+#include "app-window.h"
 #include "graphview-widget.h"
 
 #include "test-util.h"
@@ -152,6 +153,80 @@ middle_node (GraphviewWidget *view)
   return best;
 }
 
+/* What each of @overs does at Fit, with a node brought under it at zoom 2, and panned clear
+ * (the file's header); @stack is the GtkOverlay holding @view and them. */
+static void
+check_overlays (GtkWidget *stack, GraphviewWidget *view, const Over *overs, guint n_overs,
+                const char *tag)
+{
+  double width = gtk_widget_get_width (GTK_WIDGET (view));
+  double height = gtk_widget_get_height (GTK_WIDGET (view));
+  /* Fit: the graph beside all of them, none aside, each taking its clicks. */
+  graphview_widget_zoom_to_fit (view);
+  test_ui_pump (200);
+  for (guint i = 0; i < n_overs; i++)
+    {
+      const Over *o = &overs[i];
+      graphene_rect_t r;
+      g_assert_true (place (view, o, &r));
+      g_test_message ("%s at %.0f,%.0f %.0fx%.0f", o->name, r.origin.x, r.origin.y,
+                      r.size.width, r.size.height);
+      g_assert_cmpuint (nodes_under (view, &r), ==, 0);
+      g_assert_false (aside (view, o));
+      if (o->widget)
+        {
+          g_assert_true (click_reaches (stack, o->widget, r.origin.x + r.size.width / 2,
+                                        r.origin.y + r.size.height / 2));
+          /* Drawn: what the check below, aside, sees as nothing. */
+          guint drawn = pixels_drawn_over (stack, view, &r);
+          g_test_message ("%s: %u pixels drawn over the graph", o->name, drawn);
+          g_assert_cmpuint (drawn, >, 100);
+        }
+    }
+
+  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (view));
+  guint node = middle_node (view);
+  const GraphviewRect *box = graphview_layout_get_item_rect (layout, node);
+  for (guint i = 0; i < n_overs; i++)
+    {
+      const Over *o = &overs[i];
+      graphene_rect_t r;
+      g_assert_true (place (view, o, &r));
+      double cx = r.origin.x + r.size.width / 2, cy = r.origin.y + r.size.height / 2;
+      /* Zoom 2, the node's centre under the overlay's. */
+      graphview_widget_set_viewport (view, 2.0, box->x + box->width / 2 - cx / 2,
+                                     box->y + box->height / 2 - cy / 2);
+      test_ui_pump (100);
+      guint covered = nodes_under (view, &r);
+      g_test_message ("zoom 2: %u nodes under the %s", covered, o->name);
+      g_assert_cmpuint (covered, >, 0);
+      g_assert_cmpint (graphview_widget_item_at (view, cx, cy), ==, node);
+      g_assert_true (aside (view, o));
+      g_assert_true (click_reaches (stack, GTK_WIDGET (view), cx, cy));
+      if (o->widget)
+        {
+          /* Faded out (the app's CSS, 150 ms): nothing of it drawn over the node. */
+          test_ui_pump (300);
+          g_assert_cmpuint (pixels_drawn_over (stack, view, &r), ==, 0);
+        }
+      g_autofree char *file = g_strdup_printf ("overlays-%s-aside-%u.png", tag, i);
+      test_ui_photograph (stack, file);
+
+      /* Panned as far as the view goes towards its corner (the origin half a view past the
+       * graph's edge), so that the quarter of the view it sits in shows no graph: it is
+       * back. */
+      g_assert_true (r.origin.y + r.size.height < height / 2 || r.origin.y > height / 2
+                     || r.origin.x + r.size.width < width / 2 || r.origin.x > width / 2);
+      graphview_widget_set_viewport (view, 2.0, cx < width / 2 ? -1e6 : 1e6,
+                                     cy < height / 2 ? -1e6 : 1e6);
+      test_ui_pump (100);
+      g_assert_cmpuint (nodes_under (view, &r), ==, 0);
+      g_assert_false (aside (view, o));
+      if (o->widget)
+        g_assert_true (click_reaches (stack, o->widget, cx, cy));
+    }
+}
+
 static void
 test_overlays (void)
 {
@@ -213,75 +288,14 @@ test_overlays (void)
   app_type_legend_set_renderer (types, graphview_widget_get_renderer (view));
   test_ui_pump (200);
   g_assert_cmpuint (app_type_legend_get_n_types (types), >, 3);
-  double height = gtk_widget_get_height (GTK_WIDGET (view));
   g_assert_cmpfloat (gtk_widget_get_width (GTK_WIDGET (view)), ==, 1280);
 
-  /* Fit: the graph beside all of them, none aside, each taking its clicks. */
-  graphview_widget_zoom_to_fit (view);
-  test_ui_pump (200);
-  for (guint i = 0; i < G_N_ELEMENTS (overs); i++)
-    {
-      const Over *o = &overs[i];
-      graphene_rect_t r;
-      g_assert_true (place (view, o, &r));
-      g_test_message ("%s at %.0f,%.0f %.0fx%.0f", o->name, r.origin.x, r.origin.y,
-                      r.size.width, r.size.height);
-      g_assert_cmpuint (nodes_under (view, &r), ==, 0);
-      g_assert_false (aside (view, o));
-      if (o->widget)
-        {
-          g_assert_true (click_reaches (stack, o->widget, r.origin.x + r.size.width / 2,
-                                        r.origin.y + r.size.height / 2));
-          /* Drawn: what the check below, aside, sees as nothing. */
-          guint drawn = pixels_drawn_over (stack, view, &r);
-          g_test_message ("%s: %u pixels drawn over the graph", o->name, drawn);
-          g_assert_cmpuint (drawn, >, 100);
-        }
-    }
-
-  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (view));
-  guint node = middle_node (view);
-  const GraphviewRect *box = graphview_layout_get_item_rect (layout, node);
-  for (guint i = 0; i < G_N_ELEMENTS (overs); i++)
-    {
-      const Over *o = &overs[i];
-      graphene_rect_t r;
-      g_assert_true (place (view, o, &r));
-      double cx = r.origin.x + r.size.width / 2, cy = r.origin.y + r.size.height / 2;
-      /* Zoom 2, the node's centre under the overlay's. */
-      graphview_widget_set_viewport (view, 2.0, box->x + box->width / 2 - cx / 2,
-                                     box->y + box->height / 2 - cy / 2);
-      test_ui_pump (100);
-      guint covered = nodes_under (view, &r);
-      g_test_message ("zoom 2: %u nodes under the %s", covered, o->name);
-      g_assert_cmpuint (covered, >, 0);
-      g_assert_cmpint (graphview_widget_item_at (view, cx, cy), ==, node);
-      g_assert_true (aside (view, o));
-      g_assert_true (click_reaches (stack, GTK_WIDGET (view), cx, cy));
-      if (o->widget)
-        {
-          /* Faded out (the app's CSS, 150 ms): nothing of it drawn over the node. */
-          test_ui_pump (300);
-          g_assert_cmpuint (pixels_drawn_over (stack, view, &r), ==, 0);
-        }
-      g_autofree char *file = g_strdup_printf ("overlays-aside-%u.png", i);
-      test_ui_photograph (stack, file);
-
-      /* Panned so that the half of the view it sits in shows no graph (world y < 0 above,
-       * past the graph's bottom below): it is back. */
-      g_assert_true (r.origin.y + r.size.height < height / 2 || r.origin.y > height / 2);
-      double x, y;
-      graphview_widget_get_origin (view, &x, &y);
-      graphview_widget_set_viewport (view, 2.0, x, cy < height / 2 ? -1e6 : 1e6);
-      test_ui_pump (100);
-      g_assert_cmpuint (nodes_under (view, &r), ==, 0);
-      g_assert_false (aside (view, o));
-      if (o->widget)
-        g_assert_true (click_reaches (stack, o->widget, cx, cy));
-    }
+  check_overlays (stack, view, overs, G_N_ELEMENTS (overs), "widgets");
 
   /* Held (a drag in it), the minimap stays while a node comes under it; let go, it steps
    * aside. */
+  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (view));
+  const GraphviewRect *box = graphview_layout_get_item_rect (layout, middle_node (view));
   graphene_rect_t r;
   g_assert_true (place (view, &overs[0], &r));
   double cx = r.origin.x + r.size.width / 2, cy = r.origin.y + r.size.height / 2;
@@ -305,20 +319,97 @@ test_overlays (void)
   gtk_window_destroy (GTK_WINDOW (window));
 }
 
+static AppWindow *window;
+
+static gboolean
+plan_ready (gpointer data)
+{
+  AppDocument *doc = app_window_get_document (window);
+  return doc && app_document_get_plan (doc) && !app_document_get_busy (doc)
+         && graphview_widget_is_ready (app_window_get_graph (window));
+}
+
+static gboolean
+unfolded (gpointer data)
+{
+  GraphviewWidget *graph = app_window_get_graph (window);
+  return graphview_model_get_expanded (graphview_widget_get_model (graph), 0, 37)
+         && graphview_widget_is_ready (graph);
+}
+
+/* The same in the app's own window, its overlays where app-window.ui puts them and
+ * registered as app-window.c does: the plans' sidebar folded away as the screenshots have
+ * it, a trial's results shown. */
+static void
+test_window (void)
+{
+  g_autoptr (AppApplication) app = app_application_new ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
+  g_assert_no_error (error);
+  g_application_activate (G_APPLICATION (app));
+  window = APP_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
+  g_assert_true (APP_IS_WINDOW (window));
+  app_window_load_model (window, "llama-70b", "dp=2,mp=8", "h100-sxm", "megatron");
+  test_ui_wait_for (plan_ready, NULL, 120, "llama-70b's plan");
+  g_action_group_change_action_state (G_ACTION_GROUP (window), "show-sidebar",
+                                      g_variant_new_boolean (FALSE));
+  gtk_widget_set_visible (GTK_WIDGET (window), FALSE);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 720);
+  gtk_window_present (GTK_WINDOW (window));
+  g_assert_true (
+      gtk_widget_activate_action (GTK_WIDGET (window), "win.expand-block", "s", "model.layers.37"));
+  test_ui_wait_for (unfolded, NULL, 60, "the layout with layer 37 unfolded");
+
+  g_autoptr (GArray) no_timings = g_array_new (FALSE, TRUE, sizeof (ExecutorTiming));
+  ExecutorTrialResult result = { .backend = (char *) "cpu", .n_devices = 16, .passed = TRUE,
+                                 .max_abs_error = 1e-6, .max_rel_error = 1e-5,
+                                 .ops = no_timings, .redistributions = no_timings,
+                                 .estimated_step_s = 0.012, .measured_step_s = 0.014 };
+  app_trial_results_set_result (APP_TRIAL_RESULTS (app_window_get_part (window, "trial_results")),
+                                &result, NULL);
+  g_object_set (window, "show-trial-results", TRUE, NULL);
+  test_ui_pump (700);
+
+  GraphviewWidget *graph = app_window_get_graph (window);
+  GtkWidget *stack = gtk_widget_get_parent (GTK_WIDGET (graph));
+  g_assert_true (GTK_IS_OVERLAY (stack));
+  g_test_message ("the window's graph: %dx%d", gtk_widget_get_width (GTK_WIDGET (graph)),
+                  gtk_widget_get_height (GTK_WIDGET (graph)));
+  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (graph)), >, 800);
+  Over overs[] = { { "minimap", app_window_get_part (window, "minimap") },
+                   { "zoom buttons", app_window_get_part (window, "graph_buttons") },
+                   { "op-types legend", app_window_get_part (window, "type_legend") },
+                   { "trial-result card", app_window_get_part (window, "trial_results") },
+                   { "legend", NULL } };
+  check_overlays (stack, graph, overs, G_N_ELEMENTS (overs), "window");
+  gtk_window_destroy (GTK_WINDOW (window));
+  window = NULL;
+}
+
 int
 main (int argc, char **argv)
 {
+  g_autofree char *tmpdir = g_dir_make_tmp ("shardscope-ui-overlays-XXXXXX", NULL);
+  g_autofree char *db = g_build_filename (tmpdir, "plans.db", NULL);
+  g_setenv ("SHARDSCOPE_DB", db, TRUE);
+  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
+  g_setenv ("LANGUAGE", "C", TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   g_setenv ("GSK_RENDERER", "cairo", FALSE);
   gtk_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (test_ui_log_fatal, NULL);
+  static const char *const harmless[] = { "portal", NULL };
+  g_test_log_set_fatal_handler (test_ui_log_fatal, (gpointer) harmless);
   /* The app's stylesheet: it is what fades an overlay that steps aside. */
-  app_register_resource ();
+  app_application_init_environment (); /* the app's resources, once */
   g_autoptr (GtkCssProvider) css = gtk_css_provider_new ();
   gtk_css_provider_load_from_resource (css, "/io/github/shardscope/Shardscope/style.css");
   gtk_style_context_add_provider_for_display (gdk_display_get_default (),
                                               GTK_STYLE_PROVIDER (css),
                                               GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
   g_test_add_func ("/ui/overlays/step-aside", test_overlays);
-  return g_test_run ();
+  g_test_add_func ("/ui/overlays/window", test_window);
+  int status = g_test_run ();
+  test_util_tmp_dir_remove (tmpdir);
+  return status;
 }
