@@ -13,7 +13,12 @@
  * nothing of it is drawn over the graph any more (the window's picture equals the graph
  * view's own in its rectangle; after Fit thousands of its pixels differ), the legend is not
  * drawn; panned so that no node lies under it, it is back and takes clicks again. Pictures of
- * each aside state go to overlays-aside-N.png in the build's tests folder, to look at. Held (the minimap's drag), an overlay stays while nodes
+ * each aside state go to overlays-*-aside-N.png in the build's tests folder, to look at.
+ *
+ * /ui/overlays/window does the same in the app's own window at 1280x720 (sidebar folded, a
+ * trial's results shown, layer 37 unfolded), whose graph is 929x387 between the inspector,
+ * the timeline and the totals: its overlays as app-window.ui places them, registered and
+ * styled as the app does (the zoom buttons fade through their "graph-buttons" class). Held (the minimap's drag), an overlay stays while nodes
  * come under it and steps aside when let go.
  */
 #include "config.h"
