@@ -16,9 +16,8 @@ struct _AppMinimap
   /* The view's state when last drawn: redraw only when it moved. */
   double zoom, x, y;
   int width, height;
-  /* Stepped aside: transparent and letting clicks through, because nodes of the view lie
-   * under it (zoomed in); back as soon as none do. Not while the user drags in it. */
-  gboolean aside;
+  /* A drag in it holds it (graphview_widget_hold_overlay()): it does not step aside under
+   * the pointer while it moves the view. */
   gboolean dragging;
 };
 
@@ -105,50 +104,36 @@ move_view_to (AppMinimap *self, double mx, double my)
   graphview_widget_pan (self->view, (x - tx) * zoom, (y - ty) * zoom);
 }
 
-static void update_aside (AppMinimap *self);
+/* The view steps the minimap aside while nodes lie under it, as every overlay registered
+ * with graphview_widget_add_overlay() (the window does that); a drag in it holds it. */
+static void
+hold (AppMinimap *self, gboolean dragging)
+{
+  if (self->dragging == dragging)
+    return;
+  self->dragging = dragging;
+  if (self->view != NULL)
+    graphview_widget_hold_overlay (self->view, GTK_WIDGET (self), dragging);
+}
 
 static void
 on_drag_begin (GtkGestureDrag *drag, double x, double y, AppMinimap *self)
 {
-  self->dragging = TRUE;
+  hold (self, TRUE);
   move_view_to (self, x, y);
 }
 
 static void
 on_drag_end (GtkGestureDrag *drag, double dx, double dy, AppMinimap *self)
 {
-  self->dragging = FALSE;
-  update_aside (self);
-}
-
-/* An overlay must not hide the graph it is a map of: while any node of the view lies under
- * the minimap it steps aside (the "aside" style class: transparent, faded in app-style.css,
- * and no target, so clicks reach the nodes). It still counts as covering its corner for Fit
- * (graphview_widget_add_overlay()), so Fit, which keeps nodes out from under it, always
- * brings it back, and stepping aside never changes the least zoom. */
-static void
-update_aside (AppMinimap *self)
-{
-  gboolean aside = FALSE;
-  graphene_rect_t bounds;
-  if (self->view != NULL && !self->dragging && gtk_widget_get_mapped (GTK_WIDGET (self))
-      && gtk_widget_compute_bounds (GTK_WIDGET (self), GTK_WIDGET (self->view), &bounds))
-    aside = graphview_widget_count_items_in (self->view, &bounds) > 0;
-  if (aside == self->aside)
-    return;
-  self->aside = aside;
-  gtk_widget_set_can_target (GTK_WIDGET (self), !aside);
-  if (aside)
-    gtk_widget_add_css_class (GTK_WIDGET (self), "aside");
-  else
-    gtk_widget_remove_css_class (GTK_WIDGET (self), "aside");
+  hold (self, FALSE);
 }
 
 gboolean
 app_minimap_get_aside (AppMinimap *self)
 {
   g_return_val_if_fail (APP_IS_MINIMAP (self), FALSE);
-  return self->aside;
+  return self->view != NULL && graphview_widget_get_overlay_aside (self->view, GTK_WIDGET (self));
 }
 
 static void
@@ -173,7 +158,6 @@ tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
     {
       self->zoom = zoom, self->x = x, self->y = y, self->width = w, self->height = h;
       gtk_widget_queue_draw (widget);
-      update_aside (self);
     }
   return G_SOURCE_CONTINUE;
 }
@@ -182,7 +166,6 @@ static void
 on_view_changed (AppMinimap *self)
 {
   gtk_widget_queue_draw (GTK_WIDGET (self));
-  update_aside (self);
 }
 
 GtkWidget *
@@ -202,6 +185,7 @@ void
 app_minimap_set_view (AppMinimap *self, GraphviewWidget *view)
 {
   g_return_if_fail (APP_IS_MINIMAP (self));
+  hold (self, FALSE);
   if (self->view)
     g_signal_handlers_disconnect_by_data (self->view, self);
   g_set_object (&self->view, view);

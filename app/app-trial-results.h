@@ -1,5 +1,7 @@
 /* app-trial-results.h: a trial run's results over the graph: passed or not, numeric error,
- * measured against estimated step time, and the ops and redistributions that differ most. */
+ * measured against estimated step time, and the ops and redistributions that differ most.
+ * The window gives it to graphview_widget_add_overlay(): Fit leaves its band free, and it
+ * steps aside while nodes lie under it. */
 #pragma once
 
 #include <adwaita.h>

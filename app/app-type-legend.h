@@ -2,8 +2,9 @@
  *
  * A small card listing the op types of the graph shown, each with the fill its nodes get
  * (the renderer's own colour, asked at every draw) and how many ops it has. It floats over
- * the graph as the minimap does, so the window gives it to graphview_widget_add_overlay()
- * and Fit leaves its band free; win.show-type-legend (Ctrl+T) hides it.
+ * the graph as the minimap does, so the window gives it to graphview_widget_add_overlay():
+ * Fit leaves its band free, and zoomed in it steps aside while nodes lie under it;
+ * win.show-type-legend (Ctrl+T) hides it.
  */
 #pragma once
 

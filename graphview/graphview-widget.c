@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "graphview-layouter.h"
 #include "graphview-widget.h"
@@ -36,11 +37,14 @@ struct _GraphviewWidget
   int cache_width, cache_height;
   guint static_serial, cache_serial;
 
-  /* Widgets drawn over the graph (minimap, buttons, cards): fitting and centring keep the
-   * graph out from under them, as from under the legend. */
-  GPtrArray *overlays;
+  /* Widgets drawn over the graph (minimap, buttons, cards), Overlay each: fitting and
+   * centring keep the graph out from under them, as from under the legend, and each steps
+   * aside while nodes lie under it (update_asides()). */
+  GArray *overlays;
+  GArray *asides_key; /* asides_key() when last checked */
   gboolean show_legend;
   double legend_width, legend_height;
+  gboolean legend_aside;
   gboolean dark; /* the style's: light text on a dark theme */
 
   double pointer_x, pointer_y;
@@ -59,6 +63,15 @@ struct _GraphviewWidget
   /* The view last announced with "viewport-changed". */
   double told_scale, told_x, told_y;
 };
+
+/* One widget over the graph. */
+typedef struct
+{
+  GtkWidget *widget;              /* owned */
+  GtkEventController *motion;     /* on the widget: is the pointer on it? */
+  gboolean aside;
+  guint holds;                    /* graphview_widget_hold_overlay() */
+} Overlay;
 
 G_DEFINE_FINAL_TYPE (GraphviewWidget, graphview_widget, GTK_TYPE_WIDGET)
 
@@ -99,7 +112,7 @@ covered_rects (GraphviewWidget *self, graphene_rect_t *rects, guint max)
   int height = gtk_widget_get_height (GTK_WIDGET (self));
   for (guint i = 0; self->overlays && i < self->overlays->len && n < max; i++)
     {
-      GtkWidget *w = g_ptr_array_index (self->overlays, i);
+      GtkWidget *w = g_array_index (self->overlays, Overlay, i).widget;
       graphene_rect_t r;
       if (gtk_widget_get_mapped (w) && gtk_widget_compute_bounds (w, GTK_WIDGET (self), &r)
           && r.size.width > 0 && r.size.height > 0)
@@ -177,14 +190,152 @@ graphview_widget_get_fit_zoom (GraphviewWidget *self)
   return MIN (MIN (free.size.width / w, free.size.height / h), GRAPHVIEW_WIDGET_MAX_ZOOM);
 }
 
+/* An overlay must not hide the graph it floats over: while any node of the view lies under
+ * one, it steps aside (the style class "aside", which the app's CSS fades out, and no target,
+ * so that clicks reach the nodes), and it comes back as soon as none does. The legend, drawn
+ * here, is left out of the drawing the same way (clicks reach the nodes under it anyway). An
+ * aside overlay still counts as covered space (covered_rects()), so Fit, which keeps nodes out
+ * from under every overlay, brings them all back, and stepping aside never changes the least
+ * zoom. One in use stays: while the pointer is on it (a second click on Zoom In must not land
+ * on the node the first brought under the button) or while it holds itself (the minimap's
+ * drag); it steps aside once let go. Checked once a frame against the view, the layout and
+ * every overlay's place, since any of them may change (a card gets longer, the window
+ * narrower). */
+static void
+update_asides (GraphviewWidget *self)
+{
+  for (guint i = 0; self->overlays && i < self->overlays->len; i++)
+    {
+      Overlay *o = &g_array_index (self->overlays, Overlay, i);
+      gboolean aside = FALSE;
+      graphene_rect_t r;
+      if (gtk_widget_get_mapped (o->widget)
+          && gtk_widget_compute_bounds (o->widget, GTK_WIDGET (self), &r))
+        aside = graphview_widget_count_items_in (self, &r) > 0;
+      if (aside && !o->aside
+          && (o->holds > 0
+              || gtk_event_controller_motion_contains_pointer (
+                  GTK_EVENT_CONTROLLER_MOTION (o->motion))))
+        aside = FALSE;
+      if (aside == o->aside)
+        continue;
+      o->aside = aside;
+      gtk_widget_set_can_target (o->widget, !aside);
+      if (aside)
+        gtk_widget_add_css_class (o->widget, "aside");
+      else
+        gtk_widget_remove_css_class (o->widget, "aside");
+    }
+  graphene_rect_t legend;
+  gboolean aside = graphview_widget_get_legend_rect (self, &legend)
+                   && graphview_widget_count_items_in (self, &legend) > 0;
+  if (aside != self->legend_aside)
+    {
+      self->legend_aside = aside;
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
+}
+
+/* What the asides depend on, as numbers: counting nodes only when one of them changed keeps
+ * the frame's check to a few comparisons. */
+static GArray *
+asides_key (GraphviewWidget *self)
+{
+  GArray *key = g_array_new (FALSE, FALSE, sizeof (double));
+  GraphviewLayout *layout = self->renderer ? graphview_renderer_get_layout (self->renderer) : NULL;
+  double view[] = { self->scale, self->x, self->y, gtk_widget_get_width (GTK_WIDGET (self)),
+                    gtk_widget_get_height (GTK_WIDGET (self)), (double) (guintptr) layout,
+                    graphview_widget_is_ready (self), self->static_serial, self->show_legend,
+                    self->legend_width, self->legend_height };
+  g_array_append_vals (key, view, G_N_ELEMENTS (view));
+  for (guint i = 0; i < self->overlays->len; i++)
+    {
+      Overlay *o = &g_array_index (self->overlays, Overlay, i);
+      graphene_rect_t r = GRAPHENE_RECT_INIT (0, 0, 0, 0);
+      gboolean mapped = gtk_widget_get_mapped (o->widget)
+                        && gtk_widget_compute_bounds (o->widget, GTK_WIDGET (self), &r);
+      double of[] = { mapped, r.origin.x, r.origin.y, r.size.width, r.size.height, o->holds,
+                      gtk_event_controller_motion_contains_pointer (
+                          GTK_EVENT_CONTROLLER_MOTION (o->motion)) };
+      g_array_append_vals (key, of, G_N_ELEMENTS (of));
+    }
+  return key;
+}
+
+static gboolean
+asides_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
+{
+  GraphviewWidget *self = GRAPHVIEW_WIDGET (widget);
+  if (self->overlays == NULL) /* disposed */
+    return G_SOURCE_REMOVE;
+  GArray *key = asides_key (self);
+  if (self->asides_key == NULL || self->asides_key->len != key->len
+      || memcmp (self->asides_key->data, key->data, key->len * sizeof (double)) != 0)
+    update_asides (self);
+  g_clear_pointer (&self->asides_key, g_array_unref);
+  self->asides_key = key;
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+clear_overlay (gpointer data)
+{
+  Overlay *o = data;
+  if (gtk_event_controller_get_widget (o->motion) == o->widget)
+    gtk_widget_remove_controller (o->widget, o->motion);
+  g_object_unref (o->widget);
+}
+
 void
 graphview_widget_add_overlay (GraphviewWidget *self, GtkWidget *overlay)
 {
   g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
   g_return_if_fail (GTK_IS_WIDGET (overlay));
   if (self->overlays == NULL)
-    self->overlays = g_ptr_array_new_with_free_func (g_object_unref);
-  g_ptr_array_add (self->overlays, g_object_ref (overlay));
+    {
+      self->overlays = g_array_new (FALSE, TRUE, sizeof (Overlay));
+      g_array_set_clear_func (self->overlays, clear_overlay);
+      gtk_widget_add_tick_callback (GTK_WIDGET (self), asides_tick, NULL, NULL);
+    }
+  Overlay o = { g_object_ref (overlay), gtk_event_controller_motion_new (), FALSE, 0 };
+  gtk_widget_add_controller (overlay, o.motion);
+  g_array_append_val (self->overlays, o);
+}
+
+static Overlay *
+find_overlay (GraphviewWidget *self, GtkWidget *overlay)
+{
+  for (guint i = 0; self->overlays && i < self->overlays->len; i++)
+    if (g_array_index (self->overlays, Overlay, i).widget == overlay)
+      return &g_array_index (self->overlays, Overlay, i);
+  return NULL;
+}
+
+gboolean
+graphview_widget_get_overlay_aside (GraphviewWidget *self, GtkWidget *overlay)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), FALSE);
+  Overlay *o = find_overlay (self, overlay);
+  return o != NULL && o->aside;
+}
+
+void
+graphview_widget_hold_overlay (GraphviewWidget *self, GtkWidget *overlay, gboolean hold)
+{
+  g_return_if_fail (GRAPHVIEW_IS_WIDGET (self));
+  Overlay *o = find_overlay (self, overlay);
+  if (o == NULL) /* not over this view: nothing to hold */
+    return;
+  g_return_if_fail (hold || o->holds > 0);
+  /* The next frame's check sees the change. */
+  o->holds += hold ? 1 : -1;
+}
+
+gboolean
+graphview_widget_get_legend_aside (GraphviewWidget *self)
+{
+  g_return_val_if_fail (GRAPHVIEW_IS_WIDGET (self), FALSE);
+  return self->legend_aside;
 }
 
 gboolean
@@ -767,7 +918,8 @@ graphview_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
   GraphviewViewport vp = { self->scale, self->x, self->y, width, height };
   graphview_renderer_draw_overlays (self->renderer, cr, &vp);
   /* The legend in the bottom-left corner, on a translucent card; fitting keeps nodes out
-   * from under it. */
+   * from under it, and while nodes lie under it all the same (zoomed in) it steps aside as the
+   * overlay widgets do: its size is still taken, for Fit and to know when to come back. */
   if (self->show_legend)
     {
       double lw, lh;
@@ -775,12 +927,15 @@ graphview_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
       graphview_renderer_draw_legend (self->renderer, cr, LEGEND_X + 4, height - LEGEND_BOTTOM + 2,
                                       &lw, &lh);
       cairo_pattern_t *legend = cairo_pop_group (cr);
-      cairo_rectangle (cr, LEGEND_X, height - LEGEND_BOTTOM, lw + 4, lh + 4);
-      const GraphviewPalette *pal = graphview_renderer_get_palette (self->renderer);
-      cairo_set_source_rgba (cr, pal->card.r, pal->card.g, pal->card.b, pal->card_alpha);
-      cairo_fill (cr);
-      cairo_set_source (cr, legend);
-      cairo_paint (cr);
+      if (!self->legend_aside)
+        {
+          cairo_rectangle (cr, LEGEND_X, height - LEGEND_BOTTOM, lw + 4, lh + 4);
+          const GraphviewPalette *pal = graphview_renderer_get_palette (self->renderer);
+          cairo_set_source_rgba (cr, pal->card.r, pal->card.g, pal->card.b, pal->card_alpha);
+          cairo_fill (cr);
+          cairo_set_source (cr, legend);
+          cairo_paint (cr);
+        }
       cairo_pattern_destroy (legend);
       if (lw != self->legend_width || lh != self->legend_height)
         {
@@ -1029,7 +1184,8 @@ graphview_widget_dispose (GObject *object)
   g_clear_object (&self->renderer);
   g_clear_object (&self->layouter);
   g_clear_object (&self->cache);
-  g_clear_pointer (&self->overlays, g_ptr_array_unref);
+  g_clear_pointer (&self->overlays, g_array_unref);
+  g_clear_pointer (&self->asides_key, g_array_unref);
   G_OBJECT_CLASS (graphview_widget_parent_class)->dispose (object);
 }
 

@@ -51,8 +51,17 @@ gboolean graphview_widget_is_ready (GraphviewWidget *self);
 double graphview_widget_get_zoom (GraphviewWidget *self);
 void graphview_widget_get_origin (GraphviewWidget *self, double *x, double *y);
 /* Widgets over the graph (a minimap, buttons, a card): while shown, Fit, the least zoom and
- * centring keep the graph in the free area beside them, as beside the legend. */
+ * centring keep the graph in the free area beside them, as beside the legend. While nodes of
+ * the view lie under one all the same (zoomed in, panned), it steps aside: it gets the style
+ * class "aside" (the app's CSS fades it out) and no target, so clicks there reach the graph;
+ * it comes back once none does. Not while the pointer is on it (in use), nor while held. */
 void graphview_widget_add_overlay (GraphviewWidget *self, GtkWidget *overlay);
+/* TRUE while @overlay (one added above) has stepped aside. */
+gboolean graphview_widget_get_overlay_aside (GraphviewWidget *self, GtkWidget *overlay);
+/* While held (@hold TRUE, undone by as many FALSE), @overlay does not step aside: a drag
+ * that starts in it and moves the view (the minimap's) keeps its target. Nothing for a
+ * widget never added. */
+void graphview_widget_hold_overlay (GraphviewWidget *self, GtkWidget *overlay, gboolean hold);
 /* The widget's part no overlay or legend covers (widget coordinates). */
 void graphview_widget_get_free_area (GraphviewWidget *self, graphene_rect_t *area);
 /* The legend (op families and marks), bottom left; "show-legend". */
@@ -60,6 +69,9 @@ gboolean graphview_widget_get_show_legend (GraphviewWidget *self);
 void graphview_widget_set_show_legend (GraphviewWidget *self, gboolean show);
 /* Where the legend is drawn; FALSE when hidden or not drawn yet. */
 gboolean graphview_widget_get_legend_rect (GraphviewWidget *self, graphene_rect_t *rect);
+/* TRUE while the legend steps aside (is not drawn) because nodes lie under its rectangle, as
+ * the overlays above do; it still takes its room for Fit. */
+gboolean graphview_widget_get_legend_aside (GraphviewWidget *self);
 /* The zoom at which the whole graph fits in the free area (the least zoom allowed). */
 double graphview_widget_get_fit_zoom (GraphviewWidget *self);
 void graphview_widget_zoom_to_fit (GraphviewWidget *self);
