@@ -441,8 +441,10 @@ test_dtensor_data_parallel (void)
  * batch over dp and ep, each layer's experts one ExpertParallel entry on ep with the graph's
  * 8 experts and its capacity (tests/data/models/mixtral-tiny.json: capacity factor 4 = 8
  * experts / top 2, so 8 slots for a sequence of 8: dropless); the plan's two AllToAlls per
- * layer are notes naming the style. On ep=2,mp=2 the plan splits the residual's batch over
- * mp next to the experts, which the script cannot do: refused, naming the edge. The scripts
+ * layer are notes naming the style. On ep=2,mp=2 the policy keeps the residual whole on mp
+ * (its norm and router rules) and the plan exports; pinned to split the residual's batch over
+ * mp next to the experts (as the policy's plan did before those rules), which the script
+ * cannot do, it is refused, naming the edge. The scripts
  * run for real in tests/frameworks/test-export-dtensor-moe.py. */
 static void
 test_dtensor_experts (void)
@@ -476,7 +478,13 @@ test_dtensor_experts (void)
   check_python (plan, script, none, NULL);
 
   g_autoptr (PlannerPlan) mp = plan_of_graph (graph, "ep=2,mp=2", "megatron-ep", NULL);
-  g_autofree char *refused = planner_export_dtensor (mp, NULL, &error);
+  g_autofree char *tp = planner_export_dtensor (mp, NULL, &error);
+  g_assert_no_error (error);
+  assert_contains (tp, "TP_DIM = 'mp'\nDP_DIMS = ('ep',)\n");
+  assert_contains (tp, "EP_DIM = 'ep'\n");
+  static const char *const split[] = { "model.layers.*.add_mlp=[ep+mp,_,_],[ep+mp,_,_]", NULL };
+  g_autoptr (PlannerPlan) mp_split = plan_of_graph (graph, "ep=2,mp=2", "megatron-ep", split);
+  g_autofree char *refused = planner_export_dtensor (mp_split, NULL, &error);
   g_assert_null (refused);
   g_assert_error (error, PLANNER_ERROR, PLANNER_ERROR_INVALID_STRATEGY);
   assert_contains (error->message, "model.layers.*.mlp.combine -> model.layers.*.add_mlp:1: "

@@ -282,13 +282,15 @@ test_megatron_ep_meshes (void)
   test_util_assert_error (error, PLANNER_ERROR_UNKNOWN_AXIS,
                           "needs a mesh axis named ep for expert parallelism");
 
-  /* Without tp: the 4 expert-parallel pins, and one note for the tensor-parallel rules. */
+  /* Without tp: the 4 expert-parallel pins and the 4 that keep the norms and the router on
+   * the tokens' dp+ep (the rules that matter on ep x mp, tests/test-ep-tp.c), and one note
+   * for the tensor-parallel rules. */
   g_autoptr (PlannerMesh) ep = test_util_mesh ("dp=2,ep=4");
   g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
   g_clear_error (&error);
   g_autoptr (GPtrArray) pins = planner_policy_expand ("megatron-ep", g, ep, notes, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (pins->len, ==, 4);
+  g_assert_cmpuint (pins->len, ==, 8);
   g_assert_cmpuint (notes->len, ==, 1);
   g_assert_true (g_str_has_prefix (g_ptr_array_index (notes, 0),
                                    "policy megatron-ep: left out the optional tensor-parallel "

@@ -24,12 +24,14 @@ and every parameter after one SGD step within 1e-4 relative. Besides, on every r
 - controls: the Mixtral dp=2,ep=2 script with the tokens handed to the wrong local expert
   after the dispatch, or with the expert gradients not divided by the data-parallel ranks,
   and the Qwen2-MoE one with them not summed over dp, must fail the check;
-- ep=2,mp=2 with three pins (the norms and the router batch-split over ep only): attention,
+- ep=2,mp=2 under megatron-ep alone (its norm and router rules keep the residual stream
+  batch-split over ep only, whole on mp, as the experts' dispatch takes it): attention,
   embedding, lm_head and Qwen2-MoE's shared expert tensor-parallel over mp, the experts over
   ep, checked the same way;
 - one script runs unchanged as `torchrun -m MODULE --config config.json`;
-- on ep=2,mp=2 megatron-ep's plan alone splits the residual stream's batch over mp around the
-  experts, which the script cannot do: the export refuses with the reasons.
+- on ep=2,mp=2 a plan pinned to split the residual stream's batch over mp around the experts
+  (what megatron-ep gave before those rules), which the script cannot do: the export refuses
+  with the reasons.
 
     test-export-dtensor-moe.py        ($SHARDSCOPE_CLI is the built shardscope-cli)
 
@@ -55,14 +57,14 @@ MODELS = {"mixtral": ("mixtral-tiny.json", {}),
           "qwen2-moe": ("qwen2-moe-tiny.json", {}),
           # 1.25 x top 2 x 8 tokens / 8 experts: 3 slots of a sequence of 8.
           "mixtral-cap": ("mixtral-tiny.json", {"capacity_factor": 1.25})}
-# On ep=2,mp=2 megatron-ep alone splits the residual's batch over mp next to the experts (the
-# export refuses that plan, REFUSED); with the norms and the router batch-split over ep only,
-# attention (and Qwen2-MoE's shared expert) is tensor-parallel over mp as in megatron and the
-# experts take their tokens whole on mp.
-MP_PINS = ["*layernorm=[ep,_,_]", "model.norm=[ep,_,_]", "*.mlp.gate=[ep,_,_],[_,_]"]
+# On ep=2,mp=2 megatron-ep keeps the norms and the router batch-split over ep only: attention
+# (and Qwen2-MoE's shared expert) is tensor-parallel over mp as in megatron and the experts
+# take their tokens whole on mp. The residual add pinned to split the batch over mp as well
+# (the policy's plan before those rules) is refused by the export (REFUSED).
+SPLIT_PINS = ["model.layers.*.add_mlp=[ep+mp,_,_],[ep+mp,_,_]"]
 RUNS = [("mixtral", "dp=2,ep=2", []), ("mixtral", "ep=4", []), ("qwen2-moe", "dp=2,ep=2", []),
         ("qwen2-moe", "ep=4", []), ("mixtral-cap", "dp=2,ep=2", []),
-        ("mixtral", "ep=2,mp=2", MP_PINS), ("qwen2-moe", "ep=2,mp=2", MP_PINS)]
+        ("mixtral", "ep=2,mp=2", []), ("qwen2-moe", "ep=2,mp=2", [])]
 REFUSED = [("mixtral", "ep=2,mp=2"), ("qwen2-moe", "ep=2,mp=2")]
 # (model, mesh, tag, text in the script, its replacement)
 CONTROLS = [("mixtral", "dp=2,ep=2", "mapping",
@@ -355,13 +357,14 @@ def main():
             plan = os.path.join(tmp, "refused.json")
             out = os.path.join(tmp, "refused.py")
             p = cli("propagate", configs[model], "--mesh", mesh, "--policy", "megatron-ep",
+                    *sum((["--pin", x] for x in SPLIT_PINS), []),
                     "--batch", str(B), "--seq", str(S), "-o", plan)
             e = cli("export", plan, "--format", "dtensor", "-o", out)
             results.append((p.returncode == 0 and e.returncode == 1
                             and "cannot run this plan" in e.stderr and "on mp" in e.stderr
                             and not os.path.exists(out),
-                            "%s under megatron-ep on %s: export refused with the reasons "
-                            "(exit %d): %s" % (model, mesh, e.returncode,
+                            "%s under megatron-ep + %s on %s: export refused with the reasons "
+                            "(exit %d): %s" % (model, SPLIT_PINS[0], mesh, e.returncode,
                                                e.stderr.strip().splitlines()[1:2])))
     print("1..%d" % len(results))
     for i, (ok, what) in enumerate(results):
