@@ -587,6 +587,7 @@ replay_step (Model *m, const Kept *kp, const GArray *params, guint n_buckets, gu
              guint64 logits_numel, int logits_root, guint logits_dtype)
 {
   const PlannerEfficiency *e = planner_hardware_get_efficiency (m->hw);
+  gint64 start = g_get_monotonic_time ();
   guint n_ops = planner_graph_get_n_ops (m->graph);
   guint n_tensors = planner_graph_get_n_tensors (m->graph);
   gboolean full = m->c->recompute == PLANNER_RECOMPUTE_FULL;
@@ -862,6 +863,9 @@ replay_step (Model *m, const Kept *kp, const GArray *params, guint n_buckets, gu
         }
     }
   guint64 reserved = planner_alloc_sim_reserved_peak (sim);
+  g_debug ("allocator replay: %" G_GUINT64_FORMAT " B reserved at the high-water mark, %"
+           G_GUINT64_FORMAT " B of tensors alive at most, %" G_GINT64_FORMAT " us", reserved,
+           planner_alloc_sim_live_peak (sim), g_get_monotonic_time () - start);
   planner_alloc_sim_free (sim);
   return reserved;
 }
