@@ -951,11 +951,12 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   /* ---- memory ---- */
   PlannerMemory mem = { 0 };
   g_autoptr (GArray) groups = g_array_new (FALSE, FALSE, sizeof (SyncGroup));
-  /* The model states alive all step, weights then gradients and optimizer states (then ZeRO's
-   * buckets), for the states' part of the caching allocator's reserve; replay_params the
-   * same per parameter for the step's replay. */
+  /* The allocations alive at the peak, in the order a step makes them, for the caching
+   * allocator's estimate: weights, gradients, optimizer states, then ZeRO's buckets, the
+   * activations of one micro-batch and the loss's temporaries. */
   g_autoptr (GArray) weight_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
   g_autoptr (GArray) state_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr (GArray) act_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
   g_autoptr (GArray) replay_params = g_array_new (FALSE, FALSE, sizeof (ReplayParam));
   double optimizer_params = 0;
   for (guint t = 0; t < n_tensors; t++)
@@ -1069,6 +1070,7 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       g_autofree double *per_layer = g_new0 (double, MAX (n_layers, 1));
       g_autofree gboolean *counted = g_new0 (gboolean, n_tensors);
       double inputs = 0, outside = 0, largest = 0;
+      int largest_layer = -1;
       for (guint t = 0; t < n_tensors; t++)
         {
           if (kp.kept[t] == 0)
@@ -1079,6 +1081,7 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
           else
             {
               outside += kp.kept[t];
+              append_size (act_sizes, (double)kp.kept[t] / m.accum);
             }
         }
       for (guint i = 0; i < n_ops; i++)
@@ -1089,6 +1092,7 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
           if (layer[i] < 0)
             {
               outside += kp.extra[i];
+              append_size (act_sizes, (double)kp.extra[i] / m.accum);
               continue;
             }
           per_layer[layer[i]] += kp.extra[i];
@@ -1102,10 +1106,22 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
               counted[t] = TRUE;
               guint64 bytes = local_bytes (&m, x, planner_plan_get_tensor_layout (self, t));
               inputs += bytes;
+              append_size (act_sizes, (double)bytes / m.accum);
             }
         }
       for (int l = 0; l < n_layers; l++)
-        largest = MAX (largest, per_layer[l]);
+        if (per_layer[l] > largest)
+          {
+            largest = per_layer[l];
+            largest_layer = l;
+          }
+      /* The layer being recomputed holds its whole set beside every layer's input. */
+      for (guint t = 0; t < n_tensors && largest_layer >= 0; t++)
+        if (kp.kept[t] > 0 && kp.keeper[t] >= 0 && layer[kp.keeper[t]] == largest_layer)
+          append_size (act_sizes, (double)kp.kept[t] / m.accum);
+      for (guint i = 0; i < n_ops && largest_layer >= 0; i++)
+        if (in_scope (&m, (int)i) && layer[i] == largest_layer)
+          append_size (act_sizes, (double)kp.extra[i] / m.accum);
       activations = inputs + largest + outside;
       /* The loss's temporaries are gone before the first layer is recomputed: they add to
        * the peak only what they exceed that layer's set by. */
@@ -1118,10 +1134,12 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       for (guint t = 0; t < n_tensors; t++)
         {
           activations += kp.kept[t];
+          append_size (act_sizes, (double)kp.kept[t] / m.accum);
         }
       for (guint i = 0; i < n_ops; i++)
         {
           activations += kp.extra[i];
+          append_size (act_sizes, (double)kp.extra[i] / m.accum);
         }
     }
   /* The graph is built for the whole local batch; one micro-batch is kept at a time. */
@@ -1152,13 +1170,19 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       for (guint k = 0; k < buffers; k++)
         append_size (weight_sizes, m.c->zero_bucket_elements * size);
     }
+  /* The loss's peak is three fp32 tensors as large as the logits (above). */
+  for (guint k = 0; k < 3; k++)
+    append_size (act_sizes, (double)mem.loss / 3);
   {
     const PlannerEfficiency *e = planner_hardware_get_efficiency (m.hw);
     g_array_append_vals (weight_sizes, state_sizes->data, state_sizes->len);
     guint n_states = weight_sizes->len;
-    guint64 states_bytes = 0;
+    guint64 states_bytes = 0, all_bytes;
     for (guint k = 0; k < n_states; k++)
       states_bytes += g_array_index (weight_sizes, guint64, k);
+    all_bytes = states_bytes;
+    for (guint k = 0; k < act_sizes->len; k++)
+      all_bytes += g_array_index (act_sizes, guint64, k);
     guint64 states_reserved
         = planner_cost_allocator_reserved (e, (const guint64 *)weight_sizes->data, n_states);
     /* The high-water mark of the segments over the step's allocations and frees, less the
@@ -1169,6 +1193,7 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
                                ? replay_step (&m, &kp, replay_params, buffers, bucket,
                                               logits_numel, logits_root, logits_dtype)
                                : 0;
+    (void)all_bytes;
     if (all_reserved > 0)
       {
         mem.allocator = all_reserved - MIN (all_reserved, tensors);
