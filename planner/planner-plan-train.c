@@ -951,9 +951,10 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   /* ---- memory ---- */
   PlannerMemory mem = { 0 };
   g_autoptr (GArray) groups = g_array_new (FALSE, FALSE, sizeof (SyncGroup));
-  /* The allocations alive at the peak, in the order a step makes them, for the caching
-   * allocator's estimate: weights, gradients, optimizer states, then ZeRO's buckets, the
-   * activations of one micro-batch and the loss's temporaries. */
+  /* The allocations alive at the peak, weights, gradients, optimizer states, then ZeRO's
+   * buckets, the activations of one micro-batch and the loss's temporaries: their packing
+   * with nothing freed gives the states' and the activations' parts of the caching
+   * allocator's reserve; replay_params the states per parameter for the step's replay. */
   g_autoptr (GArray) weight_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
   g_autoptr (GArray) state_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
   g_autoptr (GArray) act_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
@@ -1193,12 +1194,19 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
                                ? replay_step (&m, &kp, replay_params, buffers, bucket,
                                               logits_numel, logits_root, logits_dtype)
                                : 0;
-    (void)all_bytes;
     if (all_reserved > 0)
       {
         mem.allocator = all_reserved - MIN (all_reserved, tensors);
+        /* The part that grows with each micro-batch a pipeline stage holds: the rounding and
+         * packing of one micro-batch's stored activations beside the states, all alive
+         * (what is cached from the step's transients is there once per step). */
         guint64 states_part = states_reserved - MIN (states_reserved, states_bytes);
-        mem.allocator_activations = mem.allocator - MIN (mem.allocator, states_part);
+        g_array_append_vals (weight_sizes, act_sizes->data, act_sizes->len);
+        guint64 alive = planner_cost_allocator_reserved (e, (const guint64 *)weight_sizes->data,
+                                                         weight_sizes->len);
+        guint64 alive_part = alive - MIN (alive, all_bytes);
+        mem.allocator_activations
+            = MIN (mem.allocator, alive_part - MIN (alive_part, states_part));
       }
   }
   g_free (kp.kept);
