@@ -202,8 +202,9 @@ typedef struct
   guint64 buffers; /* ZeRO's gradient bucket buffers */
   guint64 total;   /* the tensors' bytes: parameters .. buffers */
   /* What a device holds beyond its tensors (planner/README.md, "Reserved memory"): the
-   * caching allocator's rounding and segment packing of the tensors alive at the peak, of
-   * which the activations' part (scaled with the micro-batches a pipeline stage holds); the
+   * caching allocator's segments at their high-water mark over the step's allocations and
+   * frees replayed, less total, of which the activations' part (their packing, scaled with
+   * the micro-batches a pipeline stage holds); the
    * CUDA context, cuBLAS's workspace and NCCL's buffers (runtime = their sum); and
    * reserved_total = total + allocator + runtime, what nvidia-smi shows and what `fits`
    * compares with the device's memory. */
