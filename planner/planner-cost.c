@@ -813,47 +813,251 @@ planner_memory_finish (PlannerMemory *memory)
   memory->reserved_total = memory->total + memory->allocator + memory->runtime;
 }
 
-/* One pool of the caching allocator: its free blocks, sorted by size (ascending). */
+/* ---- PyTorch's caching allocator, replayed ---- */
+
+/* One block of a segment: c10/cuda/CUDACachingAllocator.cpp's Block, with its neighbours in
+ * the segment (prev / next, -1 at the ends) so that a free merges it with them. */
 typedef struct
 {
-  GArray *free; /* guint64 */
-  guint64 split_above; /* a block is split when more than this remains (kMinBlockSize - 1 for
-                        * the small pool, kSmallSize for the large one) */
-} AllocatorPool;
+  guint64 size;
+  guint64 offset;  /* inside its segment, for the pools' (size, address) order */
+  guint segment;
+  int prev, next;
+  guint64 bytes;   /* the request it holds (0: free) */
+  guint8 pool;     /* 0 small (<= kSmallSize), 1 large */
+} SimBlock;
 
-static void
-pool_insert (AllocatorPool *pool, guint64 size)
+struct _PlannerAllocSim
 {
-  guint lo = 0, hi = pool->free->len;
-  while (lo < hi)
-    {
-      guint mid = (lo + hi) / 2;
-      if (g_array_index (pool->free, guint64, mid) < size)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-  g_array_insert_val (pool->free, lo, size);
+  guint64 min_block, small_size, small_segment, large_segment, min_large, round_large;
+  GArray *blocks;    /* SimBlock, indexed by handle */
+  GArray *spare;     /* int: indices of merged-away blocks, reused */
+  GArray *free[2];   /* int: free blocks of each pool, by (size, segment, offset) */
+  guint segments;
+  guint64 reserved, reserved_peak, live, live_peak;
+};
+
+static SimBlock *
+sim_block (PlannerAllocSim *sim, int b)
+{
+  return &g_array_index (sim->blocks, SimBlock, b);
 }
 
-/* The smallest free block of at least @size (BlockPool's lower_bound), removed; 0: none. */
-static guint64
-pool_take (AllocatorPool *pool, guint64 size)
+/* BlockComparatorSize: size, then address; a segment's index stands for its address. */
+static gboolean
+sim_before (PlannerAllocSim *sim, int a, guint64 size, guint segment, guint64 offset)
 {
-  guint lo = 0, hi = pool->free->len;
+  const SimBlock *x = sim_block (sim, a);
+  if (x->size != size)
+    return x->size < size;
+  if (x->segment != segment)
+    return x->segment < segment;
+  return x->offset < offset;
+}
+
+static guint
+sim_lower_bound (PlannerAllocSim *sim, GArray *pool, guint64 size, guint segment, guint64 offset)
+{
+  guint lo = 0, hi = pool->len;
   while (lo < hi)
     {
       guint mid = (lo + hi) / 2;
-      if (g_array_index (pool->free, guint64, mid) < size)
+      if (sim_before (sim, g_array_index (pool, int, mid), size, segment, offset))
         lo = mid + 1;
       else
         hi = mid;
     }
-  if (lo == pool->free->len)
-    return 0;
-  guint64 block = g_array_index (pool->free, guint64, lo);
-  g_array_remove_index (pool->free, lo);
-  return block;
+  return lo;
+}
+
+static void
+sim_pool_insert (PlannerAllocSim *sim, int b)
+{
+  SimBlock *x = sim_block (sim, b);
+  GArray *pool = sim->free[x->pool];
+  guint at = sim_lower_bound (sim, pool, x->size, x->segment, x->offset);
+  g_array_insert_val (pool, at, b);
+}
+
+static void
+sim_pool_remove (PlannerAllocSim *sim, int b)
+{
+  SimBlock *x = sim_block (sim, b);
+  GArray *pool = sim->free[x->pool];
+  guint at = sim_lower_bound (sim, pool, x->size, x->segment, x->offset);
+  g_assert (at < pool->len && g_array_index (pool, int, at) == b);
+  g_array_remove_index (pool, at);
+}
+
+static int
+sim_new_block (PlannerAllocSim *sim, const SimBlock *init)
+{
+  int b;
+  if (sim->spare->len > 0)
+    {
+      b = g_array_index (sim->spare, int, sim->spare->len - 1);
+      g_array_set_size (sim->spare, sim->spare->len - 1);
+      *sim_block (sim, b) = *init;
+    }
+  else
+    {
+      b = (int)sim->blocks->len;
+      g_array_append_val (sim->blocks, *init);
+    }
+  return b;
+}
+
+PlannerAllocSim *
+planner_alloc_sim_new (const PlannerEfficiency *e)
+{
+  g_return_val_if_fail (e != NULL, NULL);
+  PlannerAllocSim *sim = g_new0 (PlannerAllocSim, 1);
+  sim->min_block = (guint64)MAX (e->allocator_min_block_B, 0);
+  sim->small_size = (guint64)(e->allocator_small_size_KiB * 1024);
+  sim->small_segment = (guint64)(e->allocator_small_segment_KiB * 1024);
+  sim->large_segment = (guint64)(e->allocator_large_segment_KiB * 1024);
+  sim->min_large = (guint64)(e->allocator_min_large_alloc_KiB * 1024);
+  sim->round_large = (guint64)(e->allocator_round_large_KiB * 1024);
+  sim->blocks = g_array_new (FALSE, FALSE, sizeof (SimBlock));
+  sim->spare = g_array_new (FALSE, FALSE, sizeof (int));
+  sim->free[0] = g_array_new (FALSE, FALSE, sizeof (int));
+  sim->free[1] = g_array_new (FALSE, FALSE, sizeof (int));
+  return sim;
+}
+
+void
+planner_alloc_sim_free (PlannerAllocSim *sim)
+{
+  if (sim == NULL)
+    return;
+  g_array_unref (sim->blocks);
+  g_array_unref (sim->spare);
+  g_array_unref (sim->free[0]);
+  g_array_unref (sim->free[1]);
+  g_free (sim);
+}
+
+int
+planner_alloc_sim_malloc (PlannerAllocSim *sim, guint64 bytes)
+{
+  g_return_val_if_fail (sim != NULL, -1);
+  if (bytes == 0)
+    return -1;
+  sim->live += bytes;
+  sim->live_peak = MAX (sim->live_peak, sim->live);
+  if (sim->min_block == 0)
+    {
+      /* No allocator modelled: every tensor its own bytes. */
+      SimBlock x = { bytes, 0, sim->segments++, -1, -1, bytes, 1 };
+      sim->reserved += bytes;
+      sim->reserved_peak = MAX (sim->reserved_peak, sim->reserved);
+      return sim_new_block (sim, &x);
+    }
+  /* round_size, then get_free_block's lower_bound: the smallest free block that holds it (the
+   * default max_split_size takes no oversize rule into play). */
+  guint64 size = bytes < sim->min_block
+                     ? sim->min_block
+                     : (bytes + sim->min_block - 1) / sim->min_block * sim->min_block;
+  guint8 pool = size <= sim->small_size ? 0 : 1;
+  GArray *free = sim->free[pool];
+  guint at = sim_lower_bound (sim, free, size, 0, 0);
+  int b;
+  if (at < free->len)
+    {
+      b = g_array_index (free, int, at);
+      g_array_remove_index (free, at);
+    }
+  else
+    {
+      /* alloc_block: get_allocation_size, one cudaMalloc; never given back within the step
+       * (no empty_cache). */
+      guint64 segment = size <= sim->small_size ? sim->small_segment
+                        : size < sim->min_large
+                            ? sim->large_segment
+                            : (size + sim->round_large - 1) / sim->round_large * sim->round_large;
+      segment = MAX (segment, size);
+      SimBlock x = { segment, 0, sim->segments++, -1, -1, 0, pool };
+      b = sim_new_block (sim, &x);
+      sim->reserved += segment;
+      sim->reserved_peak = MAX (sim->reserved_peak, sim->reserved);
+    }
+  SimBlock *x = sim_block (sim, b);
+  guint64 rest = x->size - size;
+  /* should_split: at least kMinBlockSize left in the small pool, more than kSmallSize in the
+   * large one. */
+  if (pool == 0 ? rest >= sim->min_block : rest > sim->small_size)
+    {
+      SimBlock r = { rest, x->offset + size, x->segment, b, x->next, 0, pool };
+      int nb = sim_new_block (sim, &r);
+      x = sim_block (sim, b); /* the array may have moved */
+      if (x->next >= 0)
+        sim_block (sim, x->next)->prev = nb;
+      x->next = nb;
+      x->size = size;
+      sim_pool_insert (sim, nb);
+    }
+  sim_block (sim, b)->bytes = bytes;
+  return b;
+}
+
+void
+planner_alloc_sim_release (PlannerAllocSim *sim, int handle)
+{
+  g_return_if_fail (sim != NULL);
+  if (handle < 0)
+    return;
+  g_return_if_fail ((guint)handle < sim->blocks->len && sim_block (sim, handle)->bytes > 0);
+  SimBlock *x = sim_block (sim, handle);
+  sim->live -= x->bytes;
+  x->bytes = 0;
+  if (sim->min_block == 0)
+    {
+      sim->reserved -= x->size; /* nothing cached: what is freed goes back */
+      g_array_append_val (sim->spare, handle);
+      return;
+    }
+  /* free_block: merge with a free neighbour on either side (try_merge_blocks), then back to
+   * the pool; the segment stays reserved. */
+  int b = handle;
+  for (int side = 0; side < 2; side++)
+    {
+      x = sim_block (sim, b);
+      int o = side == 0 ? x->prev : x->next;
+      if (o < 0 || sim_block (sim, o)->bytes > 0)
+        continue;
+      sim_pool_remove (sim, o);
+      /* Keep the lower block, as PyTorch keeps the merged block at the lower address. */
+      int lo = side == 0 ? o : b, hi = side == 0 ? b : o;
+      SimBlock *l = sim_block (sim, lo), *h = sim_block (sim, hi);
+      l->size += h->size;
+      l->next = h->next;
+      if (h->next >= 0)
+        sim_block (sim, h->next)->prev = lo;
+      g_array_append_val (sim->spare, hi);
+      b = lo;
+    }
+  sim_pool_insert (sim, b);
+}
+
+guint64
+planner_alloc_sim_reserved_peak (const PlannerAllocSim *sim)
+{
+  g_return_val_if_fail (sim != NULL, 0);
+  return sim->reserved_peak;
+}
+
+guint64
+planner_alloc_sim_live_peak (const PlannerAllocSim *sim)
+{
+  g_return_val_if_fail (sim != NULL, 0);
+  return sim->live_peak;
+}
+
+guint64
+planner_alloc_sim_reserved (const PlannerAllocSim *sim)
+{
+  g_return_val_if_fail (sim != NULL, 0);
+  return sim->reserved;
 }
 
 guint64
@@ -862,41 +1066,13 @@ planner_cost_allocator_reserved (const PlannerEfficiency *e, const guint64 *size
   g_return_val_if_fail (e != NULL && (sizes != NULL || n == 0), 0);
   if (e->allocator_min_block_B <= 0)
     return 0;
-  /* c10/cuda/CUDACachingAllocator.cpp: round_size, get_allocation_size, get_free_block and
-   * should_split, with every block alive (nothing freed): what the tensors of one moment
-   * take in segments, not the blocks left cached by the order of earlier frees. */
-  guint64 min_block = (guint64)e->allocator_min_block_B;
-  guint64 small_size = (guint64)(e->allocator_small_size_KiB * 1024);
-  guint64 small_segment = (guint64)(e->allocator_small_segment_KiB * 1024);
-  guint64 large_segment = (guint64)(e->allocator_large_segment_KiB * 1024);
-  guint64 min_large = (guint64)(e->allocator_min_large_alloc_KiB * 1024);
-  guint64 round_large = (guint64)(e->allocator_round_large_KiB * 1024);
-  AllocatorPool pools[2] = {
-    { g_array_new (FALSE, FALSE, sizeof (guint64)), min_block - 1 },
-    { g_array_new (FALSE, FALSE, sizeof (guint64)), small_size },
-  };
-  guint64 reserved = 0;
+  /* The replay below with every block alive (nothing freed): what the tensors of one moment
+   * take in segments. */
+  PlannerAllocSim *sim = planner_alloc_sim_new (e);
   for (guint i = 0; i < n; i++)
-    {
-      if (sizes[i] == 0)
-        continue;
-      guint64 size = sizes[i] < min_block ? min_block
-                                          : (sizes[i] + min_block - 1) / min_block * min_block;
-      AllocatorPool *pool = &pools[size <= small_size ? 0 : 1];
-      guint64 block = pool_take (pool, size);
-      if (block == 0)
-        {
-          block = size <= small_size ? small_segment
-                  : size < min_large ? large_segment
-                                     : (size + round_large - 1) / round_large * round_large;
-          block = MAX (block, size);
-          reserved += block;
-        }
-      if (block - size > pool->split_above)
-        pool_insert (pool, block - size);
-    }
-  g_array_unref (pools[0].free);
-  g_array_unref (pools[1].free);
+    planner_alloc_sim_malloc (sim, sizes[i]);
+  guint64 reserved = planner_alloc_sim_reserved (sim);
+  planner_alloc_sim_free (sim);
   return reserved;
 }
 

@@ -202,8 +202,9 @@ typedef struct
   guint64 buffers; /* ZeRO's gradient bucket buffers */
   guint64 total;   /* the tensors' bytes: parameters .. buffers */
   /* What a device holds beyond its tensors (planner/README.md, "Reserved memory"): the
-   * caching allocator's rounding and segment packing of the tensors alive at the peak, of
-   * which the activations' part (scaled with the micro-batches a pipeline stage holds); the
+   * caching allocator's segments at their high-water mark over the step's allocations and
+   * frees replayed, less total, of which the activations' part (their packing, scaled with
+   * the micro-batches a pipeline stage holds); the
    * CUDA context, cuBLAS's workspace and NCCL's buffers (runtime = their sum); and
    * reserved_total = total + allocator + runtime, what nvidia-smi shows and what `fits`
    * compares with the device's memory. */
@@ -224,6 +225,26 @@ void planner_memory_finish (PlannerMemory *memory);
  * allocator constants (@efficiency; allocator_min_block_B 0: 0, no allocator modelled). */
 guint64 planner_cost_allocator_reserved (const PlannerEfficiency *efficiency,
                                          const guint64 *sizes, guint n);
+/* PyTorch's caching allocator replayed over a sequence of allocations and frees
+ * (c10/cuda/CUDACachingAllocator.cpp, with the profile's allocator constants): each request
+ * rounded, the smallest free block of its pool that holds it taken and split by the source's
+ * rules, a new segment when none does; a freed block merges with its free neighbours and
+ * stays cached, and no segment is given back (no empty_cache), so the reserved bytes only
+ * grow. With allocator_min_block_B 0 each tensor takes its own bytes and gives them back. */
+typedef struct _PlannerAllocSim PlannerAllocSim;
+
+PlannerAllocSim *planner_alloc_sim_new (const PlannerEfficiency *efficiency);
+void planner_alloc_sim_free (PlannerAllocSim *sim);
+/* Returns the block's handle for planner_alloc_sim_release; -1 for 0 bytes (nothing). */
+int planner_alloc_sim_malloc (PlannerAllocSim *sim, guint64 bytes);
+/* Frees @handle's block (-1: nothing). */
+void planner_alloc_sim_release (PlannerAllocSim *sim, int handle);
+/* The segments' bytes now, their high-water mark, and the high-water mark of the requests'
+ * bytes alive at once. */
+guint64 planner_alloc_sim_reserved (const PlannerAllocSim *sim);
+guint64 planner_alloc_sim_reserved_peak (const PlannerAllocSim *sim);
+guint64 planner_alloc_sim_live_peak (const PlannerAllocSim *sim);
+
 /* NCCL's buffers on one device for one communicator of @ranks ranks of which @node_ranks
  * share a node (planner/README.md, "Reserved memory"): the ring's channels x one
  * connection's buffers of each protocol, plus NVLS's when the profile has NVLS. */

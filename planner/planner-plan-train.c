@@ -545,6 +545,331 @@ find_local_batch (Model *m, guint32 *batch_axes)
   return 1;
 }
 
+/* ---- the step's allocations and frees, replayed through the caching allocator ---- */
+
+/* One parameter's states as the replay allocates them (add_model_state_sizes' pieces). */
+typedef struct
+{
+  guint tensor;
+  guint64 weights, grad, transient; /* the gradient state; the backward's local gradient */
+  guint64 piece;                    /* each optimizer piece (master copy, Adam states) */
+  guint pieces;
+} ReplayParam;
+
+static guint64
+per_micro (const Model *m, double bytes)
+{
+  return (guint64)llround (bytes / m->accum);
+}
+
+/* What PyTorch's caching allocator reserves at its high-water mark over three training steps
+ * (the first creates the gradients and the optimizer states; the later ones find them), as
+ * eager PyTorch allocates and frees (planner/README.md, "Reserved memory"):
+ *   init      each parameter's weights, ZeRO's buckets; with ZeRO its flat gradient and
+ *             optimizer partitions;
+ *   forward   op by op, its outputs (views share their input's storage) and what it keeps that
+ *             is not a tensor (@kp's extra); an activation the backward pass does not keep is
+ *             freed once its last forward consumer has run;
+ *   loss      over "logits": logits.float() and log_softmax's output, the copy freed;
+ *   backward  the loss's gradients (12 bytes a logit at once, then the logits' gradient),
+ *             then op by op in reverse: the gradients of its activation inputs (the first
+ *             consumer to reach one allocates it) and of its parameters (step 1 without ZeRO:
+ *             the .grad itself; otherwise a temporary, accumulated into the state and freed
+ *             after the parameter's first user); then its outputs' gradients and what it kept
+ *             are freed. With full recompute a layer's kept set is allocated again when its
+ *             backward pass begins;
+ *   optimizer step 1 without ZeRO creates the states, parameter by parameter; Adam's
+ *             denominator is one fp32 temporary per parameter (torch.optim.AdamW with
+ *             foreach=False, transformers' AdamW).
+ * One micro-batch of the step is replayed: the others repeat it. */
+static guint64
+replay_step (Model *m, const Kept *kp, const GArray *params, guint n_buckets, guint64 bucket,
+             guint64 logits_numel, int logits_root, guint logits_dtype)
+{
+  const PlannerEfficiency *e = planner_hardware_get_efficiency (m->hw);
+  gint64 start = g_get_monotonic_time ();
+  guint n_ops = planner_graph_get_n_ops (m->graph);
+  guint n_tensors = planner_graph_get_n_tensors (m->graph);
+  gboolean full = m->c->recompute == PLANNER_RECOMPUTE_FULL;
+  gboolean zero = m->c->zero >= 1;
+  gboolean adam = m->c->optimizer == PLANNER_OPTIMIZER_ADAM;
+  g_autofree guint *st = g_new (guint, n_tensors);          /* per tensor: its storage, every
+                                                              * view (splits too) its input's */
+  g_autofree guint64 *bytes = g_new0 (guint64, n_tensors);   /* per storage: its bytes */
+  g_autofree guint64 *kept = g_new0 (guint64, n_tensors);    /* per storage: bytes kept */
+  g_autofree int *keeper = g_new (int, n_tensors);           /* per storage: first keeper */
+  g_autofree int *last_use = g_new (int, n_tensors);         /* per storage */
+  g_autofree int *first_use = g_new (int, n_tensors);        /* per storage */
+  g_autofree int *layer_in = g_new (int, n_tensors);         /* per storage: the first layer op
+                                                              * that reads it from outside */
+  g_autofree int *free_at = g_new (int, n_tensors);          /* per storage: the backward op that
+                                                              * frees it; -1 forward */
+  g_autofree gboolean *recomputed = g_new0 (gboolean, n_tensors);
+  g_autofree gboolean *grad = g_new0 (gboolean, n_tensors);  /* per tensor: requires grad */
+  g_autofree int *h_act = g_new (int, n_tensors);
+  g_autofree int *h_grad = g_new (int, n_tensors);
+  g_autofree int *h_extra = g_new (int, n_ops);
+  g_autofree int *param_of = g_new (int, n_tensors);
+
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      const PlannerTensor *x = planner_graph_get_tensor (m->graph, t);
+      st[t] = t;
+      if (x->producer >= 0)
+        {
+          const PlannerOp *op = planner_graph_get_op (m->graph, (guint)x->producer);
+          if (is_view (op->type))
+            st[t] = st[op->inputs[0]];
+        }
+      last_use[t] = first_use[t] = layer_in[t] = free_at[t] = keeper[t] = param_of[t] = -1;
+      grad[t] = x->kind == PLANNER_TENSOR_PARAMETER;
+    }
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      if (m->root[t] != t || kp->kept[t] == 0)
+        continue;
+      guint s = st[t];
+      kept[s] += kp->kept[t];
+      if (kp->keeper[t] >= 0 && (keeper[s] < 0 || kp->keeper[t] < keeper[s]))
+        keeper[s] = kp->keeper[t];
+    }
+  for (guint p = 0; p < params->len; p++)
+    param_of[g_array_index (params, ReplayParam, p).tensor] = (int)p;
+  for (guint i = 0; i < n_ops; i++)
+    {
+      const PlannerOp *op = planner_graph_get_op (m->graph, i);
+      gboolean g = FALSE;
+      for (guint k = 0; k < op->n_inputs; k++)
+        g |= grad[op->inputs[k]];
+      for (guint k = 0; k < op->n_outputs; k++)
+        grad[op->outputs[k]] = g;
+      if (!in_scope (m, (int)i) || is_view (op->type))
+        continue;
+      for (guint k = 0; k < op->n_inputs; k++)
+        {
+          guint t = op->inputs[k];
+          const PlannerTensor *x = planner_graph_get_tensor (m->graph, t);
+          guint s = st[t];
+          last_use[s] = (int)i;
+          if (first_use[s] < 0)
+            first_use[s] = (int)i;
+          /* full recompute's checkpoint: a layer's input from outside it, as the activation
+           * memory counts it */
+          if (m->layer[i] >= 0 && layer_in[s] < 0 && x->kind == PLANNER_TENSOR_ACTIVATION
+              && !(x->producer >= 0 && m->layer[x->producer] == m->layer[i]))
+            layer_in[s] = (int)i;
+        }
+      for (guint k = 0; k < op->n_outputs; k++)
+        {
+          guint t = op->outputs[k];
+          const PlannerTensor *x = planner_graph_get_tensor (m->graph, t);
+          if (st[t] != t || x->kind != PLANNER_TENSOR_ACTIVATION)
+            continue;
+          if (m->c->loss == PLANNER_LOSS_FUSED && strcmp (x->name, "logits") == 0)
+            continue;
+          bytes[t] = per_micro (
+              m, (double)MAX (local_bytes (m, x, planner_plan_get_tensor_layout (m->plan, t)),
+                              kept[t]));
+        }
+    }
+  /* When each stored tensor goes: at the backward pass of the first op that keeps it (the
+   * last of its keepers to run backward), or of its producer for what the loss keeps. */
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      if (bytes[t] == 0)
+        continue;
+      if (full && layer_in[t] >= 0)
+        free_at[t] = first_use[t]; /* checkpointed: until its first reader's backward */
+      else if (kept[t] == 0)
+        continue;
+      else if (full && keeper[t] >= 0 && m->layer[keeper[t]] >= 0)
+        {
+          recomputed[t] = TRUE; /* again with its layer */
+          free_at[t] = keeper[t];
+        }
+      else
+        free_at[t] = keeper[t] >= 0 ? keeper[t] : planner_graph_get_tensor (m->graph, t)->producer;
+    }
+
+  PlannerAllocSim *sim = planner_alloc_sim_new (e);
+  g_autofree int *h_grad_state = g_new (int, params->len);
+  g_autofree int *h_transient = g_new (int, params->len);
+  g_autofree guint *made = g_new0 (guint, params->len);
+  for (guint p = 0; p < params->len; p++)
+    {
+      const ReplayParam *rp = &g_array_index (params, ReplayParam, p);
+      planner_alloc_sim_malloc (sim, rp->weights);
+    }
+  for (guint k = 0; k < n_buckets; k++)
+    planner_alloc_sim_malloc (sim, bucket);
+  for (guint p = 0; p < params->len && zero; p++)
+    {
+      const ReplayParam *rp = &g_array_index (params, ReplayParam, p);
+      planner_alloc_sim_malloc (sim, rp->grad);
+      for (guint k = 0; k < rp->pieces; k++)
+        planner_alloc_sim_malloc (sim, rp->piece);
+    }
+  guint64 logits_f32 = 4 * per_micro (m, (double)logits_numel);
+
+  for (guint step = 0; step < 3; step++)
+    {
+      for (guint t = 0; t < n_tensors; t++)
+        h_act[t] = h_grad[t] = -1;
+      for (guint p = 0; p < params->len; p++)
+        h_transient[p] = -1;
+      /* forward */
+      for (guint i = 0; i < n_ops; i++)
+        {
+          const PlannerOp *op = planner_graph_get_op (m->graph, i);
+          h_extra[i] = -1;
+          if (!in_scope (m, (int)i) || is_view (op->type))
+            continue;
+          for (guint k = 0; k < op->n_outputs; k++)
+            if (bytes[op->outputs[k]] > 0)
+              h_act[op->outputs[k]] = planner_alloc_sim_malloc (sim, bytes[op->outputs[k]]);
+          if (!full || m->layer[i] < 0)
+            h_extra[i] = planner_alloc_sim_malloc (sim, per_micro (m, (double)kp->extra[i]));
+          /* What the backward pass does not keep goes once its last reader has run. */
+          for (guint k = 0; k < op->n_inputs + op->n_outputs; k++)
+            {
+              guint t = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
+              guint r = st[t];
+              if (h_act[r] >= 0 && free_at[r] < 0 && (last_use[r] == (int)i || last_use[r] < 0))
+                {
+                  planner_alloc_sim_release (sim, h_act[r]);
+                  h_act[r] = -1;
+                }
+              if (recomputed[r] && h_act[r] >= 0 && last_use[r] == (int)i)
+                {
+                  planner_alloc_sim_release (sim, h_act[r]);
+                  h_act[r] = -1;
+                }
+            }
+        }
+      /* the loss: logits.float(), log_softmax (kept), the copy freed */
+      int h_lsm = -1;
+      if (logits_root >= 0)
+        {
+          int copy = planner_alloc_sim_malloc (sim, logits_f32);
+          h_lsm = planner_alloc_sim_malloc (sim, logits_f32);
+          planner_alloc_sim_release (sim, copy);
+          /* backward: nll_loss's gradient, log_softmax's, then the cast's */
+          int g_nll = planner_alloc_sim_malloc (sim, logits_f32);
+          int g_lsm = planner_alloc_sim_malloc (sim, logits_f32);
+          planner_alloc_sim_release (sim, g_nll);
+          planner_alloc_sim_release (sim, h_lsm);
+          h_grad[logits_root] = planner_alloc_sim_malloc (
+              sim, per_micro (m, (double)logits_numel) * logits_dtype);
+          planner_alloc_sim_release (sim, g_lsm);
+        }
+      const GArray *outputs = planner_graph_get_outputs (m->graph);
+      for (guint o = 0; o < outputs->len; o++)
+        {
+          guint r = st[g_array_index (outputs, guint, o)];
+          if (bytes[r] > 0 && h_grad[r] < 0 && grad[r])
+            h_grad[r] = planner_alloc_sim_malloc (sim, bytes[r]);
+        }
+      /* backward */
+      int cur_layer = -1;
+      for (guint i = n_ops; i-- > 0;)
+        {
+          const PlannerOp *op = planner_graph_get_op (m->graph, i);
+          if (!in_scope (m, (int)i) || is_view (op->type))
+            continue;
+          if (full && m->layer[i] >= 0 && m->layer[i] != cur_layer)
+            {
+              /* The layer's forward again: what it keeps. */
+              cur_layer = m->layer[i];
+              for (guint j = 0; j < n_ops; j++)
+                {
+                  if (m->layer[j] != cur_layer || !in_scope (m, (int)j))
+                    continue;
+                  const PlannerOp *oj = planner_graph_get_op (m->graph, j);
+                  for (guint k = 0; k < oj->n_outputs; k++)
+                    {
+                      guint t = oj->outputs[k];
+                      if (st[t] == t && recomputed[t] && h_act[t] < 0)
+                        h_act[t] = planner_alloc_sim_malloc (sim, bytes[t]);
+                    }
+                  h_extra[j] = planner_alloc_sim_malloc (sim, per_micro (m, (double)kp->extra[j]));
+                }
+            }
+          for (guint k = 0; k < op->n_inputs; k++)
+            {
+              guint t = op->inputs[k];
+              guint r = st[t];
+              int p = param_of[r];
+              if (p >= 0)
+                {
+                  const ReplayParam *rp = &g_array_index (params, ReplayParam, p);
+                  if (last_use[r] != (int)i || made[p] == step + 1)
+                    continue;
+                  made[p] = step + 1; /* a tensor read twice by its op: one gradient */
+                  if (step == 0 && !zero)
+                    h_grad_state[p] = planner_alloc_sim_malloc (sim, rp->grad);
+                  else
+                    h_transient[p] = planner_alloc_sim_malloc (sim, rp->transient);
+                }
+              else if (grad[t] && bytes[r] > 0 && h_grad[r] < 0)
+                h_grad[r] = planner_alloc_sim_malloc (sim, bytes[r]);
+            }
+          for (guint k = 0; k < op->n_inputs; k++)
+            {
+              guint r = st[op->inputs[k]];
+              int p = param_of[r];
+              if (p >= 0 && first_use[r] == (int)i)
+                {
+                  planner_alloc_sim_release (sim, h_transient[p]);
+                  h_transient[p] = -1;
+                }
+            }
+          for (guint k = 0; k < op->n_outputs; k++)
+            {
+              guint r = op->outputs[k];
+              if (st[r] != r)
+                continue;
+              planner_alloc_sim_release (sim, h_grad[r]);
+              h_grad[r] = -1;
+            }
+          for (guint k = 0; k < op->n_inputs + op->n_outputs; k++)
+            {
+              guint t = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
+              guint r = st[t];
+              if (h_act[r] >= 0 && free_at[r] == (int)i)
+                {
+                  planner_alloc_sim_release (sim, h_act[r]);
+                  h_act[r] = -1;
+                }
+            }
+          planner_alloc_sim_release (sim, h_extra[i]);
+          h_extra[i] = -1;
+        }
+      for (guint t = 0; t < n_tensors; t++)
+        {
+          planner_alloc_sim_release (sim, h_act[t]);
+          planner_alloc_sim_release (sim, h_grad[t]);
+        }
+      for (guint p = 0; p < params->len; p++)
+        planner_alloc_sim_release (sim, h_transient[p]);
+      /* the optimizer step */
+      for (guint p = 0; p < params->len; p++)
+        {
+          const ReplayParam *rp = &g_array_index (params, ReplayParam, p);
+          if (step == 0 && !zero)
+            for (guint k = 0; k < rp->pieces; k++)
+              planner_alloc_sim_malloc (sim, rp->piece);
+          if (adam)
+            planner_alloc_sim_release (sim, planner_alloc_sim_malloc (sim, rp->piece));
+        }
+    }
+  guint64 reserved = planner_alloc_sim_reserved_peak (sim);
+  g_debug ("allocator replay: %" G_GUINT64_FORMAT " B reserved at the high-water mark, %"
+           G_GUINT64_FORMAT " B of tensors alive at most, %" G_GINT64_FORMAT " us", reserved,
+           planner_alloc_sim_live_peak (sim), g_get_monotonic_time () - start);
+  planner_alloc_sim_free (sim);
+  return reserved;
+}
+
 gboolean
 planner_plan_compute_training (PlannerPlan *self, PlannerPlanTotals *tot, gboolean set_totals,
                                GError **error)
@@ -626,12 +951,14 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
   /* ---- memory ---- */
   PlannerMemory mem = { 0 };
   g_autoptr (GArray) groups = g_array_new (FALSE, FALSE, sizeof (SyncGroup));
-  /* The allocations alive at the peak, in the order a step makes them, for the caching
-   * allocator's estimate: weights, gradients, optimizer states, then ZeRO's buckets, the
-   * activations of one micro-batch and the loss's temporaries. */
+  /* The allocations alive at the peak, weights, gradients, optimizer states, then ZeRO's
+   * buckets, the activations of one micro-batch and the loss's temporaries: their packing
+   * with nothing freed gives the states' and the activations' parts of the caching
+   * allocator's reserve; replay_params the states per parameter for the step's replay. */
   g_autoptr (GArray) weight_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
   g_autoptr (GArray) state_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
   g_autoptr (GArray) act_sizes = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr (GArray) replay_params = g_array_new (FALSE, FALSE, sizeof (ReplayParam));
   double optimizer_params = 0;
   for (guint t = 0; t < n_tensors; t++)
     {
@@ -659,6 +986,13 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       mem.gradients += one.gradients;
       mem.optimizer += one.optimizer;
       add_model_state_sizes (&m, &one, x->dtype, weight_sizes, state_sizes);
+      {
+        guint pieces = m.c->optimizer_states + (planner_dtype_size (x->dtype) < 4 ? 1 : 0);
+        ReplayParam rp = { t, one.parameters, one.gradients, local_bytes (&m, x, layout),
+                           pieces ? (guint64)llround ((double)one.optimizer / pieces) : 0,
+                           pieces };
+        g_array_append_val (replay_params, rp);
+      }
       optimizer_params += m.c->zero >= 1 ? (double)n / dp : (double)n;
       if (sync == 0)
         continue;
@@ -701,6 +1035,9 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
    * loss's backward runs first). Fused (a fused linear cross-entropy) never holds the logits:
    * neither they nor the temporaries count. */
   double loss = 0;
+  guint64 logits_numel = 0;
+  int logits_root = -1;
+  guint logits_dtype = 0;
   const GArray *outputs = planner_graph_get_outputs (m.graph);
   for (guint o = 0; o < outputs->len; o++)
     {
@@ -715,7 +1052,12 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       if (kp.keeper[root[t]] < 0)
         kp.kept[root[t]] = local_bytes (&m, x, layout);
       if (is_logits)
-        loss += 12.0 * (double)local_numel (&m, x, layout);
+        {
+          loss += 12.0 * (double)local_numel (&m, x, layout);
+          logits_numel += local_numel (&m, x, layout);
+          logits_root = (int)root[t];
+          logits_dtype = planner_dtype_size (x->dtype);
+        }
     }
 
   double activations = 0;
@@ -801,9 +1143,6 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
           append_size (act_sizes, (double)kp.extra[i] / m.accum);
         }
     }
-  g_free (kp.kept);
-  g_free (kp.keeper);
-  g_free (kp.extra);
   /* The graph is built for the whole local batch; one micro-batch is kept at a time. */
   mem.activations = (guint64)llround (activations / m.accum);
   /* One micro-batch's loss at a time. */
@@ -813,6 +1152,8 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
    * dtype, two with overlap_comm at stage 2 (deepspeed/runtime/zero/stage_1_and_2.py,
    * backward()), one at stage 3 (stage3.py's __ipg_bucket_flat_buffer, allocated with
    * contiguous_gradients, on by default there). */
+  guint buffers = 0;
+  guint64 bucket = 0;
   if (m.c->zero >= 2 && groups->len > 0 && m.c->zero_bucket_elements > 0)
     {
       guint size = 2;
@@ -824,7 +1165,8 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
         }
       if (m.c->grad_reduce == PLANNER_GRAD_REDUCE_F32)
         size = 4;
-      guint buffers = m.c->zero == 2 && m.c->dp_overlap ? 2 : 1;
+      buffers = m.c->zero == 2 && m.c->dp_overlap ? 2 : 1;
+      bucket = (guint64)llround (m.c->zero_bucket_elements * size);
       mem.buffers = (guint64)llround (buffers * m.c->zero_bucket_elements * size);
       for (guint k = 0; k < buffers; k++)
         append_size (weight_sizes, m.c->zero_bucket_elements * size);
@@ -844,16 +1186,32 @@ planner_plan_compute_training_scope (PlannerPlan *self, PlannerTrainingScope *sc
       all_bytes += g_array_index (act_sizes, guint64, k);
     guint64 states_reserved
         = planner_cost_allocator_reserved (e, (const guint64 *)weight_sizes->data, n_states);
-    g_array_append_vals (weight_sizes, act_sizes->data, act_sizes->len);
-    guint64 all_reserved = planner_cost_allocator_reserved (
-        e, (const guint64 *)weight_sizes->data, weight_sizes->len);
+    /* The high-water mark of the segments over the step's allocations and frees, less the
+     * tensors' peak: the rounding, the packing and what freed blocks keep cached. */
+    guint64 tensors = mem.parameters + mem.gradients + mem.optimizer + mem.activations
+                      + mem.loss + mem.buffers;
+    guint64 all_reserved = e->allocator_min_block_B > 0
+                               ? replay_step (&m, &kp, replay_params, buffers, bucket,
+                                              logits_numel, logits_root, logits_dtype)
+                               : 0;
     if (all_reserved > 0)
       {
-        mem.allocator = all_reserved - MIN (all_reserved, all_bytes);
+        mem.allocator = all_reserved - MIN (all_reserved, tensors);
+        /* The part that grows with each micro-batch a pipeline stage holds: the rounding and
+         * packing of one micro-batch's stored activations beside the states, all alive
+         * (what is cached from the step's transients is there once per step). */
         guint64 states_part = states_reserved - MIN (states_reserved, states_bytes);
-        mem.allocator_activations = mem.allocator - MIN (mem.allocator, states_part);
+        g_array_append_vals (weight_sizes, act_sizes->data, act_sizes->len);
+        guint64 alive = planner_cost_allocator_reserved (e, (const guint64 *)weight_sizes->data,
+                                                         weight_sizes->len);
+        guint64 alive_part = alive - MIN (alive, all_bytes);
+        mem.allocator_activations
+            = MIN (mem.allocator, alive_part - MIN (alive_part, states_part));
       }
   }
+  g_free (kp.kept);
+  g_free (kp.keeper);
+  g_free (kp.extra);
   add_runtime_memory (&m, &mem);
   planner_memory_finish (&mem);
 

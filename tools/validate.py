@@ -458,11 +458,11 @@ def main():
         w("## Memory")
         w("")
         w("The estimate compared is what the published counter sees (issue 12): for nvidia-smi "
-          "the reserved total (the tensors, the caching allocator's rounding and segment packing "
-          "of the tensors alive at the peak, the CUDA context, cuBLAS's workspace and NCCL's "
+          "the reserved total (the tensors, what the caching allocator holds beyond them over the "
+          "step's allocations and frees replayed, the CUDA context, cuBLAS's workspace and NCCL's "
           "buffers; with the source's measured CUDA context taken off the measurement, the "
           "profile's is taken off the estimate), for max_memory_reserved the tensors, their "
-          "rounding and cuBLAS's workspace (the allocator's own segments). `tensors ratio` is "
+          "allocator part and cuBLAS's workspace (the allocator's own segments). `tensors ratio` is "
           "the tensors' total alone against the same figure, the comparison before the "
           "reserved estimate.")
         w("")
