@@ -76,6 +76,7 @@ static void
 test_builtins_match_resources (void)
 {
   g_autoptr (PlannerHardware) hw = test_util_hardware ("h100-sxm"); /* registers the resource */
+  g_assert_nonnull (hw);
   g_autoptr (GError) error = NULL;
   g_auto (GStrv) children = g_resources_enumerate_children (
       "/io/github/shardscope/planner/hardware/", G_RESOURCE_LOOKUP_FLAGS_NONE, &error);

@@ -176,8 +176,8 @@ static void
 test_device_limit (void)
 {
   static const char *const meshes[] = { "dp=1048576", "a=1024,b=1024",
-                                        "a=2,b=2,c=2,d=2,e=2,"
-                                        "f=2,g=2,h=8192" };
+                                        ("a=2,b=2,c=2,d=2,e=2,"
+                                         "f=2,g=2,h=8192") };
   for (guint i = 0; i < G_N_ELEMENTS (meshes); i++)
     {
       g_autoptr (GError) error = NULL;

@@ -363,6 +363,7 @@ test_refusals (void)
     g_autoptr (GError) error = NULL;
     g_autoptr (PlannerGraph) graph = load ("mlp.onnx", 0, 64, &error);
     test_util_assert_error (error, PLANNER_ERROR_PARSE, "--seq applies to no dim");
+    g_assert_null (graph);
   }
   {
     g_autoptr (GError) error = NULL;

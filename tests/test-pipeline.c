@@ -261,14 +261,17 @@ test_explicit_stages (void)
   g_autoptr (PlannerPlan) gap
       = llama70b_plan (PLANNER_SCHEDULE_1F1B, 8, 1, "0-9,11-39,40-59,60-79", &error);
   test_util_assert_error (error, PLANNER_ERROR_PARSE, "range 1 '11-39' must start at layer 10");
+  g_assert_null (gap);
   g_clear_error (&error);
   g_autoptr (PlannerPlan) three
       = llama70b_plan (PLANNER_SCHEDULE_1F1B, 8, 1, "0-39,40-59,60-79", &error);
   test_util_assert_error (error, PLANNER_ERROR_PARSE, "gives 3 layer ranges, the pipeline has 4");
+  g_assert_null (three);
   g_clear_error (&error);
   g_autoptr (PlannerPlan) short_
       = llama70b_plan (PLANNER_SCHEDULE_1F1B, 8, 1, "0-9,10-39,40-59,60-78", &error);
   test_util_assert_error (error, PLANNER_ERROR_PARSE, "ends at layer 78");
+  g_assert_null (short_);
 }
 
 static void
@@ -279,13 +282,16 @@ test_refusals (void)
   g_autoptr (PlannerPlan) a = llama70b_plan (PLANNER_SCHEDULE_INTERLEAVED, 6, 2, NULL, &error);
   test_util_assert_error (error, PLANNER_ERROR_NOT_DIVISIBLE,
                           "6 micro-batches is not a multiple of 4");
+  g_assert_null (a);
   g_clear_error (&error);
   g_autoptr (PlannerPlan) b = llama70b_plan (PLANNER_SCHEDULE_1F1B, 8, 2, NULL, &error);
   test_util_assert_error (error, PLANNER_ERROR_INVALID_MESH, "need the interleaved schedule");
+  g_assert_null (b);
   g_clear_error (&error);
   /* 80 layers cannot fill 4 x 32 chunks. */
   g_autoptr (PlannerPlan) c = llama70b_plan (PLANNER_SCHEDULE_INTERLEAVED, 8, 32, NULL, &error);
   test_util_assert_error (error, PLANNER_ERROR_INVALID_MESH, "fewer than the 128 pipeline chunks");
+  g_assert_null (c);
 }
 
 /* The pp axis splits no tensor: a plan on pp=2,mp=2 has the layouts of the same plan on mp=2. */

@@ -261,8 +261,8 @@ test_statuses (void)
                                  "megatron",  "-o",         never,    NULL };
   const char *const *refused[] = { different, absent, store, unwritable, refused_plan };
   const char *expect[] = { "cannot compare plans of different models", "cannot read plan", "db:3",
-                           "cannot write /nonexistent/dir/plan.json: No such file or directory; "
-                           "create its folder first",
+                           ("cannot write /nonexistent/dir/plan.json: No such file or directory; "
+                            "create its folder first"),
                            "cannot be split" };
   for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
     {

@@ -80,6 +80,7 @@ test_megatron_gpt2 (void)
   g_autoptr (GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) pins = planner_policy_expand ("megatron", g, mesh, notes, &error);
   g_assert_no_error (error);
+  g_assert_nonnull (pins);
   /* GPT-2's vocabulary (50257) is not divisible by 4: the vocab-parallel rules are left out,
    * and the expansion says so. */
   g_assert_cmpuint (notes->len, ==, 2);
@@ -295,8 +296,8 @@ test_errors (void)
     g_assert_no_error (error);
     close (fd);
     const char *bad[] = { "{ not json", "{\"shardscope_policy\": 1, \"families\": 3}",
-                          "{\"shardscope_policy\": 1, \"families\": [{\"detect\": \"*\", "
-                          "\"rules\": [{\"pin\": \"[_]\"}]}]}" };
+                          ("{\"shardscope_policy\": 1, \"families\": [{\"detect\": \"*\", "
+                           "\"rules\": [{\"pin\": \"[_]\"}]}]}") };
     for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
       {
         g_assert_true (g_file_set_contents (path, bad[i], -1, NULL));

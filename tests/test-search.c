@@ -445,9 +445,11 @@ test_blocks_solved_once (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (PlannerPlan) a = planner_solve (seed, &options, &once, &error);
   g_assert_no_error (error);
+  g_assert_nonnull (a);
   options.reuse_blocks = FALSE;
   g_autoptr (PlannerPlan) b = planner_solve (seed, &options, &whole, &error);
   g_assert_no_error (error);
+  g_assert_nonnull (b);
   g_assert_cmpuint (once.n_blocks, ==, 6);
   /* Two kinds: the first layer reads the embeddings, the others the layer before. */
   g_assert_cmpuint (once.n_block_kinds, ==, 2);
