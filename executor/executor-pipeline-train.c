@@ -1074,13 +1074,8 @@ executor_pipeline_train_step (PlannerPlan *plan, ExecutorTensors *sources,
   pp.bwd_s = bwd_s;
   pp.sync_s = sync_s;
   pp.logits_out = logits_out;
-  pp.param_grad = g_new0 (float **, MAX (n_t, 1));
-  pp.param_new = g_new0 (float **, MAX (n_t, 1));
-  for (guint t = 0; t < n_t; t++)
-    {
-      pp.param_grad[t] = g_new0 (float *, n_dev);
-      pp.param_new[t] = g_new0 (float *, n_dev);
-    }
+  pp.param_grad = executor_train_shards_new (n_t, n_dev);
+  pp.param_new = executor_train_shards_new (n_t, n_dev);
   g_mutex_init (&pp.mailbox.mutex);
   g_cond_init (&pp.mailbox.cond);
   pp.mailbox.box = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
@@ -1160,17 +1155,7 @@ executor_pipeline_train_step (PlannerPlan *plan, ExecutorTensors *sources,
       g_array_unref (orders[s]);
       g_array_unref (events[s]);
     }
-  for (guint t = 0; t < n_t; t++)
-    {
-      for (guint d = 0; d < n_dev; d++)
-        {
-          g_free (pp.param_grad[t][d]);
-          g_free (pp.param_new[t][d]);
-        }
-      g_free (pp.param_grad[t]);
-      g_free (pp.param_new[t]);
-    }
-  g_free (pp.param_grad);
-  g_free (pp.param_new);
+  executor_train_shards_free (pp.param_grad, n_t, n_dev);
+  executor_train_shards_free (pp.param_new, n_t, n_dev);
   return ok;
 }

@@ -49,6 +49,10 @@ const PlannerRedistPath *executor_train_find_path (PlannerRedistributor *r,
                                                    const PlannerLayout *to,
                                                    const PlannerTensor *t, const char *what,
                                                    GError **error);
+/* A table of per-device local shards, [tensor][device], every entry NULL, and its release
+ * with whatever shards the step left in it. */
+float ***executor_train_shards_new (guint n_tensors, guint n_devices);
+void executor_train_shards_free (float ***shards, guint n_tensors, guint n_devices);
 /* Lowers every op of @plan (executor-train.c says how), on the shapes of @tensors (NULL: the
  * graph's); FALSE with @error naming the op whose path the redistributor cannot make. */
 gboolean executor_train_lower_ops (PlannerPlan *plan, PlannerRedistributor *r,

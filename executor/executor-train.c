@@ -859,13 +859,8 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
   sh.loss = loss;
   sh.bwd_s = bwd_s;
   sh.sync_s = sync_s;
-  sh.param_grad = g_new0 (float **, n_t);
-  sh.param_new = g_new0 (float **, n_t);
-  for (guint t = 0; t < n_t; t++)
-    {
-      sh.param_grad[t] = g_new0 (float *, n_dev);
-      sh.param_new[t] = g_new0 (float *, n_dev);
-    }
+  sh.param_grad = executor_train_shards_new (n_t, n_dev);
+  sh.param_new = executor_train_shards_new (n_t, n_dev);
   gboolean ok = executor_backend_run (backend, sharded_device, &sh, error);
   for (guint t = 0; ok && t < n_t; t++)
     {
@@ -894,22 +889,33 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
             times->grad_sync_s = MAX (times->grad_sync_s, sync_s[d]);
           }
     }
-  for (guint t = 0; t < n_t; t++)
-    {
-      for (guint d = 0; d < n_dev; d++)
-        {
-          g_free (sh.param_grad[t][d]);
-          g_free (sh.param_new[t][d]);
-        }
-      g_free (sh.param_grad[t]);
-      g_free (sh.param_new[t]);
-    }
-  g_free (sh.param_grad);
-  g_free (sh.param_new);
+  executor_train_shards_free (sh.param_grad, n_t, n_dev);
+  executor_train_shards_free (sh.param_new, n_t, n_dev);
   return ok;
 }
 
 /* ---- shared with the pipelined step (executor-train-private.h) ---- */
+
+float ***
+executor_train_shards_new (guint n_tensors, guint n_devices)
+{
+  float ***shards = g_new0 (float **, MAX (n_tensors, 1));
+  for (guint t = 0; t < n_tensors; t++)
+    shards[t] = g_new0 (float *, n_devices);
+  return shards;
+}
+
+void
+executor_train_shards_free (float ***shards, guint n_tensors, guint n_devices)
+{
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      for (guint d = 0; d < n_devices; d++)
+        g_free (shards[t][d]);
+      g_free (shards[t]);
+    }
+  g_free (shards);
+}
 
 gint64 *
 executor_train_find_labels (PlannerGraph *graph, ExecutorTensors *sources,
