@@ -145,15 +145,6 @@ stored_bytes (const Pipe *pp, guint t)
   return executor_train_local_bytes (&pp->stored[t], pp->mesh, &pp->mt[t]);
 }
 
-static gpointer
-download (ExecutorDevice *dev, ExecutorBuffer *buf, gsize bytes, GError **error)
-{
-  gpointer host = g_malloc (MAX (bytes, 1));
-  if (!executor_device_download (dev, buf, host, bytes, error))
-    g_clear_pointer (&host, g_free);
-  return host;
-}
-
 /* An activation travels in its stored layout, a gradient in the layout the gradient of its
  * tensor is kept in (its producer's output layout, partial sums made whole). */
 static gsize
@@ -168,7 +159,8 @@ send_buffer (Pipe *pp, ExecutorDevice *dev, guint to_stage, guint t, guint k, gb
              ExecutorBuffer *buf, GError **error)
 {
   gsize bytes = message_bytes (pp, t, gradient);
-  gpointer host = buf ? download (dev, buf, bytes, error) : g_malloc0 (MAX (bytes, 1));
+  gpointer host
+      = buf ? executor_train_download (dev, buf, bytes, error) : g_malloc0 (MAX (bytes, 1));
   if (host == NULL)
     return FALSE;
   mailbox_put (&pp->mailbox, message_key (dev->index, peer (pp, dev, to_stage), t, k, gradient),
@@ -196,34 +188,6 @@ recv_buffer (Pipe *pp, ExecutorDevice *dev, guint from_stage, guint t, guint k,
       return NULL;
     }
   return buf;
-}
-
-/* Mean cross-entropy's share of one micro-batch: returns the sum over its labelled rows,
- * and @dlogits is the gradient of the whole batch's mean (divided by every labelled row of
- * the batch, not of the micro-batch). */
-static double
-micro_batch_loss (const float *logits, float *dlogits, const gint64 *labels, gint64 rows,
-                  gint64 v, gint64 count)
-{
-  double total = 0;
-  memset (dlogits, 0, (gsize)(rows * v) * sizeof (float));
-  for (gint64 r = 0; r < rows; r++)
-    {
-      gint64 label = labels[r];
-      if (label == EXECUTOR_TRAIN_IGNORE)
-        continue;
-      const float *z = logits + r * v;
-      double mx = -INFINITY, sum = 0;
-      for (gint64 j = 0; j < v; j++)
-        mx = MAX (mx, z[j]);
-      for (gint64 j = 0; j < v; j++)
-        sum += exp (z[j] - mx);
-      total += log (sum) + mx - z[label];
-      for (gint64 j = 0; j < v; j++)
-        dlogits[r * v + j]
-            = (float)((exp (z[j] - mx) / sum - (j == label ? 1.0 : 0.0)) / (double)count);
-    }
-  return total;
 }
 
 /* One device's state: micro-batch k's tensor t is [k * n_t + t]. */
@@ -392,13 +356,13 @@ forward_chunk (Pipe *pp, ExecutorDevice *dev, Dev *d, guint c, guint k, GError *
       gsize lbytes = (gsize)(rows * v) * sizeof (float);
       ExecutorBuffer *whole = executor_train_convert (dev, pp->logits_whole, &pp->stored[lt_t],
                                                       mesh, lt, d->val[base + lt_t], error);
-      g_autofree float *logits = whole ? download (dev, whole, lbytes, error) : NULL;
+      g_autofree float *logits = whole ? executor_train_download (dev, whole, lbytes, error) : NULL;
       g_autofree float *dl = g_new (float, MAX (rows * v, 1));
       gboolean ok = logits != NULL;
       if (ok)
         {
-          pp->loss[dev->index] += micro_batch_loss (logits, dl, pp->labels + (gsize)k * rows, rows,
-                                                    v, pp->label_count);
+          pp->loss[dev->index] += executor_train_cross_entropy (
+              logits, dl, pp->labels + (gsize)k * rows, rows, v, pp->label_count);
           if (is_first_of_stage (pp, dev))
             memcpy (pp->logits_out + (gsize)k * rows * v, logits, lbytes);
           ok = executor_device_upload (dev, whole, dl, lbytes, error);
@@ -624,8 +588,8 @@ pipe_device_run (ExecutorDevice *dev, Pipe *pp, Dev *d, GError **error)
         return FALSE;
       if (!(pp->consumer_stages[t] & (1u << s)))
         continue;
-      float *gr = download (dev, d->pgrad[t], bytes, error);
-      float *w = gr ? download (dev, d->shared[t], bytes, error) : NULL;
+      float *gr = executor_train_download (dev, d->pgrad[t], bytes, error);
+      float *w = gr ? executor_train_download (dev, d->shared[t], bytes, error) : NULL;
       if (w == NULL)
         {
           g_free (gr);

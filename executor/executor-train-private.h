@@ -28,6 +28,15 @@ typedef struct
  * executor-train.h describes them; NULL with @error. */
 gint64 *executor_train_find_labels (PlannerGraph *graph, ExecutorTensors *sources,
                                     const ExecutorHostTensor *given, int *logits, GError **error);
+/* A new host copy of @bytes of @buf; NULL with @error. */
+gpointer executor_train_download (ExecutorDevice *dev, ExecutorBuffer *buf, gsize bytes,
+                                  GError **error);
+/* Cross-entropy of @rows rows of @v logits against @labels (EXECUTOR_TRAIN_IGNORE rows left
+ * out), as torch's cross_entropy with ignore_index -100: returns the sum over the labelled
+ * rows, and @dlogits is the gradient of that sum divided by @count, the labelled rows of the
+ * whole batch (the mean's gradient; a micro-batch divides by the batch's count, not its own). */
+double executor_train_cross_entropy (const float *logits, float *dlogits, const gint64 *labels,
+                                     gint64 rows, gint64 v, gint64 count);
 /* Bytes of @t's local shard under @l. */
 gsize executor_train_local_bytes (const PlannerLayout *l, const PlannerMesh *mesh,
                                   const PlannerTensor *t);

@@ -53,8 +53,8 @@ arg_of (ExecutorTensorArg *a, const PlannerTensor *t, ExecutorBuffer *buf)
   a->buffer = buf;
 }
 
-static gpointer
-download (ExecutorDevice *dev, ExecutorBuffer *buf, gsize bytes, GError **error)
+gpointer
+executor_train_download (ExecutorDevice *dev, ExecutorBuffer *buf, gsize bytes, GError **error)
 {
   gpointer host = g_malloc (MAX (bytes, 1));
   if (!executor_device_download (dev, buf, host, bytes, error))
@@ -72,24 +72,7 @@ lm_loss (Train *tr, const float *logits, float *dlogits)
   gint64 count = 0;
   for (gint64 r = 0; r < rows; r++)
     count += tr->labels[r] != EXECUTOR_TRAIN_IGNORE;
-  double total = 0;
-  memset (dlogits, 0, (gsize)(rows * v) * sizeof (float));
-  for (gint64 r = 0; r < rows; r++)
-    {
-      gint64 label = tr->labels[r];
-      if (label == EXECUTOR_TRAIN_IGNORE)
-        continue;
-      const float *z = logits + r * v;
-      double mx = -INFINITY, sum = 0;
-      for (gint64 j = 0; j < v; j++)
-        mx = MAX (mx, z[j]);
-      for (gint64 j = 0; j < v; j++)
-        sum += exp (z[j] - mx);
-      total += log (sum) + mx - z[label];
-      for (gint64 j = 0; j < v; j++)
-        dlogits[r * v + j]
-            = (float)((exp (z[j] - mx) / sum - (j == label ? 1.0 : 0.0)) / (double)count);
-    }
+  double total = executor_train_cross_entropy (logits, dlogits, tr->labels, rows, v, count);
   return total / (double)MAX (count, 1);
 }
 
@@ -149,7 +132,8 @@ train_device (ExecutorDevice *dev, gpointer data, GError **error)
 
   /* Loss. */
   const PlannerTensor *lt = planner_graph_get_tensor (g, (guint)tr->logits);
-  g_autofree float *logits = ok ? download (dev, val[tr->logits], tensor_bytes (lt), error) : NULL;
+  g_autofree float *logits
+      = ok ? executor_train_download (dev, val[tr->logits], tensor_bytes (lt), error) : NULL;
   ok = ok && logits;
   g_autofree float *dlogits = g_new (float, MAX (executor_shape_numel (lt->shape, lt->rank), 1));
   double loss = ok ? lm_loss (tr, logits, dlogits) : 0;
@@ -197,7 +181,7 @@ train_device (ExecutorDevice *dev, gpointer data, GError **error)
           if (bc.grad_inputs[k].buffer == NULL)
             continue;
           gsize bytes = tensor_bytes (planner_graph_get_tensor (g, t));
-          g_autofree float *add = download (dev, tmp[k], bytes, error);
+          g_autofree float *add = executor_train_download (dev, tmp[k], bytes, error);
           ok = add != NULL;
           if (!ok)
             break;
@@ -207,7 +191,7 @@ train_device (ExecutorDevice *dev, gpointer data, GError **error)
                    && executor_device_upload (dev, grad[t], add, bytes, error);
               continue;
             }
-          g_autofree float *have = download (dev, grad[t], bytes, error);
+          g_autofree float *have = executor_train_download (dev, grad[t], bytes, error);
           ok = have != NULL;
           for (gsize e = 0; ok && e < bytes / 4; e++)
             have[e] += add[e];
@@ -223,8 +207,9 @@ train_device (ExecutorDevice *dev, gpointer data, GError **error)
       gsize bytes = tensor_bytes (pt);
       if (pt->kind != PLANNER_TENSOR_PARAMETER)
         continue;
-      float *gr = grad[t] ? download (dev, grad[t], bytes, error) : g_malloc0 (MAX (bytes, 1));
-      float *w = download (dev, val[t], bytes, error);
+      float *gr = grad[t] ? executor_train_download (dev, grad[t], bytes, error)
+                          : g_malloc0 (MAX (bytes, 1));
+      float *w = executor_train_download (dev, val[t], bytes, error);
       ok = gr && w;
       for (gsize e = 0; ok && e < bytes / 4; e++)
         {
@@ -264,7 +249,7 @@ train_device (ExecutorDevice *dev, gpointer data, GError **error)
         {
           guint t = g_array_index (outputs, guint, i);
           const PlannerTensor *pt = planner_graph_get_tensor (g, t);
-          gpointer host = download (dev, val[t], tensor_bytes (pt), error);
+          gpointer host = executor_train_download (dev, val[t], tensor_bytes (pt), error);
           ok = host != NULL;
           if (ok)
             executor_tensors_add (tr->out, pt->name, executor_storage_dtype (pt->dtype), pt->rank,
@@ -540,8 +525,8 @@ static gboolean
 add_into (ExecutorDevice *dev, ExecutorBuffer *acc, ExecutorBuffer *add, gsize bytes,
           GError **error)
 {
-  g_autofree float *a = download (dev, acc, bytes, error);
-  g_autofree float *b = a ? download (dev, add, bytes, error) : NULL;
+  g_autofree float *a = executor_train_download (dev, acc, bytes, error);
+  g_autofree float *b = a ? executor_train_download (dev, add, bytes, error) : NULL;
   if (b == NULL)
     return FALSE;
   for (gsize e = 0; e < bytes / 4; e++)
@@ -640,7 +625,7 @@ sharded_device (ExecutorDevice *dev, gpointer data, GError **error)
       g_autofree float *dl = g_new (float, MAX (lbytes / 4, 1));
       ExecutorBuffer *whole = convert (dev, sh->logits_whole, &sh->stored[sh->logits], mesh, lt,
                                        val[sh->logits], error);
-      g_autofree float *logits = whole ? download (dev, whole, lbytes, error) : NULL;
+      g_autofree float *logits = whole ? executor_train_download (dev, whole, lbytes, error) : NULL;
       ok = logits != NULL;
       if (ok)
         {
@@ -729,8 +714,9 @@ sharded_device (ExecutorDevice *dev, gpointer data, GError **error)
       if (pt->kind != PLANNER_TENSOR_PARAMETER)
         continue;
       gsize bytes = local_bytes (&sh->stored[t], mesh, pt);
-      float *gr = grad[t] ? download (dev, grad[t], bytes, error) : g_malloc0 (MAX (bytes, 1));
-      float *w = download (dev, val[t], bytes, error);
+      float *gr = grad[t] ? executor_train_download (dev, grad[t], bytes, error)
+                          : g_malloc0 (MAX (bytes, 1));
+      float *w = executor_train_download (dev, val[t], bytes, error);
       ok = gr && w;
       for (gsize e = 0; ok && e < bytes / 4; e++)
         {
@@ -895,6 +881,31 @@ executor_train_step_sharded (PlannerPlan *plan, ExecutorTensors *sources,
 }
 
 /* ---- shared with the pipelined step (executor-train-private.h) ---- */
+
+double
+executor_train_cross_entropy (const float *logits, float *dlogits, const gint64 *labels,
+                              gint64 rows, gint64 v, gint64 count)
+{
+  double total = 0;
+  memset (dlogits, 0, (gsize)(rows * v) * sizeof (float));
+  for (gint64 r = 0; r < rows; r++)
+    {
+      gint64 label = labels[r];
+      if (label == EXECUTOR_TRAIN_IGNORE)
+        continue;
+      const float *z = logits + r * v;
+      double mx = -INFINITY, sum = 0;
+      for (gint64 j = 0; j < v; j++)
+        mx = MAX (mx, z[j]);
+      for (gint64 j = 0; j < v; j++)
+        sum += exp (z[j] - mx);
+      total += log (sum) + mx - z[label];
+      for (gint64 j = 0; j < v; j++)
+        dlogits[r * v + j]
+            = (float)((exp (z[j] - mx) / sum - (j == label ? 1.0 : 0.0)) / (double)count);
+    }
+  return total;
+}
 
 float ***
 executor_train_shards_new (guint n_tensors, guint n_devices)
