@@ -30,24 +30,6 @@ is_ready (gpointer data)
   return ready >= GPOINTER_TO_UINT (data);
 }
 
-/* Nodes whose box, at the view's zoom and origin, meets @area (widget coordinates). */
-static guint
-nodes_under (GraphviewWidget *view, const graphene_rect_t *area)
-{
-  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (view));
-  double zoom = graphview_widget_get_zoom (view), ox, oy;
-  graphview_widget_get_origin (view, &ox, &oy);
-  guint n = 0;
-  for (guint i = 0; i < graphview_layout_get_n_items (layout); i++)
-    {
-      const GraphviewRect *r = graphview_layout_get_item_rect (layout, i);
-      graphene_rect_t box = GRAPHENE_RECT_INIT ((r->x - ox) * zoom, (r->y - oy) * zoom,
-                                                r->width * zoom, r->height * zoom);
-      n += graphene_rect_intersection (&box, area, NULL);
-    }
-  return n;
-}
-
 static void
 test_steps_aside (void)
 {
@@ -86,7 +68,7 @@ test_steps_aside (void)
   /* Fit: the graph beside the minimap, which shows and takes clicks. */
   graphview_widget_zoom_to_fit (view);
   test_ui_pump (100);
-  g_assert_cmpuint (nodes_under (view, &corner), ==, 0);
+  g_assert_cmpuint (test_ui_nodes_under (view, &corner), ==, 0);
   g_assert_false (app_minimap_get_aside (minimap));
   g_assert_true (gtk_widget_pick (overlay, cx, cy, GTK_PICK_DEFAULT) == GTK_WIDGET (minimap));
 
@@ -107,7 +89,7 @@ test_steps_aside (void)
   graphview_widget_set_viewport (view, 2.0, right->x + right->width / 2 - cx / 2,
                                  right->y + right->height / 2 - cy / 2);
   test_ui_pump (100);
-  guint covered = nodes_under (view, &corner);
+  guint covered = test_ui_nodes_under (view, &corner);
   g_test_message ("zoom 2: %u nodes under the minimap's corner", covered);
   g_assert_cmpuint (covered, >, 0);
   g_assert_true (app_minimap_get_aside (minimap));
@@ -117,7 +99,7 @@ test_steps_aside (void)
   /* Panned up past the graph's top: no node in the corner, the minimap back. */
   graphview_widget_set_viewport (view, 2.0, frame->x + frame->width / 2 - 320, -1000);
   test_ui_pump (100);
-  g_assert_cmpuint (nodes_under (view, &corner), ==, 0);
+  g_assert_cmpuint (test_ui_nodes_under (view, &corner), ==, 0);
   g_assert_false (app_minimap_get_aside (minimap));
   g_assert_true (gtk_widget_pick (overlay, cx, cy, GTK_PICK_DEFAULT) == GTK_WIDGET (minimap));
 

@@ -49,24 +49,6 @@ is_ready (gpointer data)
   return ready >= GPOINTER_TO_UINT (data);
 }
 
-/* Nodes whose box, at the view's zoom and origin, meets @area (widget coordinates). */
-static guint
-nodes_under (GraphviewWidget *view, const graphene_rect_t *area)
-{
-  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (view));
-  double zoom = graphview_widget_get_zoom (view), ox, oy;
-  graphview_widget_get_origin (view, &ox, &oy);
-  guint n = 0;
-  for (guint i = 0; i < graphview_layout_get_n_items (layout); i++)
-    {
-      const GraphviewRect *r = graphview_layout_get_item_rect (layout, i);
-      graphene_rect_t box = GRAPHENE_RECT_INIT ((r->x - ox) * zoom, (r->y - oy) * zoom,
-                                                r->width * zoom, r->height * zoom);
-      n += graphene_rect_intersection (&box, area, NULL);
-    }
-  return n;
-}
-
 typedef struct
 {
   const char *name;
@@ -176,7 +158,7 @@ check_overlays (GtkWidget *stack, GraphviewWidget *view, const Over *overs, guin
       g_assert_true (place (view, o, &r));
       g_test_message ("%s at %.0f,%.0f %.0fx%.0f", o->name, r.origin.x, r.origin.y,
                       r.size.width, r.size.height);
-      g_assert_cmpuint (nodes_under (view, &r), ==, 0);
+      g_assert_cmpuint (test_ui_nodes_under (view, &r), ==, 0);
       g_assert_false (aside (view, o));
       if (o->widget)
         {
@@ -202,7 +184,7 @@ check_overlays (GtkWidget *stack, GraphviewWidget *view, const Over *overs, guin
       graphview_widget_set_viewport (view, 2.0, box->x + box->width / 2 - cx / 2,
                                      box->y + box->height / 2 - cy / 2);
       test_ui_pump (100);
-      guint covered = nodes_under (view, &r);
+      guint covered = test_ui_nodes_under (view, &r);
       g_test_message ("zoom 2: %u nodes under the %s", covered, o->name);
       g_assert_cmpuint (covered, >, 0);
       g_assert_cmpint (graphview_widget_item_at (view, cx, cy), ==, node);
@@ -225,7 +207,7 @@ check_overlays (GtkWidget *stack, GraphviewWidget *view, const Over *overs, guin
       graphview_widget_set_viewport (view, 2.0, cx < width / 2 ? -1e6 : 1e6,
                                      cy < height / 2 ? -1e6 : 1e6);
       test_ui_pump (100);
-      g_assert_cmpuint (nodes_under (view, &r), ==, 0);
+      g_assert_cmpuint (test_ui_nodes_under (view, &r), ==, 0);
       g_assert_false (aside (view, o));
       if (o->widget)
         g_assert_true (click_reaches (stack, o->widget, cx, cy));
@@ -308,7 +290,7 @@ test_overlays (void)
   graphview_widget_set_viewport (view, 2.0, box->x + box->width / 2 - cx / 2,
                                  box->y + box->height / 2 - cy / 2);
   test_ui_pump (100);
-  g_assert_cmpuint (nodes_under (view, &r), >, 0);
+  g_assert_cmpuint (test_ui_nodes_under (view, &r), >, 0);
   g_assert_false (aside (view, &overs[0]));
   graphview_widget_hold_overlay (view, overs[0].widget, FALSE);
   test_ui_pump (100);

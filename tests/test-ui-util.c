@@ -77,3 +77,21 @@ test_ui_photograph (GtkWidget *widget, const char *file)
   g_test_message ("wrote %s (%dx%d)", path, gdk_texture_get_width (texture),
                   gdk_texture_get_height (texture));
 }
+
+guint
+test_ui_nodes_under (GraphviewWidget *view, const graphene_rect_t *area)
+{
+  GraphviewLayout *layout = graphview_renderer_get_layout (graphview_widget_get_renderer (view));
+  double zoom = graphview_widget_get_zoom (view), ox, oy;
+  graphview_widget_get_origin (view, &ox, &oy);
+  guint n = 0;
+  for (guint i = 0; i < graphview_layout_get_n_items (layout); i++)
+    {
+      const GraphviewRect *r = graphview_layout_get_item_rect (layout, i);
+      graphene_rect_t box = GRAPHENE_RECT_INIT ((r->x - ox) * zoom, (r->y - oy) * zoom,
+                                                r->width * zoom, r->height * zoom);
+      n += graphene_rect_intersection (&box, area, NULL);
+    }
+  return n;
+}
+

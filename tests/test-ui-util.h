@@ -1,9 +1,11 @@
 /* test-ui-util.h: what the in-process GTK tests (suite ui) share: waiting on the main loop
  * for a condition, running it for a while, the log filter that lets Xvfb's missing session
- * bus pass, and a widget's picture. */
+ * bus pass, a widget's picture, and the nodes under an area of the graph view. */
 #pragma once
 
 #include <gtk/gtk.h>
+
+#include "graphview-widget.h"
 
 G_BEGIN_DECLS
 
@@ -24,5 +26,9 @@ GdkTexture *test_ui_render (GtkWidget *widget);
 /* After a few main-loop iterations, @widget into $G_TEST_BUILDDIR/@file as PNG, to look at
  * (nothing is compared); a widget without a picture is only said. */
 void test_ui_photograph (GtkWidget *widget, const char *file);
+
+/* Nodes of @view's layout whose box, at the view's zoom and origin, meets @area (widget
+ * coordinates): counted from the layout's boxes, not by the widget under test. */
+guint test_ui_nodes_under (GraphviewWidget *view, const graphene_rect_t *area);
 
 G_END_DECLS
